@@ -1,0 +1,180 @@
+"""Sets of Unicode code points and their expansion into UTF-8 byte-class sequences.
+
+A :class:`CharSet` is an immutable, sorted tuple of disjoint, non-adjacent inclusive ranges of
+code points in ``[0, 0x10FFFF]``. Surrogates (U+D800..U+DFFF) are never encodable in UTF-8 and are
+dropped by :func:`utf8_node`.
+
+:func:`utf8_node` is the one place where text classes become bytes: it splits a code-point set
+into ranges of equal UTF-8 length and emits, per range, sequences of byte classes (the classic
+"UTF-8 range split" used by RE2 and Rust's regex-syntax). Cost: O(ranges * 4^depth) in the worst
+case, in practice a handful of sequences per range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, seq
+
+__all__ = ["ANY_CHAR", "MAX_CP", "CharSet", "utf8_node"]
+
+MAX_CP = 0x10FFFF
+_SURR_LO, _SURR_HI = 0xD800, 0xDFFF
+
+
+@dataclass(frozen=True, slots=True)
+class CharSet:
+    ranges: tuple[tuple[int, int], ...] = ()
+
+    # -- construction ---------------------------------------------------------------------------
+    @staticmethod
+    def of(items: Iterable[int | str | tuple[int, int]]) -> CharSet:
+        rs: list[tuple[int, int]] = []
+        for it in items:
+            if isinstance(it, str):
+                rs.extend((ord(c), ord(c)) for c in it)
+            elif isinstance(it, tuple):
+                rs.append(it)
+            else:
+                rs.append((it, it))
+        return CharSet.from_ranges(rs)
+
+    @staticmethod
+    def from_ranges(ranges: Iterable[tuple[int, int]]) -> CharSet:
+        rs = sorted((max(0, lo), min(MAX_CP, hi)) for lo, hi in ranges if lo <= hi)
+        out: list[tuple[int, int]] = []
+        for lo, hi in rs:
+            if lo > hi:
+                continue
+            if out and lo <= out[-1][1] + 1:
+                if hi > out[-1][1]:
+                    out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+        return CharSet(tuple(out))
+
+    @staticmethod
+    def range(lo: int, hi: int) -> CharSet:
+        return CharSet.from_ranges([(lo, hi)])
+
+    # -- algebra --------------------------------------------------------------------------------
+    def __or__(self, other: CharSet) -> CharSet:
+        return CharSet.from_ranges(self.ranges + other.ranges)
+
+    def __and__(self, other: CharSet) -> CharSet:
+        out: list[tuple[int, int]] = []
+        i = j = 0
+        a, b = self.ranges, other.ranges
+        while i < len(a) and j < len(b):
+            lo = max(a[i][0], b[j][0])
+            hi = min(a[i][1], b[j][1])
+            if lo <= hi:
+                out.append((lo, hi))
+            if a[i][1] < b[j][1]:
+                i += 1
+            else:
+                j += 1
+        return CharSet(tuple(out))
+
+    def __sub__(self, other: CharSet) -> CharSet:
+        return self & other.complement()
+
+    def complement(self) -> CharSet:
+        out: list[tuple[int, int]] = []
+        prev = 0
+        for lo, hi in self.ranges:
+            if lo > prev:
+                out.append((prev, lo - 1))
+            prev = hi + 1
+        if prev <= MAX_CP:
+            out.append((prev, MAX_CP))
+        return CharSet(tuple(out))
+
+    def __contains__(self, cp: object) -> bool:
+        if isinstance(cp, str):
+            cp = ord(cp)
+        if not isinstance(cp, int):
+            return False
+        lo_i, hi_i = 0, len(self.ranges)
+        while lo_i < hi_i:
+            mid = (lo_i + hi_i) // 2
+            lo, hi = self.ranges[mid]
+            if cp < lo:
+                hi_i = mid
+            elif cp > hi:
+                lo_i = mid + 1
+            else:
+                return True
+        return False
+
+    def is_empty(self) -> bool:
+        return not self.ranges
+
+    def __len__(self) -> int:
+        return sum(hi - lo + 1 for lo, hi in self.ranges)
+
+    def __bool__(self) -> bool:
+        return bool(self.ranges)
+
+    def ascii_only(self) -> bool:
+        return not self.ranges or self.ranges[-1][1] < 0x80
+
+    def __repr__(self) -> str:
+        inner = ",".join(f"{lo:X}" if lo == hi else f"{lo:X}-{hi:X}" for lo, hi in self.ranges)
+        return f"CharSet[{inner}]"
+
+
+ANY_CHAR = CharSet(((0, MAX_CP),))
+
+# UTF-8 length boundaries: (first code point, last code point) per encoded length
+_LEN_BOUNDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, MAX_CP))
+
+
+def _encode(cp: int, n: int) -> list[int]:
+    if n == 1:
+        return [cp]
+    out = []
+    for _ in range(n - 1):
+        out.append(0x80 | (cp & 0x3F))
+        cp >>= 6
+    lead = {2: 0xC0, 3: 0xE0, 4: 0xF0}[n]
+    out.append(lead | cp)
+    return out[::-1]
+
+
+def _split_same_len(lo: int, hi: int, n: int) -> list[list[tuple[int, int]]]:
+    """Sequences of byte ranges covering exactly the n-byte encodings of [lo, hi]."""
+    if n == 1:
+        return [[(lo, hi)]]
+    # split so that every continuation byte position below the top varies over its full range
+    for i in range(1, n):
+        m = (1 << (6 * i)) - 1
+        if lo & ~m != hi & ~m:
+            if lo & m != 0:
+                return _split_same_len(lo, lo | m, n) + _split_same_len((lo | m) + 1, hi, n)
+            if hi & m != m:
+                return _split_same_len(lo, (hi & ~m) - 1, n) + _split_same_len(hi & ~m, hi, n)
+    a, b = _encode(lo, n), _encode(hi, n)
+    return [[(a[k], b[k]) for k in range(n)]]
+
+
+def utf8_node(cs: CharSet) -> Node:
+    """IR matching exactly the UTF-8 encodings of the code points in ``cs`` (surrogates dropped)."""
+    cs = cs - CharSet.range(_SURR_LO, _SURR_HI)
+    alts: list[Node] = []
+    for lo, hi in cs.ranges:
+        for n, (blo, bhi) in enumerate(_LEN_BOUNDS, start=1):
+            a, b = max(lo, blo), min(hi, bhi)
+            if a > b:
+                continue
+            for ranges in _split_same_len(a, b, n):
+                alts.append(seq(*(byte_class((x, y)) for x, y in ranges)))
+    if not alts:
+        return NOTHING
+    return _factor(alts)
+
+
+def _factor(alts: list[Node]) -> Node:
+    """Merge alternatives that share their first byte class (keeps the tree small)."""
+    return choice(*alts)

@@ -1,0 +1,491 @@
+"""The grammar IR: plain, frozen, hashable data.
+
+A :class:`Grammar` is a set of named :class:`Rule` s whose bodies are trees of nodes:
+
+* :class:`Bytes`      a literal byte string (``b""`` is the empty string, epsilon)
+* :class:`ByteClass`  one byte out of a set, stored as a 256-bit integer mask (bit ``b`` = byte ``b``)
+* :class:`Seq`        concatenation
+* :class:`Choice`     alternation (an empty choice matches nothing)
+* :class:`Repeat`     ``item{min,max}``; ``max=None`` is unbounded
+* :class:`RuleRef`    a reference to another rule by name
+* :class:`Special`    one special (control) token of the vocabulary, by its text; never matched by bytes
+
+Everything below the IR works on bytes: text is UTF-8 encoded by the frontends, once.
+Nodes have value equality, so grammars can be compared, hashed, cached and diffed; ``str(node)``
+prints EBNF.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from toolmask.errors import GrammarError
+
+__all__ = [
+    "ALL_BYTES",
+    "EMPTY",
+    "NOTHING",
+    "ByteClass",
+    "Bytes",
+    "Choice",
+    "Grammar",
+    "Node",
+    "PostCheck",
+    "Repeat",
+    "Rule",
+    "RuleRef",
+    "Seq",
+    "Special",
+    "byte_class",
+    "byte_range",
+    "choice",
+    "iter_nodes",
+    "lit",
+    "opt",
+    "plus",
+    "repeat",
+    "seq",
+    "star",
+]
+
+_FULL_MASK = (1 << 256) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Bytes:
+    """A literal byte string; ``Bytes(b"")`` matches the empty string."""
+
+    value: bytes
+
+    def __str__(self) -> str:
+        return _quote_bytes(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class ByteClass:
+    """One byte from a set. ``mask`` is a 256-bit int: bit ``b`` set means byte ``b`` is allowed."""
+
+    mask: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.mask <= _FULL_MASK:
+            raise ValueError("ByteClass mask must be a 256-bit non-negative integer")
+
+    def __contains__(self, byte: int) -> bool:
+        return bool((self.mask >> byte) & 1)
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """Inclusive ``(lo, hi)`` runs of set bits, ascending."""
+        out: list[tuple[int, int]] = []
+        m = self.mask
+        b = 0
+        while m:
+            if m & 1:
+                lo = b
+                while m & 1:
+                    m >>= 1
+                    b += 1
+                out.append((lo, b - 1))
+            else:
+                # skip a run of zeros quickly
+                tz = (m & -m).bit_length() - 1
+                m >>= tz
+                b += tz
+        return out
+
+    def bytes(self) -> list[int]:
+        return [b for lo, hi in self.ranges() for b in range(lo, hi + 1)]
+
+    def is_empty(self) -> bool:
+        return self.mask == 0
+
+    def negate(self) -> ByteClass:
+        return ByteClass(_FULL_MASK ^ self.mask)
+
+    def __str__(self) -> str:
+        if self.mask == _FULL_MASK:
+            return "[\\x00-\\xff]"
+        parts = []
+        for lo, hi in self.ranges():
+            if lo == hi:
+                parts.append(_class_char(lo))
+            elif hi == lo + 1:
+                parts.append(_class_char(lo) + _class_char(hi))
+            else:
+                parts.append(f"{_class_char(lo)}-{_class_char(hi)}")
+        return "[" + "".join(parts) + "]"
+
+
+@dataclass(frozen=True, slots=True)
+class Seq:
+    items: tuple[Node, ...]
+
+    def __str__(self) -> str:
+        if not self.items:
+            return '""'
+        return " ".join(_wrap(i, Seq) for i in self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    items: tuple[Node, ...]
+
+    def __str__(self) -> str:
+        if not self.items:
+            return "[]"  # the empty byte class: matches nothing
+        return " | ".join(_wrap(i, Choice) for i in self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    item: Node
+    min: int = 0
+    max: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.min < 0 or (self.max is not None and self.max < self.min):
+            raise ValueError(f"bad repetition bounds {{{self.min},{self.max}}}")
+
+    def __str__(self) -> str:
+        inner = _wrap(self.item, Repeat)
+        if (self.min, self.max) == (0, None):
+            return inner + "*"
+        if (self.min, self.max) == (1, None):
+            return inner + "+"
+        if (self.min, self.max) == (0, 1):
+            return inner + "?"
+        if self.max is None:
+            return f"{inner}{{{self.min},}}"
+        if self.min == self.max:
+            return f"{inner}{{{self.min}}}"
+        return f"{inner}{{{self.min},{self.max}}}"
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRef:
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Special:
+    """A special token of the vocabulary, named by its text (e.g. ``"<tool_call>"``)."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return f"<{self.text!r}>"
+
+
+Node: TypeAlias = Bytes | ByteClass | Seq | Choice | Repeat | RuleRef | Special
+
+EMPTY: Node = Bytes(b"")
+NOTHING: Node = Choice(())
+ALL_BYTES = ByteClass(_FULL_MASK)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    body: Node
+
+    def __str__(self) -> str:
+        return f"{self.name} ::= {self.body}"
+
+
+@dataclass(frozen=True, slots=True)
+class PostCheck:
+    """A check run on the finished document after decoding (what a grammar cannot say).
+
+    ``schema_json`` is the JSON text of the full schema the document must satisfy;
+    ``keywords`` lists ``(json_pointer, keyword)`` pairs left, wholly or partly, to this check.
+    """
+
+    schema_json: str
+    keywords: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    """A set of rules with a start rule, plus the post-decode checks.
+
+    Invariants (checked on construction): rule names are unique, ``start`` is defined and every
+    :class:`RuleRef` names a defined rule.
+    """
+
+    rules: tuple[Rule, ...]
+    start: str = "root"
+    checks: tuple[PostCheck, ...] = ()
+    _by_name: Mapping[str, Rule] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+
+    def __post_init__(self) -> None:
+        by_name: dict[str, Rule] = {}
+        for r in self.rules:
+            if r.name in by_name:
+                raise GrammarError(f"rule {r.name!r} is defined twice")
+            by_name[r.name] = r
+        if self.start not in by_name:
+            raise GrammarError(f"start rule {self.start!r} is not defined")
+        for r in self.rules:
+            for n in iter_nodes(r.body):
+                if isinstance(n, RuleRef) and n.name not in by_name:
+                    raise GrammarError(f"rule {r.name!r} refers to undefined rule {n.name!r}")
+        object.__setattr__(self, "_by_name", by_name)
+
+    # -- access -------------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> Rule:
+        return self._by_name[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    @property
+    def rule_names(self) -> list[str]:
+        return [r.name for r in self.rules]
+
+    def fingerprint(self) -> str:
+        """A stable hex digest of the rules, start and checks (cache key across processes)."""
+        h = hashlib.sha256()
+        h.update(self.start.encode())
+        for r in self.rules:
+            h.update(b"\x00" + repr(r).encode("utf-8", "surrogatepass"))
+        for c in self.checks:
+            h.update(b"\x01" + repr(c).encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
+
+    def with_checks(self, checks: Iterable[PostCheck]) -> Grammar:
+        return Grammar(self.rules, self.start, tuple(checks))
+
+    def __str__(self) -> str:
+        """EBNF: one ``name ::= body`` line per rule, start rule first."""
+        ordered = [self[self.start]] + [r for r in self.rules if r.name != self.start]
+        return "\n".join(str(r) for r in ordered) + "\n"
+
+    # -- constructors and printers (implemented by the frontends) -------------------------------
+    @classmethod
+    def from_gbnf(cls, text: str, *, start: str = "root") -> Grammar:
+        """Parse llama.cpp's GBNF dialect (see :mod:`toolmask.grammar._gbnf`)."""
+        from toolmask.grammar._gbnf import parse_gbnf
+
+        return parse_gbnf(text, start=start)
+
+    @classmethod
+    def from_lark(cls, text: str, *, start: str = "start") -> Grammar:
+        """Parse the Lark subset llguidance accepts (see :mod:`toolmask.grammar._lark`)."""
+        from toolmask.grammar._lark import parse_lark
+
+        return parse_lark(text, start=start)
+
+    @classmethod
+    def from_regex(cls, pattern: str) -> Grammar:
+        """A grammar whose language is the set of strings the ECMA-262 ``pattern`` fully matches."""
+        from toolmask.grammar._regex import grammar_from_regex
+
+        return grammar_from_regex(pattern)
+
+    @classmethod
+    def from_json_schema(cls, schema: object, **options: object) -> Grammar:
+        """Compile a JSON Schema (see :func:`toolmask.schema.compile_json_schema`)."""
+        from toolmask.schema import compile_json_schema
+
+        return compile_json_schema(schema, **options)  # type: ignore[arg-type]
+
+    @classmethod
+    def json(cls, **options: object) -> Grammar:
+        """Any JSON value (same options as :meth:`from_json_schema`)."""
+        from toolmask.schema import compile_json_schema
+
+        return compile_json_schema(True, **options)  # type: ignore[arg-type]
+
+    def to_gbnf(self) -> str:
+        from toolmask.grammar._gbnf import to_gbnf
+
+        return to_gbnf(self)
+
+    def to_lark(self) -> str:
+        from toolmask.grammar._lark import to_lark
+
+        return to_lark(self)
+
+
+# -- smart constructors -------------------------------------------------------------------------
+
+
+def lit(value: bytes | str) -> Node:
+    """A literal; ``str`` is UTF-8 encoded."""
+    return Bytes(value.encode("utf-8") if isinstance(value, str) else value)
+
+
+def byte_class(*items: int | tuple[int, int]) -> ByteClass:
+    """``byte_class(0x41, (0x61, 0x7A))``: single bytes or inclusive ranges."""
+    mask = 0
+    for it in items:
+        if isinstance(it, tuple):
+            lo, hi = it
+            if not 0 <= lo <= hi <= 255:
+                raise ValueError(f"bad byte range {lo}-{hi}")
+            mask |= ((1 << (hi - lo + 1)) - 1) << lo
+        else:
+            if not 0 <= it <= 255:
+                raise ValueError(f"bad byte {it}")
+            mask |= 1 << it
+    return ByteClass(mask)
+
+
+def byte_range(lo: int, hi: int) -> ByteClass:
+    return byte_class((lo, hi))
+
+
+def seq(*items: Node) -> Node:
+    """Concatenation, flattened; adjacent literals fused; a NOTHING item makes it NOTHING."""
+    flat: list[Node] = []
+    for it in items:
+        parts = it.items if isinstance(it, Seq) else (it,)
+        for p in parts:
+            if p == NOTHING or (isinstance(p, ByteClass) and p.mask == 0):
+                return NOTHING
+            if isinstance(p, Bytes):
+                if not p.value:
+                    continue
+                if flat and isinstance(flat[-1], Bytes):
+                    flat[-1] = Bytes(flat[-1].value + p.value)
+                    continue
+            flat.append(p)
+    if not flat:
+        return EMPTY
+    if len(flat) == 1:
+        return flat[0]
+    return Seq(tuple(flat))
+
+
+def choice(*items: Node) -> Node:
+    """Alternation, flattened and de-duplicated (order kept); NOTHING branches dropped."""
+    flat: list[Node] = []
+    seen: set[Node] = set()
+    for it in items:
+        parts = it.items if isinstance(it, Choice) else (it,)
+        for p in parts:
+            if isinstance(p, ByteClass) and p.mask == 0:
+                continue
+            if p not in seen:
+                seen.add(p)
+                flat.append(p)
+    # merge single-byte alternatives into one class
+    classes = [p for p in flat if _single_byte_mask(p) is not None]
+    if len(classes) > 1:
+        mask = 0
+        for p in classes:
+            m = _single_byte_mask(p)
+            assert m is not None
+            mask |= m
+        first = flat.index(classes[0])
+        rest = [p for p in flat if _single_byte_mask(p) is None]
+        flat = rest[:first] + [ByteClass(mask)] + rest[first:]
+    if not flat:
+        return NOTHING
+    if len(flat) == 1:
+        return flat[0]
+    return Choice(tuple(flat))
+
+
+def repeat(item: Node, lo: int = 0, hi: int | None = None) -> Node:
+    if hi == 0 or item == EMPTY:
+        return EMPTY
+    if item == NOTHING:
+        return EMPTY if lo == 0 else NOTHING
+    if lo == 1 and hi == 1:
+        return item
+    return Repeat(item, lo, hi)
+
+
+def opt(item: Node) -> Node:
+    return repeat(item, 0, 1)
+
+
+def star(item: Node) -> Node:
+    return repeat(item, 0, None)
+
+
+def plus(item: Node) -> Node:
+    return repeat(item, 1, None)
+
+
+def iter_nodes(node: Node) -> Iterator[Node]:
+    """Pre-order walk of a node tree (iterative; safe for deep trees)."""
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (Seq, Choice)):
+            stack.extend(reversed(n.items))
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
+
+
+# -- printing helpers ---------------------------------------------------------------------------
+
+
+def _single_byte_mask(n: Node) -> int | None:
+    if isinstance(n, ByteClass):
+        return n.mask
+    if isinstance(n, Bytes) and len(n.value) == 1:
+        return 1 << n.value[0]
+    return None
+
+
+def _wrap(node: Node, parent: type) -> str:
+    s = str(node)
+    if isinstance(node, Choice) and node.items and parent is not Choice:
+        return f"({s})"
+    if isinstance(node, Seq) and parent is Repeat:
+        return f"({s})"
+    if isinstance(node, Repeat) and parent is Repeat:
+        return f"({s})"
+    return s
+
+
+def _quote_bytes(b: bytes) -> str:
+    try:
+        text = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return '"' + "".join(_byte_escape(x) for x in b) + '"'
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif o < 0x20 or o == 0x7F:
+            out.append(f"\\x{o:02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _byte_escape(b: int) -> str:
+    if 0x20 <= b < 0x7F and chr(b) not in '"\\':
+        return chr(b)
+    return f"\\x{b:02x}"
+
+
+def _class_char(b: int) -> str:
+    if 0x20 <= b < 0x7F and chr(b) not in "]\\^-[":
+        return chr(b)
+    return f"\\x{b:02x}"
+
+
+def _json_dumps(obj: object) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

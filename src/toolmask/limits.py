@@ -1,0 +1,53 @@
+"""Resource caps that turn hostile or accidental blow-ups into :class:`LimitError`.
+
+Each bound says what it protects. The library defaults are generous; the server uses
+:data:`SERVER_LIMITS`, which are tighter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_LIMITS", "SERVER_LIMITS", "Limits"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    #: bytes of JSON text of one schema (protects the compiler from huge inputs)
+    max_schema_bytes: int = 2_000_000
+    #: nesting depth of subschemas walked by the compiler (protects the Python stack)
+    max_schema_depth: int = 128
+    #: rules in one grammar (protects the automaton builder)
+    max_rules: int = 20_000
+    #: IR nodes in one grammar, counted after lowering (protects memory)
+    max_grammar_nodes: int = 2_000_000
+    #: automaton positions (states of all per-rule DFAs together)
+    max_automaton_states: int = 500_000
+    #: states of one string / number language DFA built from pattern, format, length, ranges
+    max_dfa_states: int = 20_000
+    #: bounded repetitions are unrolled up to this many copies; larger bounds are an error
+    #: unless the caller picks a looser enforcement (the schema compiler then hands the bound
+    #: to the post-decode validator)
+    max_repeat_unroll: int = 2_000
+    #: depth of the pushdown stack at run time; a deeper parse is rejected, never an exception
+    max_stack_depth: int = 2_000
+    #: number of simultaneous stacks (parallel parses of an ambiguous grammar) in one state
+    max_stacks: int = 4_096
+    #: wall-clock seconds for one schema compilation (checked between steps)
+    max_compile_seconds: float = 30.0
+
+
+DEFAULT_LIMITS = Limits()
+
+SERVER_LIMITS = Limits(
+    max_schema_bytes=200_000,
+    max_schema_depth=64,
+    max_rules=5_000,
+    max_grammar_nodes=300_000,
+    max_automaton_states=100_000,
+    max_dfa_states=5_000,
+    max_repeat_unroll=500,
+    max_stack_depth=512,
+    max_stacks=1_024,
+    max_compile_seconds=5.0,
+)
