@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from toolmask._compile import CompiledGrammar, Matcher, compile
 from toolmask.errors import (
     GrammarError,
     GrammarSyntaxError,
@@ -17,12 +18,15 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_LIMITS",
     "SERVER_LIMITS",
+    "CompiledGrammar",
     "Grammar",
     "GrammarError",
     "GrammarSyntaxError",
     "LimitError",
     "Limits",
+    "Matcher",
     "SchemaError",
     "ToolmaskError",
     "__version__",
+    "compile",
 ]

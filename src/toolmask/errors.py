@@ -3,8 +3,8 @@
 Every error derives from :class:`ToolmaskError`::
 
     ToolmaskError
-    ├── SchemaError          a JSON Schema that cannot be compiled (carries a JSON pointer + keyword)
-    ├── GrammarError         an IR grammar that is inconsistent (undefined rule, left recursion, ...)
+    ├── SchemaError          a JSON Schema that cannot be compiled (JSON pointer + keyword)
+    ├── GrammarError         an unusable IR grammar (undefined rule, left recursion, ...)
     │   └── GrammarSyntaxError   GBNF / Lark / regex text that does not parse (line, column, caret)
     └── LimitError           a resource cap of :class:`toolmask.limits.Limits` was exceeded
 
@@ -64,9 +64,7 @@ class GrammarSyntaxError(GrammarError):
         self.column = pos - line_start + 1
         src_line = text[line_start:line_end]
         caret = " " * (self.column - 1) + "^"
-        super().__init__(
-            f"{source}:{self.line}:{self.column}: {message}\n  {src_line}\n  {caret}"
-        )
+        super().__init__(f"{source}:{self.line}:{self.column}: {message}\n  {src_line}\n  {caret}")
 
 
 class LimitError(ToolmaskError):

@@ -33,6 +33,9 @@ class Limits:
     max_stack_depth: int = 2_000
     #: number of simultaneous stacks (parallel parses of an ambiguous grammar) in one state
     max_stacks: int = 4_096
+    #: automaton states kept with memoised transitions; past this the transition memos are
+    #: dropped so unreferenced states can be freed (protects memory in long sessions)
+    max_cached_states: int = 200_000
     #: wall-clock seconds for one schema compilation (checked between steps)
     max_compile_seconds: float = 30.0
 
@@ -49,5 +52,6 @@ SERVER_LIMITS = Limits(
     max_repeat_unroll=500,
     max_stack_depth=512,
     max_stacks=1_024,
+    max_cached_states=50_000,
     max_compile_seconds=5.0,
 )

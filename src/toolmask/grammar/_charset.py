@@ -12,6 +12,7 @@ case, in practice a handful of sequences per range.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -159,6 +160,7 @@ def _split_same_len(lo: int, hi: int, n: int) -> list[list[tuple[int, int]]]:
     return [[(a[k], b[k]) for k in range(n)]]
 
 
+@functools.lru_cache(maxsize=4096)
 def utf8_node(cs: CharSet) -> Node:
     """IR matching exactly the UTF-8 encodings of the code points in ``cs`` (surrogates dropped)."""
     cs = cs - CharSet.range(_SURR_LO, _SURR_HI)

@@ -3,12 +3,12 @@
 A :class:`Grammar` is a set of named :class:`Rule` s whose bodies are trees of nodes:
 
 * :class:`Bytes`      a literal byte string (``b""`` is the empty string, epsilon)
-* :class:`ByteClass`  one byte out of a set, stored as a 256-bit integer mask (bit ``b`` = byte ``b``)
+* :class:`ByteClass`  one byte out of a set, a 256-bit integer mask (bit ``b`` = byte ``b``)
 * :class:`Seq`        concatenation
 * :class:`Choice`     alternation (an empty choice matches nothing)
 * :class:`Repeat`     ``item{min,max}``; ``max=None`` is unbounded
 * :class:`RuleRef`    a reference to another rule by name
-* :class:`Special`    one special (control) token of the vocabulary, by its text; never matched by bytes
+* :class:`Special`    one special (control) token of the vocabulary, by its text (never bytes)
 
 Everything below the IR works on bytes: text is UTF-8 encoded by the frontends, once.
 Nodes have value equality, so grammars can be compared, hashed, cached and diffed; ``str(node)``
@@ -204,11 +204,13 @@ class PostCheck:
     """A check run on the finished document after decoding (what a grammar cannot say).
 
     ``schema_json`` is the JSON text of the full schema the document must satisfy;
-    ``keywords`` lists ``(json_pointer, keyword)`` pairs left, wholly or partly, to this check.
+    ``keywords`` lists ``(json_pointer, keyword)`` pairs left, wholly or partly, to this check;
+    ``resources_json`` is a JSON object mapping URIs to documents that ``$ref`` may name.
     """
 
     schema_json: str
     keywords: tuple[tuple[str, str], ...] = ()
+    resources_json: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +390,7 @@ def choice(*items: Node) -> Node:
             mask |= m
         first = flat.index(classes[0])
         rest = [p for p in flat if _single_byte_mask(p) is None]
-        flat = rest[:first] + [ByteClass(mask)] + rest[first:]
+        flat = [*rest[:first], ByteClass(mask), *rest[first:]]
     if not flat:
         return NOTHING
     if len(flat) == 1:

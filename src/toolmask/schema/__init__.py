@@ -1,0 +1,77 @@
+"""JSON Schema -> grammar IR.
+
+:func:`compile_json_schema` resolves references, normalises the schema into closed per-type shapes
+(see :mod:`toolmask.schema._terms`) and lowers them to rules. What each keyword compiles to is in
+:data:`KEYWORDS`; what the grammar cannot enforce is attached to the grammar as a
+:class:`~toolmask.grammar.PostCheck` that ``CompiledGrammar.validate`` runs after decoding.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from toolmask.errors import LimitError, SchemaError
+from toolmask.grammar._ir import Grammar
+from toolmask.limits import DEFAULT_LIMITS, Limits
+from toolmask.schema._keywords import KEYWORDS, KeywordInfo
+
+__all__ = ["KEYWORDS", "KeywordInfo", "compile_json_schema"]
+
+
+def compile_json_schema(
+    schema: Any,
+    *,
+    whitespace: Literal["compact", "flexible", "indent"] = "compact",
+    indent: int = 2,
+    max_whitespace: int = 4,
+    additional_properties_default: bool = True,
+    lenient: bool = False,
+    resources: Mapping[str, Any] | None = None,
+    max_indent_depth: int = 32,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Grammar:
+    """Compile a JSON Schema (draft 2020-12; draft-07/04 spellings read) into a grammar.
+
+    Options:
+
+    * ``whitespace``: ``"compact"`` (``json.dumps(v, separators=(",", ":"))``), ``"flexible"``
+      (up to ``max_whitespace`` bytes of whitespace wherever JSON allows it), or ``"indent"``
+      (exactly ``json.dumps(v, indent=indent)``; containers nest at most ``max_indent_depth``).
+    * Object keys come in schema order (``properties`` order, then ``required`` names, then
+      other keys); strings are in canonical form (``json.dumps(s, ensure_ascii=False)``).
+    * ``additional_properties_default``: what a missing ``additionalProperties`` means. ``True``
+      is the JSON Schema meaning; ``False`` stops a model from inventing keys.
+    * ``lenient``: unsupported keywords become warnings and are left to the post-decode validator
+      instead of raising :class:`SchemaError`.
+    * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
+
+    Raises :class:`SchemaError` (with a JSON pointer and keyword) for schemas it cannot compile
+    and :class:`LimitError` when a resource cap of ``limits`` is hit.
+    """
+    from toolmask.schema._compiler import SchemaCompiler
+    from toolmask.schema._lower import Layout, Lowerer
+
+    if whitespace not in ("compact", "flexible", "indent"):
+        raise ValueError(f"whitespace must be compact, flexible or indent, not {whitespace!r}")
+    try:
+        schema_json = json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise SchemaError(f"the schema is not JSON: {e}") from e
+    if len(schema_json.encode()) > limits.max_schema_bytes:
+        raise LimitError(
+            f"the schema has {len(schema_json)} bytes of JSON", limit="max_schema_bytes"
+        )
+    resources_json = json.dumps(dict(resources or {}), ensure_ascii=False) if resources else ""
+    try:
+        compiler = SchemaCompiler(schema, resources=resources, lenient=lenient, limits=limits)
+        lowerer = Lowerer(
+            compiler,
+            Layout(whitespace, indent, max_whitespace),
+            additional_properties_default=additional_properties_default,
+            max_indent_depth=max_indent_depth,
+        )
+        return lowerer.run(compiler.root_term, schema_json, resources_json)
+    except RecursionError as e:
+        raise LimitError("the schema nests too deeply", limit="max_schema_depth") from e

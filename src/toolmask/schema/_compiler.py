@@ -1,0 +1,1271 @@
+"""JSON Schema -> terms -> shapes: resolution, keyword handlers and the shape algebra.
+
+:class:`SchemaCompiler` owns one compilation: the location table (every subschema reached, with
+its ``referencing`` resolver and JSON pointer), the expansion memo (term -> shape) and the flags
+that say which keywords were left, wholly or partly, to the post-decode validator.
+
+Costs: each distinct term is expanded once; intersections are pairwise over the alternatives of
+each JSON type (bounded by ``_MAX_ALTS``); string and number constraints are DFA products bounded
+by ``Limits.max_dfa_states``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+from jsonschema import validators as js_validators
+from referencing._core import Resolver
+
+from toolmask.errors import GrammarError, LimitError, SchemaError
+from toolmask.grammar._dfa import Dfa
+from toolmask.limits import Limits
+from toolmask.schema import _langs
+from toolmask.schema._keywords import KEYWORDS
+from toolmask.schema._terms import (
+    BOTTOM,
+    NO_FLAGS,
+    SHAPE_BOTTOM,
+    SHAPE_TOP,
+    TOP,
+    And,
+    ArrAlt,
+    Const,
+    Flags,
+    Loc,
+    Not,
+    NumAlt,
+    ObjAlt,
+    Or,
+    Prop,
+    Region,
+    Shape,
+    StrAlt,
+    Term,
+    canonical,
+    mk_and,
+    mk_not,
+)
+
+__all__ = ["SchemaCompiler"]
+
+_MAX_ALTS = 64
+_MAX_PATTERN_PROPS = 6
+_MAX_ONEOF_EXACT = 8
+
+_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+
+
+def _esc(key: str | int) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _dec(v: Any, pointer: str, keyword: str) -> Decimal:
+    if not _is_number(v):
+        raise SchemaError(
+            f"{keyword} must be a number, got {v!r}", pointer=pointer, keyword=keyword
+        )
+    if isinstance(v, float) and not math.isfinite(v):
+        raise SchemaError(f"{keyword} must be finite", pointer=pointer, keyword=keyword)
+    try:
+        return Decimal(repr(v)) if isinstance(v, float) else Decimal(v)
+    except InvalidOperation as e:  # pragma: no cover - repr of a finite float always parses
+        raise SchemaError(str(e), pointer=pointer, keyword=keyword) from e
+
+
+def _nonneg_int(v: Any, pointer: str, keyword: str) -> int:
+    if _is_number(v) and float(v).is_integer() and v >= 0:
+        return int(v)
+    raise SchemaError(
+        f"{keyword} must be a non-negative integer, got {v!r}", pointer=pointer, keyword=keyword
+    )
+
+
+class SchemaCompiler:
+    """One compilation of one root schema (plus optional extra resources for remote refs)."""
+
+    def __init__(
+        self,
+        schema: Any,
+        *,
+        resources: Mapping[str, Any] | None,
+        lenient: bool,
+        limits: Limits,
+    ) -> None:
+        self.root = schema
+        self.lenient = lenient
+        self.limits = limits
+        self.deadline = time.monotonic() + limits.max_compile_seconds
+        self._locs: list[tuple[Any, Resolver[Any], str]] = []
+        self._loc_index: dict[tuple[int, str], int] = {}
+        self._keep: list[Any] = []
+        self._memo: dict[Term, Shape] = {}
+        self._in_progress: set[Term] = set()
+        self.forced_over: set[tuple[str, str]] = set()
+        self._validators: dict[int, Any] = {}
+
+        from toolmask.schema._formats import format_checker
+
+        self.format_checker = format_checker()
+        spec = referencing.jsonschema.DRAFT202012
+        if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
+            try:
+                spec = referencing.jsonschema.specification_with(schema["$schema"])
+            except (
+                referencing.exceptions.CannotDetermineSpecification,
+                referencing.jsonschema.UnknownDialect,
+            ):
+                spec = referencing.jsonschema.DRAFT202012
+        self.spec = spec
+        self.draft4 = isinstance(schema, dict) and "draft-04" in str(schema.get("$schema", ""))
+        try:
+            self.validator_cls = js_validators.validator_for(
+                schema if isinstance(schema, dict) else {},
+                default=js_validators.Draft202012Validator,
+            )
+        except Exception:  # an unknown $schema URI: read it as 2020-12
+            self.validator_cls = js_validators.Draft202012Validator
+        registry: referencing.Registry[Any] = referencing.Registry()
+        for uri, doc in (resources or {}).items():
+            registry = registry.with_resource(uri, self._resource(doc))
+        root_res = self._resource(schema)
+        root_uri = root_res.id() or ""
+        registry = registry.with_resource(root_uri, root_res)
+        self.registry = registry.crawl()
+        self.root_resolver = self.registry.resolver(base_uri=root_uri)
+        self.root_term = self.loc(schema, self.root_resolver, "")
+
+    def _resource(self, doc: Any) -> referencing.Resource[Any]:
+        try:
+            return referencing.Resource.from_contents(doc, default_specification=self.spec)
+        except referencing.jsonschema.UnknownDialect:
+            return self.spec.create_resource(doc)
+
+    # -- locations ------------------------------------------------------------------------------
+    def loc(
+        self,
+        schema: Any,
+        resolver: Resolver[Any],
+        pointer: str,
+        *,
+        enter_id: bool = True,
+    ) -> Loc:
+        if enter_id and isinstance(schema, dict) and "$id" in schema and pointer:
+            idv = schema["$id"]
+            if isinstance(idv, str) and not idv.startswith("#"):
+                resolver = resolver.in_subresource(self._resource(schema))
+        key = (id(schema), str(resolver._base_uri))
+        idx = self._loc_index.get(key)
+        if idx is None:
+            if len(self._locs) >= self.limits.max_rules * 4:
+                raise LimitError("too many subschemas", limit="max_rules")
+            idx = len(self._locs)
+            self._locs.append((schema, resolver, pointer))
+            self._loc_index[key] = idx
+            self._keep.append(schema)
+        return Loc(idx)
+
+    def pointer_of(self, term: Term) -> str:
+        if isinstance(term, Loc):
+            return self._locs[term.index][2]
+        return ""
+
+    def check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise LimitError("schema compilation took too long", limit="max_compile_seconds")
+
+    def flag_over(self, pointer: str, keyword: str) -> Flags:
+        """Flags for a grammar that accepts more than the schema here (the validator must run)."""
+        return Flags(over=frozenset({(pointer, keyword)}))
+
+    def force_over(self, pointer: str, keyword: str) -> None:
+        """Record a keyword left to the validator outside any shape (lenient mode, key names)."""
+        self.forced_over.add((pointer, keyword))
+
+    def flag_under(self, pointer: str, keyword: str) -> Flags:
+        return Flags(under=frozenset({(pointer, keyword)}))
+
+    # -- value-level evaluation (exact; used to filter literal sets) ------------------------------
+    def accepts(self, term: Term, value: Any) -> bool:
+        if isinstance(term, Const):
+            return term.value
+        if isinstance(term, And):
+            return all(self.accepts(t, value) for t in term.items)
+        if isinstance(term, Or):
+            return any(self.accepts(t, value) for t in term.items)
+        if isinstance(term, Not):
+            return not self.accepts(term.item, value)
+        v = self._validators.get(term.index)
+        if v is None:
+            schema, resolver, _ = self._locs[term.index]
+            v = self.validator_cls(  # type: ignore[call-arg]
+                schema,
+                registry=self.registry,
+                _resolver=resolver,
+                format_checker=self.format_checker,
+            )
+            self._validators[term.index] = v
+        try:
+            return bool(v.is_valid(value))
+        except RecursionError:
+            return False
+        except Exception:  # jsonschema cannot evaluate it: treat as not provably valid
+            return False
+
+    # -- expansion --------------------------------------------------------------------------------
+    def expand(self, term: Term) -> Shape:
+        got = self._memo.get(term)
+        if got is not None:
+            return got
+        if term in self._in_progress:
+            raise SchemaError(
+                "$ref cycle that never consumes input (a schema that refers to itself "
+                "without an object or array in between)",
+                pointer=self.pointer_of(term),
+                keyword="$ref",
+            )
+        self._in_progress.add(term)
+        try:
+            self.check_time()
+            shape = self._expand(term)
+        finally:
+            self._in_progress.discard(term)
+        self._memo[term] = shape
+        return shape
+
+    def _expand(self, term: Term) -> Shape:
+        if isinstance(term, Const):
+            return SHAPE_TOP if term.value else SHAPE_BOTTOM
+        if isinstance(term, Loc):
+            return self._expand_loc(term)
+        if isinstance(term, Not):
+            return self.complement(self.expand(term.item), term)
+        if isinstance(term, Or):
+            return self.union([self.expand(t) for t in sorted(term.items, key=repr)])
+        shapes = [self.expand(t) for t in sorted(term.items, key=repr)]
+        return self.meet(term, shapes)
+
+    def _expand_loc(self, loc: Loc) -> Shape:
+        schema, resolver, ptr = self._locs[loc.index]
+        if schema is True:
+            return SHAPE_TOP
+        if schema is False:
+            return SHAPE_BOTTOM
+        if not isinstance(schema, dict):
+            raise SchemaError(
+                f"a schema must be an object or a boolean, got {type(schema).__name__}",
+                pointer=ptr,
+            )
+        if ptr.count("/") > self.limits.max_schema_depth:
+            raise LimitError("schema nesting too deep", limit="max_schema_depth")
+        for kw in schema:
+            info = KEYWORDS.get(kw)
+            if info is not None and info.enforcement == "unsupported":
+                self.unsupported(ptr, kw, info.note)
+
+        if "enum" in schema or "const" in schema:
+            return self._literals_at(loc, schema, ptr)
+
+        parts: list[Shape] = []
+        for handler in _HANDLERS:
+            part = handler(self, schema, resolver, ptr)
+            if part is not None:
+                parts.append(part)
+        shape = self.meet(loc, parts) if parts else SHAPE_TOP
+        if "unevaluatedProperties" in schema or "unevaluatedItems" in schema:
+            shape = self._apply_unevaluated(schema, resolver, ptr, shape)
+        return shape
+
+    def unsupported(self, ptr: str, kw: str, note: str) -> None:
+        msg = f"keyword {kw!r} is not supported" + (f": {note}" if note else "")
+        if not self.lenient:
+            raise SchemaError(msg, pointer=ptr, keyword=kw)
+        warnings.warn(f"{ptr or '#'}: {msg}; left to the post-decode validator", stacklevel=2)
+        self.force_over(ptr, kw)
+
+    def sub(self, schema: Any, resolver: Resolver[Any], ptr: str, *keys: str | int) -> Term:
+        """The term of a subschema; boolean subschemas are the constants TOP / BOTTOM."""
+        node = schema
+        for k in keys:
+            node = node[k]
+        if node is True:
+            return TOP
+        if node is False:
+            return BOTTOM
+        return self.loc(node, resolver, ptr + "".join("/" + _esc(k) for k in keys))
+
+    # -- literals -------------------------------------------------------------------------------
+    def _literals_at(self, loc: Loc, schema: dict[str, Any], ptr: str) -> Shape:
+        if "const" in schema:
+            values = [schema["const"]]
+        else:
+            values = schema["enum"]
+            if not isinstance(values, list):
+                raise SchemaError("enum must be an array", pointer=ptr, keyword="enum")
+        if "const" in schema and "enum" in schema:
+            values = [v for v in values if self.accepts(loc, v)]
+        kept: list[str] = []
+        seen: set[str] = set()
+        for v in values:
+            if not self.accepts(loc, v):
+                continue
+            try:
+                text = canonical(v)
+            except ValueError as e:
+                raise SchemaError(str(e), pointer=ptr, keyword="enum") from e
+            if text not in seen:
+                seen.add(text)
+                kept.append(text)
+        return Shape(literals=tuple(kept))
+
+    # -- algebra --------------------------------------------------------------------------------
+    def meet(self, term: Term, shapes: list[Shape]) -> Shape:
+        flags = NO_FLAGS
+        for s in shapes:
+            flags = flags | s.flags
+        lits = [s for s in shapes if s.literals is not None]
+        if lits:
+            base = min(lits, key=lambda s: len(s.literals or ()))
+            kept = tuple(t for t in (base.literals or ()) if self.accepts(term, json.loads(t)))
+            return Shape(literals=kept)
+        out = SHAPE_TOP
+        for s in shapes:
+            out = self.intersect(out, s)
+            if out.is_empty():
+                return replace(SHAPE_BOTTOM, flags=flags)
+        return replace(out, flags=flags)
+
+    def intersect(self, a: Shape, b: Shape) -> Shape:
+        """Intersection of two type splits (literal shapes are converted first)."""
+        a, b = self.split(a), self.split(b)
+        flags = a.flags | b.flags
+        nums = self._pairs(a.numbers, b.numbers, self._num_and)
+        strs = self._pairs(a.strings, b.strings, self._str_and)
+        arrs = self._pairs(a.arrays, b.arrays, self._arr_and)
+        objs = self._pairs(a.objects, b.objects, self._obj_and)
+        for lst in (nums, strs, arrs, objs):
+            if len(lst) > _MAX_ALTS:
+                raise LimitError(
+                    "too many alternatives after merging allOf/anyOf", limit="max_rules"
+                )
+        return Shape(
+            null=a.null and b.null,
+            booleans=a.booleans & b.booleans,
+            numbers=tuple(x for x, _ in nums),
+            strings=tuple(x for x, _ in strs),
+            arrays=tuple(x for x, _ in arrs),
+            objects=tuple(x for x, _ in objs),
+            flags=flags | _join([f for _, f in nums + strs + arrs + objs]),
+        )
+
+    def _pairs(
+        self,
+        xs: tuple[Any, ...],
+        ys: tuple[Any, ...],
+        fn: Callable[[Any, Any], tuple[Any, Flags] | None],
+    ) -> list[tuple[Any, Flags]]:
+        out: list[tuple[Any, Flags]] = []
+        for x in xs:
+            for y in ys:
+                self.check_time()
+                r = fn(x, y)
+                if r is not None and r[0] not in [o for o, _ in out]:
+                    out.append(r)
+        return out
+
+    def union(self, shapes: list[Shape]) -> Shape:
+        if not shapes:
+            return SHAPE_BOTTOM
+        flags = _join([s.flags for s in shapes])
+        if all(s.literals is not None for s in shapes):
+            vals: list[str] = []
+            for s in shapes:
+                for t in s.literals or ():
+                    if t not in vals:
+                        vals.append(t)
+            return Shape(literals=tuple(vals), flags=flags)
+        ss = [self.split(s) for s in shapes]
+
+        def cat(xs: Iterable[tuple[Any, ...]]) -> tuple[Any, ...]:
+            out: list[Any] = []
+            for tup in xs:
+                for x in tup:
+                    if x not in out:
+                        out.append(x)
+            return tuple(out)
+
+        nums = cat(s.numbers for s in ss)
+        if any(n.dfa is None and not n.integer for n in nums):
+            nums = (NumAlt(),)
+        strs = cat(s.strings for s in ss)
+        if any(x.dfa is None for x in strs):
+            strs = (StrAlt(),)
+        arrs = cat(s.arrays for s in ss)
+        if any(x.is_top() for x in arrs):
+            arrs = (ArrAlt(),)
+        objs = cat(s.objects for s in ss)
+        if any(x.is_top() for x in objs):
+            objs = (ObjAlt(),)
+        return Shape(
+            null=any(s.null for s in ss),
+            booleans=frozenset().union(*(s.booleans for s in ss)),
+            numbers=nums,
+            strings=strs,
+            arrays=arrs,
+            objects=objs,
+            flags=flags,
+        )
+
+    def split(self, s: Shape) -> Shape:
+        """A literal shape as a type split (each literal its own alternative)."""
+        if s.literals is None:
+            return s
+        null = False
+        bools: set[bool] = set()
+        nums: list[NumAlt] = []
+        strs: list[str] = []
+        arrs: list[ArrAlt] = []
+        objs: list[ObjAlt] = []
+        for text in s.literals:
+            v = json.loads(text)
+            if v is None:
+                null = True
+            elif isinstance(v, bool):
+                bools.add(v)
+            elif _is_number(v):
+                nums.append(NumAlt(dfa=_langs.number_literal_dfa(_dec(v, "", "enum"))))
+            elif isinstance(v, str):
+                strs.append(v)
+            elif isinstance(v, list):
+                arrs.append(ArrAlt(literal=text))
+            else:
+                objs.append(ObjAlt(literal=text))
+        numbers: tuple[NumAlt, ...] = ()
+        if nums:
+            d = nums[0].dfa
+            assert d is not None
+            for n in nums[1:]:
+                assert n.dfa is not None
+                d = d.union(n.dfa, limits=self.limits)
+            numbers = (NumAlt(dfa=d),)
+        strings = (StrAlt(dfa=_langs.string_literals_dfa(strs)),) if strs else ()
+        return Shape(
+            null=null,
+            booleans=frozenset(bools),
+            numbers=numbers,
+            strings=strings,
+            arrays=tuple(arrs),
+            objects=tuple(objs),
+            flags=s.flags,
+        )
+
+    # numbers
+    def _num_and(self, a: NumAlt, b: NumAlt) -> tuple[NumAlt, Flags] | None:
+        integer = a.integer or b.integer
+        if a.dfa is None and b.dfa is None:
+            return NumAlt(None, integer), NO_FLAGS
+        d = (
+            a.dfa
+            if b.dfa is None
+            else b.dfa
+            if a.dfa is None
+            else a.dfa.intersect(b.dfa, limits=self.limits)
+        )
+        assert d is not None
+        if integer and (a.dfa is None or b.dfa is None):
+            d = d.intersect(_langs.int_value(), limits=self.limits)
+        if d.is_empty():
+            return None
+        return NumAlt(d, integer), NO_FLAGS
+
+    def _num_dfa(self, n: NumAlt) -> Dfa:
+        if n.dfa is not None:
+            return n.dfa
+        return _langs.int_value() if n.integer else _langs.num_noexp()
+
+    # strings
+    def _str_and(self, a: StrAlt, b: StrAlt) -> tuple[StrAlt, Flags] | None:
+        if a.dfa is None:
+            return (b, NO_FLAGS) if b.dfa is None or not b.dfa.is_empty() else None
+        if b.dfa is None:
+            return (a, NO_FLAGS) if not a.dfa.is_empty() else None
+        try:
+            d = a.dfa.intersect(b.dfa, limits=self.limits)
+        except LimitError:
+            # keep the smaller language in the grammar and leave the rest to the validator
+            return a, self.flag_over("", "pattern")
+        if d.is_empty():
+            return None
+        return StrAlt(d), NO_FLAGS
+
+    # arrays
+    def _arr_and(self, a: ArrAlt, b: ArrAlt) -> tuple[ArrAlt, Flags] | None:
+        if a.literal is not None or b.literal is not None:
+            lit, other = (a, b) if a.literal is not None else (b, a)
+            if other.literal is not None:
+                return (lit, NO_FLAGS) if lit.literal == other.literal else None
+            assert lit.literal is not None
+            return (lit, NO_FLAGS) if self._arr_accepts(other, json.loads(lit.literal)) else None
+        k = max(len(a.prefix), len(b.prefix))
+        prefix = tuple(mk_and(a.item_term(i), b.item_term(i)) for i in range(k))
+        items = mk_and(a.items, b.items)
+        lo = max(a.min_items, b.min_items)
+        hi = _min_opt(a.max_items, b.max_items)
+        if hi is not None and lo > hi:
+            return None
+        flags = NO_FLAGS
+        contains, cmin, cmax = a.contains, a.min_contains, a.max_contains
+        if b.contains is not None:
+            if contains is None:
+                contains, cmin, cmax = b.contains, b.min_contains, b.max_contains
+            elif contains == b.contains:
+                cmin, cmax = max(cmin, b.min_contains), _min_opt(cmax, b.max_contains)
+            else:
+                flags = self.flag_over("", "contains")
+        ev = -1 if -1 in (a.evaluated, b.evaluated) else max(a.evaluated, b.evaluated)
+        # trailing prefix positions equal to items can be folded
+        while prefix and prefix[-1] == items:
+            prefix = prefix[:-1]
+        return (
+            ArrAlt(prefix, items, lo, hi, contains, cmin, cmax, ev),
+            flags,
+        )
+
+    def _arr_accepts(self, a: ArrAlt, value: Any) -> bool:
+        if not isinstance(value, list):
+            return False
+        n = len(value)
+        if n < a.min_items or (a.max_items is not None and n > a.max_items):
+            return False
+        if not all(self.accepts(a.item_term(i), v) for i, v in enumerate(value)):
+            return False
+        if a.contains is not None:
+            c = sum(1 for v in value if self.accepts(a.contains, v))
+            if c < a.min_contains or (a.max_contains is not None and c > a.max_contains):
+                return False
+        return True
+
+    # objects
+    def _obj_and(self, a: ObjAlt, b: ObjAlt) -> tuple[ObjAlt, Flags] | None:
+        if a.literal is not None or b.literal is not None:
+            lit, other = (a, b) if a.literal is not None else (b, a)
+            if other.literal is not None:
+                return (lit, NO_FLAGS) if lit.literal == other.literal else None
+            assert lit.literal is not None
+            return (lit, NO_FLAGS) if self._obj_accepts(other, json.loads(lit.literal)) else None
+        names = [p.name for p in a.props] + [p.name for p in b.props if a.prop(p.name) is None]
+        props: list[Prop] = []
+        for n in names:
+            pa, pb = self._prop_view(a, n), self._prop_view(b, n)
+            value = mk_and(pa.value, pb.value)
+            required = pa.required or pb.required
+            if value == BOTTOM and required:
+                return None
+            props.append(Prop(n, value, required, pa.evaluated or pb.evaluated))
+        regions: list[Region] = []
+        for ra in a.regions:
+            for rb in b.regions:
+                value = mk_and(ra.value, rb.value)
+                if value == BOTTOM:
+                    continue
+                keys = self._keys_and(ra.keys, rb.keys)
+                if keys is not None and keys.is_empty():
+                    continue
+                regions.append(Region(keys, value, ra.evaluated or rb.evaluated))
+        lo = max(a.min_props, b.min_props)
+        hi = _min_opt(a.max_props, b.max_props)
+        if hi is not None and lo > hi:
+            return None
+        if sum(1 for p in props if p.required) > (hi if hi is not None else math.inf):
+            return None
+        return ObjAlt(tuple(props), tuple(regions), lo, hi), NO_FLAGS
+
+    def _keys_and(self, x: Dfa | None, y: Dfa | None) -> Dfa | None:
+        if x is None:
+            return y
+        if y is None:
+            return x
+        return x.intersect(y, limits=self.limits)
+
+    def _prop_view(self, o: ObjAlt, name: str) -> Prop:
+        """How ``o`` constrains key ``name``: declared, covered by a region, or forbidden."""
+        p = o.prop(name)
+        if p is not None:
+            return p
+        for r in o.regions:
+            if r.keys is None or r.keys.accepts(name):
+                return Prop(name, r.value, False, r.evaluated)
+        return Prop(name, BOTTOM, False, False)
+
+    def _obj_accepts(self, o: ObjAlt, value: Any) -> bool:
+        if not isinstance(value, dict):
+            return False
+        n = len(value)
+        if n < o.min_props or (o.max_props is not None and n > o.max_props):
+            return False
+        for p in o.props:
+            if p.name in value:
+                if not self.accepts(p.value, value[p.name]):
+                    return False
+            elif p.required:
+                return False
+        names = o.names()
+        for k, v in value.items():
+            if k in names:
+                continue
+            if not self.accepts(self._prop_view(o, k).value, v):
+                return False
+        return True
+
+    # complement
+    def complement(self, s: Shape, term: Term) -> Shape:
+        flags = s.flags.swapped()
+        s = self.split(s)
+        # numbers
+        nums: tuple[NumAlt, ...]
+        if not s.numbers:
+            nums = (NumAlt(),)
+        elif any(n.dfa is None and not n.integer for n in s.numbers):
+            nums = ()
+        else:
+            d = self._num_dfa(s.numbers[0])
+            for n in s.numbers[1:]:
+                d = d.union(self._num_dfa(n), limits=self.limits)
+            comp = _langs.num_noexp().intersect(d.complement(), limits=self.limits)
+            nums = () if comp.is_empty() else (NumAlt(comp, False),)
+            flags = flags | self.flag_under(self.pointer_of(term), "not")
+        # strings
+        strs: tuple[StrAlt, ...]
+        if not s.strings:
+            strs = (StrAlt(),)
+        elif any(x.dfa is None for x in s.strings):
+            strs = ()
+        else:
+            d2 = s.strings[0].dfa
+            assert d2 is not None
+            for x in s.strings[1:]:
+                assert x.dfa is not None
+                d2 = d2.union(x.dfa, limits=self.limits)
+            c2 = d2.complement()
+            strs = () if c2.is_empty() else (StrAlt(c2),)
+        arrs, f1 = self._arr_complement(s.arrays, term)
+        objs, f2 = self._obj_complement(s.objects, term)
+        return Shape(
+            null=not s.null,
+            booleans=frozenset({True, False}) - s.booleans,
+            numbers=nums,
+            strings=strs,
+            arrays=arrs,
+            objects=objs,
+            flags=flags | f1 | f2,
+        )
+
+    def _arr_complement(
+        self, alts: tuple[ArrAlt, ...], term: Term
+    ) -> tuple[tuple[ArrAlt, ...], Flags]:
+        if not alts:
+            return (ArrAlt(),), NO_FLAGS
+        if any(a.is_top() for a in alts):
+            return (), NO_FLAGS
+        result: Shape | None = None
+        for a in alts:
+            comp = self._arr_alt_complement(a)
+            if comp is None:
+                return (ArrAlt(),), self.flag_over(self.pointer_of(term), "not")
+            sh = Shape(arrays=comp)
+            result = sh if result is None else self.intersect(result, sh)
+        assert result is not None
+        return result.arrays, result.flags
+
+    def _arr_alt_complement(self, a: ArrAlt) -> tuple[ArrAlt, ...] | None:
+        if a.literal is not None:
+            return None
+        out: list[ArrAlt] = []
+        if a.min_items > 0:
+            out.append(ArrAlt(max_items=a.min_items - 1))
+        if a.max_items is not None:
+            out.append(ArrAlt(min_items=a.max_items + 1))
+        for i, t in enumerate(a.prefix):
+            if t != TOP:
+                out.append(ArrAlt(prefix=(TOP,) * i + (mk_not(t),), min_items=i + 1))
+        if a.items != TOP:
+            if a.prefix:
+                return None
+            out.append(ArrAlt(contains=mk_not(a.items), min_contains=1))
+        if a.contains is not None:
+            if a.min_contains > 0:
+                out.append(
+                    ArrAlt(contains=a.contains, min_contains=0, max_contains=a.min_contains - 1)
+                )
+            if a.max_contains is not None:
+                out.append(ArrAlt(contains=a.contains, min_contains=a.max_contains + 1))
+        return tuple(out)
+
+    def _obj_complement(
+        self, alts: tuple[ObjAlt, ...], term: Term
+    ) -> tuple[tuple[ObjAlt, ...], Flags]:
+        if not alts:
+            return (ObjAlt(),), NO_FLAGS
+        if any(o.is_top() for o in alts):
+            return (), NO_FLAGS
+        result: Shape | None = None
+        for o in alts:
+            comp = self._obj_alt_complement(o)
+            if comp is None:
+                return (ObjAlt(),), self.flag_over(self.pointer_of(term), "not")
+            sh = Shape(objects=comp)
+            result = sh if result is None else self.intersect(result, sh)
+        assert result is not None
+        return result.objects, result.flags
+
+    def _obj_alt_complement(self, o: ObjAlt) -> tuple[ObjAlt, ...] | None:
+        if o.literal is not None:
+            return None
+        for r in o.regions:
+            if r.value != TOP:
+                return None
+        if not (len(o.regions) == 1 and o.regions[0].keys is None):
+            return None  # some keys are forbidden: "has a forbidden key" is not expressible
+        out: list[ObjAlt] = []
+        for p in o.props:
+            if p.required:
+                out.append(ObjAlt(props=(Prop(p.name, BOTTOM, False, False),)))
+            if p.value != TOP:
+                out.append(ObjAlt(props=(Prop(p.name, mk_not(p.value), True, False),)))
+        if o.min_props > 0:
+            out.append(ObjAlt(max_props=o.min_props - 1))
+        if o.max_props is not None:
+            out.append(ObjAlt(min_props=o.max_props + 1))
+        return tuple(out)
+
+    # -- unevaluated* ---------------------------------------------------------------------------
+    def _apply_unevaluated(
+        self, schema: dict[str, Any], resolver: Resolver[Any], ptr: str, shape: Shape
+    ) -> Shape:
+        if shape.literals is not None:
+            return shape  # literal sets were filtered by the full schema already
+        objs = shape.objects
+        if "unevaluatedProperties" in schema:
+            u = self.sub(schema, resolver, ptr, "unevaluatedProperties")
+            new: list[ObjAlt] = []
+            for o in objs:
+                if o.literal is not None:
+                    new.append(o)
+                    continue
+                props = tuple(
+                    p if p.evaluated else Prop(p.name, mk_and(p.value, u), p.required, True)
+                    for p in o.props
+                )
+                regions = tuple(
+                    r if r.evaluated else Region(r.keys, mk_and(r.value, u), True)
+                    for r in o.regions
+                )
+                regions = tuple(r for r in regions if r.value != BOTTOM)
+                new.append(ObjAlt(props, regions, o.min_props, o.max_props))
+            objs = tuple(new)
+            if len(shape.objects) > 1:
+                shape = shape.with_flags(self.flag_under(ptr, "unevaluatedProperties"))
+        arrs = shape.arrays
+        if "unevaluatedItems" in schema:
+            u = self.sub(schema, resolver, ptr, "unevaluatedItems")
+            new_a: list[ArrAlt] = []
+            for a in arrs:
+                if a.literal is not None or a.evaluated == -1:
+                    new_a.append(a)
+                    continue
+                if a.contains is not None:
+                    shape = shape.with_flags(self.flag_over(ptr, "unevaluatedItems"))
+                    new_a.append(a)
+                    continue
+                k = max(len(a.prefix), a.evaluated)
+                prefix = tuple(
+                    a.item_term(i) if i < a.evaluated else mk_and(a.item_term(i), u)
+                    for i in range(k)
+                )
+                new_a.append(replace(a, prefix=prefix, items=mk_and(a.items, u), evaluated=-1))
+            arrs = tuple(new_a)
+        return replace(shape, objects=objs, arrays=arrs)
+
+    # -- resolution -----------------------------------------------------------------------------
+    def resolve(self, ref: Any, resolver: Resolver[Any], ptr: str, kw: str) -> Loc:
+        if not isinstance(ref, str):
+            raise SchemaError(f"{kw} must be a string", pointer=ptr, keyword=kw)
+        try:
+            resolved = resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable as e:
+            raise SchemaError(
+                f"cannot resolve {ref!r} (no network access: pass resources= for remote documents)",
+                pointer=ptr,
+                keyword=kw,
+            ) from e
+        target_ptr = ref[1:] if ref.startswith("#/") else ref
+        return self.loc(resolved.contents, resolved.resolver, target_ptr, enter_id=False)
+
+
+def _min_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _join(fs: list[Flags]) -> Flags:
+    out = NO_FLAGS
+    for f in fs:
+        out = out | f
+    return out
+
+
+# -- keyword handlers: schema -> one Shape (other JSON types unconstrained) -----------------------
+
+Handler = Callable[[SchemaCompiler, dict[str, Any], Resolver[Any], str], Shape | None]
+
+
+def _h_type(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+    if "type" not in s:
+        return None
+    t = s["type"]
+    types = [t] if isinstance(t, str) else t
+    if not isinstance(types, list) or not all(isinstance(x, str) for x in types):
+        raise SchemaError(
+            "type must be a string or an array of strings", pointer=ptr, keyword="type"
+        )
+    for x in types:
+        if x not in _TYPES:
+            raise SchemaError(f"unknown type {x!r}", pointer=ptr, keyword="type")
+    ts = set(types)
+    nums: tuple[NumAlt, ...] = ()
+    if "number" in ts:
+        nums = (NumAlt(),)
+    elif "integer" in ts:
+        nums = (NumAlt(None, True),)
+    return Shape(
+        null="null" in ts,
+        booleans=frozenset({True, False}) if "boolean" in ts else frozenset(),
+        numbers=nums,
+        strings=(StrAlt(),) if "string" in ts else (),
+        arrays=(ArrAlt(),) if "array" in ts else (),
+        objects=(ObjAlt(),) if "object" in ts else (),
+    )
+
+
+def _only(shape_kw: dict[str, Any]) -> Shape:
+    """SHAPE_TOP with one type's alternatives replaced."""
+    return replace(SHAPE_TOP, **shape_kw)
+
+
+def _h_number(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+    kws = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+    if not any(k in s for k in kws):
+        return None
+    lo: Decimal | None = None
+    hi: Decimal | None = None
+    lo_x = hi_x = False
+    if "minimum" in s:
+        lo = _dec(s["minimum"], ptr, "minimum")
+    if "maximum" in s:
+        hi = _dec(s["maximum"], ptr, "maximum")
+    em, ex = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
+    if isinstance(em, bool):
+        lo_x = em and lo is not None
+    elif em is not None:
+        v = _dec(em, ptr, "exclusiveMinimum")
+        if lo is None or v >= lo:
+            lo, lo_x = v, True
+    if isinstance(ex, bool):
+        hi_x = ex and hi is not None
+    elif ex is not None:
+        v = _dec(ex, ptr, "exclusiveMaximum")
+        if hi is None or v <= hi:
+            hi, hi_x = v, True
+    mult: tuple[Decimal, ...] = ()
+    if "multipleOf" in s:
+        k = _dec(s["multipleOf"], ptr, "multipleOf")
+        if k <= 0:
+            raise SchemaError("multipleOf must be > 0", pointer=ptr, keyword="multipleOf")
+        mult = (k,)
+    integer = s.get("type") == "integer"
+    try:
+        d = _langs.number_range_dfa(
+            integer=integer,
+            lo=lo,
+            lo_excl=lo_x,
+            hi=hi,
+            hi_excl=hi_x,
+            multiple_of=mult,
+            limits=c.limits,
+        )
+    except LimitError:
+        if not mult:
+            raise
+        flags = c.flag_over(ptr, "multipleOf")
+        d = _langs.number_range_dfa(
+            integer=integer,
+            lo=lo,
+            lo_excl=lo_x,
+            hi=hi,
+            hi_excl=hi_x,
+            multiple_of=(),
+            limits=c.limits,
+        )
+        return _only({"numbers": () if d.is_empty() else (NumAlt(d, integer),), "flags": flags})
+    return _only({"numbers": () if d.is_empty() else (NumAlt(d, integer),)})
+
+
+def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+    if not any(k in s for k in ("minLength", "maxLength", "pattern", "format")):
+        return None
+    flags = NO_FLAGS
+    dfas: list[Dfa] = []
+    lo = _nonneg_int(s["minLength"], ptr, "minLength") if "minLength" in s else 0
+    hi = _nonneg_int(s["maxLength"], ptr, "maxLength") if "maxLength" in s else None
+    if lo or hi is not None:
+        unroll = c.limits.max_repeat_unroll
+        if lo > unroll or (hi is not None and hi > unroll):
+            flags = flags | c.flag_over(ptr, "maxLength" if hi is not None else "minLength")
+            lo2 = min(lo, unroll)
+            dfas.append(_langs.length_dfa(lo2, None))
+        else:
+            dfas.append(_langs.length_dfa(lo, hi))
+    if "pattern" in s:
+        p = s["pattern"]
+        if not isinstance(p, str):
+            raise SchemaError("pattern must be a string", pointer=ptr, keyword="pattern")
+        try:
+            dfas.append(_langs.pattern_dfa(p, c.limits))
+        except GrammarError as e:
+            raise SchemaError(f"pattern {p!r}: {e}", pointer=ptr, keyword="pattern") from e
+    if "format" in s:
+        from toolmask.schema._formats import FORMATS
+
+        name = s["format"]
+        spec = FORMATS.get(name) if isinstance(name, str) else None
+        if spec is None:
+            c.unsupported(ptr, "format", f"format {name!r} is not known")
+        else:
+            dfas.append(_langs.format_dfa(name))
+            if spec.relation == "superset":
+                flags = flags | c.flag_over(ptr, "format")
+            elif spec.relation == "subset":
+                flags = flags | c.flag_under(ptr, "format")
+    if not dfas:
+        return _only({"flags": flags})
+    d = dfas[0]
+    for x in dfas[1:]:
+        try:
+            d = d.intersect(x, limits=c.limits)
+        except LimitError:
+            flags = flags | c.flag_over(ptr, "pattern")
+    return _only({"strings": () if d.is_empty() else (StrAlt(d),), "flags": flags})
+
+
+def _h_array(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+    kws = (
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "minItems",
+        "maxItems",
+        "contains",
+        "uniqueItems",
+    )
+    if not any(k in s for k in kws):
+        return None
+    flags = NO_FLAGS
+    prefix: tuple[Term, ...] = ()
+    items: Term = TOP
+    evaluated = 0
+    if "prefixItems" in s:
+        if not isinstance(s["prefixItems"], list):
+            raise SchemaError("prefixItems must be an array", pointer=ptr, keyword="prefixItems")
+        prefix = tuple(c.sub(s, r, ptr, "prefixItems", i) for i in range(len(s["prefixItems"])))
+        evaluated = len(prefix)
+    if "items" in s:
+        if isinstance(s["items"], list):  # draft-07 array form
+            prefix = tuple(c.sub(s, r, ptr, "items", i) for i in range(len(s["items"])))
+            evaluated = len(prefix)
+            if "additionalItems" in s:
+                items = c.sub(s, r, ptr, "additionalItems")
+                evaluated = -1
+        else:
+            items = c.sub(s, r, ptr, "items")
+            evaluated = -1
+    lo = _nonneg_int(s["minItems"], ptr, "minItems") if "minItems" in s else 0
+    hi = _nonneg_int(s["maxItems"], ptr, "maxItems") if "maxItems" in s else None
+    contains: Term | None = None
+    cmin, cmax = 1, None
+    if "contains" in s:
+        contains = c.sub(s, r, ptr, "contains")
+        if "minContains" in s:
+            cmin = _nonneg_int(s["minContains"], ptr, "minContains")
+        if "maxContains" in s:
+            cmax = _nonneg_int(s["maxContains"], ptr, "maxContains")
+    if s.get("uniqueItems") is True and (hi is None or hi > 1):
+        flags = flags | c.flag_over(ptr, "uniqueItems")
+    if hi is not None and lo > hi:
+        return _only({"arrays": (), "flags": flags})
+    while prefix and prefix[-1] == items:
+        prefix = prefix[:-1]
+    alt = ArrAlt(prefix, items, lo, hi, contains, cmin, cmax, evaluated)
+    return _only({"arrays": (alt,), "flags": flags})
+
+
+def _h_object(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+    kws = (
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "required",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+    )
+    if not any(k in s for k in kws):
+        return None
+    parts: list[ObjAlt] = []
+    props_kw = s.get("properties", {})
+    pats_kw = s.get("patternProperties", {})
+    if not isinstance(props_kw, dict):
+        raise SchemaError("properties must be an object", pointer=ptr, keyword="properties")
+    if not isinstance(pats_kw, dict):
+        raise SchemaError(
+            "patternProperties must be an object", pointer=ptr, keyword="patternProperties"
+        )
+    if props_kw or pats_kw or "additionalProperties" in s:
+        if len(pats_kw) > _MAX_PATTERN_PROPS:
+            raise SchemaError(
+                f"more than {_MAX_PATTERN_PROPS} patternProperties cannot be compiled exactly",
+                pointer=ptr,
+                keyword="patternProperties",
+            )
+        pats: list[tuple[Dfa, Term]] = []
+        for p in pats_kw:
+            try:
+                pats.append(
+                    (_langs.pattern_dfa(p, c.limits), c.sub(s, r, ptr, "patternProperties", p))
+                )
+            except GrammarError as e:
+                raise SchemaError(
+                    f"pattern {p!r}: {e}", pointer=ptr, keyword="patternProperties"
+                ) from e
+        props: list[Prop] = []
+        for name in props_kw:
+            t: Term = c.sub(s, r, ptr, "properties", name)
+            for d, pt in pats:
+                if d.accepts(name):
+                    t = mk_and(t, pt)
+            props.append(Prop(name, t, False, True))
+        regions: list[Region] = []
+        addl: Term = (
+            c.sub(s, r, ptr, "additionalProperties") if "additionalProperties" in s else TOP
+        )
+        addl_eval = "additionalProperties" in s
+        for mask in itertools.product((False, True), repeat=len(pats)):
+            keys: Dfa | None = None
+            terms: list[Term] = []
+            for (d, pt), inside in zip(pats, mask, strict=True):
+                dd = d if inside else d.complement()
+                keys = dd if keys is None else keys.intersect(dd, limits=c.limits)
+                if inside:
+                    terms.append(pt)
+            if keys is not None and keys.is_empty():
+                continue
+            if any(mask):
+                regions.append(Region(keys, mk_and(*terms), True))
+            elif addl != BOTTOM:
+                regions.append(Region(keys, addl, addl_eval))
+        parts.append(ObjAlt(tuple(props), tuple(r_ for r_ in regions if r_.value != BOTTOM)))
+    if "required" in s:
+        req = s["required"]
+        if not isinstance(req, list) or not all(isinstance(x, str) for x in req):
+            raise SchemaError(
+                "required must be an array of strings", pointer=ptr, keyword="required"
+            )
+        seen: list[str] = []
+        for x in req:
+            if x not in seen:
+                seen.append(x)
+        parts.append(ObjAlt(props=tuple(Prop(n, TOP, True, False) for n in seen)))
+    if "propertyNames" in s:
+        pn = c.expand(c.sub(s, r, ptr, "propertyNames"))
+        pn = c.split(pn)
+        if not pn.strings:
+            keys2: Dfa | None = Dfa.empty()
+        elif any(x.dfa is None for x in pn.strings):
+            keys2 = None
+        else:
+            keys2 = pn.strings[0].dfa
+            for x in pn.strings[1:]:
+                assert keys2 is not None and x.dfa is not None
+                keys2 = keys2.union(x.dfa, limits=c.limits)
+        for f in pn.flags.over:
+            c.force_over(*f)
+        if keys2 is not None:
+            parts.append(ObjAlt(regions=(Region(keys2, TOP, False),)))
+    lo = _nonneg_int(s["minProperties"], ptr, "minProperties") if "minProperties" in s else 0
+    hi = _nonneg_int(s["maxProperties"], ptr, "maxProperties") if "maxProperties" in s else None
+    if lo or hi is not None:
+        parts.append(ObjAlt(min_props=lo, max_props=hi))
+    if not parts:
+        return None
+    out = Shape(objects=(parts[0],))
+    for p in parts[1:]:
+        out = c.intersect(out, Shape(objects=(p,)))
+    return replace(SHAPE_TOP, objects=out.objects, flags=out.flags)
+
+
+def _h_dependencies(
+    c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str
+) -> Shape | None:
+    deps: list[tuple[str, Any, str]] = []
+    for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+        v = s.get(kw)
+        if v is None:
+            continue
+        if not isinstance(v, dict):
+            raise SchemaError(f"{kw} must be an object", pointer=ptr, keyword=kw)
+        for k, dep in v.items():
+            deps.append((kw, k, dep))
+    if not deps:
+        return None
+    out = SHAPE_TOP
+    for kw, key, dep in deps:
+        absent = Shape(objects=(ObjAlt(props=(Prop(key, BOTTOM, False, False),)),))
+        present = Shape(objects=(ObjAlt(props=(Prop(key, TOP, True, False),)),))
+        if isinstance(dep, list):
+            req = tuple(Prop(n, TOP, True, False) for n in dep if n != key)
+            present = Shape(objects=(ObjAlt(props=(Prop(key, TOP, True, False), *req)),))
+            branch = present
+        else:
+            sub_shape = c.expand(c.sub(s, r, ptr, kw, key))
+            sub_only_obj = replace(
+                SHAPE_BOTTOM, objects=c.split(sub_shape).objects, flags=sub_shape.flags
+            )
+            branch = c.intersect(present, sub_only_obj)
+        either = c.union([absent, branch])
+        out = c.intersect(out, replace(SHAPE_TOP, objects=either.objects, flags=either.flags))
+    return out
+
+
+def _h_applicators(
+    c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str
+) -> Shape | None:
+    shapes: list[Shape] = []
+    if "$ref" in s:
+        shapes.append(c.expand(c.resolve(s["$ref"], r, ptr, "$ref")))
+    for kw in ("allOf", "anyOf", "oneOf"):
+        if kw not in s:
+            continue
+        subs = s[kw]
+        if not isinstance(subs, list) or not subs:
+            raise SchemaError(f"{kw} must be a non-empty array", pointer=ptr, keyword=kw)
+        terms = [c.sub(s, r, ptr, kw, i) for i in range(len(subs))]
+        if kw == "allOf":
+            shapes.append(c.meet(mk_and(*terms), [c.expand(t) for t in terms]))
+        elif kw == "anyOf":
+            shapes.append(c.union([c.expand(t) for t in terms]))
+        else:
+            shapes.append(_one_of(c, terms, ptr))
+    if "not" in s:
+        t = c.sub(s, r, ptr, "not")
+        shapes.append(c.expand(mk_not(t)))
+    if "if" in s and ("then" in s or "else" in s):
+        cond = c.sub(s, r, ptr, "if")
+        then = c.sub(s, r, ptr, "then") if "then" in s else TOP
+        other = c.sub(s, r, ptr, "else") if "else" in s else TOP
+        yes = c.expand(mk_and(cond, then))
+        no = c.expand(mk_and(mk_not(cond), other))
+        shapes.append(c.union([yes, no]))
+    if not shapes:
+        return None
+    if len(shapes) == 1:
+        return shapes[0]
+    lits = [x for x in shapes if x.literals is not None]
+    if lits:
+        # The enclosing location's meet() filters a literal set by the whole location, which
+        # includes these applicators, so handing up the smallest literal set is exact.
+        return min(lits, key=lambda x: len(x.literals or ()))
+    out = shapes[0]
+    for x in shapes[1:]:
+        out = c.intersect(out, x)
+    return out
+
+
+def _one_of(c: SchemaCompiler, terms: list[Term], ptr: str) -> Shape:
+    shapes = [c.expand(t) for t in terms]
+    if len(terms) == 1:
+        return shapes[0]
+    if _pairwise_disjoint(c, shapes):
+        return c.union(shapes)
+    if len(terms) <= _MAX_ONEOF_EXACT:
+        branches: list[Shape] = []
+        for i, t in enumerate(terms):
+            others = [mk_not(u) for j, u in enumerate(terms) if j != i]
+            branches.append(c.expand(mk_and(t, *others)))
+        u = c.union(branches)
+        return u
+    return c.union(shapes).with_flags(c.flag_over(ptr, "oneOf"))
+
+
+def _pairwise_disjoint(c: SchemaCompiler, shapes: list[Shape]) -> bool:
+    if all(s.literals is not None for s in shapes):
+        seen: set[str] = set()
+        for s in shapes:
+            for t in s.literals or ():
+                if t in seen:
+                    return False
+                seen.add(t)
+        return True
+    splits = [c.split(s) for s in shapes]
+
+    def kinds(s: Shape) -> set[str]:
+        k = set()
+        if s.null:
+            k.add("null")
+        if s.booleans:
+            k.add("boolean")
+        if s.numbers:
+            k.add("number")
+        if s.strings:
+            k.add("string")
+        if s.arrays:
+            k.add("array")
+        if s.objects:
+            k.add("object")
+        return k
+
+    for i in range(len(splits)):
+        for j in range(i + 1, len(splits)):
+            common = kinds(splits[i]) & kinds(splits[j])
+            if not common:
+                continue
+            if common == {"boolean"} and not (splits[i].booleans & splits[j].booleans):
+                continue
+            return False
+    return True
+
+
+_HANDLERS: tuple[Handler, ...] = (
+    _h_type,
+    _h_number,
+    _h_string,
+    _h_array,
+    _h_object,
+    _h_dependencies,
+    _h_applicators,
+)

@@ -1,0 +1,152 @@
+"""String and number languages as code-point DFAs, built once and cached.
+
+Numbers are languages over their JSON text. A DFA for a set of numbers always contains every
+exponent-free spelling of each value it holds (``1``, ``1.0``, ``-0``), so complements and
+intersections are exact in value terms; exponent spellings appear only in the unconstrained
+number rule. Strings are languages over the *decoded* value; the lowering adds the canonical
+JSON escapes.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from decimal import Decimal
+
+from toolmask.grammar._charset import ANY_CHAR
+from toolmask.grammar._dfa import Dfa, multiple_of_dfa
+from toolmask.grammar._regex import regex_dfa
+from toolmask.limits import DEFAULT_LIMITS, Limits
+
+__all__ = [
+    "any_string",
+    "int_plain",
+    "int_value",
+    "num_noexp",
+    "number_literal_dfa",
+    "number_range_dfa",
+    "pattern_dfa",
+    "string_literals_dfa",
+]
+
+_INT = r"-?(?:0|[1-9][0-9]*)"
+
+
+@functools.cache
+def num_noexp() -> Dfa:
+    return regex_dfa(_INT + r"(?:\.[0-9]+)?", search=False)
+
+
+@functools.cache
+def int_value() -> Dfa:
+    """Integral values, every exponent-free spelling (``3``, ``3.0``, ``-0.00``)."""
+    return regex_dfa(_INT + r"(?:\.0+)?", search=False)
+
+
+@functools.cache
+def int_plain() -> Dfa:
+    """Integral values written without a fraction, as tools expect them."""
+    return regex_dfa(_INT, search=False)
+
+
+@functools.cache
+def any_string() -> Dfa:
+    return Dfa.any_string(ANY_CHAR)
+
+
+def number_literal_dfa(value: Decimal) -> Dfa:
+    """Every exponent-free spelling of one numeric value."""
+    return regex_dfa(_number_literal_regex(value), search=False)
+
+
+def _number_literal_regex(value: Decimal) -> str:
+    if value == 0:
+        return r"-?0(?:\.0+)?"
+    text = format(value, "f")
+    sign = ""
+    if text.startswith("-"):
+        sign, text = "-", text[1:]
+    if "." in text:
+        whole, frac = text.split(".", 1)
+        frac = frac.rstrip("0")
+    else:
+        whole, frac = text, ""
+    whole = whole.lstrip("0") or "0"
+    if frac:
+        return re.escape(sign) + whole + r"\." + frac + "0*"
+    return re.escape(sign) + whole + r"(?:\.0+)?"
+
+
+def number_range_dfa(
+    *,
+    integer: bool,
+    lo: Decimal | None,
+    lo_excl: bool,
+    hi: Decimal | None,
+    hi_excl: bool,
+    multiple_of: tuple[Decimal, ...],
+    limits: Limits = DEFAULT_LIMITS,
+) -> Dfa:
+    """Exponent-free spellings of the numbers in a range that are multiples of every ``k``."""
+    from toolmask.schema._numbers import integer_regex, number_regex
+
+    if integer:
+        ilo = None if lo is None else _int_ceil(lo, lo_excl)
+        ihi = None if hi is None else _int_floor(hi, hi_excl)
+        rx = integer_regex(ilo, ihi)
+    else:
+        rx = number_regex(lo, lo_excl, hi, hi_excl) if (lo is not None or hi is not None) else None
+        if rx is None and lo is None and hi is None:
+            rx = _INT + r"(?:\.[0-9]+)?"
+    if rx is None:
+        return Dfa.empty()
+    d = regex_dfa(rx, search=False, limits=limits)
+    if lo is None and hi is None and not integer:
+        d = d.intersect(num_noexp(), limits=limits)
+    for k in multiple_of:
+        d = d.intersect(multiple_of_dfa(k, integer_only=integer), limits=limits)
+    return d
+
+
+def _int_ceil(x: Decimal, excl: bool) -> int:
+    i = int(x.to_integral_value(rounding="ROUND_CEILING"))
+    if excl and Decimal(i) == x:
+        i += 1
+    return i
+
+
+def _int_floor(x: Decimal, excl: bool) -> int:
+    i = int(x.to_integral_value(rounding="ROUND_FLOOR"))
+    if excl and Decimal(i) == x:
+        i -= 1
+    return i
+
+
+def pattern_dfa(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Dfa:
+    return regex_dfa(pattern, search=True, limits=limits)
+
+
+def string_literals_dfa(values: list[str]) -> Dfa:
+    return Dfa.literals(values)
+
+
+def length_dfa(lo: int, hi: int | None) -> Dfa:
+    return _length_dfa(lo, hi)
+
+
+@functools.cache
+def _length_dfa(lo: int, hi: int | None) -> Dfa:
+    return Dfa.length(lo, hi, ANY_CHAR)
+
+
+@functools.cache
+def format_dfa(name: str) -> Dfa:
+    from toolmask.schema._formats import FORMATS
+
+    return regex_dfa(FORMATS[name].regex, search=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def not_names(names: frozenset[str]) -> Dfa:
+    """Every string except the given names (keys outside the declared properties)."""
+    return Dfa.literals(sorted(names)).complement()

@@ -1,0 +1,454 @@
+"""Shapes -> grammar IR.
+
+Every (term, depth) pair becomes one rule (depth is always 0 unless the layout indents, where the
+indentation of a value depends on how deep it sits). Rules reference each other through
+:class:`RuleRef`, so recursive schemas become recursive grammars.
+
+Layout decides where whitespace goes: ``compact`` (none), ``flexible`` (at every place JSON
+allows it, at most ``max_ws`` bytes of ``[ \\t\\n\\r]``) or ``indent`` (exactly what
+``json.dumps(value, indent=k)`` writes).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from toolmask.errors import LimitError
+from toolmask.grammar._charset import ANY_CHAR, CharSet, utf8_node
+from toolmask.grammar._dfa import Dfa, dfa_to_rules
+from toolmask.grammar._ir import (
+    EMPTY,
+    NOTHING,
+    Grammar,
+    Node,
+    PostCheck,
+    Rule,
+    RuleRef,
+    byte_class,
+    choice,
+    lit,
+    opt,
+    plus,
+    repeat,
+    seq,
+    star,
+)
+from toolmask.schema import _langs
+from toolmask.schema._compiler import SchemaCompiler
+from toolmask.schema._terms import (
+    BOTTOM,
+    TOP,
+    ArrAlt,
+    Flags,
+    NumAlt,
+    ObjAlt,
+    Shape,
+    StrAlt,
+    Term,
+    mk_and,
+    mk_not,
+)
+
+__all__ = ["Layout", "Lowerer"]
+
+Whitespace = Literal["compact", "flexible", "indent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    mode: Whitespace = "compact"
+    indent: int = 2
+    max_ws: int = 4
+
+    def ws(self) -> Node:
+        return repeat(byte_class(0x20, 0x09, 0x0A, 0x0D), 0, self.max_ws)
+
+    def open(self, bracket: str, depth: int) -> Node:
+        if self.mode == "indent":
+            return lit(bracket + "\n" + " " * (self.indent * (depth + 1)))
+        if self.mode == "flexible":
+            return seq(lit(bracket), self.ws())
+        return lit(bracket)
+
+    def close(self, bracket: str, depth: int) -> Node:
+        if self.mode == "indent":
+            return lit("\n" + " " * (self.indent * depth) + bracket)
+        if self.mode == "flexible":
+            return seq(self.ws(), lit(bracket))
+        return lit(bracket)
+
+    def empty(self, pair: str) -> Node:
+        if self.mode == "flexible":
+            return seq(lit(pair[0]), self.ws(), lit(pair[1]))
+        return lit(pair)
+
+    def sep(self, depth: int) -> Node:
+        if self.mode == "indent":
+            return lit(",\n" + " " * (self.indent * (depth + 1)))
+        if self.mode == "flexible":
+            return seq(self.ws(), lit(","), self.ws())
+        return lit(",")
+
+    def colon(self) -> Node:
+        if self.mode == "indent":
+            return lit(": ")
+        if self.mode == "flexible":
+            return seq(self.ws(), lit(":"), self.ws())
+        return lit(":")
+
+    def render(self, value: Any, depth: int) -> str:
+        if self.mode == "indent":
+            text = json.dumps(value, ensure_ascii=False, indent=self.indent)
+            return text.replace("\n", "\n" + " " * (self.indent * depth))
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_STRING_CHAR_RAW = ANY_CHAR - CharSet.of([(0, 0x1F), '"', "\\"])
+_SHORT_ESC = {0x08: "b", 0x09: "t", 0x0A: "n", 0x0C: "f", 0x0D: "r"}
+
+
+def json_string_char() -> Node:
+    """One code point in canonical JSON string form (what json.dumps(ensure_ascii=False) writes)."""
+    escapes = [lit('\\"'), lit("\\\\")]
+    for cp in range(0x20):
+        escapes.append(lit("\\" + _SHORT_ESC[cp]) if cp in _SHORT_ESC else lit(f"\\u{cp:04x}"))
+    return choice(utf8_node(_STRING_CHAR_RAW), *escapes)
+
+
+class Lowerer:
+    """Turns the terms of one :class:`SchemaCompiler` into rules."""
+
+    def __init__(
+        self,
+        compiler: SchemaCompiler,
+        layout: Layout,
+        *,
+        additional_properties_default: bool,
+        max_indent_depth: int,
+    ) -> None:
+        self.c = compiler
+        self.layout = layout
+        self.addl_default = additional_properties_default
+        self.max_depth = max_indent_depth
+        self.rules: dict[str, Node] = {}
+        self.order: list[str] = []
+        self._memo: dict[tuple[Term, int], str] = {}
+        self._todo: list[tuple[str, Term, int]] = []
+        self._dfa_memo: dict[tuple[Dfa, str], Node] = {}
+        self._n = 0
+        self.over: set[tuple[str, str]] = set()
+
+    # -- driver -----------------------------------------------------------------------------------
+    def run(self, root: Term, schema_json: str, resources_json: str) -> Grammar:
+        self._memo[(root, 0)] = "root"
+        self._todo.append(("root", root, 0))
+        while self._todo:
+            name, term, depth = self._todo.pop()
+            self.c.check_time()
+            shape = self.c.expand(term)
+            self.over |= shape.flags.over
+            self._define(name, self.body(shape, depth))
+        over = self.over | self.c.forced_over
+        checks: tuple[PostCheck, ...] = ()
+        if over:
+            checks = (PostCheck(schema_json, tuple(sorted(over)), resources_json),)
+        rules = tuple(Rule(n, self.rules[n]) for n in self.order)
+        return Grammar(rules, "root", checks)
+
+    def _define(self, name: str, body: Node) -> None:
+        if name not in self.rules:
+            self.order.append(name)
+        self.rules[name] = body
+        if len(self.rules) > self.c.limits.max_rules:
+            raise LimitError("the schema needs too many grammar rules", limit="max_rules")
+
+    def _fresh(self, kind: str) -> str:
+        self._n += 1
+        return f"{kind}{self._n}"
+
+    def ref(self, term: Term, depth: int) -> Node:
+        if term == BOTTOM:
+            return NOTHING
+        d = depth if self.layout.mode == "indent" else 0
+        key = (term, d)
+        name = self._memo.get(key)
+        if name is None:
+            name = "value" if term == TOP and d == 0 else self._fresh("t")
+            self._memo[key] = name
+            self._todo.append((name, term, d))
+        return RuleRef(name)
+
+    def is_bottom(self, term: Term) -> bool:
+        """True when no value satisfies ``term`` at the top level of its shape."""
+        return term == BOTTOM or self.c.expand(term).is_empty()
+
+    def shared(self, name: str) -> Node:
+        if name not in self.rules:
+            if name == "string":
+                body = seq(lit('"'), star(json_string_char()), lit('"'))
+            elif name == "integer":
+                body = seq(
+                    opt(lit("-")), choice(lit("0"), seq(byte_class((0x31, 0x39)), star(_DIGIT)))
+                )
+            else:
+                body = seq(
+                    opt(lit("-")),
+                    choice(lit("0"), seq(byte_class((0x31, 0x39)), star(_DIGIT))),
+                    opt(seq(lit("."), plus(_DIGIT))),
+                    opt(seq(byte_class(0x65, 0x45), opt(byte_class(0x2B, 0x2D)), plus(_DIGIT))),
+                )
+            self._define(name, body)
+        return RuleRef(name)
+
+    def dfa_node(self, dfa: Dfa, encoding: Literal["raw", "json_string"]) -> Node:
+        key = (dfa, encoding)
+        got = self._dfa_memo.get(key)
+        if got is not None:
+            return got
+        prefix = self._fresh("s" if encoding == "json_string" else "n")
+        entry, rules = dfa_to_rules(dfa, prefix, encoding=encoding)
+        for r in rules:
+            self._define(r.name, r.body)
+        self._dfa_memo[key] = entry
+        return entry
+
+    # -- shapes -----------------------------------------------------------------------------------
+    def body(self, shape: Shape, depth: int) -> Node:
+        alts: list[Node] = []
+        if shape.literals is not None:
+            for text in shape.literals:
+                alts.append(self.literal(json.loads(text), depth))
+            return choice(*alts)
+        if shape.null:
+            alts.append(lit("null"))
+        if True in shape.booleans:
+            alts.append(lit("true"))
+        if False in shape.booleans:
+            alts.append(lit("false"))
+        alts.extend(self.number(n) for n in shape.numbers)
+        alts.extend(self.string(s) for s in shape.strings)
+        too_deep = self.layout.mode == "indent" and depth >= self.max_depth
+        if too_deep and (shape.arrays or shape.objects):
+            pass  # deeper containers are not emitted in indent mode (a documented restriction)
+        else:
+            alts.extend(self.array(a, depth) for a in shape.arrays)
+            alts.extend(self.obj(o, depth) for o in shape.objects)
+        return choice(*alts)
+
+    def literal(self, value: Any, depth: int) -> Node:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            from toolmask.schema._compiler import _dec
+
+            return self.dfa_node(_langs.number_literal_dfa(_dec(value, "", "const")), "raw")
+        if isinstance(value, dict) and 2 <= len(value) <= 4:
+            items = list(value.items())
+            return choice(
+                *(lit(self.layout.render(dict(p), depth)) for p in itertools.permutations(items))
+            )
+        return lit(self.layout.render(value, depth))
+
+    def number(self, n: NumAlt) -> Node:
+        if n.dfa is None:
+            return self.shared("integer" if n.integer else "number")
+        d = n.dfa
+        if n.integer:
+            d = d.intersect(_langs.int_plain(), limits=self.c.limits)
+        return self.dfa_node(d, "raw")
+
+    def string(self, s: StrAlt) -> Node:
+        if s.dfa is None:
+            return self.shared("string")
+        return seq(lit('"'), self.dfa_node(s.dfa, "json_string"), lit('"'))
+
+    # arrays
+    def array(self, a: ArrAlt, depth: int) -> Node:
+        L = self.layout
+        if a.literal is not None:
+            return lit(L.render(json.loads(a.literal), depth))
+        if a.contains is not None and a.min_contains == 0 and a.max_contains is None:
+            a = ArrAlt(a.prefix, a.items, a.min_items, a.max_items, None, 1, None, a.evaluated)
+        if a.contains is not None:
+            node = self._array_contains(a, depth)
+            if node is not None:
+                return node
+            self.over.add(("", "contains"))
+        lo, hi = a.min_items, a.max_items
+        unroll = self.c.limits.max_repeat_unroll
+        if lo > unroll:
+            self.over.add(("", "minItems"))
+            lo = unroll
+        if hi is not None and hi - lo > unroll:
+            self.over.add(("", "maxItems"))
+            hi = None
+        k = len(a.prefix)
+        sep = L.sep(depth)
+
+        def elem(i: int) -> Node:
+            return self.ref(a.item_term(i), depth + 1)
+
+        def after(i: int) -> Node:
+            # the rest of a list that already has i >= 1 elements
+            if hi is not None and i >= hi:
+                return EMPTY
+            if i >= k:
+                if a.items == BOTTOM:
+                    return EMPTY if i >= lo else NOTHING
+                tail_hi = None if hi is None else hi - i
+                return repeat(seq(sep, elem(k)), max(0, lo - i), tail_hi)
+            nxt = seq(sep, elem(i), after(i + 1))
+            return nxt if i < lo else opt(nxt)
+
+        alts: list[Node] = []
+        if lo == 0:
+            alts.append(L.empty("[]"))
+        if hi is None or hi > 0:
+            alts.append(seq(L.open("[", depth), elem(0), after(1), L.close("]", depth)))
+        return choice(*alts)
+
+    def _array_contains(self, a: ArrAlt, depth: int) -> Node | None:
+        if a.prefix or a.contains is None:
+            return None
+        L = self.layout
+        lo, hi = a.min_items, a.max_items
+        cmin, cmax = a.min_contains, a.max_contains
+        cap_n = hi if hi is not None else lo
+        cap_x = cmax if cmax is not None else cmin
+        if (cap_n + 1) * (cap_x + 1) > 4096:
+            return None
+        x = self.ref(mk_and(a.items, a.contains), depth + 1)
+        y = self.ref(mk_and(a.items, mk_not(a.contains)), depth + 1)
+        sep = L.sep(depth)
+        base = self._fresh("c")
+
+        def name(cx: int, n: int) -> str:
+            return f"{base}_{cx}_{n}"
+
+        todo = []
+        made: set[tuple[int, int]] = set()
+
+        def state(cx: int, n: int) -> Node:
+            key = (min(cx, cap_x), min(n, cap_n))
+            if key not in made:
+                made.add(key)
+                todo.append(key)
+            return RuleRef(name(*key))
+
+        first: list[Node] = []
+        if hi is None or hi > 0:
+            if cmax is None or cmax >= 1:
+                first.append(seq(x, state(1, 1)))
+            first.append(seq(y, state(0, 1)))
+        while todo:
+            cx, n = todo.pop()
+            alts: list[Node] = []
+            if cx >= cmin and n >= lo:
+                alts.append(EMPTY)
+            if hi is None or n < hi:
+                if cmax is None or cx < cmax:
+                    alts.append(seq(sep, x, state(cx + 1, n + 1)))
+                alts.append(seq(sep, y, state(cx, n + 1)))
+            self._define(name(cx, n), choice(*alts))
+        out: list[Node] = []
+        if lo == 0 and cmin == 0:
+            out.append(L.empty("[]"))
+        if first:
+            out.append(seq(L.open("[", depth), choice(*first), L.close("]", depth)))
+        return choice(*out)
+
+    # objects
+    def obj(self, o: ObjAlt, depth: int) -> Node:
+        L = self.layout
+        if o.literal is not None:
+            return self.literal(json.loads(o.literal), depth)
+        if any(p.required and self.is_bottom(p.value) for p in o.props):
+            return NOTHING
+        names = [p.name for p in o.props]
+        props = [p for p in o.props if not self.is_bottom(p.value)]
+        regions = [r for r in o.regions if not self.is_bottom(r.value)]
+        if not self.addl_default:
+            regions = [r for r in regions if r.evaluated]
+        lo, hi = o.min_props, o.max_props
+        if sum(1 for p in props if p.required) > (hi if hi is not None else 1 << 30):
+            return NOTHING
+        sep = L.sep(depth)
+        colon = L.colon()
+        extra: Node = NOTHING
+        if regions:
+            extra = choice(
+                *(
+                    seq(self._key_node(r.keys, names), colon, self.ref(r.value, depth + 1))
+                    for r in regions
+                )
+            )
+        counting = lo > 0 or hi is not None
+        cap = max(lo, hi if hi is not None else 0, 1) if counting else 1
+        memo: dict[tuple[int, int], Node] = {}
+        use_rules = len(props) * (cap + 1) > 48
+        base = self._fresh("o") if use_rules else ""
+
+        def member(i: int) -> Node:
+            p = props[i]
+            return seq(
+                lit(json.dumps(p.name, ensure_ascii=False)), colon, self.ref(p.value, depth + 1)
+            )
+
+        def extras(c: int) -> Node:
+            need = max(0, lo - c) if counting else 0
+            room = None if hi is None else hi - c
+            if extra == NOTHING:
+                return (EMPTY if need == 0 else NOTHING) if c > 0 else NOTHING
+            if c == 0:
+                # no member yet: at least one extra must come (the empty object is separate)
+                first_hi = None if room is None else room - 1
+                if room is not None and room < 1:
+                    return NOTHING
+                return seq(extra, repeat(seq(sep, extra), max(0, need - 1), first_hi))
+            return repeat(seq(sep, extra), need, room)
+
+        def rest(i: int, c: int) -> Node:
+            key = (i, c)
+            got = memo.get(key)
+            if got is not None:
+                return got
+            if i == len(props):
+                node = extras(c)
+            else:
+                p = props[i]
+                alts: list[Node] = []
+                if hi is None or c < hi:
+                    nc = min(c + 1, cap)
+                    alts.append(seq(sep if c > 0 else EMPTY, member(i), rest(i + 1, nc)))
+                if not p.required:
+                    alts.append(rest(i + 1, c))
+                node = choice(*alts)
+            if use_rules:
+                rn = f"{base}_{i}_{c}"
+                self._define(rn, node)
+                node = RuleRef(rn)
+            memo[key] = node
+            return node
+
+        out: list[Node] = []
+        if lo == 0 and not any(p.required for p in props):
+            out.append(L.empty("{}"))
+        out.append(seq(L.open("{", depth), rest(0, 0), L.close("}", depth)))
+        return choice(*out)
+
+    def _key_node(self, keys: Dfa | None, names: list[str]) -> Node:
+        if keys is None and not names:
+            return self.shared("string")
+        if keys is None:
+            d = _langs.not_names(frozenset(names))
+        else:
+            d = keys.intersect(_langs.not_names(frozenset(names)), limits=self.c.limits)
+        return seq(lit('"'), self.dfa_node(d, "json_string"), lit('"'))
+
+
+_DIGIT = byte_class((0x30, 0x39))
+
+
+def flags_over(f: Flags) -> frozenset[tuple[str, str]]:
+    return f.over

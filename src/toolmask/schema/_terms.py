@@ -1,0 +1,303 @@
+"""Terms and shapes: the normalised, closed form a JSON Schema is compiled through.
+
+A *term* names a set of JSON values lazily: the subschema at a location (:class:`Loc`), or a
+boolean combination of terms (:class:`And`, :class:`Or`, :class:`Not`), or :data:`TOP` /
+:data:`BOTTOM`. Terms are small, hashable and interned by value, so every distinct term becomes at
+most one grammar rule and recursion (a term reaching itself through properties or items) becomes
+recursion through the pushdown stack.
+
+*Expanding* a term gives a :class:`Shape`: either a finite set of literal values, or a split by
+JSON type where each type holds a union of alternatives whose children (property values, items)
+are again terms. Boolean algebra on shapes (:func:`intersect`, :func:`union`, :func:`complement`)
+works one level deep and creates new child terms, so it terminates on recursive schemas.
+
+Every shape carries two sets of ``(pointer, keyword)`` pairs: ``over`` (the grammar may accept
+values the schema rejects: the post-decode validator must run) and ``under`` (the grammar rejects
+some values the schema accepts, e.g. exponent spellings of bounded numbers). Complement swaps them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeAlias
+
+from toolmask.grammar._dfa import Dfa
+
+__all__ = [
+    "BOTTOM",
+    "NO_FLAGS",
+    "SHAPE_BOTTOM",
+    "SHAPE_TOP",
+    "TOP",
+    "And",
+    "ArrAlt",
+    "Const",
+    "Flags",
+    "Loc",
+    "Not",
+    "NumAlt",
+    "ObjAlt",
+    "Or",
+    "Prop",
+    "Region",
+    "Shape",
+    "StrAlt",
+    "Term",
+    "canonical",
+    "mk_and",
+    "mk_not",
+    "mk_or",
+]
+
+
+# -- terms --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: bool
+
+    def __repr__(self) -> str:
+        return "TOP" if self.value else "BOTTOM"
+
+
+TOP = Const(True)
+BOTTOM = Const(False)
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    """The subschema registered under ``index`` in the compiler's location table."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    items: frozenset[Term]
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    items: frozenset[Term]
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    item: Term
+
+
+Term: TypeAlias = Const | Loc | And | Or | Not
+
+
+def mk_and(*terms: Term) -> Term:
+    items: set[Term] = set()
+    for t in terms:
+        if t == BOTTOM:
+            return BOTTOM
+        if t == TOP:
+            continue
+        if isinstance(t, And):
+            items |= t.items
+        else:
+            items.add(t)
+    for t in items:
+        if isinstance(t, Not) and t.item in items:
+            return BOTTOM
+    if not items:
+        return TOP
+    if len(items) == 1:
+        return next(iter(items))
+    return And(frozenset(items))
+
+
+def mk_or(*terms: Term) -> Term:
+    items: set[Term] = set()
+    for t in terms:
+        if t == TOP:
+            return TOP
+        if t == BOTTOM:
+            continue
+        if isinstance(t, Or):
+            items |= t.items
+        else:
+            items.add(t)
+    if not items:
+        return BOTTOM
+    if len(items) == 1:
+        return next(iter(items))
+    return Or(frozenset(items))
+
+
+def mk_not(t: Term) -> Term:
+    if isinstance(t, Const):
+        return Const(not t.value)
+    if isinstance(t, Not):
+        return t.item
+    return Not(t)
+
+
+# -- shapes -------------------------------------------------------------------------------------
+
+Flag: TypeAlias = tuple[str, str]  # (json pointer, keyword)
+
+
+@dataclass(frozen=True, slots=True)
+class Flags:
+    over: frozenset[Flag] = frozenset()
+    under: frozenset[Flag] = frozenset()
+
+    def __or__(self, other: Flags) -> Flags:
+        if not other.over and not other.under:
+            return self
+        if not self.over and not self.under:
+            return other
+        return Flags(self.over | other.over, self.under | other.under)
+
+    def swapped(self) -> Flags:
+        return Flags(self.under, self.over)
+
+
+NO_FLAGS = Flags()
+
+
+@dataclass(frozen=True, slots=True)
+class NumAlt:
+    """JSON numbers. ``dfa`` None: any number (exponents allowed); otherwise a DFA over the
+    exponent-free spellings, closed under spelling (every exponent-free spelling of a value in the
+    set is in the DFA: ``1``, ``1.0``, ``1.00``). ``integer``: only integral values."""
+
+    dfa: Dfa | None = None
+    integer: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StrAlt:
+    """JSON strings whose decoded value is in ``dfa`` (over code points); None = any string."""
+
+    dfa: Dfa | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ArrAlt:
+    prefix: tuple[Term, ...] = ()
+    items: Term = TOP
+    min_items: int = 0
+    max_items: int | None = None
+    contains: Term | None = None
+    min_contains: int = 1
+    max_contains: int | None = None
+    #: how many leading positions an applicator evaluated (for unevaluatedItems); -1 = all
+    evaluated: int = 0
+    literal: str | None = None  # canonical JSON text of a literal array
+
+    def item_term(self, i: int) -> Term:
+        return self.prefix[i] if i < len(self.prefix) else self.items
+
+    def is_top(self) -> bool:
+        return (
+            not self.prefix
+            and self.items == TOP
+            and self.min_items == 0
+            and self.max_items is None
+            and self.contains is None
+            and self.literal is None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Keys outside the declared properties whose decoded name is in ``keys`` (None = any)."""
+
+    keys: Dfa | None
+    value: Term
+    evaluated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Prop:
+    name: str
+    value: Term
+    required: bool
+    #: an applicator (properties, patternProperties, additionalProperties) evaluated this key
+    evaluated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ObjAlt:
+    props: tuple[Prop, ...] = ()
+    regions: tuple[Region, ...] = (Region(None, TOP, False),)
+    min_props: int = 0
+    max_props: int | None = None
+    literal: str | None = None  # canonical JSON text of a literal object
+
+    def names(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.props)
+
+    def prop(self, name: str) -> Prop | None:
+        for p in self.props:
+            if p.name == name:
+                return p
+        return None
+
+    def is_top(self) -> bool:
+        return (
+            not self.props
+            and self.min_props == 0
+            and self.max_props is None
+            and self.literal is None
+            and len(self.regions) == 1
+            and self.regions[0].keys is None
+            and self.regions[0].value == TOP
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Either ``literals`` (a finite set of JSON values, as canonical JSON texts) or a type split.
+
+    In the type split, an empty tuple means "no value of that type".
+    """
+
+    literals: tuple[str, ...] | None = None
+    null: bool = False
+    booleans: frozenset[bool] = frozenset()
+    numbers: tuple[NumAlt, ...] = ()
+    strings: tuple[StrAlt, ...] = ()
+    arrays: tuple[ArrAlt, ...] = ()
+    objects: tuple[ObjAlt, ...] = ()
+    flags: Flags = field(default=NO_FLAGS)
+
+    def with_flags(self, flags: Flags) -> Shape:
+        if not flags.over and not flags.under:
+            return self
+        return replace(self, flags=self.flags | flags)
+
+    def is_empty(self) -> bool:
+        if self.literals is not None:
+            return not self.literals
+        return not (
+            self.null
+            or self.booleans
+            or self.numbers
+            or self.strings
+            or self.arrays
+            or self.objects
+        )
+
+
+SHAPE_TOP = Shape(
+    null=True,
+    booleans=frozenset({True, False}),
+    numbers=(NumAlt(),),
+    strings=(StrAlt(),),
+    arrays=(ArrAlt(),),
+    objects=(ObjAlt(),),
+)
+SHAPE_BOTTOM = Shape()
+
+
+def canonical(value: Any) -> str:
+    """Canonical JSON text of a value: compact, keys in their given order, UTF-8 kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
