@@ -12,21 +12,43 @@ from toolmask.errors import (
 )
 from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, SERVER_LIMITS, Limits
+from toolmask.tools import (
+    CallError,
+    MalformedBlock,
+    ParsedTurn,
+    StreamDelta,
+    Tool,
+    ToolCall,
+    ToolChoice,
+    ToolError,
+    ToolTurn,
+    sanitize_tool_output,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_LIMITS",
     "SERVER_LIMITS",
+    "CallError",
     "CompiledGrammar",
     "Grammar",
     "GrammarError",
     "GrammarSyntaxError",
     "LimitError",
     "Limits",
+    "MalformedBlock",
     "Matcher",
+    "ParsedTurn",
     "SchemaError",
+    "StreamDelta",
+    "Tool",
+    "ToolCall",
+    "ToolChoice",
+    "ToolError",
+    "ToolTurn",
     "ToolmaskError",
     "__version__",
     "compile",
+    "sanitize_tool_output",
 ]

@@ -103,15 +103,9 @@ class CompiledGrammar:
     def _get_validators(self) -> list[Any]:
         vs = self._validators
         if vs is None:
-            from jsonschema import Draft202012Validator
+            from toolmask.schema._validate import make_validator
 
-            vs = [
-                Draft202012Validator(
-                    json.loads(check.schema_json),
-                    format_checker=Draft202012Validator.FORMAT_CHECKER,
-                )
-                for check in self.grammar.checks
-            ]
+            vs = [make_validator(check) for check in self.grammar.checks]
             self._validators = vs
         return vs
 

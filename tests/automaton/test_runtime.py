@@ -1,4 +1,4 @@
-"""Runtime details: cache generations, threads, memo views, the builder's size estimate."""
+"""Runtime details: cache generations, threads, memo views, lazy growth and sharing."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import threading
 
 from tests.automaton.ir_grammars import brackets, json_grammar, right_linear
 from toolmask.automaton import State, build_automaton
-from toolmask.automaton._analysis import analyse
-from toolmask.automaton._nfa import build_nfa
-from toolmask.grammar._ir import Grammar, Repeat, Rule, RuleRef, choice, lit, opt, seq, star
-from toolmask.limits import DEFAULT_LIMITS, Limits
+from toolmask.grammar._ir import Grammar, Rule, RuleRef, choice, lit, opt, seq, star
+from toolmask.limits import Limits
 
 
 def test_cache_generations_keep_results_exact() -> None:
@@ -72,25 +70,45 @@ def test_transitions_view() -> None:
     assert t[ord("#")] is None
 
 
-def test_size_estimate_is_exact() -> None:
-    # the analysis counts NFA states so that oversized grammars fail before building anything
-    grammars = [
-        json_grammar(),
-        brackets(),
-        right_linear(),
-        Grammar((Rule("root", seq(Repeat(lit("ab"), 2, 5), star(lit("c")), opt(lit("d")))),)),
-        Grammar(
-            (
-                Rule("root", seq(RuleRef("x"), Repeat(RuleRef("x"), 3, None))),
-                Rule("x", choice(lit("xy"), seq(lit("z"), Repeat(lit("w"), 0, 3)))),
-            )
-        ),
-    ]
-    for g in grammars:
-        plan = analyse(g, DEFAULT_LIMITS)
-        nfa = build_nfa(g, plan, DEFAULT_LIMITS)
-        entry_rules = [n for n in nfa.entry_names if n not in plan.group_of]
-        expected = sum(plan.sizes[n] + 2 for n in entry_rules)
-        groups = {plan.group_of[n] for n in nfa.entry_names if n in plan.group_of}
-        expected += sum(plan.sizes[plan.groups[gid][0]] + 1 for gid in groups)
-        assert len(nfa) == expected, str(g)
+def test_nfa_and_dfa_grow_only_where_explored() -> None:
+    # the build reads the grammar and computes the initial state; the NFA and the DFA grow
+    # with the input, and walking the same text again creates nothing
+    a = build_automaton(json_grammar())
+    nfa = a._dfa.nfa
+    built, positions = len(nfa), a.n_positions
+    assert positions < 20
+    doc = b'{"a": [1, 2.5e3, "x\\u00e9"], "b": {"c": null}}'
+    s = a.advance_bytes(a.initial, doc)
+    assert s is not None and a.is_accepting(s)
+    assert len(nfa) > built and a.n_positions > positions
+    built, positions = len(nfa), a.n_positions
+    assert a.advance_bytes(a.initial, doc) is s
+    assert (len(nfa), a.n_positions) == (built, positions)
+
+
+def test_inlined_rules_share_one_copy_per_continuation() -> None:
+    # "a" R | "b" R: both references continue at the same place, so R is built once
+    g = Grammar(
+        (
+            Rule("root", seq(choice(seq(lit("a"), RuleRef("r")), seq(lit("b"), RuleRef("r"))))),
+            Rule("r", seq(lit("<"), star(lit("xy")), lit(">"))),
+        )
+    )
+    a = build_automaton(g)
+    s1 = a.advance_bytes(a.initial, b"a<xy")
+    s2 = a.advance_bytes(a.initial, b"b<xyxy")
+    assert s1 is not None and s1 is s2
+    assert a.entry_names == ("root",)
+    s3 = a.advance_bytes(a.initial, b"b<>")
+    assert s3 is not None and a.is_accepting(s3)
+    # a rule referenced from two places with different continuations is still exact
+    g2 = Grammar(
+        (
+            Rule("root", seq(RuleRef("r"), lit(","), RuleRef("r"), opt(lit("!")))),
+            Rule("r", choice(lit("x"), seq(lit("("), star(lit("y")), lit(")")))),
+        )
+    )
+    a2 = build_automaton(g2)
+    for text in [b"x,x", b"(yy),x!", b"x,(y)", b"x,", b"(y,x", b"x,x!!"]:
+        s = a2.advance_bytes(a2.initial, text)
+        assert (s is not None and a2.is_accepting(s)) == (text in (b"x,x", b"(yy),x!", b"x,(y)"))

@@ -1,20 +1,26 @@
-"""Static analysis of a grammar before it becomes an automaton.
+"""Static analysis of a grammar before (and while) it becomes an automaton.
 
-Computes, for the rules reachable from the start rule: strongly connected components of the
-reference graph, nullability, productivity (non-empty language), left recursion (an error),
-regular groups (cyclic components whose internal references are all in tail position) and the
-inlining plan (which references become calls, which are copied into the caller).
+Up front, in one pass over the rules reachable from the start rule: the reference graph (with
+multiplicities), repetition caps, an estimate of the NFA states each rule body unrolls to, and
+whether special tokens occur. Then, on the reference graph only: strongly connected components,
+and for the cyclic ones (few and small in practice) left recursion (an error), regular groups
+(cyclic components whose internal references are all in tail position) and the call targets
+that break true recursion.
+
+Everything else is computed on demand, the first time the lazy NFA builder reaches a rule, and
+memoised: nullability and productivity (three-valued evaluation that stops as soon as the
+answer is known, asking only for the rules it needs), and the inlining decision (a rule is
+inlined when it is referenced once, or when its size including inlined callees stays within
+``INLINE_SMALL``; the size is computed with that cut-off, so a decision costs O(INLINE_SMALL)).
 
 Every traversal of a rule body is iterative, so deeply nested IR cannot overflow the Python stack.
-Cost: O(grammar size) per pass, plus a fixpoint inside each cyclic component.
+Cost: O(grammar size) for the up-front pass; O(component size) per cyclic component.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Iterable
 
 from toolmask.errors import GrammarError, LimitError
 from toolmask.grammar._ir import (
@@ -27,49 +33,17 @@ from toolmask.grammar._ir import (
     RuleRef,
     Seq,
     Special,
-    iter_nodes,
 )
 from toolmask.limits import Limits
 
-__all__ = ["INLINE_BUDGET", "INLINE_SMALL", "Plan", "analyse", "children", "fold", "repeat_copies"]
+__all__ = ["INLINE_SMALL", "NULLABLE", "PRODUCTIVE", "Analysis", "repeat_copies"]
 
-T = TypeVar("T")
-
-#: a rule whose inlined size (in NFA states, estimated) is at most this is always inlined
+#: a rule referenced more than once is inlined when its size (NFA states, including inlined
+#: callees, one per inlined reference) is at most this; otherwise it is called
 INLINE_SMALL = 64
-#: otherwise it is inlined when ``size * number of references`` stays within this budget
-INLINE_BUDGET = 8_192
-#: sizes saturate here so that estimates of absurd grammars stay cheap integers
-_SIZE_CAP = 1 << 40
 
-
-def children(n: Node) -> tuple[Node, ...]:
-    if isinstance(n, (Seq, Choice)):
-        return n.items
-    if isinstance(n, Repeat):
-        return (n.item,)
-    return ()
-
-
-def fold(node: Node, f: Callable[[Node, list[T]], T]) -> T:
-    """Post-order evaluation ``f(node, [values of children])`` without recursion."""
-    out: list[T] = []
-    stack: list[tuple[Node, bool]] = [(node, False)]
-    while stack:
-        n, expanded = stack.pop()
-        kids = children(n)
-        if expanded or not kids:
-            k = len(kids)
-            if k:
-                vals = out[-k:]
-                del out[-k:]
-            else:
-                vals = []
-            out.append(f(n, vals))
-        else:
-            stack.append((n, True))
-            stack.extend((c, False) for c in reversed(kids))
-    return out[0]
+NULLABLE = 0
+PRODUCTIVE = 1
 
 
 def repeat_copies(r: Repeat, limits: Limits) -> int:
@@ -84,26 +58,6 @@ def repeat_copies(r: Repeat, limits: Limits) -> int:
     return copies
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What the NFA builder needs to know about each reachable rule.
-
-    ``call``: rules that are compiled once as an entry and referenced by a call edge.
-    ``group_of``: rule -> regular group id; inside its group a (tail) reference is a jump.
-    Every other reachable, productive rule is copied (inlined) at each reference.
-    """
-
-    reachable: frozenset[str]
-    productive: frozenset[str]
-    nullable: frozenset[str]
-    call: frozenset[str]
-    group_of: dict[str, int]
-    groups: tuple[tuple[str, ...], ...]
-    recursive: frozenset[str]
-    #: NFA states one inlined copy of the rule (of its whole group, for group members) creates
-    sizes: dict[str, int]
-
-
 class _Deadline:
     __slots__ = ("at", "n")
 
@@ -113,12 +67,524 @@ class _Deadline:
 
     def tick(self) -> None:
         self.n += 1
-        if self.n & 1023 == 0 and time.monotonic() > self.at:
+        if self.n & 1023 == 0:
+            self.check()
+
+    def check(self) -> None:
+        if time.monotonic() > self.at:
             raise LimitError("automaton construction took too long", limit="max_compile_seconds")
 
 
-def _refs(node: Node) -> list[str]:
-    return [n.name for n in iter_nodes(node) if isinstance(n, RuleRef)]
+class Analysis:
+    """What the lazy NFA builder needs to know about the rules reachable from the start.
+
+    Eager (computed by the constructor): ``order`` (reachable rules), ``refs`` and
+    ``refcount``, ``group_of`` / ``groups`` / ``group_refs`` (regular groups and their
+    references from outside), ``forced_calls`` (call targets of true recursion),
+    ``has_specials``. Lazy and memoised: :meth:`rule_prop`, :meth:`node_prop`, :meth:`inline`.
+    """
+
+    __slots__ = (
+        "_blocked",
+        "_clean",
+        "_dirty",
+        "_exact",
+        "_inline",
+        "_known",
+        "_lower",
+        "_node_memo",
+        "cyclic",
+        "deadline",
+        "forced_calls",
+        "grammar",
+        "group_of",
+        "group_refs",
+        "groups",
+        "has_specials",
+        "limits",
+        "order",
+        "refcount",
+        "refs",
+        "scc_id",
+        "sccs",
+    )
+
+    def __init__(self, grammar: Grammar, limits: Limits) -> None:
+        if len(grammar.rules) > limits.max_rules:
+            raise LimitError(
+                f"grammar has {len(grammar.rules)} rules (more than {limits.max_rules})",
+                limit="max_rules",
+            )
+        self.grammar = grammar
+        self.limits = limits
+        self.deadline = _Deadline(limits.max_compile_seconds)
+        self._known: tuple[dict[str, bool], dict[str, bool]] = ({}, {})
+        self._node_memo: tuple[dict[int, bool], dict[int, bool]] = ({}, {})
+        self._blocked: set[str] = set()
+        #: inlining decisions and sizes, keyed by rule name (or regular group id)
+        self._inline: dict[str | int, bool] = {}
+        self._exact: dict[str | int, int] = {}
+        self._lower: dict[str | int, int] = {}
+        self.has_specials = False
+        #: rules whose body has an empty choice or an empty byte class somewhere
+        self._dirty: set[str] = set()
+        self._clean: dict[str, bool] = {}
+        self.refs: dict[str, list[str]] = {}
+        self.order: list[str] = []
+        self._scan()
+        self.refcount: dict[str, int] = dict.fromkeys(self.order, 0)
+        for rs in self.refs.values():
+            for r in rs:
+                self.refcount[r] += 1
+        succ = {n: list(dict.fromkeys(rs)) for n, rs in self.refs.items()}
+        self.sccs = _sccs(self.order, succ)
+        self.scc_id = {n: i for i, comp in enumerate(self.sccs) for n in comp}
+        self.cyclic = [len(c) > 1 or c[0] in succ[c[0]] for c in self.sccs]
+        self.group_of: dict[str, int] = {}
+        self.groups: list[tuple[str, ...]] = []
+        self.group_refs: list[int] = []
+        self.forced_calls: set[str] = set()
+        self._cyclic_components()
+        self.deadline.check()
+
+    # -- the up-front pass ----------------------------------------------------------------------
+    def _scan(self) -> None:
+        """Reachable rules and their references, repetition caps, specials: one tight walk."""
+        g = self.grammar
+        refs = self.refs
+        order = self.order
+        todo = [g.start]
+        deadline = self.deadline
+        limits = self.limits
+        dirty = self._dirty
+        byte_class, seq_, choice_, rule_ref, repeat_ = ByteClass, Seq, Choice, RuleRef, Repeat
+        while todo:
+            name = todo.pop()
+            if name in refs:
+                continue
+            deadline.check()
+            order.append(name)
+            found: list[str] = []
+            stack: list[Node] = [g[name].body]
+            pop = stack.pop
+            while stack:
+                n = pop()
+                t = type(n)
+                if t is byte_class:
+                    if not n.mask:  # type: ignore[union-attr]
+                        dirty.add(name)
+                    continue
+                if t is seq_ or t is choice_:
+                    if not n.items:  # type: ignore[union-attr]
+                        dirty.add(name)
+                    stack.extend(n.items[::-1])  # type: ignore[union-attr]
+                elif t is rule_ref:
+                    found.append(n.name)  # type: ignore[union-attr]
+                elif t is repeat_:
+                    assert isinstance(n, Repeat)
+                    if n.max is None and n.min <= 1:
+                        stack.append(n.item)  # *, +: one copy, nothing multiplies
+                    elif n.max == 1:
+                        stack.append(n.item)  # ?
+                    else:
+                        repeat_copies(n, limits)
+                        self._scan_repeat(name, n, found)
+                elif t is Special:
+                    self.has_specials = True
+            refs[name] = found
+            todo.extend(r for r in found if r not in refs)
+
+    def _scan_repeat(self, name: str, rep: Repeat, found: list[str]) -> None:
+        """Walk a repetition that makes several copies, multiplying by the copies of each
+        nested repetition, so that nested repeats whose product explodes fail here, before
+        anything is built."""
+        limits = self.limits
+        cap = 2 * limits.max_automaton_states
+        total = 0
+        stack: list[tuple[Node, int]] = [(rep, 1)]
+        while stack:
+            n, f = stack.pop()
+            t = type(n)
+            if t is Repeat:
+                assert isinstance(n, Repeat)
+                if n.max == 0:
+                    stack.append((n.item, 0))
+                    continue
+                copies = repeat_copies(n, limits)
+                total += f * (copies if n.max is not None else max(n.min - 1, 0) + 2)
+                stack.append((n.item, f * copies))
+            elif t is Seq or t is Choice:
+                assert isinstance(n, (Seq, Choice))
+                if t is Seq:
+                    total += f * max(len(n.items) - 1, 0)
+                if not n.items:
+                    self._dirty.add(name)
+                stack.extend((c, f) for c in reversed(n.items))
+            elif t is Bytes:
+                assert isinstance(n, Bytes)
+                total += f * max(len(n.value) - 1, 0)
+            elif t is ByteClass:
+                assert isinstance(n, ByteClass)
+                if not n.mask:
+                    self._dirty.add(name)
+            elif t is RuleRef:
+                assert isinstance(n, RuleRef)
+                found.append(n.name)
+            elif t is Special:
+                self.has_specials = True
+            if total > cap:
+                raise LimitError(
+                    f"the grammar's NFA would exceed {cap} states", limit="max_automaton_states"
+                )
+
+    # -- cyclic components ----------------------------------------------------------------------
+    def _cyclic_components(self) -> None:
+        g = self.grammar
+        pos_of = {n: i for i, n in enumerate(self.order)}
+        first: dict[str, set[str]] = {}
+        for i, comp in enumerate(self.sccs):
+            if not self.cyclic[i]:
+                continue
+            self.deadline.check()
+            comp_set = set(comp)
+            for name in comp:
+                first[name] = self._first_refs(g[name].body, comp_set)
+        cycle = _find_cycle([n for n in self.order if n in first], first)
+        if cycle is not None:
+            raise GrammarError("left recursion: " + " -> ".join(cycle))
+
+        for i, comp in enumerate(self.sccs):
+            if not self.cyclic[i]:
+                continue
+            comp_set = set(comp)
+            tails = _internal_refs(g, comp, comp_set)
+            if all(all(is_tail for _, is_tail in tails[m]) for m in comp):
+                gid = len(self.groups)
+                members = tuple(sorted(comp, key=pos_of.__getitem__))
+                self.groups.append(members)
+                for m in members:
+                    self.group_of[m] = gid
+                outside = sum(self.refcount[m] for m in members) - sum(
+                    len(tails[m]) for m in members
+                )
+                self.group_refs.append(outside)
+                continue
+            # a truly recursive component: pick call targets that break every cycle (greedy
+            # feedback vertex set: the most referenced members stay calls), inline the rest
+            inner = {m: [r for r, _ in tails[m]] for m in comp}
+            indeg = dict.fromkeys(comp, 0)
+            for m in comp:
+                for r in inner[m]:
+                    indeg[r] += 1
+            cand = sorted(comp, key=lambda m: (indeg[m], pos_of[m]))
+            free: set[str] = set()
+            for c in cand:
+                if c in inner[c]:
+                    continue
+                if not _reaches(c, c, inner, free | {c}):
+                    free.add(c)
+            self.forced_calls.update(comp_set - free)
+
+    def _first_refs(self, body: Node, comp_set: set[str]) -> set[str]:
+        """Members of ``comp_set`` that ``body`` can start with (through nullable prefixes)."""
+        out: set[str] = set()
+        stack = [body]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, RuleRef):
+                if n.name in comp_set:
+                    out.add(n.name)
+            elif isinstance(n, Seq):
+                for item in n.items:
+                    stack.append(item)
+                    if not self.node_prop(item, NULLABLE):
+                        break
+            elif isinstance(n, Choice):
+                stack.extend(n.items)
+            elif isinstance(n, Repeat) and n.max != 0:
+                stack.append(n.item)
+        return out
+
+    # -- nullable / productive, on demand --------------------------------------------------------
+    def rule_prop(self, name: str, prop: int) -> bool:
+        """Is rule ``name`` nullable (``prop=NULLABLE``) / productive (``PRODUCTIVE``)? Memoised."""
+        known = self._known[prop]
+        v = known.get(name)
+        if v is not None:
+            return v
+        g = self.grammar
+        work = [name]
+        while work:
+            x = work[-1]
+            if x in known:
+                work.pop()
+                continue
+            cid = self.scc_id[x]
+            if self.cyclic[cid]:
+                comp = self.sccs[cid]
+                missing = [
+                    r
+                    for m in comp
+                    for r in self.refs[m]
+                    if r not in known and self.scc_id[r] != cid
+                ]
+                if missing:
+                    work.extend(dict.fromkeys(missing))
+                    continue
+                self._fixpoint(comp, prop)
+                work.pop()
+                continue
+            self._blocked = set()
+            v = self._eval(g[x].body, prop, True)
+            if v is None:
+                work.extend(self._blocked)
+            else:
+                known[x] = v
+                work.pop()
+        return known[name]
+
+    def clean(self, name: str) -> bool:
+        """Is every node of rule ``name``'s body productive? True when the body has no empty
+        choice or byte class and every rule it references is productive (the usual case: the
+        NFA builder then skips per-node checks). Memoised."""
+        c = self._clean.get(name)
+        if c is None:
+            c = name not in self._dirty and all(
+                self.rule_prop(r, PRODUCTIVE) for r in dict.fromkeys(self.refs[name])
+            )
+            self._clean[name] = c
+        return c
+
+    def node_prop(self, node: Node, prop: int) -> bool:
+        """Is ``node`` nullable / productive? Asks for the rules it needs; memoised per node."""
+        m = self._node_memo[prop].get(id(node))
+        if m is not None:
+            return m
+        while True:
+            self._blocked = set()
+            v = self._eval(node, prop, True)
+            if v is not None:
+                return v
+            for name in self._blocked:
+                self.rule_prop(name, prop)
+
+    def _fixpoint(self, comp: list[str], prop: int) -> None:
+        """Least fixpoint of ``prop`` inside a cyclic component (callees outside are known)."""
+        known = self._known[prop]
+        g = self.grammar
+        for m in comp:
+            known[m] = False
+        changed = True
+        while changed:
+            changed = False
+            for m in comp:
+                if not known[m] and self._eval(g[m].body, prop, False):
+                    known[m] = True
+                    changed = True
+
+    def _eval(self, root: Node, prop: int, use_memo: bool) -> bool | None:
+        """Three-valued evaluation of ``prop`` (None: depends on rules not known yet, which are
+        added to ``self._blocked``). Sequences are conjunctions, choices disjunctions; both stop
+        at the first decisive child. Iterative; definite results of composites are memoised."""
+        known = self._known[prop]
+        memo = self._node_memo[prop] if use_memo else {}
+        nullable = prop == NULLABLE
+        # frames: [node, items, next index, accumulated value, is_seq]
+        stack: list[list[object]] = []
+        n: Node = root
+        while True:
+            v: bool | None
+            t = type(n)
+            if t is Seq or t is Choice:
+                assert isinstance(n, (Seq, Choice))
+                m = memo.get(id(n))
+                if m is not None:
+                    v = m
+                elif n.items:
+                    is_seq = t is Seq
+                    stack.append([n, n.items, 1, is_seq, is_seq])
+                    n = n.items[0]
+                    continue
+                else:
+                    v = t is Seq
+            elif t is Repeat:
+                assert isinstance(n, Repeat)
+                if n.min == 0 or n.max == 0:
+                    v = True
+                else:
+                    m = memo.get(id(n))
+                    if m is not None:
+                        v = m
+                    else:
+                        stack.append([n, None, 0, None, False])
+                        n = n.item
+                        continue
+            elif t is RuleRef:
+                assert isinstance(n, RuleRef)
+                v = known.get(n.name)
+                if v is None:
+                    self._blocked.add(n.name)
+            elif t is Bytes:
+                assert isinstance(n, Bytes)
+                v = not n.value if nullable else True
+            elif t is ByteClass:
+                assert isinstance(n, ByteClass)
+                v = False if nullable else n.mask != 0
+            else:  # Special
+                v = not nullable
+            # return v to the enclosing frames
+            descend = False
+            while stack:
+                frame = stack[-1]
+                node = frame[0]
+                items = frame[1]
+                if items is None:  # a repeat passes its item's value through
+                    stack.pop()
+                    if v is not None:
+                        memo[id(node)] = v
+                    continue
+                assert isinstance(items, tuple)
+                in_seq = frame[4] is True
+                if v is (not in_seq):  # decisive: False in a sequence, True in a choice
+                    stack.pop()
+                    memo[id(node)] = v
+                    continue
+                if v is None:
+                    frame[3] = None
+                i = frame[2]
+                assert isinstance(i, int)
+                if i < len(items):
+                    frame[2] = i + 1
+                    n = items[i]
+                    descend = True
+                    break
+                stack.pop()
+                acc = frame[3]
+                assert acc is None or isinstance(acc, bool)
+                v = acc
+                if v is not None:
+                    memo[id(node)] = v
+            if not descend:
+                return v
+
+    # -- inlining ---------------------------------------------------------------------------------
+    def inline(self, name: str) -> bool:
+        """Should a reference to ``name`` (from outside its regular group) be inlined?
+
+        Call targets of true recursion never are; a rule (or regular group) referenced once
+        always is (inlining it copies nothing); otherwise it is inlined when it is small: the
+        NFA states of one copy with everything below it inlined stay within ``INLINE_SMALL``.
+        Memoised; the size is computed with that cut-off, so a decision is cheap.
+        """
+        gid = self.group_of.get(name)
+        key: str | int = name if gid is None else gid
+        d = self._inline.get(key)
+        if d is None:
+            if name in self.forced_calls:
+                d = False
+            elif (self.refcount[name] if gid is None else self.group_refs[gid]) <= 1:
+                d = True
+            else:
+                d = self._size(name, INLINE_SMALL) <= INLINE_SMALL
+            self._inline[key] = d
+        return d
+
+    def _size(self, name: str, cutoff: int) -> int:
+        """NFA states of one inlined copy of ``name`` (its whole regular group, for a member)
+        with every non-recursive reference below it inlined (one extra state per reference):
+        exact when at most ``cutoff``, else any lower bound above ``cutoff``.
+
+        Memoised (exact sizes and lower bounds are facts, so the memo does not depend on the
+        order of questions). A callee is asked with the budget that is left, which decreases
+        by at least one per level: the recursion depth is at most ``cutoff``.
+        """
+        if cutoff < 0:
+            return 0
+        gid = self.group_of.get(name)
+        key: str | int = name if gid is None else gid
+        exact = self._exact.get(key)
+        if exact is not None:
+            return exact
+        lower = self._lower.get(key, -1)
+        if lower > cutoff:
+            return lower
+        g = self.grammar
+        total = 0
+        if gid is None:
+            total = self._body_size(g[name].body, None, cutoff)
+        else:
+            for m in self.groups[gid]:
+                total += 1 + self._body_size(g[m].body, gid, cutoff - total - 1)
+                if total > cutoff:
+                    break
+        if total <= cutoff:
+            self._exact[key] = total
+        else:
+            self._lower[key] = max(lower, total)
+        return total
+
+    def _body_size(self, body: Node, gid: int | None, cutoff: int) -> int:
+        if cutoff < 0:
+            return 0
+        limits = self.limits
+        total = 0
+        stack: list[tuple[Node, int]] = [(body, 1)]
+        while stack:
+            n, f = stack.pop()
+            if isinstance(n, Bytes):
+                total += f * max(len(n.value) - 1, 0)
+            elif isinstance(n, Seq):
+                total += f * max(len(n.items) - 1, 0)
+                stack.extend((c, f) for c in n.items)
+            elif isinstance(n, Choice):
+                stack.extend((c, f) for c in n.items)
+            elif isinstance(n, Repeat):
+                if n.max == 0:
+                    continue
+                copies = repeat_copies(n, limits)
+                total += f * (copies if n.max is not None else max(n.min - 1, 0) + 2)
+                stack.append((n.item, f * copies))
+            elif isinstance(n, RuleRef):
+                r = n.name
+                if r in self.forced_calls or (gid is not None and self.group_of.get(r) == gid):
+                    continue  # a call or a jump inside the group: no states
+                if not self.rule_prop(r, PRODUCTIVE):
+                    continue
+                total += f * (1 + self._size(r, (cutoff - total) // f - 1))
+            if total > cutoff:
+                return total
+        return total
+
+
+def _internal_refs(
+    grammar: Grammar, comp: list[str], comp_set: set[str]
+) -> dict[str, list[tuple[str, bool]]]:
+    """For each member: references to members of the same component, with 'is in tail position'.
+
+    Tail position: nothing can follow the reference inside the rule body (last item of a
+    sequence, any alternative of a tail choice, the item of a tail ``{0,1}`` / ``{1,1}``).
+    """
+    out: dict[str, list[tuple[str, bool]]] = {}
+    for m in comp:
+        found: list[tuple[str, bool]] = []
+        stack: list[tuple[Node, bool]] = [(grammar[m].body, True)]
+        while stack:
+            n, tail = stack.pop()
+            if isinstance(n, RuleRef):
+                if n.name in comp_set:
+                    found.append((n.name, tail))
+            elif isinstance(n, Seq):
+                last = len(n.items) - 1
+                while last >= 0 and type(n.items[last]) is Bytes and not n.items[last].value:  # type: ignore[union-attr]
+                    last -= 1
+                for j, item in enumerate(n.items):
+                    stack.append((item, tail and j >= last))
+            elif isinstance(n, Choice):
+                stack.extend((item, tail) for item in n.items)
+            elif isinstance(n, Repeat):
+                stack.append((n.item, tail and n.max is not None and n.max <= 1))
+        out[m] = found
+    return out
 
 
 def _sccs(names: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
@@ -197,243 +663,6 @@ def _find_cycle(names: Iterable[str], succ: dict[str, set[str]]) -> list[str] | 
     return None
 
 
-def analyse(grammar: Grammar, limits: Limits) -> Plan:
-    """Analyse ``grammar``; raise GrammarError on left recursion, LimitError on caps."""
-    if len(grammar.rules) > limits.max_rules:
-        raise LimitError(
-            f"grammar has {len(grammar.rules)} rules (more than {limits.max_rules})",
-            limit="max_rules",
-        )
-    deadline = _Deadline(limits.max_compile_seconds)
-
-    # reachable rules and the reference graph (with multiplicity)
-    refs: dict[str, list[str]] = {}
-    order: list[str] = []
-    todo = [grammar.start]
-    while todo:
-        name = todo.pop()
-        if name in refs:
-            continue
-        deadline.tick()
-        order.append(name)
-        refs[name] = _refs(grammar[name].body)
-        todo.extend(r for r in refs[name] if r not in refs)
-    succ = {n: list(dict.fromkeys(rs)) for n, rs in refs.items()}
-    refcount: dict[str, int] = dict.fromkeys(order, 0)
-    for rs in refs.values():
-        for r in rs:
-            refcount[r] += 1
-    pos_of = {n: i for i, n in enumerate(order)}
-    sccs = _sccs(order, succ)
-    scc_id = {n: i for i, comp in enumerate(sccs) for n in comp}
-    cyclic = [len(c) > 1 or c[0] in succ[c[0]] for c in sccs]
-
-    # nullable and productive, fixpoint per component, callees first
-    nullable: set[str] = set()
-    productive: set[str] = set()
-
-    def is_nullable(n: Node, vals: list[bool]) -> bool:
-        if isinstance(n, Bytes):
-            return not n.value
-        if isinstance(n, Seq):
-            return all(vals)
-        if isinstance(n, Choice):
-            return any(vals)
-        if isinstance(n, Repeat):
-            return n.min == 0 or n.max == 0 or vals[0]
-        if isinstance(n, RuleRef):
-            return n.name in nullable
-        return False  # ByteClass, Special
-
-    def is_productive(n: Node, vals: list[bool]) -> bool:
-        if isinstance(n, ByteClass):
-            return n.mask != 0
-        if isinstance(n, Seq):
-            return all(vals)
-        if isinstance(n, Choice):
-            return any(vals)
-        if isinstance(n, Repeat):
-            return n.min == 0 or n.max == 0 or vals[0]
-        if isinstance(n, RuleRef):
-            return n.name in productive
-        return True  # Bytes, Special
-
-    for comp in sccs:
-        for prop, fn in ((nullable, is_nullable), (productive, is_productive)):
-            changed = True
-            while changed:
-                changed = False
-                for name in comp:
-                    deadline.tick()
-                    if name not in prop and fold(grammar[name].body, fn):
-                        prop.add(name)
-                        changed = True
-
-    # left recursion: rule -> rules it can reach without consuming a byte or special
-    def first_refs(n: Node, vals: list[tuple[frozenset[str], bool]]) -> tuple[frozenset[str], bool]:
-        """(rules reachable at the start of ``n`` without consuming, ``n`` nullable)."""
-        if isinstance(n, RuleRef):
-            return frozenset((n.name,)), n.name in nullable
-        if isinstance(n, Seq):
-            acc: set[str] = set()
-            for v, v_nullable in vals:
-                acc |= v
-                if not v_nullable:
-                    return frozenset(acc), False
-            return frozenset(acc), True
-        if isinstance(n, Choice):
-            return frozenset().union(*(v for v, _ in vals)), any(b for _, b in vals)
-        if isinstance(n, Repeat):
-            if n.max == 0:
-                return frozenset(), True
-            return vals[0][0], n.min == 0 or vals[0][1]
-        return frozenset(), is_nullable(n, [])
-
-    first: dict[str, set[str]] = {}
-    for name in order:
-        deadline.tick()
-        if not cyclic[scc_id[name]]:
-            continue  # a cycle of first-references lies inside one cyclic component
-        comp_set = set(sccs[scc_id[name]])
-        refs_at_start, _ = fold(grammar[name].body, first_refs)
-        first[name] = {r for r in refs_at_start if r in comp_set}
-    cycle = _find_cycle([n for n in order if n in first], first)
-    if cycle is not None:
-        raise GrammarError("left recursion: " + " -> ".join(cycle))
-
-    # regular groups, boundaries (call targets) and inline sizes
-    call: set[str] = set()
-    group_of: dict[str, int] = {}
-    groups: list[tuple[str, ...]] = []
-    size: dict[str, int] = {}
-    recursive: set[str] = set()
-
-    nfa_cap = 2 * limits.max_automaton_states
-
-    def node_size(body: Node, gid: int | None) -> int:
-        """NFA states the builder creates for ``body`` (exact for this construction)."""
-
-        def f(n: Node, vals: list[int]) -> int:
-            if isinstance(n, Bytes):
-                return max(len(n.value) - 1, 0)
-            if isinstance(n, (ByteClass, Special)):
-                return 0
-            if isinstance(n, RuleRef):
-                if n.name not in productive:
-                    return 0
-                if (gid is not None and group_of.get(n.name) == gid) or n.name in call:
-                    return 0
-                return size[n.name]
-            if isinstance(n, Repeat):
-                if n.max == 0:
-                    return 0
-                copies = repeat_copies(n, limits)
-                extra = copies if n.max is not None else max(n.min - 1, 0) + 2
-                return min(_SIZE_CAP, copies * vals[0] + extra)
-            if isinstance(n, Seq):
-                return min(_SIZE_CAP, max(len(vals) - 1, 0) + sum(vals))
-            return min(_SIZE_CAP, sum(vals))
-
-        out = fold(body, f)
-        if out > nfa_cap:
-            raise LimitError(
-                f"the grammar's NFA would exceed {nfa_cap} states", limit="max_automaton_states"
-            )
-        return out
-
-    def inline_ok(s: int, nrefs: int) -> bool:
-        return s <= INLINE_SMALL or s * nrefs <= INLINE_BUDGET
-
-    for i, comp in enumerate(sccs):
-        deadline.tick()
-        if not cyclic[i]:
-            (name,) = comp
-            size[name] = node_size(grammar[name].body, None)
-            if not inline_ok(size[name], refcount[name]):
-                call.add(name)
-            continue
-        recursive.update(comp)
-        comp_set = set(comp)
-        tails = _internal_refs(grammar, comp, comp_set)
-        if all(all(is_tail for _, is_tail in tails[m]) for m in comp):
-            gid = len(groups)
-            members = tuple(sorted(comp, key=pos_of.__getitem__))
-            groups.append(members)
-            for m in members:
-                group_of[m] = gid
-            total = min(_SIZE_CAP, sum(node_size(grammar[m].body, gid) + 1 for m in members))
-            outside = sum(refcount[m] for m in members) - sum(len(tails[m]) for m in members)
-            for m in members:
-                size[m] = total
-            if not inline_ok(total, outside):
-                call.update(members)
-            continue
-        # a truly recursive component: pick call targets that break every cycle (greedy
-        # feedback vertex set: the most referenced members stay calls), inline the rest
-        inner = {m: [r for r, _ in tails[m]] for m in comp}
-        indeg = dict.fromkeys(comp, 0)
-        for m in comp:
-            for r in inner[m]:
-                indeg[r] += 1
-        cand = sorted(comp, key=lambda m: (indeg[m], pos_of[m]))
-        free: set[str] = set()
-        for c in cand:
-            if c in inner[c]:
-                continue
-            if not _reaches(c, c, inner, free | {c}):
-                free.add(c)
-        call.update(comp_set - free)
-        for m in _topo_callees_first(free, inner):
-            size[m] = node_size(grammar[m].body, None)
-            if not inline_ok(size[m], refcount[m]):
-                call.add(m)
-        for m in comp:
-            if m not in size:  # a call target of the cycle: its body is compiled once
-                size[m] = node_size(grammar[m].body, None)
-
-    return Plan(
-        reachable=frozenset(order),
-        productive=frozenset(productive),
-        nullable=frozenset(nullable),
-        call=frozenset(call),
-        group_of=group_of,
-        groups=tuple(groups),
-        recursive=frozenset(recursive),
-        sizes=size,
-    )
-
-
-def _internal_refs(
-    grammar: Grammar, comp: list[str], comp_set: set[str]
-) -> dict[str, list[tuple[str, bool]]]:
-    """For each member: references to members of the same component, with 'is in tail position'.
-
-    Tail position: nothing can follow the reference inside the rule body (last item of a
-    sequence, any alternative of a tail choice, the item of a tail ``{0,1}`` / ``{1,1}``).
-    """
-    out: dict[str, list[tuple[str, bool]]] = {}
-    for m in comp:
-        found: list[tuple[str, bool]] = []
-        stack: list[tuple[Node, bool]] = [(grammar[m].body, True)]
-        while stack:
-            n, tail = stack.pop()
-            if isinstance(n, RuleRef):
-                if n.name in comp_set:
-                    found.append((n.name, tail))
-            elif isinstance(n, Seq):
-                last = len(n.items) - 1
-                while last >= 0 and n.items[last] == Bytes(b""):
-                    last -= 1
-                for j, item in enumerate(n.items):
-                    stack.append((item, tail and j >= last))
-            elif isinstance(n, Choice):
-                stack.extend((item, tail) for item in n.items)
-            elif isinstance(n, Repeat):
-                stack.append((n.item, tail and n.max is not None and n.max <= 1))
-        out[m] = found
-    return out
-
-
 def _reaches(src: str, dst: str, succ: dict[str, list[str]], allowed: set[str]) -> bool:
     """Is there a non-empty path src -> ... -> dst through ``allowed`` nodes?"""
     seen: set[str] = set()
@@ -447,25 +676,3 @@ def _reaches(src: str, dst: str, succ: dict[str, list[str]], allowed: set[str]) 
         seen.add(v)
         stack.extend(w for w in succ[v] if w in allowed)
     return False
-
-
-def _topo_callees_first(nodes: set[str], succ: dict[str, list[str]]) -> list[str]:
-    """Order an acyclic set so that every node comes after the nodes it references."""
-    out: list[str] = []
-    done: set[str] = set()
-    for root in sorted(nodes):
-        if root in done:
-            continue
-        work: list[tuple[str, bool]] = [(root, False)]
-        while work:
-            v, expanded = work.pop()
-            if expanded:
-                if v not in done:
-                    done.add(v)
-                    out.append(v)
-                continue
-            if v in done:
-                continue
-            work.append((v, True))
-            work.extend((w, False) for w in succ[v] if w in nodes and w not in done)
-    return out

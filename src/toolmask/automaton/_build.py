@@ -1,10 +1,10 @@
-"""``build_automaton``: analysis -> NFA -> per-entry DFAs -> runtime automaton."""
+"""``build_automaton``: analysis up front; NFA, DFA positions and states on demand."""
 
 from __future__ import annotations
 
-from toolmask.automaton._analysis import analyse
-from toolmask.automaton._dfa import determinise, minimise
-from toolmask.automaton._nfa import build_nfa
+from toolmask.automaton._analysis import Analysis
+from toolmask.automaton._dfa import LazyDFA
+from toolmask.automaton._nfa import LazyNFA
 from toolmask.automaton._runtime import Automaton
 from toolmask.grammar._ir import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
@@ -15,18 +15,25 @@ __all__ = ["build_automaton"]
 def build_automaton(grammar: Grammar, *, limits: Limits = DEFAULT_LIMITS) -> Automaton:
     """Compile ``grammar`` to a byte-level pushdown automaton (see ``docs/automaton.md``).
 
-    Non-recursive rules are inlined into their callers (within a size budget), groups of rules
-    that reference each other only in tail position become one regular DFA, and the remaining
-    references become call edges (tail calls push nothing).
+    The build is lazy: it reads the grammar once (reachable rules, references, repetition
+    caps), analyses the cyclic components of the reference graph and computes the initial
+    state. Each rule's NFA, and each DFA position, is built the first time the automaton
+    reaches it, so compiling costs about what reading the grammar costs, and a part of the
+    grammar no input ever enters is never built.
+
+    Small non-recursive rules and rules referenced once are inlined into their callers, groups
+    of rules that reference each other only in tail position become one regular DFA, and the
+    remaining references become call edges (tail calls push nothing).
 
     Raises GrammarError on left recursion (the message names the cycle) and LimitError when
-    ``limits`` caps rules, unrolled repetitions, automaton positions or compile time. Every cap
-    is checked inside the loop that could exceed it.
+    ``limits`` caps rules, unrolled repetitions or compile time, or when building the initial
+    state exceeds the automaton caps. Caps hit later, while the automaton is explored, make
+    ``advance`` reject (return None) instead: matchers never raise on input.
 
-    Cost: linear in the size of the inlined, unrolled grammar for the NFA; the subset
-    construction is linear in the positions it creates times the NFA states per position.
+    Cost: O(size of the reachable grammar) with a small constant, plus O(size of the cyclic
+    components); the rest is paid per position on first use (see ``Automaton``).
     """
-    plan = analyse(grammar, limits)
-    nfa = build_nfa(grammar, plan, limits)
-    tables = minimise(determinise(nfa, limits), limits)
-    return Automaton(tables, limits)
+    analysis = Analysis(grammar, limits)
+    automaton = Automaton(LazyDFA(LazyNFA(analysis, limits), limits), limits)
+    analysis.deadline.check()
+    return automaton

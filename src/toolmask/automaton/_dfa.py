@@ -1,224 +1,252 @@
-"""Subset construction: the grammar's NFA becomes per-entry DFAs over one shared position space.
+"""Lazy subset construction: the grammar's NFA becomes per-entry DFAs over one shared position
+space, one position at a time.
 
-The alphabet is bytes (partitioned per DFA state into disjoint atoms), call labels (entry ids)
-and special-token texts. Treating a call as one symbol is sound: after the call returns the
-automaton is in every NFA state that a call of that entry could reach, whichever NFA state made
-the call. NFA states that cannot reach an exit are dropped first, so every DFA position can
-still reach the end of its rule (the automaton never offers a byte that can only lead to death,
-up to the runtime stack caps).
+A *position* is a set of NFA states, interned by its *kernel*: the states of its epsilon
+closure that have a byte, call or special edge, plus the exits it reaches. The kernel decides
+everything about the position's future, so two paths that reach the same configuration reach
+the same position (and hence, at run time, the same interned state) without any minimisation.
 
-Cost: O(DFA positions x NFA states per subset x edges); the position count is checked as each
-position is created.
+A position is created (interned, numbered) when some row first mentions it, and *expanded*
+(its row computed) the first time the runtime looks at it. Expanding a position computes all
+of its outgoing edges at once: the byte masks of its NFA states are refined into disjoint atoms,
+and atoms with the same target position are merged, so a row has a few disjoint
+``(mask, target)`` edges; call edges are grouped by callee, special edges by text. Targets are
+only interned, not expanded, so a row costs O(NFA states x edges) and nothing downstream.
+
+The alphabet is bytes, call labels (entry ids) and special-token texts. Treating a call as one
+symbol is sound: after the call returns the automaton is in every NFA state that a call of that
+entry could reach, whichever NFA state made the call. The NFA builds only productive nodes, so
+every position can still reach the end of its rule (the automaton never offers a byte that can
+only lead to death, up to the runtime stack caps).
+
+Cost per expanded position: O(NFA states in the kernel x their edges + atoms x closure size).
+Positions are counted as they are created; past ``max_automaton_states`` a LimitError is raised
+(the runtime turns it into a rejection).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 
-from toolmask.automaton._analysis import _Deadline
-from toolmask.automaton._nfa import NFA
+from toolmask.automaton._nfa import LazyNFA
 from toolmask.errors import LimitError
 from toolmask.limits import Limits
 
-__all__ = ["Tables", "determinise", "minimise"]
+__all__ = ["LazyDFA"]
+
+Stack = tuple[int, ...]
+_NO_SPECIALS: dict[str, int] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class Tables:
-    """Per-position tables (a position is an index into each tuple)."""
+class LazyDFA:
+    """Positions and their rows (byte edges, calls, specials, finality), built on demand.
 
-    #: byte edges: disjoint ``(mask, target position)`` pairs
-    edges: tuple[tuple[tuple[int, int], ...], ...]
-    #: union of the byte-edge masks
-    umask: tuple[int, ...]
-    #: call edges: ``(callee start position, return position, tail)``; ``tail`` means the
-    #: return position is a bare exit, so nothing needs pushing
-    calls: tuple[tuple[tuple[int, int, bool], ...], ...]
-    #: special-token edges: text -> target position
-    specials: tuple[dict[str, int], ...]
-    #: the rule this position belongs to may end here
-    final: tuple[bool, ...]
-    #: entry id -> start position (entry 0 is the start rule)
-    entry_start: tuple[int, ...]
-    #: entry id -> rule name
-    entry_names: tuple[str, ...]
+    The per-position lists are shared with the runtime, which reads them directly; a position's
+    entries are placeholders until ``done[p]`` is set by :meth:`expand`.
+    """
 
+    __slots__ = (
+        "_starts",
+        "broken",
+        "calls",
+        "cap",
+        "closures",
+        "consuming",
+        "done",
+        "edges",
+        "final",
+        "index",
+        "nfa",
+        "specials",
+        "subsets",
+        "umask",
+    )
 
-def _live_states(nfa: NFA) -> list[bool]:
-    """NFA states from which an exit is reachable (calls count: their callees are productive)."""
-    n = len(nfa)
-    rev: list[list[int]] = [[] for _ in range(n)]
-    for s in range(n):
-        for t in nfa.eps[s]:
-            rev[t].append(s)
-        for _, t in nfa.byte[s]:
-            rev[t].append(s)
-        for _, t in nfa.call[s]:
-            rev[t].append(s)
-        for _, t in nfa.special[s]:
-            rev[t].append(s)
-    live = [False] * n
-    stack = list(nfa.exits)
-    for s in stack:
-        live[s] = True
-    while stack:
-        s = stack.pop()
-        for p in rev[s]:
-            if not live[p]:
-                live[p] = True
-                stack.append(p)
-    return live
+    def __init__(self, nfa: LazyNFA, limits: Limits) -> None:
+        self.nfa = nfa
+        self.cap = limits.max_automaton_states
+        self.index: dict[frozenset[int], int] = {}
+        self.subsets: list[frozenset[int]] = []
+        self.done: list[bool] = []
+        #: byte edges: disjoint ``(mask, target position)`` pairs
+        self.edges: list[tuple[tuple[int, int], ...]] = []
+        #: union of the byte-edge masks
+        self.umask: list[int] = []
+        #: call edges: ``(callee start position, return position, tail)``; ``tail`` means the
+        #: return position is a bare exit, so nothing needs pushing
+        self.calls: list[tuple[tuple[int, int, bool], ...]] = []
+        #: special-token edges: text -> target position
+        self.specials: list[dict[str, int]] = []
+        #: the rule this position belongs to may end here
+        self.final: list[bool] = []
+        #: has a byte or special edge
+        self.consuming: list[bool] = []
+        #: the runtime's memo of static closures (see ``_runtime``)
+        self.closures: list[tuple[tuple[Stack, ...], bool] | None] = []
+        self._starts: dict[int, int] = {}
+        self.broken = False
 
+    def __len__(self) -> int:
+        return len(self.subsets)
 
-def determinise(nfa: NFA, limits: Limits) -> Tables:
-    """Build the DFA positions of every entry of ``nfa``."""
-    live = _live_states(nfa)
-    eps = nfa.eps
-    cap = limits.max_automaton_states
-    deadline = _Deadline(limits.max_compile_seconds)
-
-    def closure(seed: set[int]) -> frozenset[int]:
-        out = set(seed)
-        stack = list(seed)
+    # -- positions --------------------------------------------------------------------------------
+    def kernel(self, seeds: Iterable[int]) -> frozenset[int]:
+        """The kernel of the epsilon closure of ``seeds`` (expanding NFA states on the way)."""
+        nfa = self.nfa
+        pending = nfa.pending
+        eps = nfa.eps
+        byte = nfa.byte
+        call = nfa.call
+        special = nfa.special
+        is_exit = nfa.is_exit
+        seen = set(seeds)
+        stack = list(seen)
+        out: list[int] = []
         while stack:
             s = stack.pop()
+            if pending[s] is not None:
+                nfa.expand(s)
+            if byte[s] or call[s] or special[s] or is_exit[s]:
+                out.append(s)
             for t in eps[s]:
-                if t not in out and live[t]:
-                    out.add(t)
+                if t not in seen:
+                    seen.add(t)
                     stack.append(t)
         return frozenset(out)
 
-    index: dict[frozenset[int], int] = {}
-    subsets: list[frozenset[int]] = []
-
-    def position(subset: frozenset[int]) -> int:
-        p = index.get(subset)
-        if p is None:
-            p = len(subsets)
-            if p >= cap:
-                raise LimitError(
-                    f"the automaton exceeds {cap} positions", limit="max_automaton_states"
-                )
-            index[subset] = p
-            subsets.append(subset)
+    def position(self, key: frozenset[int]) -> int:
+        """The position of a kernel (interned; created unexpanded)."""
+        p = self.index.get(key)
+        if p is not None:
+            return p
+        p = len(self.subsets)
+        if p >= self.cap or self.broken:
+            self.broken = True
+            raise LimitError(
+                f"the automaton exceeds {self.cap} positions", limit="max_automaton_states"
+            )
+        self.index[key] = p
+        self.subsets.append(key)
+        self.done.append(False)
+        self.edges.append(())
+        self.umask.append(0)
+        self.calls.append(())
+        self.specials.append(_NO_SPECIALS)
+        self.final.append(False)
+        self.consuming.append(False)
+        self.closures.append(None)
         return p
 
-    entry_start = [position(closure({s})) for s in nfa.entries]
-    edges: list[tuple[tuple[int, int], ...]] = []
-    umask: list[int] = []
-    calls_e: list[tuple[tuple[int, int], ...]] = []  # (entry id, return position)
-    specials: list[dict[str, int]] = []
-    final: list[bool] = []
-    exits = nfa.exits
-    i = 0
-    while i < len(subsets):
-        deadline.tick()
-        subset = subsets[i]
-        i += 1
-        by_mask: dict[int, set[int]] = {}
-        by_call: dict[int, set[int]] = {}
-        by_special: dict[str, set[int]] = {}
-        for s in subset:
-            for m, t in nfa.byte[s]:
-                if live[t]:
-                    by_mask.setdefault(m, set()).add(t)
-            for e, t in nfa.call[s]:
-                if live[t]:
-                    by_call.setdefault(e, set()).add(t)
-            for text, t in nfa.special[s]:
-                if live[t]:
-                    by_special.setdefault(text, set()).add(t)
-        final.append(not exits.isdisjoint(subset))
-        # partition the masks into disjoint atoms, then merge atoms with equal targets
-        atoms: list[int] = []
-        for m in by_mask:
-            rest = m
-            new: list[int] = []
-            for a in atoms:
-                both = a & m
-                if both:
-                    new.append(both)
-                    if a != both:
-                        new.append(a ^ both)
-                    rest &= ~a
+    def start(self, eid: int) -> int:
+        """Start position of entry ``eid``."""
+        p = self._starts.get(eid)
+        if p is None:
+            p = self.position(self.kernel((self.nfa.entries[eid],)))
+            self._starts[eid] = p
+        return p
+
+    def entry_start(self, name: str) -> int:
+        return self.start(self.nfa.entry(name))
+
+    # -- rows -------------------------------------------------------------------------------------
+    def expand(self, p: int) -> None:
+        """Compute the row of position ``p`` (idempotent)."""
+        if self.done[p]:
+            return
+        if self.broken:
+            raise LimitError("the automaton hit a cap earlier", limit="max_automaton_states")
+        nfa = self.nfa
+        byte = nfa.byte
+        call = nfa.call
+        special = nfa.special
+        is_exit = nfa.is_exit
+        key = self.subsets[p]
+        if len(key) == 1:
+            # fast path (literal runs): one NFA state with one byte edge and nothing else
+            for s in key:
+                bl = byte[s]
+                if len(bl) == 1 and not call[s] and not special[s]:
+                    m, t = bl[0]
+                    self.edges[p] = ((m, self.position(self.kernel((t,)))),)
+                    self.umask[p] = m
+                    self.final[p] = is_exit[s]
+                    self.consuming[p] = True
+                    self.done[p] = True
+                    return
+        by_mask: dict[int, list[int]] = {}
+        by_call: dict[int, list[int]] = {}
+        by_special: dict[str, list[int]] = {}
+        final = False
+        for s in key:
+            if is_exit[s]:
+                final = True
+            for m, t in byte[s]:
+                ts = by_mask.get(m)
+                if ts is None:
+                    by_mask[m] = [t]
                 else:
-                    new.append(a)
-            if rest:
-                new.append(rest)
-            atoms = new
-        merged: dict[int, int] = {}
-        for a in atoms:
-            targets: set[int] = set()
-            for m, ts in by_mask.items():
-                if m & a:
-                    targets |= ts
-            p = position(closure(targets))
-            merged[p] = merged.get(p, 0) | a
-        edges.append(tuple((m, p) for p, m in merged.items()))
+                    ts.append(t)
+            for e, t in call[s]:
+                by_call.setdefault(e, []).append(t)
+            for text, t in special[s]:
+                by_special.setdefault(text, []).append(t)
+
+        kernel = self.kernel
+        position = self.position
+        edges: tuple[tuple[int, int], ...]
         union = 0
-        for m in merged.values():
-            union |= m
-        umask.append(union)
-        calls_e.append(tuple((e, position(closure(ts))) for e, ts in by_call.items()))
-        specials.append({text: position(closure(ts)) for text, ts in by_special.items()})
+        if by_mask:
+            # refine the masks into disjoint atoms (usually they are disjoint already)
+            total = 0
+            for m in by_mask:
+                union |= m
+                total += m.bit_count()
+            if total == union.bit_count():
+                atoms = [(m, ts) for m, ts in by_mask.items()]
+            else:
+                atoms = _refine(by_mask)
+            merged: dict[int, int] = {}
+            memo: dict[frozenset[int], int] = {}
+            for a, ts in atoms:
+                seeds = frozenset(ts)
+                q = memo.get(seeds)
+                if q is None:
+                    q = memo[seeds] = position(kernel(seeds))
+                merged[q] = merged.get(q, 0) | a
+            edges = tuple((m, q) for q, m in merged.items())
+        else:
+            edges = ()
+        calls: tuple[tuple[int, int, bool], ...] = ()
+        if by_call:
+            out: list[tuple[int, int, bool]] = []
+            for e, ts in by_call.items():
+                x0 = self.start(e)
+                q = position(kernel(ts))
+                out.append((x0, q, self._bare_exit(q)))
+            calls = tuple(dict.fromkeys(out))
+        specials = (
+            {text: position(kernel(ts)) for text, ts in by_special.items()}
+            if by_special
+            else _NO_SPECIALS
+        )
+        self.edges[p] = edges
+        self.umask[p] = union
+        self.calls[p] = calls
+        self.specials[p] = specials
+        self.final[p] = final
+        self.consuming[p] = bool(union or specials)
+        self.done[p] = True
 
-    return _finish(
-        edges,
-        specials,
-        [tuple((entry_start[e], q) for e, q in calls_e[p]) for p in range(len(subsets))],
-        final,
-        entry_start,
-        tuple(nfa.entry_names),
-    )
+    def _bare_exit(self, q: int) -> bool:
+        """Final with no edge at all: every NFA state of the kernel is an exit."""
+        is_exit = self.nfa.is_exit
+        return all(is_exit[s] for s in self.subsets[q])
 
 
-def _finish(
-    edges: list[tuple[tuple[int, int], ...]],
-    specials: list[dict[str, int]],
-    calls: list[tuple[tuple[int, int], ...]],
-    final: list[bool],
-    entry_start: list[int],
-    entry_names: tuple[str, ...],
-) -> Tables:
-    """Tables from raw per-position data: unions of masks and tail flags of call edges."""
-    n = len(final)
-    umask = []
-    for p in range(n):
-        u = 0
-        for m, _ in edges[p]:
-            u |= m
-        umask.append(u)
-
-    def bare_exit(q: int) -> bool:
-        return final[q] and not edges[q] and not calls[q] and not specials[q]
-
-    return Tables(
-        edges=tuple(edges),
-        umask=tuple(umask),
-        calls=tuple(tuple((x0, q, bare_exit(q)) for x0, q in calls[p]) for p in range(n)),
-        specials=tuple(specials),
-        final=tuple(final),
-        entry_start=tuple(entry_start),
-        entry_names=entry_names,
-    )
-
-
-def minimise(t: Tables, limits: Limits) -> Tables:
-    """Merge equivalent positions (Hopcroft's partition refinement).
-
-    Two positions are equivalent when they have the same finality and, for every byte, special
-    token and call (keyed by the callee's start position), equivalent successors. Missing
-    transitions are allowed (partial DFA): both initial blocks start as splitters, which keeps
-    Hopcroft's "smaller half" rule correct (Valmari & Lehtinen, 2008). Equal configurations
-    then give equal stacks, so the runtime interns them to one state.
-
-    Cost: O(S * n log n) for n positions and S symbols (global byte atoms, specials, callees).
-    """
-    n = len(t.final)
-    deadline = _Deadline(limits.max_compile_seconds)
-    # global byte atoms: every edge mask is a union of atoms
+def _refine(by_mask: dict[int, list[int]]) -> list[tuple[int, list[int]]]:
+    """Partition overlapping masks into disjoint atoms, each with the union of its targets."""
     atoms: list[int] = []
-    for m in {m for es in t.edges for m, _ in es}:
+    for m in by_mask:
         rest = m
         new: list[int] = []
         for a in atoms:
@@ -233,74 +261,11 @@ def minimise(t: Tables, limits: Limits) -> Tables:
         if rest:
             new.append(rest)
         atoms = new
-    atoms_of: dict[int, list[int]] = {}
-    rev: list[list[tuple[object, int]]] = [[] for _ in range(n)]
-    for p in range(n):
-        for m, q in t.edges[p]:
-            ids = atoms_of.get(m)
-            if ids is None:
-                ids = atoms_of[m] = [i for i, a in enumerate(atoms) if a & m]
-            for i in ids:
-                rev[q].append((i, p))
-        for text, q in t.specials[p].items():
-            rev[q].append((("s", text), p))
-        for x0, q, _ in t.calls[p]:
-            rev[q].append((("c", x0), p))
-
-    block_of = [0 if t.final[p] else 1 for p in range(n)]
-    blocks: list[set[int]] = [set(), set()]
-    for p in range(n):
-        blocks[block_of[p]].add(p)
-    in_w = [True, True]
-    work = [0, 1]
-    while work:
-        deadline.tick()
-        b = work.pop()
-        in_w[b] = False
-        splitter = list(blocks[b])
-        by_sym: dict[object, set[int]] = {}
-        for q in splitter:
-            for sym, p in rev[q]:
-                by_sym.setdefault(sym, set()).add(p)
-        for preds in by_sym.values():
-            touched: dict[int, list[int]] = {}
-            for p in preds:
-                touched.setdefault(block_of[p], []).append(p)
-            for y, ps in touched.items():
-                if len(ps) == len(blocks[y]):
-                    continue
-                z = len(blocks)
-                moved = set(ps)
-                blocks.append(moved)
-                blocks[y] -= moved
-                for p in ps:
-                    block_of[p] = z
-                if in_w[y] or len(moved) <= len(blocks[y]):
-                    in_w.append(True)
-                    work.append(z)
-                else:
-                    in_w.append(False)
-                    in_w[y] = True
-                    work.append(y)
-
-    # renumber blocks in order of their first position (entry 0's start stays small)
-    new_id: dict[int, int] = {}
-    rep: list[int] = []
-    for p in range(n):
-        if block_of[p] not in new_id:
-            new_id[block_of[p]] = len(rep)
-            rep.append(p)
-    pos = [new_id[block_of[p]] for p in range(n)]
-    edges: list[tuple[tuple[int, int], ...]] = []
-    specials: list[dict[str, int]] = []
-    calls: list[tuple[tuple[int, int], ...]] = []
-    final: list[bool] = []
-    for p in rep:
-        merged: dict[int, int] = {}
-        for m, q in t.edges[p]:
-            merged[pos[q]] = merged.get(pos[q], 0) | m
-        edges.append(tuple((m, q) for q, m in merged.items()))
-        specials.append({text: pos[q] for text, q in t.specials[p].items()})
-        calls.append(tuple(dict.fromkeys((pos[x0], pos[q]) for x0, q, _ in t.calls[p])))
-        final.append(t.final[p])
-    return _finish(edges, specials, calls, final, [pos[s] for s in t.entry_start], t.entry_names)
+    out: list[tuple[int, list[int]]] = []
+    for a in atoms:
+        targets: list[int] = []
+        for m, ts in by_mask.items():
+            if m & a:
+                targets.extend(ts)
+        out.append((a, targets))
+    return out

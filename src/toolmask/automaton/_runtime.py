@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 
-from toolmask.automaton._dfa import Tables
+from toolmask.automaton._dfa import LazyDFA
+from toolmask.errors import LimitError
 from toolmask.limits import Limits
 
 __all__ = ["Automaton", "State"]
@@ -107,26 +108,31 @@ class Automaton:
 
     Contract: ``advance`` never raises on input; it returns ``None`` when no parse survives.
     A stack deeper than ``limits.max_stack_depth`` is dropped (that parse dies); when more than
-    ``limits.max_stacks`` stacks would be live the advance returns ``None``. Both caps can only
-    reject input, never accept input the grammar rejects.
+    ``limits.max_stacks`` stacks would be live the advance returns ``None``. The DFA positions
+    are built lazily; if building one on a miss would pass ``limits.max_automaton_states``
+    (positions, or twice that many NFA states), that advance returns ``None`` too, and so does
+    every later miss that needs something new. All these caps can only reject input, never
+    accept input the grammar rejects.
 
     Cost: a memoised ``advance`` is one dict lookup. A miss costs O(stacks x (edges per position
-    + closure size + stack depth)) and fills the memo for every byte with the same outcome.
-    Thread-safe: misses are serialised by a lock; hits take no lock.
+    + closure size + stack depth)) and fills the memo for every byte with the same outcome; the
+    first miss that reaches a position also builds its row (see ``_dfa``), once per automaton.
+    Thread-safe: misses (and with them all lazy construction) are serialised by a lock; hits
+    take no lock.
     """
 
-    def __init__(self, tables: Tables, limits: Limits) -> None:
-        self.tables = tables
+    def __init__(self, dfa: LazyDFA, limits: Limits) -> None:
+        self._dfa = dfa
         self.limits = limits
-        self._edges = tables.edges
-        self._umask = tables.umask
-        self._calls = tables.calls
-        self._specials = tables.specials
-        self._final = tables.final
-        self._consuming = tuple(
-            bool(tables.umask[p] or tables.specials[p]) for p in range(len(tables.final))
-        )
-        self._closures: list[tuple[tuple[Stack, ...], bool] | None] = [None] * len(tables.final)
+        # the position tables grow as the DFA is explored; these are the same list objects
+        self._edges = dfa.edges
+        self._umask = dfa.umask
+        self._calls = dfa.calls
+        self._specials = dfa.specials
+        self._final = dfa.final
+        self._consuming = dfa.consuming
+        self._done = dfa.done
+        self._closures = dfa.closures
         self._max_depth = limits.max_stack_depth
         self._max_stacks = limits.max_stacks
         self._max_cached = max(limits.max_cached_states, 16)
@@ -134,9 +140,10 @@ class Automaton:
         #: atom mask -> its bytes (atoms recur across states; filling the memo is one update)
         self._bits: dict[int, tuple[int, ...]] = {}
         self._intern: dict[tuple[frozenset[Stack], bool], State] = {}
-        self._any_specials = any(tables.specials)
+        self._any_specials = dfa.nfa.analysis.has_specials
         self._dead = self._make(frozenset(), False)
-        start = tables.entry_start[0]
+        # building the initial state may raise LimitError: the caps apply at build time here
+        start = dfa.entry_start(dfa.nfa.grammar.start)
         stacks: set[Stack] = set()
         accepting = self._close((), start, stacks)
         init = self._make(frozenset(stacks), accepting) if accepting is not None else self._dead
@@ -145,13 +152,16 @@ class Automaton:
     # -- public API -----------------------------------------------------------------------------
     @property
     def n_positions(self) -> int:
-        """Number of DFA positions (states of all per-rule DFAs together)."""
+        """Number of DFA positions created so far (states of all per-rule DFAs together).
+
+        The DFA is built lazily, so this grows as the automaton is explored.
+        """
         return len(self._final)
 
     @property
     def entry_names(self) -> tuple[str, ...]:
-        """Rules compiled as call targets (entry 0 is the start rule)."""
-        return self.tables.entry_names
+        """Rules compiled as call targets so far (entry 0 is the start rule)."""
+        return tuple(self._dfa.nfa.entry_names)
 
     def advance(self, state: State, byte: int) -> State | None:
         """The state after ``byte``, or None when no parse survives. O(1) when memoised."""
@@ -193,15 +203,19 @@ class Automaton:
             specials = self._specials
             new: set[Stack] = set()
             accepting = False
-            for st in state.stacks:
-                q = specials[st[-1]].get(text)
-                if q is not None:
-                    acc = self._close(st[:-1], q, new)
-                    if acc is None or len(new) > self._max_stacks:
-                        accepting = False
-                        new.clear()
-                        break
-                    accepting = accepting or acc
+            try:
+                for st in state.stacks:
+                    q = specials[st[-1]].get(text)
+                    if q is not None:
+                        acc = self._close(st[:-1], q, new)
+                        if acc is None or len(new) > self._max_stacks:
+                            accepting = False
+                            new.clear()
+                            break
+                        accepting = accepting or acc
+            except LimitError:  # a cap of the lazy construction: reject, never raise
+                state._next_special[text] = None
+                return None
             out = self._make(frozenset(new), accepting) if new or accepting else None
             state._next_special[text] = out
             return out
@@ -304,20 +318,24 @@ class Automaton:
             atom = _FULL
             new: set[Stack] = set()
             accepting: bool | None = False
-            for st in state.stacks:
-                p = st[-1]
-                for m, q in edges[p]:
-                    if (m >> b) & 1:
-                        atom &= m
-                        if accepting is not None:
-                            acc = self._close(st[:-1], q, new)
-                            if acc is None or len(new) > self._max_stacks:
-                                accepting = None  # over the cap: dead (computed for atom only)
-                            else:
-                                accepting = accepting or acc
-                        break
-                else:
-                    atom &= ~self._umask[p]
+            try:
+                for st in state.stacks:
+                    p = st[-1]
+                    for m, q in edges[p]:
+                        if (m >> b) & 1:
+                            atom &= m
+                            if accepting is not None:
+                                acc = self._close(st[:-1], q, new)
+                                if acc is None or len(new) > self._max_stacks:
+                                    accepting = None  # over the cap: dead (for the atom only)
+                                else:
+                                    accepting = accepting or acc
+                            break
+                    else:
+                        atom &= ~self._umask[p]
+            except LimitError:  # a cap of the lazy construction: reject this byte, never raise
+                state._next[b] = None
+                return None
             out: State | None
             if accepting is None or not (new or accepting):
                 out = None
@@ -362,11 +380,14 @@ class Automaton:
 
     def _static_closure(self, p: int) -> tuple[tuple[Stack, ...], bool] | None:
         """Stacks that replace ``(p,)`` by calls and internal returns, and whether ``p`` can
-        return (reach the end of its rule) without consuming. None on overflow.
+        return (reach the end of its rule) without consuming. None on overflow of the stack
+        caps; LimitError when expanding a position passes the automaton caps.
         """
         consuming = self._consuming
         final = self._final
         calls = self._calls
+        done = self._done
+        expand = self._dfa.expand
         max_depth = self._max_depth
         budget = 4 * self._max_stacks + 16
         out: list[Stack] = []
@@ -376,6 +397,8 @@ class Automaton:
         while work:
             s = work.pop()
             top = s[-1]
+            if not done[top]:
+                expand(top)
             if consuming[top]:
                 out.append(s)
             nexts: list[Stack] = []

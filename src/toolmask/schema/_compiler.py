@@ -702,7 +702,9 @@ class SchemaCompiler:
         for i, t in enumerate(a.prefix):
             if t != TOP:
                 out.append(ArrAlt(prefix=(TOP,) * i + (mk_not(t),), min_items=i + 1))
-        if a.items != TOP:
+        if a.items == BOTTOM:
+            out.append(ArrAlt(min_items=len(a.prefix) + 1))
+        elif a.items != TOP:
             if a.prefix:
                 return None
             out.append(ArrAlt(contains=mk_not(a.items), min_contains=1))
@@ -1213,12 +1215,14 @@ def _one_of(c: SchemaCompiler, terms: list[Term], ptr: str) -> Shape:
     if _pairwise_disjoint(c, shapes):
         return c.union(shapes)
     if len(terms) <= _MAX_ONEOF_EXACT:
-        branches: list[Shape] = []
-        for i, t in enumerate(terms):
-            others = [mk_not(u) for j, u in enumerate(terms) if j != i]
-            branches.append(c.expand(mk_and(t, *others)))
-        u = c.union(branches)
-        return u
+        try:
+            branches: list[Shape] = []
+            for i, t in enumerate(terms):
+                others = [mk_not(u) for j, u in enumerate(terms) if j != i]
+                branches.append(c.expand(mk_and(t, *others)))
+            return c.union(branches)
+        except LimitError:
+            pass  # the exact form is too big: the union plus the validator is still sound
     return c.union(shapes).with_flags(c.flag_over(ptr, "oneOf"))
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolmask.errors import LimitError
-from toolmask.grammar._charset import ANY_CHAR, CharSet, utf8_node
-from toolmask.grammar._dfa import Dfa, dfa_to_rules
+from toolmask.grammar._charset import ANY_CHAR
+from toolmask.grammar._dfa import Dfa, dfa_to_rules, encode_charset
 from toolmask.grammar._ir import (
     EMPTY,
     NOTHING,
@@ -106,16 +106,9 @@ class Layout:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-_STRING_CHAR_RAW = ANY_CHAR - CharSet.of([(0, 0x1F), '"', "\\"])
-_SHORT_ESC = {0x08: "b", 0x09: "t", 0x0A: "n", 0x0C: "f", 0x0D: "r"}
-
-
 def json_string_char() -> Node:
     """One code point in canonical JSON string form (what json.dumps(ensure_ascii=False) writes)."""
-    escapes = [lit('\\"'), lit("\\\\")]
-    for cp in range(0x20):
-        escapes.append(lit("\\" + _SHORT_ESC[cp]) if cp in _SHORT_ESC else lit(f"\\u{cp:04x}"))
-    return choice(utf8_node(_STRING_CHAR_RAW), *escapes)
+    return encode_charset(ANY_CHAR, "json_string")
 
 
 class Lowerer:
@@ -386,7 +379,9 @@ class Lowerer:
         counting = lo > 0 or hi is not None
         cap = max(lo, hi if hi is not None else 0, 1) if counting else 1
         memo: dict[tuple[int, int], Node] = {}
-        use_rules = len(props) * (cap + 1) > 48
+        # rest(i, c) is shared by both branches of rest(i - 1, .): inline, the tree doubles per
+        # optional member, so beyond a few members each (i, c) becomes a rule of its own
+        use_rules = len(props) > 4 or len(props) * (cap + 1) > 48
         base = self._fresh("o") if use_rules else ""
 
         def member(i: int) -> Node:

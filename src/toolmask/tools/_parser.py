@@ -1,0 +1,545 @@
+"""Parsing a finished or streaming assistant turn into prose, tool calls and malformed blocks.
+
+One scanner serves both parsers. It walks the text left to right: prose until the format's
+trigger (or, for formats that allow it, a ``{`` at the very start), then one block of calls,
+then prose again. Every decision depends only on the text before the point where it is made
+(the first full trigger, the end of a balanced JSON value, a close marker), so a prefix of the
+text yields a prefix of the final items; that is what lets :class:`StreamParser` emit deltas
+early and still end with exactly :func:`parse_turn`'s result.
+
+Contract of the result (:class:`ParsedTurn`):
+
+* ``calls``: every well-formed call, in order, with its parsed ``arguments`` object.
+* ``content``: the prose, with the whitespace that touches a well-formed block removed on that
+  side (``"Let me check.\\n<tool_call>..."`` gives ``"Let me check."``); a reply without blocks
+  is its own content, byte for byte.
+* ``malformed``: blocks that start like a call but are not one (bad JSON, a missing name, cut
+  off at max tokens). They are never dropped: the raw text stays in ``content`` where it was,
+  and the block is listed with a reason and its UTF-8 byte offset. A malformed block extends to
+  the first close marker after its opener, or to the end of the text when there is none.
+
+Parsing is lenient where the grammar is strict (any JSON whitespace, ``"arguments"`` or
+``"parameters"``, arguments given as a JSON string): the parser also reads unconstrained output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolmask.tools.formats._base import WireFormat
+
+__all__ = [
+    "MalformedBlock",
+    "ParsedTurn",
+    "StreamDelta",
+    "StreamParser",
+    "ToolCall",
+    "parse_turn",
+    "random_call_id",
+    "sequential_call_id",
+]
+
+
+def random_call_id(index: int) -> str:
+    """``call_`` + 24 random hex digits (the default id factory; ``index`` is ignored)."""
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+def sequential_call_id(index: int) -> str:
+    """``call_0``, ``call_1``, ...: deterministic ids for tests and reproducible transcripts."""
+    return f"call_{index}"
+
+
+IdFactory = Callable[[int], str]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One parsed call: ``id``, tool ``name`` and the ``arguments`` object (parsed JSON)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(hash=False)
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as JSON text (what OpenAI's ``function.arguments`` holds)."""
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+    def to_openai(self) -> dict[str, Any]:
+        """``{"id", "type": "function", "function": {"name", "arguments": <JSON text>}}``."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments_json},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MalformedBlock:
+    """A block that started like a call but is not one; ``text`` is its raw text (also kept in
+    ``content``), ``offset`` its UTF-8 byte offset in the reply."""
+
+    text: str
+    reason: str
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTurn:
+    """The parse of one assistant reply (see the module docstring for the contract)."""
+
+    content: str
+    calls: tuple[ToolCall, ...] = ()
+    malformed: tuple[MalformedBlock, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamDelta:
+    """One OpenAI-style streaming delta: either ``content`` text, or a piece of call ``index``.
+
+    The first delta of a call carries ``id`` and ``name`` (and ``arguments=""``); later ones
+    carry argument text fragments whose concatenation is the call's arguments JSON.
+    """
+
+    content: str | None = None
+    index: int | None = None
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        """The ``delta`` object of a ``chat.completion.chunk``."""
+        if self.index is None:
+            return {"content": self.content or ""}
+        call: dict[str, Any] = {"index": self.index}
+        fn: dict[str, Any] = {}
+        if self.id is not None:
+            call["id"] = self.id
+            call["type"] = "function"
+        if self.name is not None:
+            fn["name"] = self.name
+        fn["arguments"] = self.arguments or ""
+        call["function"] = fn
+        return {"tool_calls": [call]}
+
+
+# -- JSON scanning ---------------------------------------------------------------------------------
+
+_STRUCT = re.compile(r'[{}\[\]"]')
+_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_WS = " \t\r\n"
+# the start of a call object up to its arguments value: name first, then arguments/parameters
+_ENVELOPE = re.compile(
+    r'\{\s*"name"\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*")\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{)',
+    re.S,
+)
+
+
+def _json_end(text: str, i: int) -> int | None:
+    """End (exclusive) of the bracketed JSON value starting at ``text[i]`` (``{`` or ``[``), or
+    None when the text ends first. String-aware bracket counting; does not validate."""
+    depth = 0
+    j = i
+    while True:
+        m = _STRUCT.search(text, j)
+        if m is None:
+            return None
+        c = m.group()
+        j = m.end()
+        if c == '"':
+            s = _STRING_REST.match(text, j)
+            if s is None:
+                return None
+            j = s.end()
+        elif c in "{[":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return j
+
+
+def _skip_ws(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in _WS:
+        i += 1
+    return i
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _loads(text: str) -> tuple[Any, str | None]:
+    try:
+        return json.loads(text, parse_constant=_reject_constant), None
+    except json.JSONDecodeError as e:
+        return None, f"invalid JSON: {e.msg} at char {e.pos}"
+    except (ValueError, RecursionError) as e:
+        return None, f"invalid JSON: {e}"
+
+
+def _read_call(obj: Any, fmt: WireFormat) -> tuple[str, dict[str, Any]] | str:
+    """``(name, arguments)`` from a call object, or the reason it is not one."""
+    if not isinstance(obj, dict):
+        return "a call must be a JSON object"
+    name = obj.get(fmt.name_key, obj.get("name"))
+    if not isinstance(name, str):
+        return "the call has no string 'name'"
+    for key in (fmt.args_key, "arguments", "parameters"):
+        if key in obj:
+            args = obj[key]
+            break
+    else:
+        args = {}
+    if isinstance(args, str):
+        args, err = _loads(args)
+        if err is not None:
+            return f"the arguments string is not JSON: {err}"
+    if not isinstance(args, dict):
+        return "the arguments must be a JSON object"
+    return name, args
+
+
+# -- the scanner ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Call:
+    """A call inside a block. ``stream`` is its arguments text as the stream sends it: the raw
+    text when the envelope reads name-then-``{``, else (complete calls only) canonical JSON."""
+
+    name: str | None
+    stream: str
+    args: dict[str, Any] | None = None  # None while incomplete
+
+
+@dataclass(slots=True)
+class _Block:
+    status: str  # "ok" | "bad" | "pending"
+    end: int = 0
+    calls: list[_Call] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class _Item:
+    kind: str  # "prose" | "calls" | "bad"
+    text: str = ""
+    calls: list[_Call] = field(default_factory=list)
+    start: int = 0  # char offset of a block
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class _State:
+    pos: int = 0
+    after_block: bool = False
+    items: list[_Item] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Pending:
+    prose: str
+    calls: list[_Call]
+    block_start: int
+
+
+class _Scanner:
+    """The block/prose scanner for one wire format (see the module docstring)."""
+
+    def __init__(self, fmt: WireFormat) -> None:
+        self.fmt = fmt
+        self.trigger = fmt.trigger_text
+
+    def scan(self, text: str, st: _State, *, final: bool) -> _Pending | None:
+        """Advance ``st`` over the decided part of ``text``; return what is still undecided
+        (``None`` when ``final``, which decides everything)."""
+        while True:
+            pos = st.pos
+            k, bare = self._find(text, pos)
+            if k is None:
+                seg = text[pos:]
+                if final:
+                    self._prose(st, seg, rstrip=False)
+                    st.pos = len(text)
+                    return None
+                hold = self._held(seg)
+                safe = seg[: len(seg) - hold].rstrip(_WS)
+                return _Pending(safe.lstrip(_WS) if st.after_block else safe, [], -1)
+            block = self._block(text, k, bare=bare, final=final)
+            seg = text[pos:k]
+            if block.status == "pending":
+                safe = seg.rstrip(_WS)
+                return _Pending(safe.lstrip(_WS) if st.after_block else safe, block.calls, k)
+            if block.status == "ok":
+                self._prose(st, seg, rstrip=True)
+                st.items.append(_Item("calls", calls=block.calls, start=k))
+                st.after_block = True
+            else:
+                self._prose(st, seg, rstrip=False)
+                st.items.append(_Item("bad", text[k : block.end], start=k, reason=block.reason))
+                st.after_block = False
+            st.pos = block.end
+
+    def _prose(self, st: _State, seg: str, *, rstrip: bool) -> None:
+        if st.after_block:
+            seg = seg.lstrip(_WS)
+        if rstrip:
+            seg = seg.rstrip(_WS)
+        if seg:
+            st.items.append(_Item("prose", seg))
+
+    def _find(self, text: str, pos: int) -> tuple[int | None, bool]:
+        if pos == 0 and self.fmt.bare_at_start and text.startswith("{"):
+            return 0, True
+        k = text.find(self.trigger, pos)
+        return (None, False) if k < 0 else (k, False)
+
+    def _held(self, seg: str) -> int:
+        """Length of the longest suffix of ``seg`` that is a proper prefix of the trigger."""
+        t = self.trigger
+        for h in range(min(len(t) - 1, len(seg)), 0, -1):
+            if seg.endswith(t[:h]):
+                return h
+        return 0
+
+    def _bad(self, text: str, k: int, reason: str, final: bool) -> _Block:
+        """A malformed block at ``k``: it extends to the first close marker after the opener,
+        else to the end of the text (undecided until ``final``)."""
+        close = self.fmt.close
+        if close:
+            c = text.find(close, k + len(self.fmt.open))
+            if c >= 0:
+                return _Block("bad", c + len(close), reason=reason)
+        if final:
+            return _Block("bad", len(text), reason=reason)
+        return _Block("pending")
+
+    def _block(self, text: str, k: int, *, bare: bool, final: bool) -> _Block:
+        fmt = self.fmt
+        n = len(text)
+        calls: list[_Call] = []
+
+        def truncated(what: str) -> _Block:
+            if final:
+                return self._bad(text, k, f"truncated: the reply ends {what}", final)
+            return _Block("pending", calls=calls)
+
+        i = k if bare else k + len(fmt.open)
+        i = _skip_ws(text, i)
+        if fmt.list_open:
+            if i >= n:
+                return truncated(f"before {fmt.list_open!r}")
+            if text[i] != fmt.list_open:
+                return self._bad(text, k, f"expected {fmt.list_open!r} after the marker", final)
+            i += 1
+        end = i
+        while True:
+            i = _skip_ws(text, i)
+            if i >= n:
+                return truncated("before the call object")
+            if text[i] != "{":
+                what = "an empty list of calls" if text[i] == fmt.list_close and not calls else ""
+                return self._bad(text, k, what or "expected a call object '{'", final)
+            call, end_or_none = self._call(text, i)
+            if end_or_none is None:
+                calls.append(call)
+                return truncated("inside a call object")
+            end = end_or_none
+            obj, err = _loads(text[i:end])
+            got = _read_call(obj, fmt) if err is None else err
+            if isinstance(got, str):
+                return self._bad(text, k, got, final)
+            call.name, call.args = got
+            if not call.stream or _loads(call.stream)[0] != call.args:
+                call.stream = json.dumps(call.args, ensure_ascii=False)
+            calls.append(call)
+            i = _skip_ws(text, end)
+            if not fmt.separator:
+                break
+            if i >= n:
+                if fmt.list_close or fmt.close or not final:
+                    return truncated("after a call")
+                break
+            if text[i] == fmt.separator:
+                i += 1
+                continue
+            if fmt.list_close:
+                if text[i] != fmt.list_close:
+                    what = f"expected {fmt.separator!r} or {fmt.list_close!r}"
+                    return self._bad(text, k, what, final)
+                i += 1
+                end = i
+            break
+        if fmt.list_close and not fmt.separator:
+            if i >= n:
+                return truncated(f"before {fmt.list_close!r}")
+            if text[i] != fmt.list_close:
+                return self._bad(text, k, f"expected {fmt.list_close!r}", final)
+            end = i = i + 1
+        if fmt.close:
+            i = _skip_ws(text, end)
+            if text.startswith(fmt.close, i):
+                return _Block("ok", i + len(fmt.close), calls)
+            if fmt.close.startswith(text[i:]):
+                return truncated(f"before {fmt.close!r}")
+            return self._bad(text, k, f"expected {fmt.close!r} after the call", final)
+        return _Block("ok", end, calls)
+
+    @staticmethod
+    def _call(text: str, i: int) -> tuple[_Call, int | None]:
+        """The call object at ``text[i]``: its streamable name/arguments so far and its end."""
+        end = _json_end(text, i)
+        m = _ENVELOPE.match(text, i)
+        if m is None:
+            return _Call(None, ""), end
+        name, err = _loads(m.group(1))
+        if err is not None or not isinstance(name, str):
+            return _Call(None, ""), end
+        a = m.end()
+        a_end = _json_end(text, a)
+        limit = a_end if a_end is not None else (end if end is not None else len(text))
+        return _Call(name, text[a:limit]), end
+
+
+def _byte_offsets(text: str, starts: list[int]) -> Iterator[int]:
+    """UTF-8 byte offsets of ascending char offsets ``starts``; O(len(text))."""
+    done_chars = 0
+    done_bytes = 0
+    for s in starts:
+        done_bytes += len(text[done_chars:s].encode("utf-8", "surrogatepass"))
+        done_chars = s
+        yield done_bytes
+
+
+def _assemble(text: str, items: list[_Item], ids: Callable[[int, _Item, int], str]) -> ParsedTurn:
+    content: list[str] = []
+    calls: list[ToolCall] = []
+    bad = [it for it in items if it.kind == "bad"]
+    offsets = dict(
+        zip((id(b) for b in bad), _byte_offsets(text, [b.start for b in bad]), strict=True)
+    )
+    malformed: list[MalformedBlock] = []
+    for it in items:
+        if it.kind == "prose":
+            content.append(it.text)
+        elif it.kind == "bad":
+            content.append(it.text)
+            malformed.append(MalformedBlock(it.text, it.reason, offsets[id(it)]))
+        else:
+            for j, c in enumerate(it.calls):
+                assert c.name is not None and c.args is not None
+                calls.append(ToolCall(ids(len(calls), it, j), c.name, c.args))
+    return ParsedTurn("".join(content), tuple(calls), tuple(malformed))
+
+
+def parse_turn(text: str, fmt: WireFormat, *, id_factory: IdFactory = random_call_id) -> ParsedTurn:
+    """Parse a finished reply (see the module docstring). O(len(text)); never raises on text."""
+    st = _State()
+    _Scanner(fmt).scan(text, st, final=True)
+    return _assemble(text, st.items, lambda n, _it, _j: id_factory(n))
+
+
+class StreamParser:
+    """Incremental parsing of a reply that arrives in chunks.
+
+    ``feed(chunk)`` returns the deltas that the new text decides: prose that cannot be the start
+    of a marker (a possible marker prefix and trailing whitespace are held back until decided),
+    the first delta of each call once its name is known, and argument fragments as they arrive.
+    ``finish()`` decides the rest (a block cut off becomes malformed) and returns the last
+    deltas; :attr:`result` is then exactly :func:`parse_turn`'s result for the whole text.
+
+    Deltas are not retracted: when a block whose calls were already announced turns out
+    malformed, the announcement stands and the final :attr:`result` is authoritative (calls
+    announced later get the next stream indices). Cost: each feed rescans from the start of the
+    first undecided item, so a reply costs O(n * undecided length) at worst, O(n) typically.
+    """
+
+    def __init__(self, fmt: WireFormat, *, id_factory: IdFactory = random_call_id) -> None:
+        self._scanner = _Scanner(fmt)
+        self._ids = id_factory
+        self._text = ""
+        self._st = _State()
+        self._n_items_content = 0  # items whose content has been added to _content
+        self._content = ""  # decided content so far
+        self._content_sent = 0
+        self._decided_calls: list[tuple[int, int, _Call]] = []  # (block start, j, call)
+        self._announced: dict[tuple[int, int], tuple[int, str]] = {}  # (block, j) -> (index, id)
+        self._sent_args: dict[int, int] = {}  # stream index -> chars of arguments sent
+        self._result: ParsedTurn | None = None
+
+    @property
+    def text(self) -> str:
+        """Everything fed so far."""
+        return self._text
+
+    @property
+    def result(self) -> ParsedTurn:
+        """The final parse; only after :meth:`finish`."""
+        if self._result is None:
+            raise RuntimeError("StreamParser.result is available after finish()")
+        return self._result
+
+    def feed(self, chunk: str) -> list[StreamDelta]:
+        """Add ``chunk`` and return the deltas it decides. RuntimeError after :meth:`finish`."""
+        if self._result is not None:
+            raise RuntimeError("StreamParser.feed() after finish()")
+        self._text += chunk
+        pending = self._scanner.scan(self._text, self._st, final=False)
+        return self._deltas(pending)
+
+    def finish(self) -> list[StreamDelta]:
+        """Decide the rest of the text; returns the last deltas and sets :attr:`result`."""
+        if self._result is not None:
+            return []
+        self._scanner.scan(self._text, self._st, final=True)
+        deltas = self._deltas(None)
+
+        def ids(n: int, it: _Item, j: int) -> str:
+            return self._announced[it.start, j][1]  # _deltas(None) announced every call
+
+        self._result = _assemble(self._text, self._st.items, ids)
+        return deltas
+
+    def _deltas(self, pending: _Pending | None) -> list[StreamDelta]:
+        out: list[StreamDelta] = []
+        items = self._st.items
+        # newly decided items: content and calls
+        for it in items[self._n_items_content :]:
+            if it.kind == "calls":
+                for j, c in enumerate(it.calls):
+                    self._decided_calls.append((it.start, j, c))
+            else:
+                self._content += it.text
+        self._n_items_content = len(items)
+        content = self._content + (pending.prose if pending is not None else "")
+        if len(content) > self._content_sent:  # content only grows (see the module docstring)
+            out.append(StreamDelta(content=content[self._content_sent :]))
+            self._content_sent = len(content)
+        live = list(self._decided_calls)
+        if pending is not None:
+            live.extend((pending.block_start, j, c) for j, c in enumerate(pending.calls))
+        for start, j, c in live:
+            if c.name is None:
+                break
+            key = (start, j)
+            hit = self._announced.get(key)
+            if hit is None:
+                index = len(self._announced)
+                hit = (index, self._ids(index))
+                self._announced[key] = hit
+                self._sent_args[index] = 0
+                out.append(StreamDelta(index=index, id=hit[1], name=c.name, arguments=""))
+            index = hit[0]
+            sent = self._sent_args[index]
+            if len(c.stream) > sent:
+                out.append(StreamDelta(index=index, arguments=c.stream[sent:]))
+                self._sent_args[index] = len(c.stream)
+        return out

@@ -1,0 +1,46 @@
+"""Embedding one grammar in another: prefix every rule name so that names cannot collide."""
+
+from __future__ import annotations
+
+from toolmask.grammar._ir import Choice, Grammar, Node, Repeat, Rule, RuleRef, Seq
+
+__all__ = ["prefix_rules"]
+
+
+def prefix_rules(grammar: Grammar, prefix: str) -> tuple[RuleRef, tuple[Rule, ...]]:
+    """``grammar``'s rules renamed ``prefix + name``, and a reference to its start rule.
+
+    Post-decode checks are not carried over (the caller validates with the full schema).
+    Cost: O(grammar size); shared subtrees are rebuilt once per occurrence.
+    """
+    rules = tuple(Rule(prefix + r.name, _rename(r.body, prefix)) for r in grammar.rules)
+    return RuleRef(prefix + grammar.start), rules
+
+
+def _rename(node: Node, prefix: str) -> Node:
+    # iterative post-order rebuild (grammar trees can be deep)
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    out: list[Node] = []
+    while stack:
+        n, done = stack.pop()
+        if isinstance(n, RuleRef):
+            out.append(RuleRef(prefix + n.name))
+        elif isinstance(n, (Seq, Choice)):
+            if done:
+                k = len(n.items)
+                items = tuple(out[len(out) - k :]) if k else ()
+                del out[len(out) - k :]
+                out.append(type(n)(items))
+            else:
+                stack.append((n, True))
+                stack.extend((i, False) for i in reversed(n.items))
+        elif isinstance(n, Repeat):
+            if done:
+                out.append(Repeat(out.pop(), n.min, n.max))
+            else:
+                stack.append((n, True))
+                stack.append((n.item, False))
+        else:
+            out.append(n)
+    assert len(out) == 1
+    return out[0]

@@ -1,0 +1,149 @@
+"""``ToolTurn``: one assistant turn with tools: its prompt text, grammar, parser and validator."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from toolmask.grammar._ir import Grammar
+from toolmask.tools._choice import ToolChoice, ToolChoiceLike
+from toolmask.tools._errors import ToolError
+from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
+from toolmask.tools._parser import (
+    IdFactory,
+    ParsedTurn,
+    StreamParser,
+    parse_turn,
+    random_call_id,
+)
+from toolmask.tools._sanitize import sanitize_tool_output
+from toolmask.tools._spec import Tool
+from toolmask.tools._validate import CallError, validate_call
+from toolmask.tools.formats._base import WireFormat, get_format
+
+__all__ = ["ToolTurn"]
+
+
+def _as_tool(t: Tool | Mapping[str, Any] | Any) -> Tool:
+    if isinstance(t, Tool):
+        return t
+    if isinstance(t, Mapping):
+        return Tool.from_openai(t)
+    if callable(t):
+        return Tool.from_function(t)
+    raise ToolError(f"cannot make a tool from {t!r}")
+
+
+class ToolTurn:
+    """Tools x wire format x ``tool_choice`` x ``parallel_tool_calls`` for one assistant turn.
+
+    ``tools`` may mix :class:`Tool` objects, OpenAI tool dicts and typed functions; names must
+    be unique. ``fmt`` is a registered format name (see :data:`toolmask.tools.formats.FORMATS`).
+    ``special_tokens`` are the special-token texts of the vocabulary: markers among them become
+    :class:`~toolmask.grammar.Special` nodes in the grammar. ``schema_options`` go to
+    :func:`~toolmask.schema.compile_json_schema` for every tool (default
+    ``whitespace="compact"``). ``id_factory`` makes call ids from the call index
+    (:func:`random_call_id`, or :func:`sequential_call_id` for reproducible ids).
+
+    Invariant: :meth:`prompt` depends on the tool list and format only, never on
+    ``tool_choice`` or ``parallel_tool_calls``, so a prefix cache stays valid across turns.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool | Mapping[str, Any] | Any],
+        fmt: str | WireFormat = "hermes",
+        tool_choice: ToolChoiceLike = "auto",
+        *,
+        parallel_tool_calls: bool = True,
+        special_tokens: Iterable[str] = (),
+        schema_options: Mapping[str, Any] | None = None,
+        id_factory: IdFactory = random_call_id,
+    ) -> None:
+        self.tools: tuple[Tool, ...] = tuple(_as_tool(t) for t in tools)
+        seen: set[str] = set()
+        for t in self.tools:
+            if t.name in seen:
+                raise ToolError(f"two tools are called {t.name!r}", where=t.name)
+            seen.add(t.name)
+        self.format: WireFormat = get_format(fmt)
+        self.tool_choice: ToolChoice = ToolChoice.parse(tool_choice, [t.name for t in self.tools])
+        self.parallel_tool_calls = bool(parallel_tool_calls)
+        self.special_tokens: frozenset[str] = frozenset(special_tokens)
+        self.schema_options: dict[str, Any] = dict(schema_options or {})
+        self.id_factory = id_factory
+
+    # -- views ------------------------------------------------------------------------------------
+    @property
+    def callable_tools(self) -> tuple[Tool, ...]:
+        """The tools that may be called this turn (``()`` under ``none``)."""
+        names = set(self.tool_choice.callable([t.name for t in self.tools]))
+        return tuple(t for t in self.tools if t.name in names)
+
+    @property
+    def triggers(self) -> tuple[str, ...]:
+        """Texts whose appearance starts a call (for engines with lazy grammars)."""
+        return (self.format.trigger_text,)
+
+    def prompt(self) -> str:
+        """The text that advertises every tool (see :meth:`WireFormat.render_tools`)."""
+        return self.format.render_tools(self.tools)
+
+    # -- grammar ----------------------------------------------------------------------------------
+    def grammar(self) -> Grammar:
+        """The grammar of the whole reply (cached per instance); see :mod:`toolmask.tools._grammar`.
+
+        Raises :class:`~toolmask.errors.SchemaError` for a tool schema that cannot be compiled.
+        """
+        return self._grammar
+
+    @functools.cached_property
+    def _grammar(self) -> Grammar:
+        return build_turn_grammar(
+            self.tools,
+            self.format,
+            self.tool_choice,
+            parallel=self.parallel_tool_calls,
+            special_tokens=self.special_tokens,
+            schema_options=self.schema_options,
+        )
+
+    def call_grammar(self) -> Grammar:
+        """The grammar from the trigger on: the calls block(s) only, for lazy-grammar engines.
+
+        Raises :class:`ToolError` when no tool may be called.
+        """
+        return build_call_grammar(
+            self.tools,
+            self.format,
+            self.tool_choice,
+            parallel=self.parallel_tool_calls,
+            special_tokens=self.special_tokens,
+            schema_options=self.schema_options,
+        )
+
+    # -- parsing and checking ---------------------------------------------------------------------
+    def parse(self, text: str) -> ParsedTurn:
+        """Parse a finished reply into content, calls and malformed blocks (never raises)."""
+        return parse_turn(text, self.format, id_factory=self.id_factory)
+
+    def stream_parser(self) -> StreamParser:
+        """A fresh :class:`StreamParser` for one streamed reply."""
+        return StreamParser(self.format, id_factory=self.id_factory)
+
+    def validate(self, call: Any) -> list[CallError]:
+        """Problems of one call: unknown or not-allowed tool, arguments invalid for the schema."""
+        allowed = [t.name for t in self.callable_tools]
+        return validate_call(call, self.tools, allowed=allowed)
+
+    def sanitize(self, tool_output: str) -> str:
+        """``tool_output`` with this format's and vocabulary's control markers broken."""
+        return sanitize_tool_output(tool_output, self.format, special_tokens=self.special_tokens)
+
+    def __repr__(self) -> str:
+        names = [t.name for t in self.tools]
+        return (
+            f"ToolTurn({names}, fmt={self.format.name!r}, tool_choice={self.tool_choice}, "
+            f"parallel_tool_calls={self.parallel_tool_calls})"
+        )

@@ -1,0 +1,22 @@
+"""Tool-call wire formats, one module each, registered by name in :data:`FORMATS`.
+
+``hermes`` (Qwen, Hermes, SmolLM), ``llama3_json`` (Llama 3.x), ``mistral`` (Mistral v3
+tokenizers), ``phi4_mini`` (Phi-4-mini) and ``functools`` (prompt-injected, any model).
+"""
+
+from __future__ import annotations
+
+from toolmask.tools.formats import functools, hermes, llama3_json, mistral, phi4_mini
+from toolmask.tools.formats._base import FORMATS, WireFormat, get_format, register_format
+
+__all__ = [
+    "FORMATS",
+    "WireFormat",
+    "functools",
+    "get_format",
+    "hermes",
+    "llama3_json",
+    "mistral",
+    "phi4_mini",
+    "register_format",
+]

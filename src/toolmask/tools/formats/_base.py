@@ -1,0 +1,157 @@
+"""The wire-format base class and the registry (``@register_format("hermes")``).
+
+A wire format is data plus a prompt renderer. The data says how a block of calls looks::
+
+    trigger  ... open after_open list_open CALL (sep CALL)* list_close before_close close
+
+``trigger`` is the text whose first appearance starts a block (``open`` unless the format says
+otherwise); ``separator`` is the character between calls inside one block (``""`` = one call per
+block, blocks then repeat, joined by ``block_sep``); a CALL is the JSON object
+``{"<name_key>": "X", "<args_key>": {...}}``. The grammar builder, the parser and the sanitizer
+read only these fields, so adding a format is one module with one class.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ClassVar, TypeVar
+
+from toolmask.grammar._ir import Node, Special, lit, seq
+from toolmask.tools._errors import ToolError
+
+if TYPE_CHECKING:
+    from toolmask.tools._spec import Tool
+
+__all__ = ["FORMATS", "WireFormat", "get_format", "register_format"]
+
+
+class WireFormat:
+    """One model family's tool-call wire format. Subclasses set the class attributes below."""
+
+    #: registry name (set by :func:`register_format`)
+    name: ClassVar[str] = ""
+    #: text of the marker that opens a block of calls ("" = no marker)
+    open: ClassVar[str] = ""
+    #: text of the marker that closes a block ("" = the block ends with its JSON)
+    close: ClassVar[str] = ""
+    #: text whose appearance starts a block; defaults to ``open``
+    trigger: ClassVar[str] = ""
+    #: a block may also start, without ``open``, at the very start of the output with ``{``
+    bare_at_start: ClassVar[bool] = False
+    #: fixed text the grammar puts right after ``open`` / right before ``close``
+    after_open: ClassVar[str] = ""
+    before_close: ClassVar[str] = ""
+    #: brackets around the calls of one block ("[" / "]" for a JSON array, or "")
+    list_open: ClassVar[str] = ""
+    list_close: ClassVar[str] = ""
+    #: one character between calls inside a block ("," / ";"), "" = one call per block
+    separator: ClassVar[str] = ""
+    #: what the grammar emits for ``separator``
+    separator_text: ClassVar[str] = ", "
+    #: what the grammar emits between blocks (one-call-per-block formats)
+    block_sep: ClassVar[str] = "\n"
+    #: keys of the call object
+    name_key: ClassVar[str] = "name"
+    args_key: ClassVar[str] = "arguments"
+    #: the chat template's control markers (role markers, tool markers) for the sanitizer
+    template_markers: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def trigger_text(self) -> str:
+        return self.trigger or self.open
+
+    def markers(self) -> tuple[str, ...]:
+        """Every control-marker text of this format and its chat template, longest first."""
+        found = {m for m in (self.open, self.close, self.trigger, *self.template_markers) if m}
+        return tuple(sorted(found, key=lambda m: (-len(m), m)))
+
+    def marker_node(self, text: str, special_tokens: frozenset[str]) -> Node:
+        """``Special(text)`` if ``text`` is a special token of the vocabulary, else its bytes."""
+        if text and text in special_tokens:
+            return Special(text)
+        return lit(text)
+
+    def open_node(self, special_tokens: frozenset[str]) -> Node:
+        """The grammar of the block opener: ``open`` (special or bytes), then ``after_open``.
+
+        A ``trigger`` longer than ``open`` (``functools[``) is ``open`` followed by the start of
+        what the grammar emits next (``list_open``), so it is not emitted again here.
+        """
+        return seq(self.marker_node(self.open, special_tokens), lit(self.after_open))
+
+    def close_node(self, special_tokens: frozenset[str]) -> Node:
+        return seq(lit(self.before_close), self.marker_node(self.close, special_tokens))
+
+    def call_node(self, name: str, arguments: Node) -> Node:
+        """One call object: ``{"name": "X", "arguments": ARGS}`` (json.dumps spacing)."""
+        return seq(
+            lit("{" + json.dumps(self.name_key) + ": " + json.dumps(name, ensure_ascii=False)),
+            lit(", " + json.dumps(self.args_key) + ": "),
+            arguments,
+            lit("}"),
+        )
+
+    def render_tools(self, tools: Sequence[Tool]) -> str:
+        """The prompt text that advertises ``tools`` (system prompt or template section).
+
+        Renders every tool, always in the given order, so the text depends on the tool list
+        only: tool_choice and allowed subsets never change it.
+        """
+        raise NotImplementedError
+
+    def render_call(self, name: str, arguments: object) -> str:
+        """How this format writes one call (a single-call block), for examples and tests."""
+        obj = {self.name_key: name, self.args_key: arguments}
+        body = self.list_open + json.dumps(obj, ensure_ascii=False) + self.list_close
+        return self.open + self.after_open + body + self.before_close + self.close
+
+    def __repr__(self) -> str:
+        return f"<wire format {self.name!r}>"
+
+
+def tool_json_lines(tools: Sequence[Tool]) -> str:
+    """One ``{"type": "function", "function": ...}`` JSON object per line."""
+    return "\n".join(json.dumps(t.to_openai(), ensure_ascii=False) for t in tools)
+
+
+#: format name -> format instance; the one place that says which formats exist
+FORMATS: dict[str, WireFormat] = {}
+
+_F = TypeVar("_F", bound=type[WireFormat])
+
+
+def register_format(name: str) -> Callable[[_F], _F]:
+    """Class decorator: register a :class:`WireFormat` subclass under ``name``.
+
+    Checks that the trigger cannot overlap itself (no proper prefix equal to a suffix), which
+    the prose grammar relies on: prose that avoids the trigger, followed by the trigger, then
+    contains it only at the end.
+    """
+
+    def deco(cls: _F) -> _F:
+        if name in FORMATS:
+            raise ValueError(f"wire format {name!r} is registered twice")
+        cls.name = name
+        inst = cls()
+        t = inst.trigger_text
+        if any(t[:k] == t[-k:] for k in range(1, len(t))):
+            raise ValueError(f"wire format {name!r}: trigger {t!r} overlaps itself")
+        if inst.trigger and not inst.trigger.startswith(inst.open):
+            raise ValueError(f"wire format {name!r}: trigger must start with the open marker")
+        FORMATS[name] = inst
+        return cls
+
+    return deco
+
+
+def get_format(fmt: str | WireFormat) -> WireFormat:
+    """The registered format called ``fmt`` (a :class:`WireFormat` passes through)."""
+    if isinstance(fmt, WireFormat):
+        return fmt
+    try:
+        return FORMATS[fmt]
+    except KeyError:
+        raise ToolError(
+            f"unknown tool-call format {fmt!r}; known: {sorted(FORMATS)}", where="format"
+        ) from None

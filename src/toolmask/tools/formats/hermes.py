@@ -1,0 +1,58 @@
+"""``hermes``: Qwen 2.5 / Qwen 3, Hermes 2 Pro / 3, SmolLM2/3 (ChatML templates).
+
+One call per block, blocks joined by a newline::
+
+    <tool_call>
+    {"name": "get_weather", "arguments": {"city": "Paris"}}
+    </tool_call>
+
+In Qwen vocabularies ``<tool_call>`` and ``</tool_call>`` are single special tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
+
+if TYPE_CHECKING:
+    from toolmask.tools._spec import Tool
+
+__all__ = ["Hermes"]
+
+
+@register_format("hermes")
+class Hermes(WireFormat):
+    open = "<tool_call>"
+    close = "</tool_call>"
+    after_open = "\n"
+    before_close = "\n"
+    block_sep = "\n"
+    template_markers = (
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|endoftext|>",
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_response>",
+        "</tool_response>",
+        "<tools>",
+        "</tools>",
+        "<think>",
+        "</think>",
+    )
+
+    def render_tools(self, tools: Sequence[Tool]) -> str:
+        """The ``# Tools`` system-prompt section of the Qwen 2.5 / Qwen 3 chat template."""
+        return (
+            "# Tools\n\n"
+            "You may call one or more functions to assist with the user query.\n\n"
+            "You are provided with function signatures within <tools></tools> XML tags:\n"
+            "<tools>\n" + tool_json_lines(tools) + "\n</tools>\n\n"
+            "For each function call, return a json object with function name and arguments "
+            "within <tool_call></tool_call> XML tags:\n"
+            "<tool_call>\n"
+            '{"name": <function-name>, "arguments": <args-json-object>}\n'
+            "</tool_call>"
+        )

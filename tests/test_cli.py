@@ -1,0 +1,62 @@
+"""The command line, run in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolmask.cli import main
+from toolmask.grammar import Grammar
+
+from .tools.toolset import OPENAI_TOOLS
+
+
+@pytest.fixture
+def tools_json(tmp_path: Path) -> Path:
+    p = tmp_path / "tools.json"
+    p.write_text(json.dumps(OPENAI_TOOLS))
+    return p
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "llama3_json", "mistral", "phi4_mini", "functools"])
+@pytest.mark.parametrize("choice", ["required", "auto"])
+def test_grammar_gbnf_parses_back(
+    fmt: str, choice: str, tools_json: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["grammar", "--tools", str(tools_json), "--format", fmt, "--tool-choice", choice]
+    assert main([*args, "--dialect", "gbnf"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("root ::= ")
+    g = Grammar.from_gbnf(out)
+    assert "root" in g
+
+
+def test_grammar_options(tools_json: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    forced = json.dumps({"type": "function", "function": {"name": "get_time"}})
+    base = ["grammar", "--tools", str(tools_json), "--tool-choice", forced, "--no-parallel"]
+    assert main([*base, "--dialect", "ebnf"]) == 0
+    ebnf = capsys.readouterr().out
+    assert "get_time" in ebnf and "get_weather" not in ebnf and "prose" not in ebnf
+    assert main([*base, "--dialect", "lark"]) == 0
+    Grammar.from_lark(capsys.readouterr().out)
+    special = ["--special", "<tool_call>", "--special", "</tool_call>"]
+    assert main([*base, *special, "--dialect", "gbnf"]) == 0
+    out = capsys.readouterr().out
+    assert "<tool_call>" in out
+    Grammar.from_gbnf(out)
+
+
+def test_grammar_errors(
+    tools_json: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a list"}')
+    assert main(["grammar", "--tools", str(bad)]) == 1
+    assert "expected a JSON list" in capsys.readouterr().err
+    assert main(["grammar", "--tools", str(tools_json), "--tool-choice", "sometimes"]) == 1
+    assert "unknown tool_choice" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["grammar", "--tools", str(tools_json), "--format", "nope"])
+    assert e.value.code == 2

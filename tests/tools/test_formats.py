@@ -1,0 +1,53 @@
+"""Wire formats: the registry, stable prompts, markers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolmask.tools import FORMATS, ToolTurn, WireFormat, get_format, register_format
+
+from .toolset import NAMES, TOOLS
+
+CHOICES: list[Any] = [
+    "auto",
+    "none",
+    "required",
+    {"type": "function", "function": {"name": "book_flight"}},
+    {"type": "allowed_tools", "mode": "auto", "tools": NAMES[:2]},
+    {"type": "allowed_tools", "mode": "required", "tools": NAMES[3:]},
+]
+
+
+def test_registry() -> None:
+    assert sorted(FORMATS) == ["functools", "hermes", "llama3_json", "mistral", "phi4_mini"]
+    assert get_format("hermes") is FORMATS["hermes"]
+    assert get_format(FORMATS["mistral"]) is FORMATS["mistral"]
+    with pytest.raises(ValueError, match="registered twice"):
+        register_format("hermes")(type("Again", (WireFormat,), {"open": "<x>"}))
+    with pytest.raises(ValueError, match="overlaps itself"):
+        register_format("overlap")(type("Overlap", (WireFormat,), {"open": "abab"}))
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_prompt_is_byte_identical_across_tool_choices(fmt: str) -> None:
+    prompts = set()
+    for choice in CHOICES:
+        for parallel in (True, False):
+            turn = ToolTurn(TOOLS, fmt, choice, parallel_tool_calls=parallel)
+            prompts.add(turn.prompt().encode())
+    assert len(prompts) == 1
+    (prompt,) = prompts
+    for name in NAMES:  # every tool is advertised, whatever may be called
+        assert f'"{name}"'.encode() in prompt
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_markers(fmt: str) -> None:
+    f = FORMATS[fmt]
+    markers = f.markers()
+    assert f.open in markers and f.trigger_text in markers
+    assert list(markers) == sorted(markers, key=lambda m: (-len(m), m))
+    example = f.render_call("get_time", {})
+    assert example.startswith(f.open)

@@ -1,0 +1,211 @@
+"""The turn grammar, table-driven: every format x tool_choice mode x parallel on/off.
+
+For each cell, completions that obey the mode are accepted by the compiled grammar and parse to
+calls whose names are allowed and whose arguments validate; completions that break it (a call
+under ``none``, no call under ``required``, a disallowed tool, two calls with parallel off,
+another tool's arguments) are rejected.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+import toolmask as tm
+from toolmask.grammar import Special, iter_nodes
+from toolmask.tools import FORMATS, ToolTurn, sequential_call_id
+
+from .completions import Call, Piece, accepts, render, text_of
+from .toolset import INVALID, NAMES, TOOLS, VALID
+
+
+@dataclass(frozen=True)
+class Mode:
+    label: str
+    tool_choice: Any
+    allowed: tuple[str, ...]  # callable tools
+    required: bool  # at least one call
+
+
+SUBSET = ("get_weather", "book_flight", "add_todos")
+MODES = [
+    Mode("none", "none", (), False),
+    Mode("auto", "auto", tuple(NAMES), False),
+    Mode("required", "required", tuple(NAMES), True),
+    Mode(
+        "function",
+        {"type": "function", "function": {"name": "create_event"}},
+        ("create_event",),
+        True,
+    ),
+    Mode(
+        "allowed_auto",
+        {
+            "type": "allowed_tools",
+            "mode": "auto",
+            "tools": [{"type": "function", "name": n} for n in SUBSET],
+        },
+        SUBSET,
+        False,
+    ),
+    Mode(
+        "allowed_required",
+        {"type": "allowed_tools", "mode": "required", "tools": list(SUBSET)},
+        SUBSET,
+        True,
+    ),
+]
+
+PROSE = "Sure, let me look that up for you.\n"
+CELLS = list(itertools.product(sorted(FORMATS), MODES, [True, False]))
+
+
+def _id(cell: tuple[str, Mode, bool]) -> str:
+    fmt, mode, parallel = cell
+    return f"{fmt}-{mode.label}-{'parallel' if parallel else 'single'}"
+
+
+def _turn(fmt: str, mode: Mode, parallel: bool, special: frozenset[str] = frozenset()) -> ToolTurn:
+    return ToolTurn(
+        TOOLS,
+        fmt,
+        mode.tool_choice,
+        parallel_tool_calls=parallel,
+        special_tokens=special,
+        id_factory=sequential_call_id,
+    )
+
+
+def _good_and_bad(
+    turn: ToolTurn, mode: Mode, parallel: bool
+) -> tuple[list[tuple[str, list[Piece]]], list[tuple[str, list[Piece]]]]:
+    fmt = turn.format
+    sp = turn.special_tokens
+    allowed = list(mode.allowed)
+    disallowed = [n for n in NAMES if n not in allowed]
+    good: list[tuple[str, list[Piece]]] = []
+    bad: list[tuple[str, list[Piece]]] = []
+
+    def calls(names: list[str]) -> list[Call]:
+        return [(n, VALID[n][i % len(VALID[n])]) for i, n in enumerate(names)]
+
+    if not mode.required:
+        good.append(("prose only", render(fmt, [], prose=PROSE, special_tokens=sp)))
+        good.append(("empty reply", []))
+    else:
+        bad.append(("prose only", render(fmt, [], prose=PROSE, special_tokens=sp)))
+        bad.append(("empty reply", []))
+    if allowed:
+        first = allowed[0]
+        one = calls([first])
+        good.append(("one call", render(fmt, one, special_tokens=sp)))
+        for n in allowed:  # every allowed tool with each of its valid argument objects
+            for args in VALID[n]:
+                good.append((f"call {n}", render(fmt, [(n, args)], special_tokens=sp)))
+        if fmt.bare_at_start:
+            good.append(("bare call", render(fmt, one, special_tokens=sp, bare=True)))
+        prose_then_call = render(fmt, one, prose=PROSE, special_tokens=sp)
+        (bad if mode.required else good).append(("prose then call", prose_then_call))
+        two = calls([allowed[0], allowed[-1]])
+        (good if parallel else bad).append(("two calls", render(fmt, two, special_tokens=sp)))
+        # name of one tool with the arguments of another, and arguments its schema rejects
+        other = next(n for n in NAMES if n != first and VALID[n][0] != VALID[first][0])
+        bad.append(
+            ("other tool's args", render(fmt, [(first, VALID[other][0])], special_tokens=sp))
+        )
+        for args in INVALID[first]:
+            bad.append(("invalid args", render(fmt, [(first, args)], special_tokens=sp)))
+        bad.append(("call then prose", [*render(fmt, one, special_tokens=sp), " done."]))
+    else:
+        bad.append(("call under none", render(fmt, calls([NAMES[0]]), special_tokens=sp)))
+        if fmt.bare_at_start:
+            bad.append(("bare call under none", render(fmt, calls([NAMES[0]]), bare=True)))
+    for n in disallowed[:2]:
+        if allowed:
+            bad.append((f"disallowed {n}", render(fmt, calls([n]), special_tokens=sp)))
+    bad.append(("unknown tool", render(fmt, [("no_such_tool", {})], special_tokens=sp)))
+    return good, bad
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[_id(c) for c in CELLS])
+def test_turn_grammar_table(cell: tuple[str, Mode, bool]) -> None:
+    fmt_name, mode, parallel = cell
+    turn = _turn(fmt_name, mode, parallel)
+    compiled = tm.compile(turn.grammar())
+    good, bad = _good_and_bad(turn, mode, parallel)
+    assert good and bad
+    for label, pieces in good:
+        assert accepts(compiled.matcher(), pieces), f"rejected valid completion ({label})"
+        parsed = turn.parse(text_of(pieces))
+        assert not parsed.malformed, label
+        assert (len(parsed.calls) >= 1) or not mode.required
+        if not parallel:
+            assert len(parsed.calls) <= 1
+        for call in parsed.calls:
+            assert call.name in mode.allowed
+            assert turn.validate(call) == [], (label, call)
+    for label, pieces in bad:
+        assert not accepts(compiled.matcher(), pieces), f"accepted bad completion ({label})"
+
+
+@pytest.mark.parametrize("fmt_name", sorted(FORMATS))
+def test_special_token_markers(fmt_name: str) -> None:
+    """Markers that are special tokens become Special nodes; their text no longer matches."""
+    fmt = FORMATS[fmt_name]
+    special = frozenset(m for m in (fmt.open, fmt.close) if m)
+    mode = MODES[1]  # auto
+    turn = _turn(fmt_name, mode, True, special)
+    g = turn.grammar()
+    texts = {n.text for r in g.rules for n in iter_nodes(r.body) if isinstance(n, Special)}
+    assert texts == special
+    compiled = tm.compile(g)
+    calls = [("get_weather", VALID["get_weather"][0]), ("calculate", VALID["calculate"][0])]
+    as_tokens = render(fmt, calls, prose=PROSE, special_tokens=special)
+    assert accepts(compiled.matcher(), as_tokens)
+    as_text = render(fmt, calls, prose=PROSE)
+    assert not accepts(compiled.matcher(), as_text)
+    parsed = turn.parse(text_of(as_tokens))
+    assert [c.name for c in parsed.calls] == ["get_weather", "calculate"]
+
+
+@pytest.mark.parametrize("fmt_name", sorted(FORMATS))
+def test_prose_cannot_contain_the_trigger(fmt_name: str) -> None:
+    fmt = FORMATS[fmt_name]
+    turn = _turn(fmt_name, MODES[0], True)  # none
+    m = tm.compile(turn.grammar()).matcher()
+    assert m.accept_bytes(b"Plain text, with { braces } and \xc3\xa9 accents. ")
+    assert not m.accept_bytes(fmt.trigger_text.encode())
+    assert m.accept_bytes(fmt.trigger_text[:-1].encode())
+
+
+def test_name_and_arguments_are_one_choice() -> None:
+    """After a name, only that tool's argument grammar is live (checked byte by byte)."""
+    turn = _turn("hermes", MODES[2], True)
+    m = tm.compile(turn.grammar()).matcher()
+    assert m.accept_bytes(b'<tool_call>\n{"name": "get_time", "arguments": ')
+    assert m.forced_bytes() == b"{}}\n</tool_call>"
+
+
+def test_call_grammar_starts_at_the_trigger() -> None:
+    turn = _turn("mistral", MODES[1], True)
+    m = tm.compile(turn.call_grammar()).matcher()
+    assert m.accept_bytes(b'[TOOL_CALLS][{"name": "get_time", "arguments": {}}]')
+    assert m.is_accepting()
+    assert turn.triggers == ("[TOOL_CALLS]",)
+
+
+def test_llama3_reply_starting_with_brace_is_a_call() -> None:
+    turn = _turn("llama3_json", MODES[1], True)
+    m = tm.compile(turn.grammar()).matcher()
+    assert m.accept_bytes(b"{")
+    assert not m.accept_bytes(b'"answer"')
+
+
+def test_schema_options_reach_the_arguments() -> None:
+    turn = ToolTurn(TOOLS[:1], "hermes", "required", schema_options={"whitespace": "flexible"})
+    m = tm.compile(turn.grammar()).matcher()
+    text = '<tool_call>\n{"name": "get_weather", "arguments": { "city" : "Paris" }}\n</tool_call>'
+    assert m.accept_bytes(text.encode()) and m.is_accepting()
