@@ -17,6 +17,7 @@ serialisation is accepted, so an invalid instance accepted in any form is a fals
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -134,6 +135,11 @@ def serialisations(data: Any, schema: Any, *, indent: int | None = None) -> list
     return out
 
 
+#: the default limits without the wall-clock cap, so that a verdict never depends on how busy
+#: the machine is (every other cap is deterministic)
+HARNESS_LIMITS = dataclasses.replace(tm.DEFAULT_LIMITS, max_compile_seconds=600.0)
+
+
 class Compiled:
     """One schema compiled once; classifies instances."""
 
@@ -144,8 +150,10 @@ class Compiled:
         self.schema = schema
         self.indent = options.get("indent") if options.get("whitespace") == "indent" else None
         try:
-            g = tm.Grammar.from_json_schema(schema, resources=resources, **options)
-            self.compiled = tm.compile(g)
+            g = tm.Grammar.from_json_schema(
+                schema, resources=resources, limits=HARNESS_LIMITS, **options
+            )
+            self.compiled = tm.compile(g, limits=HARNESS_LIMITS)
         except SchemaError as e:
             self.kind, self.error = "unsupported", str(e)
         except LimitError as e:
