@@ -12,6 +12,7 @@ from toolmask.errors import (
 )
 from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, SERVER_LIMITS, Limits
+from toolmask.sampling import Sampler, SamplingParams, apply_bitmask
 from toolmask.tools import (
     CallError,
     MalformedBlock,
@@ -24,6 +25,7 @@ from toolmask.tools import (
     ToolTurn,
     sanitize_tool_output,
 )
+from toolmask.vocab import VocabError, Vocabulary
 
 __version__ = "0.1.0"
 
@@ -40,6 +42,8 @@ __all__ = [
     "MalformedBlock",
     "Matcher",
     "ParsedTurn",
+    "Sampler",
+    "SamplingParams",
     "SchemaError",
     "StreamDelta",
     "Tool",
@@ -48,7 +52,10 @@ __all__ = [
     "ToolError",
     "ToolTurn",
     "ToolmaskError",
+    "VocabError",
+    "Vocabulary",
     "__version__",
+    "apply_bitmask",
     "compile",
     "sanitize_tool_output",
 ]

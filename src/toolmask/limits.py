@@ -38,6 +38,8 @@ class Limits:
     max_cached_states: int = 200_000
     #: wall-clock seconds for one schema compilation (checked between steps)
     max_compile_seconds: float = 30.0
+    #: bytes of token bitmasks cached per compiled grammar (ceil(V/32) * 4 bytes each)
+    max_mask_cache_bytes: int = 256 * 1024 * 1024
 
 
 DEFAULT_LIMITS = Limits()
@@ -54,4 +56,5 @@ SERVER_LIMITS = Limits(
     max_stacks=1_024,
     max_cached_states=50_000,
     max_compile_seconds=5.0,
+    max_mask_cache_bytes=64 * 1024 * 1024,
 )

@@ -73,8 +73,10 @@ def suite_cases() -> list[Case]:
 
 
 def bench_files(split: str | None = None) -> list[Path]:
-    pat = f"{split}---*.json" if split else "*.json"
-    return sorted(BENCH_DIR.glob(pat))
+    if split is None:
+        return sorted(BENCH_DIR.glob("*.json"))
+    # most splits are named "Split---id.json"; JSON Schema Everywhere's are "JME_n.json"
+    return sorted([*BENCH_DIR.glob(f"{split}---*.json"), *BENCH_DIR.glob(f"{split}_*.json")])
 
 
 def key_order(schema: Any) -> dict[str, int]:

@@ -1,0 +1,11 @@
+"""Vocabularies: token id -> exact bytes for every logit index; special tokens out of band.
+
+Loaders: :meth:`Vocabulary.from_tokenizer_json`, :meth:`Vocabulary.from_gguf`,
+:meth:`Vocabulary.from_quicktok`, :meth:`Vocabulary.from_token_bytes`. See ``docs/vocab.md``.
+"""
+
+from __future__ import annotations
+
+from toolmask.vocab._vocab import VocabError, Vocabulary, byte_decoder
+
+__all__ = ["VocabError", "Vocabulary", "byte_decoder"]

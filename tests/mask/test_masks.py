@@ -1,0 +1,217 @@
+"""Token masks on real vocabularies (quicktok's Qwen3 / Llama-3 / o200k, and a hand-made one).
+
+* Forcing the tokens of valid instances is accepted step by step, each token is in the mask
+  before it is accepted, and EOS is allowed exactly at the end.
+* Every token a mask allows really keeps the automaton alive, and a sample of rejected tokens
+  really kill it (checked with ``accept_bytes`` on a fresh matcher at the same state).
+* Multi-byte UTF-8 split across tokens works; special tokens are out of band.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+import toolmask as tm
+from toolmask.mask import TokenTrie, compute_mask, loop_set, vocab_index
+from toolmask.vocab import Vocabulary
+
+SCHEMAS: list[dict[str, Any]] = [
+    {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "unit": {"enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        },
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "maxLength": 40},
+            "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+$"}},
+            "score": {"type": "number"},
+            "strict": {"type": "boolean"},
+        },
+        "required": ["query", "tags"],
+    },
+]
+INSTANCES: list[tuple[int, Any]] = [
+    (0, {"city": "Paris"}),
+    (0, {"city": "東京 🌧️ «Tōkyō»", "unit": "celsius", "days": 14}),
+    (1, {"query": 'naïve café\nnew line "quoted" \\ back', "tags": ["a", "bc"], "score": -1.5}),
+    (1, {"query": "", "tags": [], "strict": True}),
+]
+
+
+@pytest.fixture(scope="module", params=["qwen3", "llama3", "o200k"])
+def vocab(request: pytest.FixtureRequest) -> Vocabulary:
+    return Vocabulary.from_quicktok(request.param)
+
+
+def _compiled(schema: dict[str, Any], vocab: Vocabulary) -> tm.CompiledGrammar:
+    return tm.compile(tm.Grammar.from_json_schema(schema), vocab)
+
+
+def _allowed(m: tm.Matcher) -> set[int]:
+    return set(m.allowed_token_ids().tolist())
+
+
+def _bytes_alive(c: tm.CompiledGrammar, prefix: bytes, token: bytes) -> bool:
+    m = c.matcher()
+    assert m.accept_bytes(prefix)
+    return m.accept_bytes(token)
+
+
+@pytest.mark.parametrize("which", range(len(INSTANCES)))
+def test_forced_instances_are_accepted(vocab: Vocabulary, which: int) -> None:
+    si, value = INSTANCES[which]
+    c = _compiled(SCHEMAS[si], vocab)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    ids = vocab.encode_greedy(text)
+    m = c.matcher()
+    rng = random.Random(which)
+    done = b""
+    for tid in ids:
+        allowed = _allowed(m)
+        assert tid in allowed, f"token {vocab.token_bytes[tid]!r} not allowed after {done!r}"
+        assert not (set(vocab.eos_ids) & allowed), f"EOS allowed after {done!r}"
+        # every allowed text token keeps the automaton alive; sampled rejected ones do not
+        texts = [t for t in allowed if vocab.is_text(t)]
+        for t in rng.sample(texts, min(20, len(texts))):
+            assert _bytes_alive(c, done, vocab.token_bytes[t]), vocab.token_bytes[t]
+        pool = [t for t in rng.sample(range(vocab.vocab_size), 200) if vocab.is_text(t)]
+        for t in pool:
+            if t not in allowed:
+                assert not _bytes_alive(c, done, vocab.token_bytes[t]), vocab.token_bytes[t]
+        assert m.accept_token(tid)
+        done += vocab.token_bytes[tid]
+    assert done == text
+    final = _allowed(m)
+    assert set(vocab.eos_ids) <= final
+    eos = min(vocab.eos_ids)
+    assert m.accept_token(eos)
+    assert m.stopped and m.is_finished()
+    assert m.allowed_token_ids().size == 0
+    assert not m.accept_token(eos)
+    m.rollback(1)
+    assert not m.stopped
+    assert m.accept_token(eos)
+
+
+def test_mask_equals_brute_force_on_every_step() -> None:
+    """A small vocabulary: the mask is exactly the set of tokens that accept_bytes takes."""
+    words = [b"{", b"}", b'"', b'"c', b"ity", b'":', b'":"', b"P", b"ar", b"is", b'"}', b",", b" "]
+    words += [bytes([b]) for b in range(32, 127) if bytes([b]) not in words]
+    words += ["é".encode()[:1], "é".encode()[1:], "é".encode(), "東".encode()]
+    vocab = Vocabulary.from_token_bytes(
+        [*words, b"<eos>"], eos_ids=[len(words)], special_ids=[len(words)]
+    )
+    c = _compiled(SCHEMAS[0], vocab)
+    text = '{"city":"Pé東is"}'.encode()
+    m = c.matcher()
+    for i in range(len(text) + 1):
+        want = {t for t, w in enumerate(words) if _bytes_alive(c, text[:i], w)}
+        if m.is_accepting():
+            want.add(len(words))
+        assert _allowed(m) == want, text[:i]
+        if i < len(text):
+            assert m.accept_bytes(text[i : i + 1])
+
+
+def test_utf8_split_across_tokens() -> None:
+    e = "é".encode()
+    vocab = Vocabulary.from_token_bytes(
+        [b'"', e[:1], e[1:], b"a", b"\xff"], eos_ids=[], vocab_size=8
+    )
+    c = tm.compile(tm.Grammar.from_json_schema({"type": "string"}), vocab)
+    m = c.matcher()
+    assert m.accept_token(0)
+    assert _allowed(m) == {0, 1, 3}  # the lone continuation byte and 0xff are not UTF-8 here
+    assert m.accept_token(1)
+    assert _allowed(m) == {2}  # only the continuation may follow the lead byte
+    assert m.accept_token(2)
+    assert m.accept_token(0)
+    assert m.is_accepting()
+    assert not m.accept_token(6)  # padding id
+
+
+def test_loop_shortcut_matches_plain_walk(vocab: Vocabulary) -> None:
+    """Inside a string the shortcut is used, and gives the same mask as the plain trie walk."""
+    c = _compiled({"type": "string"}, vocab)
+    m = c.matcher()
+    assert m.accept_bytes(b'"ab')
+    a, s = c.automaton, m.state
+    loop, utf8 = loop_set(a, s, a.allowed_bytes(s))
+    assert bin(loop).count("1") > 90 and utf8
+    idx = vocab_index(vocab)
+    fast = compute_mask(a, s, idx)
+    plain: list[int] = []
+    from toolmask.mask._compute import _walk
+
+    _walk(a, s, idx.trie, a.allowed_bytes(s), plain)
+    want = np.zeros(idx.words * 32, dtype=np.bool_)
+    want[plain] = True
+    assert np.array_equal(np.packbits(want, bitorder="little").view(np.int32), fast)
+
+
+def test_special_tokens_are_out_of_band() -> None:
+    vocab = Vocabulary.from_quicktok("qwen3")
+    im_end = vocab.special_id("<|im_end|>")
+    assert im_end is not None
+    c = _compiled({"type": "string"}, vocab)
+    m = c.matcher()
+    assert m.accept_bytes(b'"')
+    assert im_end not in _allowed(m)  # its text is never matched as bytes
+    assert not m.accept_token(im_end)
+
+
+def test_fill_bitmask_layout(vocab: Vocabulary) -> None:
+    c = _compiled(SCHEMAS[0], vocab)
+    m = c.matcher()
+    out = np.zeros((2, (vocab.vocab_size + 31) // 32), dtype=np.int32)
+    m.fill_bitmask(out, 1)
+    assert not out[0].any()
+    ids = np.flatnonzero(np.unpackbits(out[1].view(np.uint8), bitorder="little"))
+    assert ids.tolist() == m.allowed_token_ids().tolist()
+    assert ids.tolist() == [t for t in ids.tolist() if vocab.token_bytes[t].startswith(b"{")]
+    with pytest.raises(ValueError, match="shape"):
+        m.fill_bitmask(np.zeros(3, dtype=np.int32))
+
+
+def test_compile_cache_shares_masks(vocab: Vocabulary) -> None:
+    g = tm.Grammar.from_json_schema(SCHEMAS[1])
+    c1 = tm.compile(g, vocab)
+    c2 = tm.compile(tm.Grammar.from_json_schema(SCHEMAS[1]), vocab)
+    assert c1 is c2
+    assert tm.compile(g).automaton is c1.automaton
+    m = c1.matcher()
+    m.mask()
+    assert c1.masks is not None
+    misses = c1.masks.misses
+    c2.matcher().mask()
+    assert c1.masks.misses == misses
+
+
+def test_token_methods_need_a_vocabulary() -> None:
+    m = tm.compile(tm.Grammar.from_json_schema({"type": "null"})).matcher()
+    with pytest.raises(ValueError, match="vocabulary"):
+        m.accept_token(0)
+    with pytest.raises(ValueError, match="vocabulary"):
+        m.allowed_token_ids()
+
+
+def test_trie_layout() -> None:
+    trie = TokenTrie([(b"ab", 0), (b"a", 1), (b"b", 2), (b"abc", 3), (b"ab", 4)])
+    assert trie.byte == [ord("a"), ord("b"), ord("c"), ord("b")]
+    assert trie.depth == [1, 2, 3, 1]
+    assert trie.skip == [3, 3, 3, 4]
+    assert [trie.tokens[e] if e >= 0 else () for e in trie.ends] == [(1,), (0, 4), (3,), (2,)]
+    assert trie.bucket[ord("a")] == (0, 3)
+    assert trie.bucket[ord("b")] == (3, 4)
