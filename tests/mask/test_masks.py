@@ -20,6 +20,7 @@ import toolmask as tm
 from toolmask.mask import TokenTrie, compute_mask, loop_set, vocab_index
 from toolmask.vocab import Vocabulary
 
+S: dict[str, Any] = {"type": "string"}
 SCHEMAS: list[dict[str, Any]] = [
     {
         "type": "object",
@@ -215,3 +216,56 @@ def test_trie_layout() -> None:
     assert [trie.tokens[e] if e >= 0 else () for e in trie.ends] == [(1,), (0, 4), (3,), (2,)]
     assert trie.bucket[ord("a")] == (0, 3)
     assert trie.bucket[ord("b")] == (3, 4)
+
+
+RUN_SCHEMAS: list[tuple[dict[str, Any], list[str]]] = [
+    ({"type": "string", "maxLength": 5}, ['"abcde"', '"東京"', '""']),
+    ({"type": "string", "minLength": 3}, ['"abc"', '"naïve café, long enough"']),
+    ({"type": "string", "minLength": 2, "maxLength": 40}, ['"Crash on start 🌧️"']),
+    ({"type": "string", "pattern": "^[A-Za-z0-9_./-]+$"}, ['"notes/todo.md"']),
+    ({"type": "string", "format": "email"}, ['"ana.b@example.com"']),
+    ({"type": "string", "format": "date-time"}, ['"2026-11-23T10:00:00Z"']),
+    ({"anyOf": [{"type": "string", "maxLength": 8}, {"type": "null"}]}, ['"x y"', "null"]),
+    (
+        {"type": "object", "properties": {"date": S, "reason": S}, "required": ["date"]},
+        ['{"date":"today","reason":"why \\"not\\"","other":"key"}'],
+    ),
+]
+
+
+@pytest.mark.parametrize("which", range(len(RUN_SCHEMAS)))
+def test_run_tables_match_plain_walk(which: int) -> None:
+    """On every state of a few instances: the run tables give exactly the plain trie walk."""
+    from toolmask.mask._compute import _walk
+
+    full = Vocabulary.from_quicktok("qwen3")
+    rng = random.Random(7)
+    keep = sorted(
+        set(rng.sample(range(full.vocab_size), 20000)) | set(full.encode_greedy(bytes(range(256))))
+    )
+    vocab = Vocabulary.from_token_bytes(
+        [full.token_bytes[i] for i in keep] + [b"<eos>"],
+        eos_ids=[len(keep)],
+        special_ids=[len(keep)],
+    )
+    idx = vocab_index(vocab)
+    schema, texts = RUN_SCHEMAS[which]
+    c = tm.compile(tm.Grammar.from_json_schema(schema), vocab)
+    a = c.automaton
+    for text in texts:
+        data = text.encode()
+        s = a.initial
+        for i in range(len(data) + 1):
+            plain: list[int] = []
+            _walk(a, s, idx.trie, a.allowed_bytes(s), plain)
+            want = np.zeros(idx.words * 32, dtype=np.bool_)
+            want[plain] = True
+            if s.accepting:
+                want[len(keep)] = True
+            got = compute_mask(a, s, idx, {})
+            expected = np.packbits(want, bitorder="little").view(np.int32)
+            assert np.array_equal(got, expected), (text, data[:i])
+            if i < len(data):
+                nxt = a.advance(s, data[i])
+                assert nxt is not None
+                s = nxt

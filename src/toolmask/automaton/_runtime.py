@@ -220,6 +220,19 @@ class Automaton:
             state._next_special[text] = out
             return out
 
+    def successors(self, state: State, mask: int) -> list[tuple[int, State | None]]:
+        """The bytes of the 256-bit ``mask`` partitioned by where they lead from ``state``:
+        ``(subset, next state or None)``. Cost: one ``advance`` per class of bytes that every
+        stack treats alike (usually a handful), not one per byte."""
+        out: list[tuple[int, State | None]] = []
+        todo = mask
+        while todo:
+            b = (todo & -todo).bit_length() - 1
+            atom = self._atom(state, b) & todo
+            out.append((atom, self.advance(state, b)))
+            todo &= ~atom
+        return out
+
     def is_accepting(self, state: State) -> bool:
         """The start rule can end here."""
         return state.accepting

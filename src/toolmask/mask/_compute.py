@@ -28,21 +28,21 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from toolmask.automaton import Automaton, State
-from toolmask.mask._trie import TokenTrie, token_byte_sets, whole_utf8
+from toolmask.mask._trie import TokenTrie
 
 if TYPE_CHECKING:
     from toolmask.vocab import Vocabulary
 
 __all__ = ["MaskCache", "VocabIndex", "compute_mask", "vocab_index"]
 
-#: a state is treated as a loop state when it loops on at least this many ASCII bytes
-LOOP_MIN_ASCII = 32
+#: a run class (bytes that all step one state to one next state) needs this many ASCII bytes
+LOOP_MIN_ASCII = 8
 #: below this many trie nodes behind a group of first bytes, walking beats the numpy tables
 TABLE_MIN_NODES = 4096
 #: loop tables kept per vocabulary
@@ -81,8 +81,10 @@ def _utf8_len(lead: int) -> int:
 class VocabIndex:
     """Everything mask computation needs about one vocabulary, built once (see vocab_index).
 
-    ``trie`` holds the text tokens; ``byte_sets`` / ``utf8`` / ``text`` are per-token numpy
-    arrays; loop tables are built on first use per ``(B, U)`` and kept (bounded).
+    The trie of text tokens, and flat per-byte numpy arrays over the concatenated token bytes
+    (owner token, whether the byte lies in the token's tail after its first character, whether
+    it belongs to a complete UTF-8 character, and the index of its character within the tail),
+    from which run tables are computed per run class in a few vectorised passes.
     """
 
     def __init__(self, vocab: Vocabulary) -> None:
@@ -98,31 +100,58 @@ class VocabIndex:
         texts = [tb[i] if text[i] else b"" for i in range(self.size)]
         self._texts = texts
         self.trie = TokenTrie((t, i) for i, t in enumerate(texts) if t)
-        self.byte_sets = token_byte_sets(texts)
-        self.utf8 = whole_utf8(texts) & text
         # first character of each text token: its class (the ASCII byte, FIRST_MB for a complete
-        # multi-byte character, FIRST_OTHER for a partial / invalid one or a non-text id) and
-        # the per-token byte sets of what follows it
+        # multi-byte character, FIRST_OTHER for a partial / invalid one or a non-text id)
         first_cls = np.full(self.size, FIRST_OTHER, dtype=np.int16)
-        first_len = [0] * self.size
+        first_len = np.zeros(self.size, dtype=np.int64)
         partial: list[tuple[bytes, int]] = []
+        # per byte: part of a complete, well-formed UTF-8 character (ASCII included), and the
+        # index of the character it belongs to counted from the token's tail
+        valid = bytearray()
+        char_idx: list[int] = []
+        tail_chars = np.zeros(self.size, dtype=np.int64)
         for i, t in enumerate(texts):
             if not t:
                 continue
-            c = t[0]
-            if c < 0x80:
-                first_cls[i] = c
-                first_len[i] = 1
-                continue
-            n = _utf8_len(c)
-            if n and len(t) >= n and _is_char(t[:n]):
-                first_cls[i] = FIRST_MB
-                first_len[i] = n
+            n = len(t)
+            ok = bytearray(n)
+            starts = []
+            j = 0
+            while j < n:
+                c = t[j]
+                size = 1 if c < 0x80 else _utf8_len(c)
+                if size and j + size <= n and (size == 1 or _is_char(t[j : j + size])):
+                    ok[j : j + size] = b"\x01" * size
+                    starts.append((j, size))
+                    j += size
+                else:
+                    starts.append((j, 1))
+                    j += 1
+            valid += ok
+            if ok[0]:
+                first_cls[i] = t[0] if t[0] < 0x80 else FIRST_MB
+                first_len[i] = starts[0][1]
             else:
                 partial.append((t, i))
+            idxs = []
+            for k, (_, size) in enumerate(starts):
+                idxs.extend([k - 1] * size)  # the first character is -1: not in the tail
+            char_idx.extend(idxs)
+            tail_chars[i] = len(starts) - 1
         self.first_cls = first_cls
-        self._first_len = first_len
-        self.tail_sets = token_byte_sets([t[n:] for t, n in zip(texts, first_len, strict=True)])
+        self.first_len = first_len
+        self.tail_chars = tail_chars
+        self.max_tail_chars = int(tail_chars.max(initial=0))
+        lens = np.fromiter((len(t) for t in texts), dtype=np.int64, count=self.size)
+        self.starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
+        self.lens = lens
+        self.flat = np.frombuffer(b"".join(texts), dtype=np.uint8)
+        self.owner = np.repeat(np.arange(self.size, dtype=np.int64), lens)
+        self.pos = np.arange(self.flat.size, dtype=np.int64) - self.starts[self.owner]
+        self.in_tail = self.pos >= first_len[self.owner]
+        self.valid = np.frombuffer(bytes(valid), dtype=np.bool_)
+        self.char_idx = np.array(char_idx, dtype=np.int64)
+        self.nonempty = np.flatnonzero(lens > 0)
         #: tokens whose first character is partial or invalid UTF-8
         self.partial_trie = TokenTrie(partial)
         by_text: dict[str, list[int]] = {}
@@ -130,37 +159,64 @@ class VocabIndex:
             by_text.setdefault(s, []).append(tid)
         self.special_by_text: dict[str, tuple[int, ...]] = {k: tuple(v) for k, v in by_text.items()}
         self.eos = np.array(sorted(vocab.eos_ids), dtype=np.int64)
-        self._loops: OrderedDict[int, tuple[npt.NDArray[np.bool_], TokenTrie]] = OrderedDict()
+        self._runs: OrderedDict[tuple[int, bool, int], _RunTables] = OrderedDict()
         self._lock = threading.Lock()
 
-    def loop_tables(self, loop: int) -> tuple[npt.NDArray[np.bool_], TokenTrie]:
-        """For a loop on the byte set ``loop`` (plus every UTF-8 character): (tokens whose rest
-        after the first character stays in the loop, trie of the exit suffixes of the others
-        whose first character is complete). Built once per ``loop`` (bounded cache)."""
+    def run_tables(self, run: int, utf8: bool, exits: int) -> _RunTables:
+        """Tables for a run of the ASCII bytes ``run`` (and every complete UTF-8 character when
+        ``utf8``) after a token's first character; only exits through a byte of ``exits``
+        are kept. Built once per key (bounded cache): a few numpy passes over the token bytes
+        plus tries of the kept exit suffixes."""
+        key = (run, utf8, exits)
         with self._lock:
-            hit = self._loops.get(loop)
+            hit = self._runs.get(key)
             if hit is not None:
-                self._loops.move_to_end(loop)
+                self._runs.move_to_end(key)
                 return hit
-        words = np.array([(loop >> (64 * w)) & ((1 << 64) - 1) for w in range(4)], np.uint64)
-        outside = ~words
+        lut = np.zeros(256, dtype=np.bool_)
+        for b in range(128):
+            lut[b] = bool((run >> b) & 1)
+        flat = self.flat
+        inside = lut[flat]
+        if utf8:
+            inside |= (flat >= 0x80) & self.valid
+        out = ~inside & self.in_tail
+        big = np.int64(1 << 40)
+        exit_at = np.full(self.size, big, dtype=np.int64)
+        if self.nonempty.size:
+            cand = np.where(out, self.pos, big)
+            exit_at[self.nonempty] = np.minimum.reduceat(cand, self.starts[self.nonempty])
         first_ok = self.first_cls != FIRST_OTHER
-        ascii_ok = ((self.tail_sets[:, :2] & outside[:2]) == 0).all(axis=1)
-        fully = ascii_ok & self.utf8 & first_ok
-        rest = np.flatnonzero(first_ok & ~fully)
-        texts, first_len = self._texts, self._first_len
-        pairs: list[tuple[bytes, int]] = []
-        for tid in rest.tolist():
-            t = texts[tid]
-            n = first_len[tid]
-            k = n + _exit(t[n:], loop)
-            pairs.append((t[k:], tid))
-        tables = (fully, TokenTrie(pairs))
+        fully = first_ok & (exit_at == big)
+        has_exit = np.flatnonzero(first_ok & (exit_at != big))
+        flat_at = self.starts[has_exit] + exit_at[has_exit]
+        ex_lut = np.zeros(256, dtype=np.bool_)
+        for b in range(256):
+            ex_lut[b] = bool((exits >> b) & 1)
+        keep = ex_lut[flat[flat_at]]
+        kept, kept_at = has_exit[keep], flat_at[keep]
+        at_char = self.char_idx[kept_at]
+        by_pos: dict[int, list[tuple[bytes, int]]] = {}
+        texts = self._texts
+        for tid, p, e in zip(kept.tolist(), at_char.tolist(), exit_at[kept].tolist(), strict=True):
+            by_pos.setdefault(p, []).append((texts[tid][e:], tid))
+        tables = _RunTables(fully, {p: TokenTrie(v) for p, v in sorted(by_pos.items())})
         with self._lock:
-            self._loops[loop] = tables
-            while len(self._loops) > LOOP_TABLES:
-                self._loops.popitem(last=False)
+            self._runs[key] = tables
+            while len(self._runs) > LOOP_TABLES:
+                self._runs.popitem(last=False)
         return tables
+
+
+class _RunTables:
+    """``fully``: tokens whose tail (after the first character) stays in the run;
+    ``exits[p]``: trie of the suffixes of tokens leaving the run at tail character ``p``."""
+
+    __slots__ = ("exits", "fully")
+
+    def __init__(self, fully: npt.NDArray[np.bool_], exits: dict[int, TokenTrie]) -> None:
+        self.fully = fully
+        self.exits = exits
 
 
 def _is_char(data: bytes) -> bool:
@@ -169,24 +225,6 @@ def _is_char(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def _exit(t: bytes, loop: int) -> int:
-    """Index of the first byte of ``t`` outside the loop: an ASCII byte not in ``loop``, or a
-    multi-byte character that is partial or invalid."""
-    i, n = 0, len(t)
-    while i < n:
-        c = t[i]
-        if c < 0x80:
-            if not (loop >> c) & 1:
-                return i
-            i += 1
-            continue
-        size = _utf8_len(c)
-        if size == 0 or i + size > n or not _is_char(t[i : i + size]):
-            return i
-        i += size
-    return i
 
 
 _index_cache: OrderedDict[str, VocabIndex] = OrderedDict()
@@ -244,13 +282,9 @@ def _walk(a: Automaton, root: State, trie: TokenTrie, first: int, out: list[int]
 def loop_set(a: Automaton, s: State, allowed: int) -> tuple[int, bool]:
     """(bytes ``b`` with ``advance(s, b) == s``, whether every UTF-8 character loops too)."""
     loop = 0
-    m = allowed
-    while m:
-        low = m & -m
-        m ^= low
-        b = low.bit_length() - 1
-        if a.advance(s, b) == s:
-            loop |= low
+    for subset, y in a.successors(s, allowed):
+        if y == s:
+            loop |= subset
     if (loop & _ASCII).bit_count() < LOOP_MIN_ASCII:
         return loop, False
     return loop, utf8_target(a, s) == s
@@ -266,10 +300,10 @@ def utf8_target(a: Automaton, s: State) -> State | None:
     for ranges in _UTF8:
         frontier: set[State] = {s}
         for lo, hi in ranges:
+            mask = ((1 << (hi + 1)) - 1) ^ ((1 << lo) - 1)
             nxt: set[State] = set()
             for x in frontier:
-                for b in range(lo, hi + 1):
-                    y = a.advance(x, b)
+                for _, y in a.successors(x, mask):
                     if y is None:
                         return None
                     nxt.add(y)
@@ -290,37 +324,110 @@ _ASCII = (1 << 128) - 1
 _HIGH = ((1 << 256) - 1) ^ _ASCII
 
 
+def _step(
+    a: Automaton, c: State, run: int, utf8: bool, memo: dict[tuple[State, int, bool], Any]
+) -> State | bool | None:
+    """The one state every byte of ``run`` (and every UTF-8 character) leads ``c`` to; False
+    when all of them are dead in ``c``; None when neither (they go different ways)."""
+    key = (c, run, utf8)
+    hit = memo.get(key, _MISS)
+    if hit is not _MISS:
+        return hit  # type: ignore[no-any-return]
+    out: State | bool | None = None
+    succ = a.successors(c, run)
+    if all(y is None for _, y in succ):
+        allowed_high = a.allowed_bytes(c) & _HIGH
+        out = False if not (utf8 and allowed_high) else None
+    elif all(y is not None and y == succ[0][1] for _, y in succ):
+        nxt = succ[0][1]
+        if not utf8 or utf8_target(a, c) == nxt:
+            out = nxt
+    memo[key] = out
+    return out
+
+
+class _Run:
+    """First characters of a state that lead into a run: the chain of states it walks."""
+
+    __slots__ = ("chain", "exits", "firsts", "infinite", "mb", "run", "utf8")
+
+    def __init__(
+        self,
+        firsts: int,
+        mb: bool,
+        run: int,
+        utf8: bool,
+        chain: list[State],
+        infinite: bool,
+        exits: int,
+    ) -> None:
+        self.firsts = firsts  # ASCII first bytes
+        self.mb = mb  # complete multi-byte first characters too
+        self.run = run
+        self.utf8 = utf8
+        self.chain = chain  # chain[j]: the state before tail character j
+        self.infinite = infinite  # the chain ends in a self-loop
+        self.exits = exits  # bytes other than the run's allowed somewhere on the chain
+
+
 class _LoopInfo:
-    """Per state: the first characters that lead into big loop states, grouped by target."""
+    __slots__ = ("runs",)
 
-    __slots__ = ("groups",)
+    def __init__(self, runs: list[_Run]) -> None:
+        self.runs = runs
 
-    def __init__(self, groups: list[tuple[State, int, bool, int]]) -> None:
-        #: (loop state T, ASCII first bytes leading to T, multi-byte characters lead to T,
-        #: T's loop byte set)
-        self.groups = groups
+
+def _follow(
+    a: Automaton, t: State, cap: int, memo: dict[tuple[State, int, bool], Any]
+) -> tuple[int, bool, list[State], bool, int] | None:
+    """From ``t``: the run class (the biggest set of ASCII bytes that go to one state), and
+    the chain of states it walks until a self-loop, a dead end, or ``cap`` steps."""
+    groups: dict[State, int] = {}
+    for subset, y in a.successors(t, a.allowed_bytes(t) & _ASCII):
+        if y is not None:
+            groups[y] = groups.get(y, 0) | subset
+    if not groups:
+        return None
+    nxt, run = max(groups.items(), key=lambda kv: kv[1].bit_count())
+    if run.bit_count() < LOOP_MIN_ASCII:
+        return None
+    utf8 = utf8_target(a, t) == nxt
+    chain = [t]
+    exits = a.allowed_bytes(t) & ~run
+    c = t
+    while len(chain) <= cap:
+        step = _step(a, c, run, utf8, memo)
+        if step is None:
+            return None  # the run splits: no table
+        if step is False:
+            return run, utf8, chain, False, exits
+        assert isinstance(step, State)
+        y = step
+        if y == c:
+            return run, utf8, chain, True, exits
+        chain.append(y)
+        exits |= a.allowed_bytes(y) & ~run
+        c = y
+    return run, utf8, chain, False, exits
 
 
 def _loop_info(
-    a: Automaton, s: State, ab: int, trie: TokenTrie, memo: dict[State, _LoopInfo] | None
+    a: Automaton, s: State, ab: int, idx: VocabIndex, memo: dict[Any, Any] | None
 ) -> _LoopInfo:
     if memo is not None:
         hit = memo.get(s)
         if hit is not None:
-            return hit
+            return hit  # type: ignore[no-any-return]
+    step_memo: dict[tuple[State, int, bool], Any] = memo if memo is not None else {}
     by_target: dict[State, int] = {}
-    m = ab & _ASCII
-    while m:
-        low = m & -m
-        m ^= low
-        t = a.advance(s, low.bit_length() - 1)
+    for subset, t in a.successors(s, ab & _ASCII):
         if t is not None:
-            by_target[t] = by_target.get(t, 0) | low
+            by_target[t] = by_target.get(t, 0) | subset
     mb = utf8_target(a, s) if ab & _HIGH else None
     if mb is not None:
         by_target.setdefault(mb, 0)
-    groups: list[tuple[State, int, bool, int]] = []
-    bucket = trie.bucket
+    runs: list[_Run] = []
+    bucket = idx.trie.bucket
     for t, firsts in by_target.items():
         nodes = 0
         f = firsts
@@ -331,23 +438,25 @@ def _loop_info(
             nodes += hi - lo
         if nodes < TABLE_MIN_NODES and t != mb:
             continue  # a small walk is cheaper than the numpy passes over V
-        loop, utf8 = loop_set(a, t, a.allowed_bytes(t))
-        if utf8:
-            groups.append((t, firsts, t == mb, loop))
-    info = _LoopInfo(groups)
+        got = _follow(a, t, idx.max_tail_chars + 1, step_memo)
+        if got is None:
+            continue
+        run, utf8, chain, infinite, exits = got
+        runs.append(_Run(firsts, t == mb, run, utf8, chain, infinite, exits))
+    info = _LoopInfo(runs)
     if memo is not None:
         memo[s] = info
     return info
 
 
 def compute_mask(
-    a: Automaton, s: State, idx: VocabIndex, memo: dict[State, _LoopInfo] | None = None
+    a: Automaton, s: State, idx: VocabIndex, memo: dict[Any, Any] | None = None
 ) -> npt.NDArray[np.int32]:
     """The int32 bitmask (``ceil(V / 32)`` words) of the tokens allowed in state ``s``.
 
-    Cost: a trie walk over the live nodes; where first characters lead into a loop state, a
-    few numpy passes over V plus a walk of that loop's exit-suffix trie instead. Use
-    :class:`MaskCache` to pay it once per state.
+    Cost: a trie walk over the live nodes; where first characters lead into a run (a string
+    body: looping, or counting towards a length bound), a few numpy passes over V plus walks of
+    that run's small exit-suffix tries instead. Use :class:`MaskCache` to pay it once per state.
     """
     allowed = np.zeros(idx.words * 32, dtype=np.bool_)
     ab = a.allowed_bytes(s)
@@ -355,24 +464,35 @@ def compute_mask(
     if ab:
         walk_first = ab
         mb_done = False
-        for t, firsts, mb, loop in _loop_info(a, s, ab, idx.trie, memo).groups:
-            fully, suffixes = idx.loop_tables(loop)
+        for r in _loop_info(a, s, ab, idx, memo).runs:
+            tables = idx.run_tables(r.run, r.utf8, r.exits)
             lut = np.zeros(FIRST_OTHER + 1, dtype=np.bool_)
-            fb = firsts
+            fb = r.firsts
             while fb:
                 low = fb & -fb
                 fb ^= low
                 lut[low.bit_length() - 1] = True
-            lut[FIRST_MB] = mb
+            lut[FIRST_MB] = r.mb
             sel = lut[idx.first_cls]
-            allowed[: idx.size] |= sel & fully
+            steps = len(r.chain)  # tail characters the chain can take (all, if infinite)
+            ok = sel & tables.fully
+            if not r.infinite and steps <= idx.max_tail_chars:
+                ok &= idx.tail_chars < steps
+            allowed[: idx.size] |= ok
             found: list[int] = []
-            _walk(a, t, suffixes, a.allowed_bytes(t), found)
+            for p, trie in tables.exits.items():
+                if p < steps:
+                    c = r.chain[p]
+                elif r.infinite:
+                    c = r.chain[-1]
+                else:
+                    continue
+                _walk(a, c, trie, a.allowed_bytes(c), found)
             if found:
                 f = np.array(found, dtype=np.int64)
                 allowed[f[sel[f]]] = True
-            walk_first &= ~firsts
-            if mb:
+            walk_first &= ~r.firsts
+            if r.mb:
                 mb_done = True
         if mb_done:
             _walk(a, s, idx.partial_trie, walk_first & _HIGH, ids)
@@ -401,7 +521,7 @@ class MaskCache:
         self.index = index
         self.capacity = max(16, max_bytes // max(1, index.words * 4))
         self._masks: OrderedDict[State, npt.NDArray[np.int32]] = OrderedDict()
-        self._loop_memo: dict[State, _LoopInfo] = {}
+        self._loop_memo: dict[Any, Any] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
