@@ -5,18 +5,11 @@ byte), ``skip[i]`` (the index just past its subtree) and ``ends[i]`` (index into
 the ids whose bytes end exactly here, or -1). The children of a node follow it directly, so a
 walk is one loop over indices that jumps to ``skip[i]`` to prune a dead subtree. Nodes of one
 first byte form the contiguous range ``bucket[b]``.
-
-Per token, numpy arrays hold the 256-bit set of its bytes (four uint64 words) and whether its
-bytes are well-formed UTF-8 made of whole characters; these serve the loop-set shortcut in
-``_compute``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
-import numpy as np
-import numpy.typing as npt
+from collections.abc import Iterable
 
 __all__ = ["TokenTrie"]
 
@@ -81,32 +74,3 @@ class TokenTrie:
 
     def __repr__(self) -> str:
         return f"TokenTrie(nodes={self.n_nodes}, tokens={len(self.tokens)})"
-
-
-def token_byte_sets(token_bytes: Sequence[bytes]) -> npt.NDArray[np.uint64]:
-    """``[V, 4]`` uint64: bit ``b % 64`` of word ``b // 64`` is set when byte ``b`` occurs."""
-    n = len(token_bytes)
-    out = np.zeros((n, 4), dtype=np.uint64)
-    # vectorised over the concatenation of all tokens
-    lengths = np.fromiter((len(t) for t in token_bytes), dtype=np.int64, count=n)
-    flat = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
-    if flat.size:
-        owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        word = (flat >> 6).astype(np.int64)
-        bit = np.left_shift(np.uint64(1), (flat & 63).astype(np.uint64))
-        view = out.reshape(-1)
-        np.bitwise_or.at(view, owner * 4 + word, bit)
-    return out
-
-
-def whole_utf8(token_bytes: Sequence[bytes]) -> npt.NDArray[np.bool_]:
-    """``[V]`` bool: the token decodes as UTF-8 made of complete characters (strict)."""
-    out = np.zeros(len(token_bytes), dtype=np.bool_)
-    for i, t in enumerate(token_bytes):
-        if t:
-            try:
-                t.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            out[i] = True
-    return out
