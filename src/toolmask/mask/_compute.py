@@ -46,7 +46,7 @@ LOOP_MIN_ASCII = 8
 #: below this many trie nodes behind a group of first bytes, walking beats the numpy tables
 TABLE_MIN_NODES = 4096
 #: loop tables kept per vocabulary
-LOOP_TABLES = 32
+LOOP_TABLES = 64
 #: first-character classes: 0-127 the ASCII byte, then these two
 FIRST_MB = 128
 FIRST_OTHER = 129
