@@ -60,3 +60,37 @@ def test_grammar_errors(
     with pytest.raises(SystemExit) as e:
         main(["grammar", "--tools", str(tools_json), "--format", "nope"])
     assert e.value.code == 2
+
+
+def test_check_reports_each_keyword(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+            "n": {"type": "integer", "minimum": 1},
+        },
+        "required": ["n"],
+        "description": "demo",
+        "x-vendor": 1,
+    }
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(schema))
+    assert main(["check", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    how = {(k["pointer"], k["keyword"]): k["enforcement"] for k in report["keywords"]}
+    assert how[("/properties/tags", "uniqueItems")] == "validator"
+    assert how[("/properties/n", "minimum")] == "grammar"
+    assert how[("/", "description")] == "annotation"
+    assert how[("/", "x-vendor")] == "ignored"
+    assert how[("/properties/tags/items", "type")] == "grammar"
+    assert report["counts"]["grammar"] == 8  # type x4, properties, items, minimum, required
+
+
+def test_check_unsupported_keyword(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"properties": {"x": {"$dynamicRef": "#a"}}}))
+    assert main(["check", str(path)]) == 1
+    assert "#/properties/x ($dynamicRef)" in capsys.readouterr().err
+    assert main(["check", str(path), "--lenient"]) == 0
+    out = capsys.readouterr().out
+    assert "$dynamicRef" in out and "validator" in out and "warning:" in out

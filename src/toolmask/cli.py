@@ -1,7 +1,8 @@
 """The ``toolmask`` command line: one argparse subcommand per task.
 
 ``toolmask grammar --tools tools.json --format hermes --tool-choice required --dialect gbnf``
-prints the turn grammar for a tool list (GBNF for llama.cpp, Lark for llguidance, or our EBNF).
+prints the turn grammar for a tool list (GBNF for llama.cpp, Lark for llguidance, or our EBNF);
+``toolmask check schema.json`` shows how each keyword of a schema is enforced.
 Exit status: 0 on success, 1 for an error toolmask reports (bad schema, tool spec, grammar that
 the dialect cannot express), 2 for a usage error (argparse's convention).
 """
@@ -66,6 +67,18 @@ def _cmd_grammar(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    from toolmask.schema._report import check_schema, format_report, load_schema
+
+    options: dict[str, Any] = {"lenient": args.lenient, "whitespace": args.whitespace}
+    report = check_schema(load_schema(args.schema), **options)
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(format_report(report))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     from toolmask import __version__
     from toolmask.tools.formats import FORMATS
@@ -115,6 +128,19 @@ def _parser() -> argparse.ArgumentParser:
         help="only the call block(s), from the trigger on (for lazy-grammar engines)",
     )
     g.set_defaults(run=_cmd_grammar)
+
+    c = sub.add_parser(
+        "check",
+        help="show how each keyword of a JSON Schema is enforced",
+        description="Compile a JSON Schema and list, for every keyword, whether the grammar "
+        "enforces it, the post-decode validator checks it, or it is an annotation. An "
+        "unsupported keyword is an error naming its JSON pointer (a warning with --lenient).",
+    )
+    c.add_argument("schema", help="JSON file holding the schema ('-': stdin)")
+    c.add_argument("--lenient", action="store_true", help="unsupported keywords: warn, validate")
+    c.add_argument("--whitespace", default="compact", choices=("compact", "flexible", "indent"))
+    c.add_argument("--json", action="store_true", help="machine-readable output")
+    c.set_defaults(run=_cmd_check)
     return p
 
 
