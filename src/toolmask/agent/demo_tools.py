@@ -1,0 +1,84 @@
+"""Real local tools for ``toolmask demo``: exact decimal arithmetic, the time in a time zone,
+and listing / reading files under one directory (nothing outside it is reachable)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal, InvalidOperation, getcontext
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from toolmask.tools import Tool
+
+__all__ = ["demo_tools"]
+
+MAX_READ = 4000
+
+
+def calculate(a: str, op: Literal["add", "sub", "mul", "div"], b: str) -> str:
+    """Exact decimal arithmetic on two numbers.
+
+    Args:
+        a: The first number, as decimal text (e.g. "12.5").
+        op: The operation: add, sub, mul or div.
+        b: The second number, as decimal text.
+    """
+    getcontext().prec = 50
+    try:
+        x, y = Decimal(a), Decimal(b)
+    except InvalidOperation as e:
+        raise ValueError(f"not a decimal number: {a!r} or {b!r}") from e
+    if op == "div" and y == 0:
+        raise ValueError("division by zero")
+    result = {"add": x + y, "sub": x - y, "mul": x * y, "div": x / y if y else x}[op]
+    return str(result.normalize())
+
+
+def current_time(timezone: str) -> str:
+    """The current date and time in an IANA time zone.
+
+    Args:
+        timezone: An IANA zone name such as "Europe/Paris" or "UTC".
+    """
+    try:
+        zone = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as e:
+        raise ValueError(f"unknown time zone {timezone!r}") from e
+    return dt.datetime.now(zone).isoformat(timespec="seconds")
+
+
+def demo_tools(root: str | Path) -> list[Tool]:
+    """The demo's tools; the file tools see only ``root``."""
+    base = Path(root).resolve()
+
+    def inside(path: str) -> Path:
+        p = (base / path).resolve()
+        if p != base and base not in p.parents:
+            raise ValueError(f"{path!r} is outside the demo directory")
+        return p
+
+    def list_files(directory: str = ".") -> list[str]:
+        """List the files in a directory of the demo folder.
+
+        Args:
+            directory: A path relative to the demo folder ("." for the folder itself).
+        """
+        d = inside(directory)
+        if not d.is_dir():
+            raise ValueError(f"{directory!r} is not a directory")
+        return sorted(p.name + ("/" if p.is_dir() else "") for p in d.iterdir())
+
+    def read_file(path: str) -> str:
+        """Read a text file of the demo folder (the first 4000 characters).
+
+        Args:
+            path: A path relative to the demo folder.
+        """
+        p = inside(path)
+        if not p.is_file():
+            raise ValueError(f"{path!r} is not a file")
+        return p.read_text(encoding="utf-8", errors="replace")[:MAX_READ]
+
+    fns: list[Any] = [calculate, current_time, list_files, read_file]
+    return [Tool.from_function(f) for f in fns]
