@@ -21,7 +21,7 @@ turns a maximum above 2000 into "unbounded").
 
 from __future__ import annotations
 
-from toolmask.errors import GrammarError, GrammarSyntaxError
+from toolmask.errors import GrammarError
 from toolmask.grammar._charset import ANY_CHAR, CharSet, utf8_node
 from toolmask.grammar._ir import (
     Grammar,
@@ -48,6 +48,7 @@ from toolmask.grammar._printing import (
     unique_names,
     words,
 )
+from toolmask.grammar._scan import Scanner
 
 __all__ = ["parse_gbnf", "to_gbnf"]
 
@@ -58,33 +59,12 @@ MAX_REPETITION = 2000
 """llama.cpp refuses a minimum above this and turns a larger maximum into 'unbounded'."""
 
 
-class _Parser:
+class _Parser(Scanner):
+    source = "gbnf"
+
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
+        super().__init__(text)
         self.refs: list[tuple[str, int]] = []
-
-    # -- helpers ---------------------------------------------------------------------------------
-    def error(self, message: str, pos: int | None = None) -> GrammarSyntaxError:
-        return GrammarSyntaxError(
-            message, text=self.text, pos=self.pos if pos is None else pos, source="gbnf"
-        )
-
-    def peek(self, k: int = 0) -> str:
-        i = self.pos + k
-        return self.text[i] if i < len(self.text) else ""
-
-    def space(self, newline_ok: bool) -> None:
-        t = self.text
-        while self.pos < len(t):
-            c = t[self.pos]
-            if c in " \t" or (newline_ok and c in "\r\n"):
-                self.pos += 1
-            elif c == "#":
-                while self.pos < len(t) and t[self.pos] not in "\r\n":
-                    self.pos += 1
-            else:
-                break
 
     def name(self) -> str:
         start = self.pos
@@ -93,14 +73,6 @@ class _Parser:
         if self.pos == start:
             raise self.error("expected a rule name")
         return self.text[start : self.pos]
-
-    def integer(self) -> int:
-        start = self.pos
-        while self.peek().isdigit() and self.peek().isascii():
-            self.pos += 1
-        if self.pos == start:
-            raise self.error("expected an integer")
-        return int(self.text[start : self.pos])
 
     def char(self) -> int:
         """One (possibly escaped) code point of a literal or class."""

@@ -60,6 +60,7 @@ from toolmask.grammar._printing import (
     unique_names,
     words,
 )
+from toolmask.grammar._scan import Scanner
 from toolmask.grammar.passes._walk import node_nullable, nullable_rules
 
 __all__ = ["COMMON_TERMINALS", "parse_lark", "to_lark"]
@@ -133,34 +134,15 @@ COMMON_TERMINALS: frozenset[str] = frozenset(_common())
 """The names ``%import common.X`` accepts."""
 
 
-class _Parser:
+class _Parser(Scanner):
+    source = "lark"
+    comments = ("#", "//")
+
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
+        super().__init__(text)
         self.refs: list[tuple[str, str, int]] = []  # (from rule, name, pos)
         self.specials: list[tuple[str, int]] = []  # (rule, pos)
         self.current = ""
-
-    def error(self, message: str, pos: int | None = None) -> GrammarSyntaxError:
-        return GrammarSyntaxError(
-            message, text=self.text, pos=self.pos if pos is None else pos, source="lark"
-        )
-
-    def peek(self, k: int = 0) -> str:
-        i = self.pos + k
-        return self.text[i] if i < len(self.text) else ""
-
-    def space(self, newline_ok: bool) -> None:
-        t = self.text
-        while self.pos < len(t):
-            c = t[self.pos]
-            if c in " \t" or (newline_ok and c in "\r\n"):
-                self.pos += 1
-            elif c == "#" or t.startswith("//", self.pos):
-                while self.pos < len(t) and t[self.pos] not in "\r\n":
-                    self.pos += 1
-            else:
-                break
 
     def name(self) -> str:
         start = self.pos
@@ -171,14 +153,6 @@ class _Parser:
                 break
             self.pos += 1
         return self.text[start : self.pos]
-
-    def integer(self) -> int:
-        start = self.pos
-        while self.peek() and self.peek() in "0123456789":
-            self.pos += 1
-        if start == self.pos:
-            raise self.error("expected an integer")
-        return int(self.text[start : self.pos])
 
     # -- statements ------------------------------------------------------------------------------
     def parse(self) -> list[tuple[Rule, int]]:
