@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Literal
 
 import referencing
 import referencing.exceptions
@@ -662,8 +662,8 @@ class SchemaCompiler:
                 d2 = d2.union(x.dfa, limits=self.limits)
             c2 = d2.complement()
             strs = () if c2.is_empty() else (StrAlt(c2),)
-        arrs, f1 = self._arr_complement(s.arrays, term)
-        objs, f2 = self._obj_complement(s.objects, term)
+        arrs, f1 = self._container_complement(s.arrays, term, "arrays")
+        objs, f2 = self._container_complement(s.objects, term, "objects")
         return Shape(
             null=not s.null,
             booleans=frozenset({True, False}) - s.booleans,
@@ -674,22 +674,27 @@ class SchemaCompiler:
             flags=flags | f1 | f2,
         )
 
-    def _arr_complement(
-        self, alts: tuple[ArrAlt, ...], term: Term
-    ) -> tuple[tuple[ArrAlt, ...], Flags]:
+    def _container_complement(
+        self, alts: tuple[Any, ...], term: Term, field: Literal["arrays", "objects"]
+    ) -> tuple[tuple[Any, ...], Flags]:
+        """The complement, within arrays (or objects), of the union of ``alts``: the
+        intersection of the alternatives' complements; "any array/object" (flagged: the
+        validator checks) where one of them is not expressible."""
+        top = ArrAlt() if field == "arrays" else ObjAlt()
         if not alts:
-            return (ArrAlt(),), NO_FLAGS
+            return (top,), NO_FLAGS
         if any(a.is_top() for a in alts):
             return (), NO_FLAGS
+        alt_complement = self._arr_alt_complement if field == "arrays" else self._obj_alt_complement
         result: Shape | None = None
         for a in alts:
-            comp = self._arr_alt_complement(a)
+            comp: tuple[Any, ...] | None = alt_complement(a)
             if comp is None:
-                return (ArrAlt(),), self.flag_over(self.pointer_of(term), "not")
-            sh = Shape(arrays=comp)
+                return (top,), self.flag_over(self.pointer_of(term), "not")
+            sh = Shape(arrays=comp) if field == "arrays" else Shape(objects=comp)
             result = sh if result is None else self.intersect(result, sh)
         assert result is not None
-        return result.arrays, result.flags
+        return getattr(result, field), result.flags
 
     def _arr_alt_complement(self, a: ArrAlt) -> tuple[ArrAlt, ...] | None:
         if a.literal is not None:
@@ -716,23 +721,6 @@ class SchemaCompiler:
             if a.max_contains is not None:
                 out.append(ArrAlt(contains=a.contains, min_contains=a.max_contains + 1))
         return tuple(out)
-
-    def _obj_complement(
-        self, alts: tuple[ObjAlt, ...], term: Term
-    ) -> tuple[tuple[ObjAlt, ...], Flags]:
-        if not alts:
-            return (ObjAlt(),), NO_FLAGS
-        if any(o.is_top() for o in alts):
-            return (), NO_FLAGS
-        result: Shape | None = None
-        for o in alts:
-            comp = self._obj_alt_complement(o)
-            if comp is None:
-                return (ObjAlt(),), self.flag_over(self.pointer_of(term), "not")
-            sh = Shape(objects=comp)
-            result = sh if result is None else self.intersect(result, sh)
-        assert result is not None
-        return result.objects, result.flags
 
     def _obj_alt_complement(self, o: ObjAlt) -> tuple[ObjAlt, ...] | None:
         if o.literal is not None:
