@@ -98,6 +98,8 @@ class LlamaCpp:
             logits_all=False,
             verbose=verbose,
         )
+        #: width of the logits row (read once: it is asked for on every decode step)
+        self.n_logits: int = self.llm.n_vocab()
         self.vocab = self._read_vocabulary()
 
     @classmethod
@@ -134,14 +136,13 @@ class LlamaCpp:
                 special[t] = (tokens[t] or b"").decode("utf-8", "replace")
                 tokens[t] = None
         bos = lib.llama_vocab_bos(vocab)
-        n_logits = self.llm.n_vocab()
         return Vocabulary.from_token_bytes(
             tokens,
             eos_ids=sorted(eos),
             special_ids=(),
             special_texts=special,
             bos_id=bos if bos >= 0 else None,
-            vocab_size=max(n_logits, n),
+            vocab_size=max(self.n_logits, n),
         )
 
     # -- text --
@@ -175,7 +176,7 @@ class LlamaCpp:
 
     def _logits(self) -> np.ndarray:
         ptr = self._lib.llama_get_logits_ith(self.llm._ctx.ctx, -1)
-        return np.ctypeslib.as_array(ptr, shape=(self.llm.n_vocab(),))
+        return np.ctypeslib.as_array(ptr, shape=(self.n_logits,))
 
     def generate(
         self,
@@ -195,7 +196,7 @@ class LlamaCpp:
         t0 = time.perf_counter()
         reused = self._sync_prompt(prompt)
         m = compiled.matcher() if compiled is not None else None
-        bitmask = np.zeros((self.llm.n_vocab() + 31) // 32, dtype=np.int32)
+        bitmask = np.zeros((self.n_logits + 31) // 32, dtype=np.int32)
         eos = self.vocab.eos_ids
         out: list[int] = []
         gen = Generation([], b"", "length", len(prompt), reused)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -144,7 +143,6 @@ class VocabIndex:
         self.max_tail_chars = int(tail_chars.max(initial=0))
         lens = np.fromiter((len(t) for t in texts), dtype=np.int64, count=self.size)
         self.starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
-        self.lens = lens
         self.flat = np.frombuffer(b"".join(texts), dtype=np.uint8)
         self.owner = np.repeat(np.arange(self.size, dtype=np.int64), lens)
         self.pos = np.arange(self.flat.size, dtype=np.int64) - self.starts[self.owner]
@@ -545,6 +543,3 @@ class MaskCache:
 
     def __len__(self) -> int:
         return len(self._masks)
-
-    def states(self) -> Iterable[State]:
-        return list(self._masks)
