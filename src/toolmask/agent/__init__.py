@@ -17,35 +17,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from toolmask._compile import CompiledGrammar
 from toolmask._compile import compile as tm_compile
+from toolmask.backends._base import Backend
 from toolmask.sampling import SamplingParams
 from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn
 from toolmask.tools._validate import render_errors
-from toolmask.vocab import Vocabulary
 
 __all__ = ["Agent", "Backend", "Message", "render_chatml"]
 
 DEFAULT_SYSTEM = (
     "You are a helpful assistant. When a tool can answer, call it; otherwise answer briefly."
 )
-
-
-class Backend(Protocol):
-    vocab: Vocabulary
-
-    def tokenize(self, text: str) -> list[int]: ...
-
-    def generate(
-        self,
-        prompt: list[int],
-        compiled: CompiledGrammar | None,
-        *,
-        max_tokens: int = 256,
-        sampling: SamplingParams | None = None,
-    ) -> Any: ...
 
 
 @dataclass

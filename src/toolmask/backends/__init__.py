@@ -1,6 +1,16 @@
 """Model backends. Each lives in its own module and imports its engine lazily, behind an error
-that names the extra to install: ``toolmask.backends.llama_cpp`` (extra ``llama``)."""
+that names the extra to install: ``toolmask.backends.llama_cpp`` (extra ``llama``) and
+``toolmask.backends.transformers`` (extra ``transformers``). What they share (the
+:class:`Generation` result, the :class:`Backend` protocol, the ``on_token`` hook) is here."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from toolmask.backends._base import (
+    Backend,
+    ContextOverflowError,
+    Generation,
+    OnToken,
+    check_compiled_for,
+)
+
+__all__ = ["Backend", "ContextOverflowError", "Generation", "OnToken", "check_compiled_for"]
