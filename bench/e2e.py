@@ -1,13 +1,15 @@
 """End to end on SmolLM2 (llama.cpp): the mask's share of decode time, and validity with and
 without it.
 
-For each prompt of ``tests/agent/test_e2e.py`` under ``tool_choice="required"``:
+For each prompt of ``tests/agent/test_e2e.py`` under ``tool_choice="required"``, greedy:
 
-* constrained: decode under the turn grammar; per step the model's decode time and the mask
-  time (fill_bitmask) are recorded; time to first token with the tools' prefix already in the
-  KV cache (warm) and after clearing it (cold);
-* unconstrained: the same prompt decoded greedily without a mask: does the reply hold a call
+* masked, with jump-forward (forced text appended as the model's own tokens in one batch):
+  per step the model's decode time and the mask time (fill_bitmask); pass 1 meets automaton
+  states for the first time, later passes find their masks cached (steady state);
+* masked without jump-forward: how many sampling steps the forced text saves;
+* unconstrained: the same prompts without a mask: tokens/s, and does the reply hold a call
   that parses and validates?
+* time to first token with the tools' prefix already in the KV cache (warm) and cleared (cold).
 
 Prints a table and writes ``bench/results/e2e.json``.
 
@@ -40,6 +42,56 @@ def pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(len(s) * q))] if s else 0.0
 
 
+def run_pass(
+    backend: LlamaCpp,
+    turn: ToolTurn,
+    compiled: Any,
+    prompts: list[list[int]],
+    *,
+    max_tokens: int,
+    jump_forward: bool = True,
+) -> dict[str, Any]:
+    """Decode every prompt once; per-step model time, mask time, validity, token counts."""
+    steps: list[float] = []
+    masks: list[float] = []
+    ttft: list[float] = []
+    valid = tokens = forced = sampled = cut = 0
+    wall = 0.0
+    for ids in prompts:
+        g0 = time.perf_counter()
+        gen = backend.generate(ids, compiled, max_tokens=max_tokens, jump_forward=jump_forward)
+        wall += time.perf_counter() - g0
+        steps += gen.step_s
+        masks += gen.mask_s
+        tokens += len(gen.tokens)
+        forced += gen.forced_tokens
+        sampled += gen.sampled_tokens
+        cut += gen.finish_reason == "length"
+        ttft.append(gen.first_token_s)
+        parsed = turn.parse(gen.text.decode("utf-8", "replace"))
+        valid += bool(parsed.calls) and all(turn.validate(c) == [] for c in parsed.calls)
+    decode = statistics.fmean(steps) if steps else 0.0
+    out: dict[str, Any] = {
+        "valid": valid,
+        "cut_at_max_tokens": cut,
+        "tokens": tokens,
+        "forced_tokens": forced,
+        "sampled_tokens": sampled,
+        "model_steps": len(steps),
+        "tok_per_s": tokens / wall if wall else 0.0,
+        "decode_ms_mean": decode * 1e3,
+        "ttft_ms_mean": statistics.fmean(ttft) * 1e3,
+    }
+    if masks:
+        out |= {
+            "mask_ms_mean": statistics.fmean(masks) * 1e3,
+            "mask_ms_p99": pct(masks, 0.99) * 1e3,
+            "mask_share_mean": statistics.fmean(masks) / decode,
+            "mask_share_p99": pct(masks, 0.99) / decode,
+        }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=None)
@@ -51,85 +103,68 @@ def main() -> None:
     t0 = time.perf_counter()
     compiled = tm.compile(turn.grammar(), backend.vocab)
     compile_s = time.perf_counter() - t0
-
-    def prompt_ids(p: str) -> list[int]:
-        msgs = [Message("system", "You are a helpful assistant.\n\n" + turn.prompt())]
-        return backend.tokenize(render_chatml([*msgs, Message("user", p)], turn))
-
-    rounds: list[dict[str, Any]] = []
-    for r in range(args.rounds):
-        steps: list[float] = []
-        masks: list[float] = []
-        ttft_warm: list[float] = []
-        valid = 0
-        tokens = 0
-        wall = 0.0
-        for p in PROMPTS:
-            ids = prompt_ids(p)
-            g0 = time.perf_counter()
-            gen = backend.generate(ids, compiled, max_tokens=args.max_tokens)
-            wall += time.perf_counter() - g0
-            steps += gen.step_s
-            masks += gen.mask_s
-            tokens += len(gen.tokens)
-            ttft_warm.append(gen.first_token_s)
-            parsed = turn.parse(gen.text.decode("utf-8", "replace"))
-            valid += bool(parsed.calls) and all(turn.validate(c) == [] for c in parsed.calls)
-        rounds.append(
-            {
-                "round": r,
-                "valid": valid,
-                "tokens": tokens,
-                "tok_per_s": tokens / wall if wall else 0.0,
-                "decode_ms_mean": statistics.fmean(steps) * 1e3,
-                "mask_ms_mean": statistics.fmean(masks) * 1e3,
-                "mask_ms_p99": pct(masks, 0.99) * 1e3,
-                "mask_share_mean": statistics.fmean(masks) / statistics.fmean(steps),
-                "ttft_ms_mean": statistics.fmean(ttft_warm) * 1e3,
-            }
-        )
-    # cold prefix: clear the context before each prompt
+    system = Message("system", "You are a helpful assistant.\n\n" + turn.prompt())
+    prompts = [backend.tokenize(render_chatml([system, Message("user", p)], turn)) for p in PROMPTS]
+    mt = args.max_tokens
+    # first pass: masks computed as states are first seen; later passes: the mask cache is warm
+    rounds = [
+        {"round": r} | run_pass(backend, turn, compiled, prompts, max_tokens=mt)
+        for r in range(args.rounds)
+    ]
+    no_jump = run_pass(backend, turn, compiled, prompts, max_tokens=mt, jump_forward=False)
+    free = run_pass(backend, turn, None, prompts, max_tokens=mt)
+    # cold prefix: the context is cleared before each prompt (warm: the system prompt is cached)
     cold: list[float] = []
-    for p in PROMPTS[:5]:
+    for ids in prompts[:5]:
         backend.llm.reset()
-        gen = backend.generate(prompt_ids(p), compiled, max_tokens=4)
-        cold.append(gen.first_token_s)
-    # unconstrained baseline
-    free_valid = 0
-    free_tokens = 0
-    free_wall = 0.0
-    for p in PROMPTS:
-        g0 = time.perf_counter()
-        gen = backend.generate(prompt_ids(p), None, max_tokens=args.max_tokens)
-        free_wall += time.perf_counter() - g0
-        free_tokens += len(gen.tokens)
-        parsed = turn.parse(gen.text.decode("utf-8", "replace"))
-        free_valid += bool(parsed.calls) and all(turn.validate(c) == [] for c in parsed.calls)
+        cold.append(backend.generate(ids, compiled, max_tokens=4).first_token_s)
+    steady = rounds[-1]
     report = {
         "model": str(backend.model_path.name),
+        "n_threads": backend.llm.n_threads,
         "prompts": len(PROMPTS),
+        "max_tokens": mt,
         "compile_s": compile_s,
         "constrained": rounds,
+        "constrained_no_jump_forward": no_jump,
+        "unconstrained": free,
+        "ttft_warm_prefix_ms_mean": steady["ttft_ms_mean"],
         "ttft_cold_prefix_ms_mean": statistics.fmean(cold) * 1e3,
-        "unconstrained": {
-            "valid": free_valid,
-            "tok_per_s": free_tokens / free_wall if free_wall else 0.0,
-        },
+        "tokens_saved_by_forced_text": no_jump["sampled_tokens"] - steady["sampled_tokens"],
     }
     print(
-        f"model {report['model']}, {len(PROMPTS)} prompts, turn grammar compiled in "
-        f"{compile_s * 1e3:.0f} ms"
+        f"model {report['model']} ({report['n_threads']} threads), {len(PROMPTS)} prompts under "
+        f"tool_choice=required, max_tokens {mt}; turn grammar compiled in "
+        f"{compile_s * 1e3:.0f} ms\n"
     )
-    for r in rounds:
-        print(
-            f"round {r['round']}: valid {r['valid']}/{len(PROMPTS)}, {r['tok_per_s']:.1f} tok/s, "
-            f"decode {r['decode_ms_mean']:.2f} ms/step, mask {r['mask_ms_mean']:.3f} ms mean "
-            f"({100 * r['mask_share_mean']:.1f}% of decode), p99 {r['mask_ms_p99']:.2f} ms, "
-            f"TTFT (warm prefix) {r['ttft_ms_mean']:.0f} ms"
+    head = (
+        "| run | valid | cut | tokens | sampled | forced | tok/s | decode ms/step "
+        "| mask ms mean / p99 | mask share mean / p99 | TTFT ms |"
+    )
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+    runs = [(f"masked, pass {r['round'] + 1}", r) for r in rounds]
+    runs += [("masked, no jump-forward", no_jump), ("unconstrained", free)]
+    for name, r in runs:
+        mask = (
+            f"{r['mask_ms_mean']:.3f} / {r['mask_ms_p99']:.2f}"
+            f" | {100 * r['mask_share_mean']:.1f}% / {100 * r['mask_share_p99']:.1f}%"
+            if "mask_ms_mean" in r
+            else "- | -"
         )
-    print(f"TTFT with a cold prefix: {report['ttft_cold_prefix_ms_mean']:.0f} ms")
-    u = report["unconstrained"]
-    print(f"unconstrained: valid {u['valid']}/{len(PROMPTS)}, {u['tok_per_s']:.1f} tok/s")
+        print(
+            f"| {name} | {r['valid']}/{len(PROMPTS)} | {r['cut_at_max_tokens']} | {r['tokens']} "
+            f"| {r['sampled_tokens']} | {r['forced_tokens']} | {r['tok_per_s']:.1f} "
+            f"| {r['decode_ms_mean']:.2f} | {mask} | {r['ttft_ms_mean']:.0f} |"
+        )
+    print(
+        f"\ntokens saved by forced text: {report['tokens_saved_by_forced_text']} sampling steps "
+        f"({steady['forced_tokens']} tokens appended in batches)"
+    )
+    print(
+        f"TTFT: {report['ttft_warm_prefix_ms_mean']:.0f} ms with the tools' prefix cached, "
+        f"{report['ttft_cold_prefix_ms_mean']:.0f} ms cold"
+    )
     out = ROOT / "bench" / "results" / "e2e.json"
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {out}")

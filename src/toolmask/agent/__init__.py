@@ -24,8 +24,9 @@ from toolmask.backends._base import Backend
 from toolmask.sampling import SamplingParams
 from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn
 from toolmask.tools._validate import render_errors
+from toolmask.tools.formats import WireFormat
 
-__all__ = ["Agent", "Backend", "Message", "render_chatml"]
+__all__ = ["Agent", "Backend", "Message", "render_chatml", "render_tool_calls"]
 
 DEFAULT_SYSTEM = (
     "You are a helpful assistant. When a tool can answer, call it; otherwise answer briefly."
@@ -47,13 +48,57 @@ class Message:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def render_tool_calls(calls: Sequence[ToolCall], fmt: WireFormat) -> str:
+    """``calls`` written the way ``fmt``'s turn grammar makes the model write them: the call
+    envelope with ``json.dumps`` spacing and compact arguments; one block per call joined by
+    ``fmt.block_sep``, or all calls in one block for list formats. O(size of the calls)."""
+
+    def one(c: ToolCall) -> str:
+        args = json.dumps(c.arguments, ensure_ascii=False, separators=(",", ":"))
+        return (
+            "{"
+            + json.dumps(fmt.name_key)
+            + ": "
+            + json.dumps(c.name, ensure_ascii=False)
+            + ", "
+            + json.dumps(fmt.args_key)
+            + ": "
+            + args
+            + "}"
+        )
+
+    def block(body: str) -> str:
+        return (
+            fmt.open
+            + fmt.after_open
+            + fmt.list_open
+            + body
+            + fmt.list_close
+            + fmt.before_close
+            + fmt.close
+        )
+
+    if fmt.separator:
+        return block(fmt.separator_text.join(one(c) for c in calls))
+    return fmt.block_sep.join(block(one(c)) for c in calls)
+
+
 def render_chatml(messages: Sequence[Message], turn: ToolTurn) -> str:
     """ChatML with Hermes-style tool calls and ``<tool_response>`` results, then the open
-    assistant header. Deterministic: a longer conversation extends the text of a shorter one."""
+    assistant header. Deterministic: a longer conversation extends the text of a shorter one.
+
+    An assistant message is rendered from its ``raw`` completion when it has one; otherwise
+    from ``content`` followed (after a newline) by its ``tool_calls`` in the turn's wire format
+    (:func:`render_tool_calls`), as messages coming back from an OpenAI client are."""
     out: list[str] = []
     for m in messages:
         if m.role == "assistant":
-            body = m.raw if m.raw is not None else m.content
+            body = m.raw
+            if body is None:
+                body = m.content
+                if m.tool_calls:
+                    calls = render_tool_calls(m.tool_calls, turn.format)
+                    body = f"{body}\n{calls}" if body else calls
             out.append(f"<|im_start|>assistant\n{body}<|im_end|>\n")
         elif m.role == "tool":
             out.append(
@@ -146,11 +191,14 @@ class Agent:
         transcript.append(msg)
         return msg, parsed, turn
 
-    def run(self, user: str, *, history: Sequence[Message] = ()) -> list[Message]:
-        """Run the loop for one user message; returns the whole transcript."""
+    def run(
+        self, user: str, *, history: Sequence[Message] = (), max_steps: int | None = None
+    ) -> list[Message]:
+        """Run the loop for one user message; returns the whole transcript. ``max_steps``
+        overrides the agent's for this run (``1``: one model turn and its tool results)."""
         transcript = [Message("system", self.system), *history, Message("user", user)]
         blocked = 0
-        for step in range(self.max_steps):
+        for step in range(self.max_steps if max_steps is None else max_steps):
             msg, _parsed, turn = self.step(transcript, step)
             if not msg.tool_calls:
                 break
