@@ -20,13 +20,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmask._compile import compile as tm_compile
+from toolmask.agent._template import ChatTemplate, ChatTemplateError
 from toolmask.backends._base import Backend
 from toolmask.sampling import SamplingParams
 from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn
 from toolmask.tools._validate import render_errors
 from toolmask.tools.formats import WireFormat
 
-__all__ = ["Agent", "Backend", "Message", "render_chatml", "render_tool_calls"]
+__all__ = [
+    "Agent",
+    "Backend",
+    "ChatTemplate",
+    "ChatTemplateError",
+    "Message",
+    "Template",
+    "default_template",
+    "render_chatml",
+    "render_tool_calls",
+]
 
 DEFAULT_SYSTEM = (
     "You are a helpful assistant. When a tool can answer, call it; otherwise answer briefly."
@@ -110,6 +121,23 @@ def render_chatml(messages: Sequence[Message], turn: ToolTurn) -> str:
     return "".join(out)
 
 
+#: renders a transcript (and the turn's tools) into the prompt text, assistant turn opened
+Template = Callable[[Sequence[Message], ToolTurn], str]
+
+
+def default_template(backend: Any) -> Template:
+    """The backend model's own chat template when it carries one (``backend.chat_template``,
+    e.g. a GGUF's ``tokenizer.chat_template``), else :func:`render_chatml`."""
+    source = getattr(backend, "chat_template", None)
+    if not source:
+        return render_chatml
+    return ChatTemplate(
+        source,
+        bos_token=getattr(backend, "bos_text", "") or "",
+        eos_token=getattr(backend, "eos_text", "") or "",
+    )
+
+
 ToolPolicy = Callable[[int, Sequence[Message]], Iterable[str] | None]
 
 
@@ -131,6 +159,7 @@ class Agent:
         sampling: SamplingParams | None = None,
         policy: ToolPolicy | None = None,
         functions: dict[str, Callable[..., Any]] | None = None,
+        template: Template | None = None,
     ) -> None:
         self.backend = backend
         tool_list = list(tools)
@@ -150,7 +179,11 @@ class Agent:
         self.max_steps = max_steps
         self.max_tokens = max_tokens
         self.max_consecutive_blocked = max_consecutive_blocked
-        self.system = system + "\n\n" + base.prompt()
+        self.template: Template = template or default_template(backend)
+        tool_prompt = base.prompt()
+        if isinstance(self.template, ChatTemplate) and self.template.knows_tools:
+            tool_prompt = ""  # the model's template advertises the tools itself
+        self.system = f"{system}\n\n{tool_prompt}" if tool_prompt else system
         self.sampling = sampling
         self.policy = policy
         self._base = base
@@ -174,7 +207,7 @@ class Agent:
         """Decode and parse one assistant turn (appended to ``transcript``)."""
         turn = self._turn_for(step, transcript)
         compiled = tm_compile(turn.grammar(), self.backend.vocab)
-        prompt = self.backend.tokenize(render_chatml(transcript, turn))
+        prompt = self.backend.tokenize(self.template(transcript, turn))
         gen = self.backend.generate(
             prompt, compiled, max_tokens=self.max_tokens, sampling=self.sampling
         )

@@ -100,6 +100,11 @@ class LlamaCpp:
         #: width of the logits row (read once: it is asked for on every decode step)
         self.n_logits: int = self.llm.n_vocab()
         self.vocab = self._read_vocabulary()
+        meta = self.llm.metadata
+        #: the GGUF's Jinja chat template (``tokenizer.chat_template``), if it carries one
+        self.chat_template: str | None = meta.get("tokenizer.chat_template") or None
+        self.bos_text = self._special_text(meta.get("tokenizer.ggml.bos_token_id"))
+        self.eos_text = self._special_text(meta.get("tokenizer.ggml.eos_token_id"))
 
     @classmethod
     def default(cls, **kwargs: Any) -> LlamaCpp:
@@ -143,6 +148,17 @@ class LlamaCpp:
             bos_id=bos if bos >= 0 else None,
             vocab_size=max(self.n_logits, n),
         )
+
+    def _special_text(self, tid: Any) -> str:
+        try:
+            i = int(tid)
+        except (TypeError, ValueError):
+            return ""
+        text = self.vocab.special.get(i)
+        if text is not None:
+            return text
+        piece = self.vocab.token_bytes[i] if 0 <= i < len(self.vocab.token_bytes) else None
+        return (piece or b"").decode("utf-8", "replace")
 
     # -- text --
     def tokenize(self, text: str) -> list[int]:
