@@ -312,6 +312,10 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--seed", type=int, default=None)
     ch.add_argument("--raw", action="store_true", help="print every raw completion")
     ch.set_defaults(run=_cmd_chat)
+
+    from toolmask.server.cli import add_serve_parser
+
+    add_serve_parser(sub)
     return p
 
 

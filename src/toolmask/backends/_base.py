@@ -15,18 +15,29 @@ honours stop strings and cancels a request whose client went away.
 
 from __future__ import annotations
 
+import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
 
 from toolmask.errors import ToolmaskError
+from toolmask.sampling import Sampler, SamplingParams
 
 if TYPE_CHECKING:
-    from toolmask._compile import CompiledGrammar
-    from toolmask.sampling import SamplingParams
+    from toolmask._compile import CompiledGrammar, Matcher
     from toolmask.vocab import Vocabulary
 
-__all__ = ["Backend", "ContextOverflowError", "Generation", "OnToken", "check_compiled_for"]
+__all__ = [
+    "Backend",
+    "ContextOverflowError",
+    "DecodingBackend",
+    "Generation",
+    "OnToken",
+    "check_compiled_for",
+]
 
 #: ``on_token(token_ids, text) -> stop?``: see the module docstring.
 OnToken = Callable[[list[int], bytes], bool | None]
@@ -90,3 +101,155 @@ def check_compiled_for(compiled: CompiledGrammar | None, vocab: Vocabulary) -> N
         raise ToolmaskError("compile the grammar with this backend's vocabulary")
     if compiled.vocab.fingerprint != vocab.fingerprint:
         raise ToolmaskError("the grammar was compiled for another vocabulary")
+
+
+class DecodingBackend(ABC):
+    """The masked decode loop, written once; a model engine supplies four primitives.
+
+    Subclasses set ``vocab`` and ``n_ctx`` and implement :meth:`_sync_prompt` (evaluate a
+    prompt, reusing what the context already holds), :meth:`_feed` (evaluate tokens after the
+    context, one batch), :meth:`_logits` (the last position's logits row, numpy) and
+    :meth:`_encode` (the model's own tokenisation of text, no BOS, special texts as text).
+    """
+
+    vocab: Vocabulary
+    n_ctx: int
+
+    @abstractmethod
+    def _sync_prompt(self, prompt: list[int]) -> int:
+        """Evaluate ``prompt``; return how many leading tokens were reused from the cache."""
+
+    @abstractmethod
+    def _feed(self, tokens: list[int]) -> None:
+        """Evaluate ``tokens`` after what the context holds (one batch)."""
+
+    @abstractmethod
+    def _logits(self) -> Any:
+        """The logits row after the last evaluated token (1-D, width >= vocabulary)."""
+
+    @abstractmethod
+    def _encode(self, text: str) -> list[int]:
+        """The model's tokenisation of ``text`` as plain text (no BOS, no special ids)."""
+
+    def detokenize(self, tokens: list[int]) -> bytes:
+        table = self.vocab.token_bytes
+        return b"".join(table[t] or b"" for t in tokens)
+
+    def forced_tokens(self, m: Matcher) -> list[int]:
+        """Tokens to append without sampling: the model's own tokenisation of the matcher's
+        forced bytes (cut before a partial UTF-8 character), less its last token (which could
+        merge with what follows), kept while each token's bytes are inside the forced text."""
+        forced = m.forced_bytes()
+        if len(forced) < 2:
+            return []
+        for cut in range(len(forced), max(len(forced) - 4, 0), -1):
+            try:
+                text = forced[:cut].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            forced = forced[:cut]
+            break
+        else:
+            return []
+        out: list[int] = []
+        pos = 0
+        table = self.vocab.token_bytes
+        for t in self._encode(text)[:-1]:
+            piece = table[t]
+            if not piece or forced[pos : pos + len(piece)] != piece:
+                break
+            out.append(t)
+            pos += len(piece)
+        return out
+
+    def generate(
+        self,
+        prompt: list[int],
+        compiled: CompiledGrammar | None,
+        *,
+        max_tokens: int = 256,
+        sampling: SamplingParams | None = None,
+        on_token: OnToken | None = None,
+        jump_forward: bool = True,
+    ) -> Generation:
+        """Decode after ``prompt`` under ``compiled`` (``None``: unconstrained, for baselines).
+
+        Each step fills the matcher's bitmask (cached per automaton state), samples from the
+        masked logits (greedy unless ``sampling`` says otherwise) and feeds the token to the
+        matcher and the model. With ``jump_forward``, text the grammar forces is appended as
+        the model's own tokens in one batch, without sampling (:meth:`forced_tokens`). Stops at
+        EOS, when the grammar is finished, when ``on_token`` returns true (``"stop"``), or at
+        ``max_tokens`` / a full context (``"length"``). Raises :class:`ContextOverflowError`
+        when the prompt does not fit.
+        """
+        check_compiled_for(compiled, self.vocab)
+        if len(prompt) >= self.n_ctx:
+            raise ContextOverflowError(len(prompt), self.n_ctx)
+        if not prompt:
+            raise ToolmaskError("the prompt is empty")
+        sampler = Sampler(sampling or SamplingParams(temperature=0.0))
+        t0 = time.perf_counter()
+        reused = self._sync_prompt(prompt)
+        m = compiled.matcher() if compiled is not None else None
+        bitmask = np.zeros((self.vocab.vocab_size + 31) // 32, dtype=np.int32)
+        eos = self.vocab.eos_ids
+        table = self.vocab.token_bytes
+        out: list[int] = []
+        gen = Generation([], b"", "length", len(prompt), reused)
+
+        def emit(chunk: list[int]) -> bool:
+            """Append ``chunk`` and feed it to the model; True when decoding must stop."""
+            if not out:
+                gen.first_token_s = time.perf_counter() - t0
+            out.extend(chunk)
+            stop = False
+            if on_token is not None:
+                stop = bool(on_token(chunk, b"".join(table[t] or b"" for t in chunk)))
+            if stop or (m is not None and m.is_finished()):
+                gen.finish_reason = "stop"
+                return True
+            if len(out) >= max_tokens or len(prompt) + len(out) >= self.n_ctx:
+                gen.finish_reason = "length"
+                return True
+            s1 = time.perf_counter()
+            self._feed(chunk)
+            gen.step_s.append(time.perf_counter() - s1)
+            return False
+
+        while len(out) < max_tokens:
+            if m is not None and m.is_finished():
+                gen.finish_reason = "stop"
+                break
+            if m is not None and jump_forward:
+                chunk = self.forced_tokens(m)[: max_tokens - len(out)]
+                accepted = 0
+                for t in chunk:
+                    if not m.accept_token(t):
+                        break
+                    accepted += 1
+                if accepted:
+                    gen.forced_tokens += accepted
+                    if emit(chunk[:accepted]):
+                        break
+                    continue
+            logits = self._logits()
+            if m is not None:
+                s0 = time.perf_counter()
+                m.fill_bitmask(bitmask)
+                gen.mask_s.append(time.perf_counter() - s0)
+                token = sampler.sample(logits, bitmask)
+                if not m.accept_token(token):  # cannot happen for a token the mask allowed
+                    raise ToolmaskError(f"matcher refused sampled token {token}")
+            else:
+                token = sampler.sample(logits)
+            gen.sampled_tokens += 1
+            if token in eos:
+                if not out:
+                    gen.first_token_s = time.perf_counter() - t0
+                gen.finish_reason = "stop"
+                break
+            if emit([token]):
+                break
+        gen.tokens = out
+        gen.text = self.detokenize(out)
+        return gen

@@ -17,24 +17,17 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolmask.backends._base import (
-    ContextOverflowError,
-    Generation,
-    OnToken,
-    check_compiled_for,
-)
+from toolmask.backends._base import ContextOverflowError, DecodingBackend, Generation
 from toolmask.errors import ToolmaskError
-from toolmask.sampling import Sampler, SamplingParams
 from toolmask.vocab import Vocabulary
 
 if TYPE_CHECKING:
-    from toolmask._compile import CompiledGrammar, Matcher
+    pass
 
 __all__ = [
     "DEFAULT_MODEL_FILE",
@@ -72,7 +65,7 @@ def _import_llama() -> Any:
     return llama_cpp
 
 
-class LlamaCpp:
+class LlamaCpp(DecodingBackend):
     """A GGUF model in-process through llama-cpp-python. Not thread-safe: one sequence."""
 
     def __init__(
@@ -99,6 +92,8 @@ class LlamaCpp:
         )
         #: width of the logits row (read once: it is asked for on every decode step)
         self.n_logits: int = self.llm.n_vocab()
+        #: the context window, in tokens
+        self.n_ctx: int = self.llm.n_ctx()
         self.vocab = self._read_vocabulary()
         meta = self.llm.metadata
         #: the GGUF's Jinja chat template (``tokenizer.chat_template``), if it carries one
@@ -166,16 +161,11 @@ class LlamaCpp:
         ids: list[int] = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         return ids
 
-    def detokenize(self, tokens: list[int]) -> bytes:
-        return b"".join(self.vocab.token_bytes[t] for t in tokens)
-
     # -- decoding --
     def _sync_prompt(self, prompt: list[int]) -> int:
         """Evaluate ``prompt``, reusing the longest prefix already in the context. Returns the
         number of reused tokens (at least one token is always evaluated, for fresh logits)."""
         llm = self.llm
-        if len(prompt) >= llm.n_ctx():
-            raise ContextOverflowError(len(prompt), llm.n_ctx())
         have = llm.input_ids[: llm.n_tokens].tolist()
         common = 0
         for a, b in zip(have, prompt, strict=False):
@@ -187,108 +177,13 @@ class LlamaCpp:
         llm.eval(prompt[common:])
         return common
 
+    def _feed(self, tokens: list[int]) -> None:
+        self.llm.eval(tokens)
+
     def _logits(self) -> np.ndarray:
         ptr = self._lib.llama_get_logits_ith(self.llm._ctx.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(self.n_logits,))
 
-    def forced_tokens(self, m: Matcher) -> list[int]:
-        """Tokens to append without sampling: the model's own tokenisation of the matcher's
-        forced bytes, less its last token (which could merge with what follows), kept only
-        while each token's bytes are inside the forced text and the matcher accepts them."""
-        forced = m.forced_bytes()
-        if len(forced) < 2:
-            return []
-        ids: list[int] = self.llm.tokenize(forced, add_bos=False, special=False)
-        out: list[int] = []
-        pos = 0
-        table = self.vocab.token_bytes
-        for t in ids[:-1]:
-            piece = table[t]
-            if not piece or forced[pos : pos + len(piece)] != piece:
-                break
-            out.append(t)
-            pos += len(piece)
-        return out
-
-    def generate(
-        self,
-        prompt: list[int],
-        compiled: CompiledGrammar | None,
-        *,
-        max_tokens: int = 256,
-        sampling: SamplingParams | None = None,
-        on_token: OnToken | None = None,
-        jump_forward: bool = True,
-    ) -> Generation:
-        """Decode after ``prompt`` under ``compiled`` (None: unconstrained, for baselines).
-
-        With ``jump_forward``, text the grammar forces (``Matcher.forced_bytes``) is appended
-        as the model's own tokens in one batch instead of one sampled step per token."""
-        check_compiled_for(compiled, self.vocab)
-        sampler = Sampler(sampling or SamplingParams(temperature=0.0))
-        t0 = time.perf_counter()
-        reused = self._sync_prompt(prompt)
-        n_ctx = self.llm.n_ctx()
-        m = compiled.matcher() if compiled is not None else None
-        bitmask = np.zeros((self.n_logits + 31) // 32, dtype=np.int32)
-        eos = self.vocab.eos_ids
-        table = self.vocab.token_bytes
-        out: list[int] = []
-        gen = Generation([], b"", "length", len(prompt), reused)
-
-        def emit(chunk: list[int]) -> bool:
-            """Feed ``chunk`` to the model (one batch); True when the caller must stop."""
-            if not out:
-                gen.first_token_s = time.perf_counter() - t0
-            out.extend(chunk)
-            stop = False
-            if on_token is not None:
-                stop = bool(on_token(chunk, b"".join(table[t] or b"" for t in chunk)))
-            if stop or (m is not None and m.is_finished()):
-                gen.finish_reason = "stop"
-                return True
-            if len(out) >= max_tokens or len(prompt) + len(out) >= n_ctx:
-                gen.finish_reason = "length"
-                return True
-            s1 = time.perf_counter()
-            self.llm.eval(chunk)
-            gen.step_s.append(time.perf_counter() - s1)
-            return False
-
-        while len(out) < max_tokens:
-            if m is not None and m.is_finished():
-                gen.finish_reason = "stop"
-                break
-            if m is not None and jump_forward:
-                chunk = self.forced_tokens(m)[: max_tokens - len(out)]
-                accepted = 0
-                for t in chunk:
-                    if not m.accept_token(t):
-                        break
-                    accepted += 1
-                if accepted:
-                    gen.forced_tokens += accepted
-                    if emit(chunk[:accepted]):
-                        break
-                    continue
-            logits = self._logits()
-            if m is not None:
-                s0 = time.perf_counter()
-                m.fill_bitmask(bitmask)
-                gen.mask_s.append(time.perf_counter() - s0)
-                token = sampler.sample(logits, bitmask)
-                if not m.accept_token(token):  # cannot happen for a token the mask allowed
-                    raise ToolmaskError(f"matcher refused sampled token {token}")
-            else:
-                token = sampler.sample(logits)
-            gen.sampled_tokens += 1
-            if token in eos:
-                if not out:
-                    gen.first_token_s = time.perf_counter() - t0
-                gen.finish_reason = "stop"
-                break
-            if emit([token]):
-                break
-        gen.tokens = out
-        gen.text = self.detokenize(out)
-        return gen
+    def _encode(self, text: str) -> list[int]:
+        ids: list[int] = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        return ids

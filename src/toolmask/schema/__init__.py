@@ -75,3 +75,31 @@ def compile_json_schema(
         return lowerer.run(compiler.root_term, schema_json, resources_json)
     except RecursionError as e:
         raise LimitError("the schema nests too deeply", limit="max_schema_depth") from e
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
+        # a malformed schema that slipped past the keyword checks (a subschema that is a
+        # number, say) tripped the resolver: name the place through the metaschema
+        raise _malformed(schema, e) from e
+
+
+def _malformed(schema: Any, cause: Exception) -> SchemaError:
+    """A located :class:`SchemaError` for a schema that broke the compiler: the metaschema's
+    best-matching error (its JSON pointer and keyword), else the cause itself at the root."""
+    from jsonschema import validators
+    from jsonschema.exceptions import best_match
+
+    try:
+        cls = validators.validator_for(
+            schema if isinstance(schema, dict) else {}, default=validators.Draft202012Validator
+        )
+    except Exception:  # a $schema that is not a URI string: check against 2020-12
+        cls = validators.Draft202012Validator
+    try:
+        err = best_match(cls(cls.META_SCHEMA).iter_errors(schema))
+    except Exception:  # the metaschema walk itself failed: fall back to the cause
+        err = None
+    if err is None:
+        return SchemaError(f"the schema is malformed ({type(cause).__name__}: {cause})")
+    path = [str(p) for p in err.path]
+    pointer = "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
+    keyword = next((p for p in reversed(path) if not p.isdigit()), None)
+    return SchemaError(f"malformed schema: {err.message}", pointer=pointer, keyword=keyword)

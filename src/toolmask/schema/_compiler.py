@@ -900,6 +900,15 @@ def _h_number(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
             multiple_of=mult,
             limits=c.limits,
         )
+    except GrammarError as e:  # one nested regex group per fraction digit of a bound
+        bounds = [k for k in kws[:4] if k in s and not isinstance(s[k], bool)]
+        kw = max(bounds, key=lambda k: len(str(s[k])), default=None)
+        raise SchemaError(
+            f"the range (lower {lo}, upper {hi}) has a bound with too many fraction digits "
+            f"to enforce exactly ({str(e).splitlines()[0]})",
+            pointer=ptr,
+            keyword=kw,
+        ) from e
     except LimitError:
         if not mult:
             raise

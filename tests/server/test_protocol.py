@@ -1,0 +1,205 @@
+"""Request validation (no model, no HTTP): every bad request is a 400 naming its field."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request
+
+MSG = [{"role": "user", "content": "hi"}]
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def ok(**body: Any) -> ChatRequest:
+    return parse_chat_request(json.dumps({"model": "m", "messages": MSG, **body}).encode())
+
+
+def bad(body: Any) -> APIError:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    with pytest.raises(APIError) as e:
+        parse_chat_request(raw)
+    assert e.value.status == 400
+    shape = e.value.body()["error"]
+    assert set(shape) >= {"message", "type", "param", "code"}
+    assert shape["type"] == "invalid_request_error"
+    return e.value
+
+
+def test_minimal_request_has_openai_defaults() -> None:
+    r = ok()
+    assert r.model == "m" and r.messages[0].role == "user" and r.messages[0].content == "hi"
+    assert r.temperature == 1.0 and r.top_p == 1.0 and r.max_tokens is None
+    assert not r.stream and r.parallel_tool_calls and r.response_format.kind == "text"
+
+
+def test_every_supported_field_is_read() -> None:
+    r = ok(
+        tools=[TOOL],
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+        parallel_tool_calls=False,
+        response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {}}},
+        max_completion_tokens=7,
+        max_tokens=99,
+        temperature=0.5,
+        top_p=0.9,
+        seed=-1,
+        stop="END",
+        n=1,
+        stream=True,
+        stream_options={"include_usage": True},
+        user="u",
+        presence_penalty=0,
+        logprobs=False,
+    )
+    assert r.tools[0].name == "get_weather" and not r.parallel_tool_calls
+    assert r.max_tokens == 7  # max_completion_tokens wins
+    assert r.stop == ("END",) and r.include_usage and r.stream
+    assert r.seed is not None and r.seed >= 0
+    assert r.response_format.kind == "json_schema" and r.response_format.name == "x"
+
+
+def test_null_means_not_given() -> None:
+    r = ok(temperature=None, tools=None, stop=None, seed=None, n=None)
+    assert r.temperature == 1.0 and r.tools == () and r.stop == ()
+
+
+def test_messages_of_every_role() -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+    r = parse_chat_request(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "developer", "content": "be brief"},
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+                },
+                {"role": "assistant", "content": None, "tool_calls": [call], "refusal": None},
+                {"role": "tool", "tool_call_id": "call_1", "content": "12C"},
+            ],
+        }
+    )
+    system, user, assistant, tool = r.messages
+    assert system.role == "system" and user.content == "ab"
+    assert assistant.tool_calls[0].arguments == {"a": 1} and assistant.content == ""
+    assert tool.tool_call_id == "call_1"
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "needle"),
+    [
+        (b"{not json", None, "could not parse the JSON"),
+        (b"[1, 2]", None, "must be a JSON object"),
+        (b"\xff\xfe", None, "could not parse"),
+        ({"messages": MSG}, "model", "Missing required parameter: 'model'"),
+        ({"model": "m"}, "messages", "Missing required parameter: 'messages'"),
+        ({"model": "m", "messages": []}, "messages", "empty array"),
+        ({"model": 3, "messages": MSG}, "model", "expected a string, but got integer"),
+        ({"model": "m", "messages": MSG, "temperature": "hot"}, "temperature", "got string"),
+        ({"model": "m", "messages": MSG, "temperature": 3}, "temperature", "at most 2"),
+        ({"model": "m", "messages": MSG, "max_tokens": 0}, "max_tokens", "at least 1"),
+        ({"model": "m", "messages": MSG, "max_tokens": True}, "max_tokens", "got boolean"),
+        ({"model": "m", "messages": MSG, "stream": "yes"}, "stream", "expected a boolean"),
+        ({"model": "m", "messages": MSG, "n": 2}, "n", "n = 1"),
+        ({"model": "m", "messages": MSG, "stop": ["a"] * 5}, "stop", "at most 4"),
+        ({"model": "m", "messages": MSG, "stop": [1]}, "stop[0]", "expected a string"),
+        ({"model": "m", "messages": MSG, "bogus": 1}, "bogus", "Unrecognized request argument"),
+        ({"model": "m", "messages": MSG, "presence_penalty": 1}, "presence_penalty", "does not"),
+        ({"model": "m", "messages": MSG, "logprobs": True}, "logprobs", "does not implement"),
+        (
+            {"model": "m", "messages": MSG, "stream_options": {"include_usage": True}},
+            "stream_options",
+            "only allowed when 'stream' is enabled",
+        ),
+        (
+            {"model": "m", "messages": [{"role": "robot", "content": "x"}]},
+            "messages[0].role",
+            "robot",
+        ),
+        ({"model": "m", "messages": [{"role": "user"}]}, "messages[0].content", "Missing"),
+        ({"model": "m", "messages": ["hi"]}, "messages[0]", "expected an object"),
+        (
+            {"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+            "messages[0].content[0].type",
+            "text parts only",
+        ),
+        (
+            {"model": "m", "messages": [{"role": "tool", "content": "x"}]},
+            "messages[0].tool_call_id",
+            "Missing",
+        ),
+        (
+            {
+                "model": "m",
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{"}}],
+                    }
+                ],
+            },
+            "messages[0].tool_calls[0].function.arguments",
+            "not JSON",
+        ),
+        ({"model": "m", "messages": MSG, "tools": {}}, "tools", "expected an array"),
+        ({"model": "m", "messages": MSG, "tools": [{"type": "function"}]}, "tools[0]", "name"),
+        ({"model": "m", "messages": MSG, "tools": [TOOL, TOOL]}, "tools", "two tools"),
+        ({"model": "m", "messages": MSG, "tool_choice": "required"}, "tool_choice", "only allowed"),
+        (
+            {"model": "m", "messages": MSG, "tools": [TOOL], "tool_choice": "sometimes"},
+            "tool_choice",
+            "unknown tool_choice",
+        ),
+        (
+            {
+                "model": "m",
+                "messages": MSG,
+                "tools": [TOOL],
+                "tool_choice": {"type": "function", "function": {"name": "nope"}},
+            },
+            "tool_choice",
+            "unknown tools",
+        ),
+        (
+            {"model": "m", "messages": MSG, "response_format": {"type": "xml"}},
+            "response_format.type",
+            "xml",
+        ),
+        (
+            {
+                "model": "m",
+                "messages": MSG,
+                "response_format": {"type": "json_schema", "json_schema": {"schema": 3}},
+            },
+            "response_format.json_schema.schema",
+            "JSON Schema object",
+        ),
+    ],
+)
+def test_bad_requests_name_their_field(body: Any, param: str | None, needle: str) -> None:
+    e = bad(body)
+    assert e.param == param
+    assert needle in e.message
+
+
+def test_allowed_tools_choice_is_checked_against_the_tools() -> None:
+    choice = {
+        "type": "allowed_tools",
+        "mode": "required",
+        "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+    }
+    assert ok(tools=[TOOL], tool_choice=choice).tool_choice == choice
+
+
+def test_deeply_nested_json_body_is_a_400_not_a_crash() -> None:
+    e = bad(b"[" * 100_000 + b"]" * 100_000)
+    assert e.code == "invalid_json"
