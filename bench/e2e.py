@@ -99,7 +99,14 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=128)
     args = ap.parse_args()
     backend = LlamaCpp(args.model or default_model_path(), n_ctx=4096)
-    turn = ToolTurn(TOOLS, tool_choice="required", special_tokens=backend.vocab.special.values())
+    # one call per turn, as in the e2e tests: asked for parallel calls, a 135M model repeats
+    # its call until max_tokens
+    turn = ToolTurn(
+        TOOLS,
+        tool_choice="required",
+        parallel_tool_calls=False,
+        special_tokens=backend.vocab.special.values(),
+    )
     t0 = time.perf_counter()
     compiled = tm.compile(turn.grammar(), backend.vocab)
     compile_s = time.perf_counter() - t0
