@@ -130,3 +130,18 @@ def test_assemble_is_what_a_stream_reassembles_to(plans: PlanCache) -> None:
     assert only_calls["content"] is None
     cut, cut_calls = assemble(text[:40], plan)  # cut at max_tokens: not a call, text kept
     assert not cut_calls and cut["content"] == text[:40] and "tool_calls" not in cut
+
+
+def test_the_wire_format_is_configurable() -> None:
+    """``create_app(fmt=...)`` / ``toolmask serve --format``: the plan's turn speaks it."""
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)]
+    vocab = tm.Vocabulary.from_token_bytes(tokens)
+    mistral = PlanCache(vocab, tm.SERVER_LIMITS, fmt="mistral")
+    req = _req([{"role": "user", "content": "hi"}], tools=[TOOL], tool_choice="required")
+    plan = mistral.get(req)
+    assert plan.turn is not None and plan.turn.format.name == "mistral"
+    reply = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city":"Oslo"}}]'
+    assert plan.compiled is not None and plan.compiled.matcher().accept_bytes(reply.encode())
+    assert plan.turn.parse(reply).calls[0].arguments == {"city": "Oslo"}
+    with pytest.raises(tm.ToolmaskError):
+        PlanCache(vocab, tm.SERVER_LIMITS, fmt="nope")

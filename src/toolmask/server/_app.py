@@ -239,15 +239,17 @@ def create_app(
     compile_threads: int = 2,
     engine: Engine | None = None,
     template: Template | None = None,
+    fmt: str = "hermes",
 ) -> FastAPI:
     """An OpenAI-compatible app serving ``backend`` as ``model_name`` (also accepted under
     ``aliases``). ``limits`` bound the compilation of every schema received; ``queue_size`` is
     how many requests may wait for the model (more: 429). ``template`` renders prompts
-    (default: the model's own chat template, else ChatML). The engine's worker thread starts
+    (default: the model's own chat template, else ChatML); ``fmt`` is the wire format of
+    tool calls (default Hermes ``<tool_call>``). The engine's worker thread starts
     now and stops on the app's shutdown."""
     eng = engine or Engine(backend, queue_size=queue_size)
-    plans = PlanCache(backend.vocab, limits)
-    base_turn = ToolTurn([], special_tokens=plans.special_tokens)
+    plans = PlanCache(backend.vocab, limits, fmt=fmt)
+    base_turn = ToolTurn([], plans.fmt, special_tokens=plans.special_tokens)
     chat_template = template or default_template(backend)
     names = {model_name, *aliases}
     created = int(time.time())

@@ -34,7 +34,7 @@ from toolmask.grammar._ir import Grammar, Rule, choice
 from toolmask.limits import Limits
 from toolmask.schema import compile_json_schema
 from toolmask.server._protocol import APIError, ChatRequest, ResponseFormat
-from toolmask.tools import ToolError, ToolTurn, prefix_rules
+from toolmask.tools import ToolError, ToolTurn, get_format, prefix_rules
 from toolmask.vocab import Vocabulary
 
 __all__ = ["Plan", "PlanCache", "schema_error"]
@@ -103,9 +103,13 @@ class PlanCache:
     dump of the tools and the response format.
     """
 
-    def __init__(self, vocab: Vocabulary, limits: Limits, size: int = 128) -> None:
+    def __init__(
+        self, vocab: Vocabulary, limits: Limits, size: int = 128, fmt: str = "hermes"
+    ) -> None:
         self.vocab = vocab
         self.limits = limits
+        #: the wire format of tool calls (a name of :data:`toolmask.tools.FORMATS`)
+        self.fmt = get_format(fmt).name
         self.size = size
         self.special_tokens = sorted(set(vocab.special.values()))
         self._lock = threading.Lock()
@@ -153,7 +157,7 @@ class PlanCache:
         if req.tools:
             turn = ToolTurn(
                 req.tools,
-                "hermes",
+                self.fmt,
                 req.tool_choice if req.tool_choice is not None else "auto",
                 parallel_tool_calls=req.parallel_tool_calls,
                 special_tokens=self.special_tokens,

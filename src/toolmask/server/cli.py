@@ -50,6 +50,12 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--threads", type=int, help="CPU threads for llama.cpp (default: all cores)")
     s.add_argument(
+        "--format",
+        default="hermes",
+        choices=("functools", "hermes", "llama3_json", "mistral", "phi4_mini"),
+        help="wire format the model writes tool calls in (default: hermes, <tool_call>)",
+    )
+    s.add_argument(
         "--log-level",
         default="info",
         choices=("debug", "info", "warning", "error"),
@@ -83,7 +89,7 @@ def run_serve(args: argparse.Namespace) -> int:
     log.info("loading %s", path)
     backend = LlamaCpp(path, n_ctx=args.ctx_size, n_threads=args.threads)
     name = args.model_name or model_name_for(path)
-    app = create_app(backend, model_name=name, queue_size=args.queue_size)
+    app = create_app(backend, model_name=name, queue_size=args.queue_size, fmt=args.format)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
 
