@@ -18,6 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from toolmask.errors import ToolmaskError
+from toolmask.vocab._gguf import BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, GgufFile
 from toolmask.vocab._vocab import EOS_NAMES, VocabError, byte_decoder
 
 __all__ = ["read_gguf", "read_quicktok", "read_tokenizer_json"]
@@ -251,7 +253,6 @@ def _make_special(eos: set[int], tokens: Tokens, special: Special) -> None:
 
 # -- GGUF -----------------------------------------------------------------------------------------
 # llama.cpp's llama_token_type
-_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 
 #: tokenizer.ggml.model -> the bytes of one of its normal (type 1) tokens; byte tokens (type 6)
 #: are told by their type, not their spelling, as llama.cpp does
@@ -266,26 +267,22 @@ def read_gguf(path: Path) -> tuple[Tokens, Special, list[int], int | None]:
     """The ``tokenizer.ggml.*`` metadata of a GGUF file, following llama.cpp's
     ``token_to_piece``: control -> special; unknown / unused -> no bytes; user-defined -> raw
     UTF-8; byte (type 6) -> the byte of ``<0xNN>``; normal -> the model's spelling."""
-    try:
-        import gguf
-    except ImportError as e:
-        raise VocabError("reading GGUF files needs the gguf package: pip install gguf") from e
     if not path.is_file():
         raise VocabError(f"{path}: cannot read GGUF (no such file)")
     try:
-        reader = gguf.GGUFReader(str(path))
-    except Exception as e:  # malformed input surfaces as ValueError, IndexError, OSError, ...
+        g = GgufFile(path, frozenset({"tokenizer.ggml.tokens"}))
+    except (ToolmaskError, ValueError, OSError) as e:  # malformed, truncated, empty, unreadable
         raise VocabError(f"{path}: cannot read GGUF ({type(e).__name__}: {e})") from e
+    g.close()
+    meta = g.meta
 
     def strings(name: str) -> list[str] | None:
-        f = reader.get_field(name)
-        if f is None:
-            return None
-        return [bytes(f.parts[i]).decode("utf-8", "replace") for i in f.data]
+        v = meta.get(name)
+        return None if v is None else (v if isinstance(v, list) else [v])
 
     def ints(name: str) -> list[int] | None:
-        f = reader.get_field(name)
-        return None if f is None else [int(f.parts[i][0]) for i in f.data]
+        v = meta.get(name)
+        return None if v is None else [int(x) for x in (v if isinstance(v, list) else [v])]
 
     pieces = strings("tokenizer.ggml.tokens")
     if pieces is None:
@@ -297,21 +294,21 @@ def read_gguf(path: Path) -> tuple[Tokens, Special, list[int], int | None]:
             f"(supported: {', '.join(sorted(GGUF_MODELS))})"
         )
     decode = GGUF_MODELS[model]
-    types = ints("tokenizer.ggml.token_type") or [_NORMAL] * len(pieces)
+    types = ints("tokenizer.ggml.token_type") or [NORMAL] * len(pieces)
     if len(types) != len(pieces):
         raise VocabError(f"{path}: {len(pieces)} tokens but {len(types)} token types")
     where = str(path)
     tokens: Tokens = []
     special: Special = {}
     for i, (piece, kind) in enumerate(zip(pieces, types, strict=True)):
-        if kind == _CONTROL:
+        if kind == CONTROL:
             special[i] = piece
             tokens.append(b"")
-        elif kind in (_UNKNOWN, _UNUSED):
+        elif kind in (UNKNOWN, UNUSED):
             tokens.append(b"")
-        elif kind == _USER_DEFINED:
+        elif kind == USER_DEFINED:
             tokens.append(piece.encode("utf-8"))
-        elif kind == _BYTE:
+        elif kind == BYTE:
             m = _BYTE_TOKEN.fullmatch(piece)
             if m is None:
                 raise VocabError(f"{where}: byte token {i} is {piece!r}, not <0xNN>")

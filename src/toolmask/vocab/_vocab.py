@@ -328,7 +328,7 @@ class Vocabulary:
 
     @classmethod
     def from_gguf(cls, path: str | Path, *, vocab_size: int | None = None) -> Vocabulary:
-        """The tokenizer in a GGUF file's ``tokenizer.ggml.*`` metadata (needs ``gguf``).
+        """The tokenizer in a GGUF file's ``tokenizer.ggml.*`` metadata (no dependency).
 
         ``tokenizer.ggml.model`` ``gpt2`` uses the GPT-2 byte map, ``llama`` / ``t5`` the
         SentencePiece rules (type-6 byte tokens ``<0xNN>``); other models raise VocabError.
