@@ -34,6 +34,7 @@ __all__ = [
     "ChatTemplateError",
     "Message",
     "Template",
+    "assistant_text",
     "default_template",
     "render_chatml",
     "render_tool_calls",
@@ -60,57 +61,32 @@ class Message:
 
 
 def render_tool_calls(calls: Sequence[ToolCall], fmt: WireFormat) -> str:
-    """``calls`` written the way ``fmt``'s turn grammar makes the model write them: the call
-    envelope with ``json.dumps`` spacing and compact arguments; one block per call joined by
-    ``fmt.block_sep``, or all calls in one block for list formats. O(size of the calls)."""
+    """``calls`` written the way ``fmt``'s turn grammar makes the model write them
+    (:meth:`WireFormat.render_calls`)."""
+    return fmt.render_calls([(c.name, c.arguments) for c in calls])
 
-    def one(c: ToolCall) -> str:
-        args = json.dumps(c.arguments, ensure_ascii=False, separators=(",", ":"))
-        return (
-            "{"
-            + json.dumps(fmt.name_key)
-            + ": "
-            + json.dumps(c.name, ensure_ascii=False)
-            + ", "
-            + json.dumps(fmt.args_key)
-            + ": "
-            + args
-            + "}"
-        )
 
-    def block(body: str) -> str:
-        return (
-            fmt.open
-            + fmt.after_open
-            + fmt.list_open
-            + body
-            + fmt.list_close
-            + fmt.before_close
-            + fmt.close
-        )
-
-    if fmt.separator:
-        return block(fmt.separator_text.join(one(c) for c in calls))
-    return fmt.block_sep.join(block(one(c)) for c in calls)
+def assistant_text(m: Message, fmt: WireFormat) -> str:
+    """The text of an assistant turn as the model wrote it: its ``raw`` completion, else its
+    ``content`` followed (after a newline) by its ``tool_calls`` in ``fmt``, as messages coming
+    back from an OpenAI client are."""
+    if m.raw is not None:
+        return m.raw
+    if not m.tool_calls:
+        return m.content
+    calls = render_tool_calls(m.tool_calls, fmt)
+    return f"{m.content}\n{calls}" if m.content else calls
 
 
 def render_chatml(messages: Sequence[Message], turn: ToolTurn) -> str:
     """ChatML with Hermes-style tool calls and ``<tool_response>`` results, then the open
     assistant header. Deterministic: a longer conversation extends the text of a shorter one.
 
-    An assistant message is rendered from its ``raw`` completion when it has one; otherwise
-    from ``content`` followed (after a newline) by its ``tool_calls`` in the turn's wire format
-    (:func:`render_tool_calls`), as messages coming back from an OpenAI client are."""
+    Assistant messages are rendered by :func:`assistant_text`."""
     out: list[str] = []
     for m in messages:
         if m.role == "assistant":
-            body = m.raw
-            if body is None:
-                body = m.content
-                if m.tool_calls:
-                    calls = render_tool_calls(m.tool_calls, turn.format)
-                    body = f"{body}\n{calls}" if body else calls
-            out.append(f"<|im_start|>assistant\n{body}<|im_end|>\n")
+            out.append(f"<|im_start|>assistant\n{assistant_text(m, turn.format)}<|im_end|>\n")
         elif m.role == "tool":
             out.append(
                 f"<|im_start|>tool\n<tool_response>\n{m.content}\n</tool_response><|im_end|>\n"

@@ -74,16 +74,12 @@ class ChatTemplate:
         self.knows_tools = bool(_MENTIONS_TOOLS.search(source))
 
     def _message(self, m: Message, turn: ToolTurn | None) -> dict[str, Any]:
-        from toolmask.agent import render_tool_calls
+        from toolmask.agent import assistant_text
 
         if m.role == "assistant":
-            body = m.raw
-            if body is None:
-                body = m.content
-                if m.tool_calls and turn is not None:
-                    calls = render_tool_calls(m.tool_calls, turn.format)
-                    body = f"{body}\n{calls}" if body else calls
-            return {"role": "assistant", "content": body}
+            if turn is None:  # no wire format to write calls in: the text as it stands
+                return {"role": "assistant", "content": m.raw if m.raw is not None else m.content}
+            return {"role": "assistant", "content": assistant_text(m, turn.format)}
         if m.role == "tool":
             content = m.content
             if not self.knows_tools:

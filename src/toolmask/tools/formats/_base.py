@@ -100,11 +100,28 @@ class WireFormat:
         """
         raise NotImplementedError
 
+    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
+        """``(name, arguments)`` calls written the way the turn grammar makes the model write
+        them: the call envelope with ``json.dumps`` spacing and compact arguments; one block
+        per call joined by ``block_sep``, or all calls in one block for list formats
+        (``separator``). O(size of the calls)."""
+
+        def one(name: str, arguments: object) -> str:
+            args = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+            key, akey = json.dumps(self.name_key), json.dumps(self.args_key)
+            return f"{{{key}: {json.dumps(name, ensure_ascii=False)}, {akey}: {args}}}"
+
+        def block(body: str) -> str:
+            inner = self.list_open + body + self.list_close
+            return self.open + self.after_open + inner + self.before_close + self.close
+
+        if self.separator:
+            return block(self.separator_text.join(one(n, a) for n, a in calls))
+        return self.block_sep.join(block(one(n, a)) for n, a in calls)
+
     def render_call(self, name: str, arguments: object) -> str:
         """How this format writes one call (a single-call block), for examples and tests."""
-        obj = {self.name_key: name, self.args_key: arguments}
-        body = self.list_open + json.dumps(obj, ensure_ascii=False) + self.list_close
-        return self.open + self.after_open + body + self.before_close + self.close
+        return self.render_calls([(name, arguments)])
 
     def __repr__(self) -> str:
         return f"<wire format {self.name!r}>"
