@@ -98,7 +98,8 @@ def _malformed(schema: Any, cause: Exception) -> SchemaError:
     except Exception:  # the metaschema walk itself failed: fall back to the cause
         err = None
     if err is None:
-        return SchemaError(f"the schema is malformed ({type(cause).__name__}: {cause})")
+        # valid by the metaschema: a compiler fault, reported as such rather than as bad input
+        return SchemaError(f"the schema could not be compiled ({type(cause).__name__}: {cause})")
     path = [str(p) for p in err.path]
     pointer = "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
     keyword = next((p for p in reversed(path) if not p.isdigit()), None)
