@@ -9,6 +9,7 @@ For each prompt of ``tests/agent/test_e2e.py`` under ``tool_choice="required"``,
 * masked without jump-forward: how many sampling steps the forced text saves;
 * unconstrained: the same prompts without a mask: tokens/s, and does the reply hold a call
   that parses and validates?
+* the peer: llama.cpp's own GBNF sampler on the same turn grammar (``to_gbnf()``), same prompts;
 * time to first token with the tools' prefix already in the KV cache (warm) and cleared (cold).
 
 Prints a table and writes ``bench/results/e2e.json``.
@@ -92,6 +93,47 @@ def run_pass(
     return out
 
 
+def run_gbnf_peer(
+    backend: LlamaCpp, turn: ToolTurn, prompts: list[list[int]], *, max_tokens: int
+) -> dict[str, Any]:
+    """The peer: llama.cpp's own GBNF grammar sampler on the same turn grammar (exported with
+    ``to_gbnf()``), same prompts, greedy, through llama-cpp-python's ``create_completion``."""
+    import llama_cpp
+
+    grammar = llama_cpp.LlamaGrammar.from_string(turn.grammar().to_gbnf(), verbose=False)
+    valid = tokens = cut = 0
+    wall = 0.0
+    ttft: list[float] = []
+    for ids in prompts:
+        g0 = time.perf_counter()
+        stream = backend.llm.create_completion(
+            ids, max_tokens=max_tokens, temperature=0.0, grammar=grammar, stream=True
+        )
+        text, first, finish, n = "", 0.0, None, 0
+        for chunk in stream:  # one chunk per generated token
+            n += 1
+            if not first:
+                first = time.perf_counter() - g0
+            choice = chunk["choices"][0]
+            text += choice["text"]
+            finish = choice.get("finish_reason") or finish
+        wall += time.perf_counter() - g0
+        ttft.append(first)
+        tokens += n
+        cut += finish == "length"
+        parsed = turn.parse(text)
+        valid += bool(parsed.calls) and all(turn.validate(c) == [] for c in parsed.calls)
+    return {
+        "valid": valid,
+        "cut_at_max_tokens": cut,
+        "tokens": tokens,
+        "forced_tokens": 0,
+        "sampled_tokens": tokens,
+        "tok_per_s": tokens / wall if wall else 0.0,
+        "ttft_ms_mean": statistics.fmean(ttft) * 1e3,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=None)
@@ -120,6 +162,7 @@ def main() -> None:
     ]
     no_jump = run_pass(backend, turn, compiled, prompts, max_tokens=mt, jump_forward=False)
     free = run_pass(backend, turn, None, prompts, max_tokens=mt)
+    peer = run_gbnf_peer(backend, turn, prompts, max_tokens=mt)
     # cold prefix: the context is cleared before each prompt (warm: the system prompt is cached)
     cold: list[float] = []
     for ids in prompts[:5]:
@@ -135,6 +178,7 @@ def main() -> None:
         "constrained": rounds,
         "constrained_no_jump_forward": no_jump,
         "unconstrained": free,
+        "peer_llama_cpp_gbnf": peer,
         "ttft_warm_prefix_ms_mean": steady["ttft_ms_mean"],
         "ttft_cold_prefix_ms_mean": statistics.fmean(cold) * 1e3,
         "tokens_saved_by_forced_text": no_jump["sampled_tokens"] - steady["sampled_tokens"],
@@ -152,6 +196,7 @@ def main() -> None:
     print("|---" * (head.count("|") - 1) + "|")
     runs = [(f"masked, pass {r['round'] + 1}", r) for r in rounds]
     runs += [("masked, no jump-forward", no_jump), ("unconstrained", free)]
+    runs += [("peer: llama.cpp GBNF sampler", peer)]
     for name, r in runs:
         mask = (
             f"{r['mask_ms_mean']:.3f} / {r['mask_ms_p99']:.2f}"
@@ -159,10 +204,11 @@ def main() -> None:
             if "mask_ms_mean" in r
             else "- | -"
         )
+        decode = f"{r['decode_ms_mean']:.2f}" if "decode_ms_mean" in r else "-"
         print(
             f"| {name} | {r['valid']}/{len(PROMPTS)} | {r['cut_at_max_tokens']} | {r['tokens']} "
             f"| {r['sampled_tokens']} | {r['forced_tokens']} | {r['tok_per_s']:.1f} "
-            f"| {r['decode_ms_mean']:.2f} | {mask} | {r['ttft_ms_mean']:.0f} |"
+            f"| {decode} | {mask} | {r['ttft_ms_mean']:.0f} |"
         )
     print(
         f"\ntokens saved by forced text: {report['tokens_saved_by_forced_text']} sampling steps "
