@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from toolmask.grammar._ir import Node, Special, lit, seq
 from toolmask.tools._errors import ToolError
@@ -49,13 +49,21 @@ class WireFormat:
     separator: ClassVar[str] = ""
     #: what the grammar emits for ``separator``
     separator_text: ClassVar[str] = ", "
-    #: what the grammar emits between blocks (one-call-per-block formats)
+    #: what :meth:`render_calls` writes between blocks (one-call-per-block formats); the
+    #: grammar accepts up to ``max_trailing_ws`` whitespace bytes there, the next opener required
     block_sep: ClassVar[str] = "\n"
+    #: whitespace bytes (``[ \t\n\r]``) allowed after the last block before the end of the turn,
+    #: and between blocks: models write ``</tool_call>\n`` and then end their turn
+    max_trailing_ws: ClassVar[int] = 4
     #: keys of the call object
     name_key: ClassVar[str] = "name"
     args_key: ClassVar[str] = "arguments"
     #: the chat template's control markers (role markers, tool markers) for the sanitizer
     template_markers: ClassVar[tuple[str, ...]] = ()
+    #: how the arguments JSON is written (options of :func:`~toolmask.schema.compile_json_schema`):
+    #: chat templates render calls with ``tojson`` (``json.dumps`` spacing), and models write
+    #: keys in the order they choose; ``ToolTurn(schema_options=...)`` overrides these
+    argument_options: ClassVar[dict[str, Any]] = {"whitespace": "spaced", "property_order": "any"}
 
     @property
     def trigger_text(self) -> str:
@@ -100,14 +108,20 @@ class WireFormat:
         """
         raise NotImplementedError
 
+    def dump_arguments(self, arguments: object) -> str:
+        """The arguments JSON as the default grammar writes it (``argument_options``)."""
+        if self.argument_options.get("whitespace", "compact") == "compact":
+            return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(arguments, ensure_ascii=False)
+
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         """``(name, arguments)`` calls written the way the turn grammar makes the model write
-        them: the call envelope with ``json.dumps`` spacing and compact arguments; one block
-        per call joined by ``block_sep``, or all calls in one block for list formats
-        (``separator``). O(size of the calls)."""
+        them: the call envelope and the arguments with ``json.dumps`` spacing (see
+        :meth:`dump_arguments`); one block per call joined by ``block_sep``, or all calls in one
+        block for list formats (``separator``). O(size of the calls)."""
 
         def one(name: str, arguments: object) -> str:
-            args = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+            args = self.dump_arguments(arguments)
             key, akey = json.dumps(self.name_key), json.dumps(self.args_key)
             return f"{{{key}: {json.dumps(name, ensure_ascii=False)}, {akey}: {args}}}"
 
