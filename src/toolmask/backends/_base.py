@@ -69,7 +69,11 @@ class StepDistortion:
     ``top1``: the model's most likely token before masking; ``chosen``: the token sampled;
     ``removed``: the mask removed ``top1``; ``removed_mass``: the probability mass (softmax of
     the raw logits, temperature 1) of every token the mask removed; ``top1_is_end``: ``top1``
-    is an end-of-turn token, so a removal there forced the model to keep writing.
+    is an end-of-turn token; ``accepting``: the turn could end here (the end-of-turn token
+    was allowed); ``ended``: this step ended the turn (``chosen`` is an end-of-turn token,
+    drawn by the model or standing for a forbidden draw under ``end_on_exit``). A step with ``removed`` and ``accepting`` whose ``chosen`` token is not an
+    end-of-turn token is a *forced continuation*: the mask made the model write more where it
+    could have stopped.
     """
 
     step: int
@@ -79,6 +83,19 @@ class StepDistortion:
     removed: bool
     removed_mass: float
     top1_is_end: bool
+    accepting: bool = False
+    ended: bool = False
+
+    @property
+    def forced_continuation(self) -> bool:
+        """The mask removed the model's choice where the turn could end, and it went on."""
+        return self.removed and self.accepting and not self.ended
+
+
+def _allowed(bitmask: Any, token: int) -> bool:
+    """Whether ``token``'s bit is set in the int32 ``bitmask`` (False past its end)."""
+    word = token >> 5
+    return 0 <= word < len(bitmask) and bool(int(bitmask[word]) >> (token & 31) & 1)
 
 
 def measure_distortion(
@@ -103,7 +120,8 @@ class Generation:
     ``"length"`` (``max_tokens`` reached, or the context window is full).
     ``forced_tokens`` counts the tokens appended without a sampling step (jump-forward).
     ``distortion`` holds one :class:`StepDistortion` per masked sampling step when the
-    generation ran with ``meter=True`` (else it is empty).
+    generation ran with ``meter=True`` (else it is empty). ``exit_end``: the turn ended because
+    the model drew a token the grammar forbids where the turn could end (``end_on_exit``).
     """
 
     tokens: list[int]
@@ -117,6 +135,7 @@ class Generation:
     forced_tokens: int = 0
     sampled_tokens: int = 0
     distortion: list[StepDistortion] = field(default_factory=list)
+    exit_end: bool = False
 
 
 class Backend(Protocol):
@@ -216,6 +235,7 @@ class DecodingBackend(ABC):
         on_token: OnToken | None = None,
         jump_forward: bool = True,
         meter: bool = False,
+        end_on_exit: bool = True,
     ) -> Generation:
         """Decode after ``prompt`` under ``compiled`` (``None``: unconstrained, for baselines).
 
@@ -228,6 +248,13 @@ class DecodingBackend(ABC):
         when the prompt does not fit. ``meter=True`` records the distortion meter
         (:class:`StepDistortion`) at every masked sampling step; forced text is then fed token
         by token through the sampler instead of jumped over, so every step is measured.
+
+        ``end_on_exit`` (default): where the grammar lets the turn end (the matcher accepts),
+        the model draws from its own distribution, and a token the grammar forbids ends the
+        turn instead of being redrawn from what the mask leaves. The model's mass on leaving a
+        complete answer is mass on ending it, so prose after a finished call ends the turn
+        rather than becoming a second call. Elsewhere this is the same distribution as masked
+        sampling (a forbidden draw redrawn from the mask is the renormalised mask).
         """
         check_compiled_for(compiled, self.vocab)
         if len(prompt) >= self.n_ctx:
@@ -240,6 +267,8 @@ class DecodingBackend(ABC):
         m = compiled.matcher() if compiled is not None else None
         bitmask = np.zeros((self.vocab.vocab_size + 31) // 32, dtype=np.int32)
         eos = self.vocab.eos_ids
+        end_id = min(eos) if eos else -1
+        end_on_exit = end_on_exit and end_id >= 0
         table = self.vocab.token_bytes
         out: list[int] = []
         out_bytes = [0]  # bytes of text in ``out`` (for the meter's offsets)
@@ -287,15 +316,36 @@ class DecodingBackend(ABC):
                 s0 = time.perf_counter()
                 m.fill_bitmask(bitmask)
                 gen.mask_s.append(time.perf_counter() - s0)
-                token = sampler.sample(logits, bitmask)
+                accepting = m.is_accepting()
+                exited = False
+                if end_on_exit and accepting:
+                    # the turn may end here: the model's own draw decides; a draw the grammar
+                    # forbids means the model is done with what the grammar describes
+                    token = sampler.sample(logits)
+                    if not _allowed(bitmask, token):
+                        token, exited = end_id, True
+                else:
+                    token = sampler.sample(logits, bitmask)
                 if meter:
                     top, removed, mass, is_end = measure_distortion(
                         logits, bitmask, self.vocab.vocab_size, eos
                     )
                     gen.distortion.append(
-                        StepDistortion(len(out), out_bytes[0], top, token, removed, mass, is_end)
+                        StepDistortion(
+                            len(out),
+                            out_bytes[0],
+                            top,
+                            token,
+                            removed,
+                            mass,
+                            is_end,
+                            accepting,
+                            token in eos,
+                        )
                     )
-                if not m.accept_token(token):  # cannot happen for a token the mask allowed
+                if exited:
+                    gen.exit_end = True
+                elif not m.accept_token(token):  # cannot happen for a token the mask allowed
                     raise ToolmaskError(f"matcher refused sampled token {token}")
             else:
                 token = sampler.sample(logits)

@@ -48,7 +48,9 @@ def compile_json_schema(
       ``limits.max_any_order_properties`` declared keys keep schema order). Strings are in
       canonical form (``json.dumps(s, ensure_ascii=False)``).
     * ``additional_properties_default``: what a missing ``additionalProperties`` means. ``True``
-      is the JSON Schema meaning; ``False`` stops a model from inventing keys.
+      is the JSON Schema meaning; ``False`` stops a model from inventing keys: an object that
+      names its keys (``properties`` / ``patternProperties``) gets no others, while one that
+      names none stays a free-form map (``{"type": "object"}`` is any object, not only ``{}``).
     * ``lenient``: unsupported keywords become warnings and are left to the post-decode validator
       instead of raising :class:`SchemaError`.
     * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).

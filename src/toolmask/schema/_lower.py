@@ -372,7 +372,8 @@ class Lowerer:
         names = [p.name for p in o.props]
         props = [p for p in o.props if not self.is_bottom(p.value)]
         regions = [r for r in o.regions if not self.is_bottom(r.value)]
-        if not self.addl_default:
+        if not self.addl_default and (o.props or any(r.evaluated for r in o.regions)):
+            # an object that names its keys gets no others; one that names none is a free map
             regions = [r for r in regions if r.evaluated]
         lo, hi = o.min_props, o.max_props
         if sum(1 for p in props if p.required) > (hi if hi is not None else 1 << 30):

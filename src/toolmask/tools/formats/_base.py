@@ -14,7 +14,7 @@ read only these fields, so adding a format is one module with one class.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from toolmask.grammar._ir import Node, Special, lit, seq
@@ -61,9 +61,14 @@ class WireFormat:
     #: the chat template's control markers (role markers, tool markers) for the sanitizer
     template_markers: ClassVar[tuple[str, ...]] = ()
     #: how the arguments JSON is written (options of :func:`~toolmask.schema.compile_json_schema`):
-    #: chat templates render calls with ``tojson`` (``json.dumps`` spacing), and models write
-    #: keys in the order they choose; ``ToolTurn(schema_options=...)`` overrides these
-    argument_options: ClassVar[dict[str, Any]] = {"whitespace": "spaced", "property_order": "any"}
+    #: chat templates render calls with ``tojson`` (``json.dumps`` spacing), models write keys
+    #: in the order they choose, and a key the tool does not declare is a mistake (an object
+    #: that declares none stays a free map); ``ToolTurn(schema_options=...)`` overrides these
+    argument_options: ClassVar[Mapping[str, Any]] = {
+        "whitespace": "spaced",
+        "property_order": "any",
+        "additional_properties_default": False,
+    }
 
     @property
     def trigger_text(self) -> str:
