@@ -85,9 +85,7 @@ def test_without_end_on_exit_the_mask_forces_a_continuation() -> None:
 
 def test_where_the_turn_cannot_end_the_mask_renormalises() -> None:
     # after "a\n" only "c" may follow: the model's top-1 " more" is removed, "c" is taken
-    model = Table(
-        {(): logits([1]), (1,): logits([3]), (1, 3): logits([4, 5])}, logits([EOS])
-    )
+    model = Table({(): logits([1]), (1,): logits([3]), (1, 3): logits([4, 5])}, logits([EOS]))
     compiled = tm.compile(GRAMMAR, VOCAB)
     gen = model.generate([1], compiled, max_tokens=8, meter=True)
     assert gen.text == b"a\nc"

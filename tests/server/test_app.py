@@ -96,7 +96,7 @@ def test_assistant_tool_calls_render_in_the_wire_format_and_parse_back() -> None
     calls = (ToolCall("call_1", "f", {"a": 1, "b": "é"}), ToolCall("call_2", "g", {}))
     text = render_tool_calls(calls, get_format("hermes"))
     assert text == (
-        '<tool_call>\n{"name": "f", "arguments": {"a":1,"b":"é"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "f", "arguments": {"a": 1, "b": "é"}}\n</tool_call>\n'
         '<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>'
     )
     parsed = ToolTurn([]).parse(text)
@@ -140,7 +140,7 @@ def test_the_wire_format_is_configurable() -> None:
     req = _req([{"role": "user", "content": "hi"}], tools=[TOOL], tool_choice="required")
     plan = mistral.get(req)
     assert plan.turn is not None and plan.turn.format.name == "mistral"
-    reply = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city":"Oslo"}}]'
+    reply = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Oslo"}}]'
     assert plan.compiled is not None and plan.compiled.matcher().accept_bytes(reply.encode())
     assert plan.turn.parse(reply).calls[0].arguments == {"city": "Oslo"}
     with pytest.raises(tm.ToolmaskError):

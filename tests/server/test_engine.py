@@ -227,7 +227,7 @@ def test_json_response_with_tools_is_json_or_calls(plans: PlanCache) -> None:
     tools = [_tool("f", {"type": "object", "properties": {"a": {"type": "integer"}}})]
     rf = _rf({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
     plan = plans.get(_req(tools=tools, response_format=rf))
-    call = '<tool_call>\n{"name": "f", "arguments": {"a":1}}\n</tool_call>'
+    call = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
     assert _accepts(plan, '{"ok":true}') and _accepts(plan, call)
     assert not _accepts(plan, "hello")
     required = plans.get(_req(tools=tools, response_format=rf, tool_choice="required"))

@@ -71,9 +71,9 @@ class StepDistortion:
     the raw logits, temperature 1) of every token the mask removed; ``top1_is_end``: ``top1``
     is an end-of-turn token; ``accepting``: the turn could end here (the end-of-turn token
     was allowed); ``ended``: this step ended the turn (``chosen`` is an end-of-turn token,
-    drawn by the model or standing for a forbidden draw under ``end_on_exit``). A step with ``removed`` and ``accepting`` whose ``chosen`` token is not an
-    end-of-turn token is a *forced continuation*: the mask made the model write more where it
-    could have stopped.
+    drawn by the model or standing for a forbidden draw under ``end_on_exit``). A step with
+    ``removed`` and ``accepting`` that did not end the turn is a *forced continuation*: the
+    mask made the model write more where it could have stopped.
     """
 
     step: int

@@ -39,6 +39,7 @@ from toolmask.backends._base import Backend, ContextOverflowError
 from toolmask.errors import ToolmaskError
 from toolmask.limits import SERVER_LIMITS, Limits
 from toolmask.sampling import SamplingParams
+from toolmask.server._defaults import BUILTIN, ServerDefaults
 from toolmask.server._engine import Cancelled, Engine, Finished, Job, MaxTokensError, QueueFull
 from toolmask.server._plans import Plan, PlanCache
 from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request
@@ -160,12 +161,17 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     }
 
 
-def _sampling(req: ChatRequest) -> SamplingParams:
+def _sampling(req: ChatRequest, defaults: ServerDefaults) -> SamplingParams:
+    """The request's sampling, with ``defaults`` for what it leaves out."""
+
+    def pick(value: Any, default: Any) -> Any:
+        return default if value is None else value
+
     return SamplingParams(
-        temperature=req.temperature,
-        top_k=req.top_k,
-        top_p=req.top_p,
-        min_p=req.min_p,
+        temperature=pick(req.temperature, defaults.temperature),
+        top_k=pick(req.top_k, defaults.top_k),
+        top_p=pick(req.top_p, defaults.top_p),
+        min_p=pick(req.min_p, defaults.min_p),
         seed=req.seed,
     )
 
@@ -240,13 +246,16 @@ def create_app(
     engine: Engine | None = None,
     template: Template | None = None,
     fmt: str = "hermes",
+    defaults: ServerDefaults = BUILTIN,
 ) -> FastAPI:
     """An OpenAI-compatible app serving ``backend`` as ``model_name`` (also accepted under
     ``aliases``). ``limits`` bound the compilation of every schema received; ``queue_size`` is
     how many requests may wait for the model (more: 429). ``template`` renders prompts
     (default: the model's own chat template, else ChatML); ``fmt`` is the wire format of
-    tool calls (default Hermes ``<tool_call>``). The engine's worker thread starts
-    now and stops on the app's shutdown."""
+    tool calls (default Hermes ``<tool_call>``). ``defaults`` fill the sampling parameters and
+    ``max_tokens`` a request leaves out (:class:`ServerDefaults`; ``toolmask serve`` resolves
+    them from the model's metadata and its flags). The engine's worker thread starts now and
+    stops on the app's shutdown."""
     eng = engine or Engine(backend, queue_size=queue_size)
     plans = PlanCache(backend.vocab, limits, fmt=fmt)
     base_turn = ToolTurn([], plans.fmt, special_tokens=plans.special_tokens)
@@ -300,6 +309,7 @@ def create_app(
             "failed": eng.failed,
             "rejected": eng.rejected,
             "plan_cache": {"hits": plans.hits, "misses": plans.misses},
+            "defaults": defaults.as_dict(),
         }
 
     @app.get("/v1/models")
@@ -349,8 +359,8 @@ def create_app(
         job = Job(
             prompt,
             plan.compiled,
-            req.max_tokens,
-            _sampling(req),
+            req.max_tokens if req.max_tokens is not None else defaults.max_tokens,
+            _sampling(req, defaults),
             req.stop,
             on_text=(lambda t: events.post("text", t)) if req.stream else None,
             on_start=lambda n: events.post("start", n),

@@ -98,8 +98,10 @@ class ResponseFormat:
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
     """A validated request. ``max_tokens`` is None when the client gave neither
-    ``max_tokens`` nor ``max_completion_tokens``; ``tool_choice`` is the client's raw value
-    (validated against ``tools``), None when not given."""
+    ``max_tokens`` nor ``max_completion_tokens``, and a sampling field is None when the client
+    left it out (the server's :class:`~toolmask.server._defaults.ServerDefaults` fill them);
+    ``tool_choice`` is the client's raw value (validated against ``tools``), None when not
+    given."""
 
     model: str
     messages: tuple[Message, ...]
@@ -108,10 +110,10 @@ class ChatRequest:
     parallel_tool_calls: bool = True
     response_format: ResponseFormat = ResponseFormat()
     max_tokens: int | None = None
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    min_p: float = 0.0
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
     seed: int | None = None
     stop: tuple[str, ...] = ()
     stream: bool = False
