@@ -32,22 +32,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _bfcl
 import toolmask as tm
-from toolmask.agent import Message, default_template
+from toolmask.agent import Message, default_template, with_tool_prompt
 from toolmask.tools import ToolTurn, distortion_sites
 
 RESULTS = Path(__file__).resolve().parent / "results"
-DEFAULT_SYSTEM = "You are a helpful assistant."
 
 
-def prompt_text(template: Any, q: _bfcl.Question, turn: ToolTurn) -> str:
+def prompt_text(template: Any, q: _bfcl.Question, turn: ToolTurn, *, reminder: bool = True) -> str:
     """The prompt as the server renders it for a template that does not know tools."""
     msgs = [Message(m["role"], m["content"]) for m in q.messages]
-    knows = getattr(template, "knows_tools", False)
-    if not knows:
-        if msgs and msgs[0].role == "system":
-            msgs[0] = Message("system", f"{msgs[0].content}\n\n{turn.prompt()}")
-        else:
-            msgs.insert(0, Message("system", f"{DEFAULT_SYSTEM}\n\n{turn.prompt()}"))
+    if not getattr(template, "knows_tools", False):
+        decision = turn.format.decision_prompt() if reminder else None
+        msgs = with_tool_prompt(msgs, turn.prompt(), decision=decision)
     return str(template(msgs, turn))
 
 
@@ -103,7 +99,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 q.tools, args.format, choice, special_tokens=special, schema_options=options
             )
             compiled = tm.compile(turn.grammar(), backend.vocab)
-            prompt = backend.tokenize(prompt_text(template, q, turn))
+            prompt = backend.tokenize(prompt_text(template, q, turn, reminder=args.reminder))
             if len(prompt) + args.max_tokens >= backend.n_ctx:
                 continue
             gen = backend.generate(
@@ -251,6 +247,12 @@ def main() -> int:
     p.add_argument("--max-tokens", type=int, default=160)
     p.add_argument("--label", default="default")
     p.add_argument("--no-end-on-exit", dest="end_on_exit", action="store_false")
+    p.add_argument(
+        "--no-reminder",
+        dest="reminder",
+        action="store_false",
+        help="leave out the decision prompt after the user's message (as serve --no-tool-reminder)",
+    )
     args = p.parse_args()
     res = run(args)
     RESULTS.mkdir(exist_ok=True)

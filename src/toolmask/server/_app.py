@@ -27,13 +27,13 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from toolmask.agent import (
-    DEFAULT_SYSTEM,
     ChatTemplate,
     ChatTemplateError,
     Message,
     Template,
     default_template,
     render_chatml,
+    with_tool_prompt,
 )
 from toolmask.backends._base import Backend, ContextOverflowError
 from toolmask.errors import ToolmaskError
@@ -67,14 +67,22 @@ POLL_S = 0.25
 
 
 def render_prompt(
-    messages: Sequence[Message], plan: Plan, base: ToolTurn, template: Template = render_chatml
+    messages: Sequence[Message],
+    plan: Plan,
+    base: ToolTurn,
+    template: Template = render_chatml,
+    *,
+    reminder: bool = True,
 ) -> str:
     """The prompt of a request, rendered by ``template`` (the model's own chat template, or
     ChatML: :func:`toolmask.agent.default_template`).
 
     With tools, the tool prompt (:meth:`ToolTurn.prompt`, which depends on the tool list only)
     is appended to the first system message, or to :data:`DEFAULT_SYSTEM` when there is none,
-    unless the template advertises tools itself. Every text the client sent has its control
+    unless the template advertises tools itself; then, with ``reminder``, the format's
+    one-line decision prompt (:meth:`WireFormat.decision_prompt`) follows the last user message
+    as a system message, so ``auto`` is decided where the model reads it (it depends on the
+    tool list's presence only, never on ``tool_choice``). Every text the client sent has its control
     markers broken (:meth:`ToolTurn.sanitize`), so only the template's own markers are control
     tokens. Raises :class:`APIError` (400) when the template refuses the conversation.
     O(prompt length).
@@ -92,12 +100,8 @@ def render_prompt(
     ]
     knows_tools = isinstance(template, ChatTemplate) and template.knows_tools
     if plan.turn is not None and not knows_tools:
-        tool_prompt = plan.tool_prompt
-        if msgs and msgs[0].role == "system":
-            first = msgs[0]
-            msgs[0] = Message("system", f"{first.content}\n\n{tool_prompt}")
-        else:
-            msgs.insert(0, Message("system", f"{DEFAULT_SYSTEM}\n\n{tool_prompt}"))
+        decision = plan.turn.format.decision_prompt() if reminder else None
+        msgs = with_tool_prompt(msgs, plan.tool_prompt, decision=decision)
     try:
         return template(msgs, turn)
     except ChatTemplateError as e:
@@ -247,6 +251,7 @@ def create_app(
     template: Template | None = None,
     fmt: str = "hermes",
     defaults: ServerDefaults = BUILTIN,
+    tool_reminder: bool = True,
 ) -> FastAPI:
     """An OpenAI-compatible app serving ``backend`` as ``model_name`` (also accepted under
     ``aliases``). ``limits`` bound the compilation of every schema received; ``queue_size`` is
@@ -254,8 +259,10 @@ def create_app(
     (default: the model's own chat template, else ChatML); ``fmt`` is the wire format of
     tool calls (default Hermes ``<tool_call>``). ``defaults`` fill the sampling parameters and
     ``max_tokens`` a request leaves out (:class:`ServerDefaults`; ``toolmask serve`` resolves
-    them from the model's metadata and its flags). The engine's worker thread starts now and
-    stops on the app's shutdown."""
+    them from the model's metadata and its flags). ``tool_reminder``: follow the last user
+    message with the format's decision prompt when the tool prompt is ours (see
+    :func:`render_prompt`). The engine's worker thread starts now and stops on the app's
+    shutdown."""
     eng = engine or Engine(backend, queue_size=queue_size)
     plans = PlanCache(backend.vocab, limits, fmt=fmt)
     base_turn = ToolTurn([], plans.fmt, special_tokens=plans.special_tokens)
@@ -354,7 +361,7 @@ def create_app(
         if req.model not in names:
             raise _unknown_model(req.model)
         plan = await anyio.to_thread.run_sync(plans.get, req, limiter=compile_limiter)
-        prompt = render_prompt(req.messages, plan, base_turn, chat_template)
+        prompt = render_prompt(req.messages, plan, base_turn, chat_template, reminder=tool_reminder)
         events = _Events()
         job = Job(
             prompt,

@@ -88,6 +88,13 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
         f"context (default: {d.max_tokens}, so one rambling request cannot hold the worker)",
     )
     s.add_argument(
+        "--no-tool-reminder",
+        dest="tool_reminder",
+        action="store_false",
+        help="do not follow the user's message with the one-line reminder of how to call a "
+        "function (only used when the model's chat template does not advertise tools itself)",
+    )
+    s.add_argument(
         "--log-level",
         default="info",
         choices=("debug", "info", "warning", "error"),
@@ -151,7 +158,12 @@ def run_serve(args: argparse.Namespace) -> int:
     defaults = server_defaults(args, getattr(backend, "metadata", {}))
     log.info("request defaults: %s", defaults)
     app = create_app(
-        backend, model_name=name, queue_size=args.queue_size, fmt=args.format, defaults=defaults
+        backend,
+        model_name=name,
+        queue_size=args.queue_size,
+        fmt=args.format,
+        defaults=defaults,
+        tool_reminder=args.tool_reminder,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0

@@ -79,6 +79,15 @@ class WireFormat:
         found = {m for m in (self.open, self.close, self.trigger, *self.template_markers) if m}
         return tuple(sorted(found, key=lambda m: (-len(m), m)))
 
+    def decision_prompt(self) -> str:
+        """A one-line reminder, placed right after the user's request, that makes ``auto`` an
+        explicit, early decision: it names the marker the reply starts with to call a function.
+        Small models read the tool list far back in the system prompt and, without it, almost
+        never start a call (see ``bench/quality.py``); the text depends on the format only."""
+        return (
+            f"Reply with {self.trigger_text} if a function can answer this; else answer directly."
+        )
+
     def marker_node(self, text: str, special_tokens: frozenset[str]) -> Node:
         """``Special(text)`` if ``text`` is a special token of the vocabulary, else its bytes."""
         if text and text in special_tokens:
