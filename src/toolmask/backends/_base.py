@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from toolmask.errors import ToolmaskError
+from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool
 
 if TYPE_CHECKING:
@@ -47,17 +47,6 @@ __all__ = [
 
 #: ``on_token(token_ids, text) -> stop?``: see the module docstring.
 OnToken = Callable[[list[int], bytes], bool | None]
-
-
-class ContextOverflowError(ToolmaskError):
-    """The prompt does not fit the model's context window."""
-
-    def __init__(self, prompt_tokens: int, n_ctx: int) -> None:
-        self.prompt_tokens = prompt_tokens
-        self.n_ctx = n_ctx
-        super().__init__(
-            f"the prompt has {prompt_tokens} tokens but the model's context holds {n_ctx}"
-        )
 
 
 @dataclass(frozen=True, slots=True)

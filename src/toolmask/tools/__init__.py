@@ -8,8 +8,8 @@ prepares a tool result for the prompt. See ``docs/tools.md``.
 
 from __future__ import annotations
 
+from toolmask.errors import ToolError
 from toolmask.tools._choice import ToolChoice
-from toolmask.tools._errors import ToolError
 from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
 from toolmask.tools._parser import (
     MalformedBlock,

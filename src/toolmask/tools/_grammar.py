@@ -186,7 +186,7 @@ def build_call_grammar(
     The same as the ``required`` turn grammar restricted to ``tool_choice``'s callable tools.
     Raises :class:`ToolError` via :class:`ToolChoice` when nothing may be called.
     """
-    from toolmask.tools._errors import ToolError
+    from toolmask.errors import ToolError
 
     names = tool_choice.callable([t.name for t in tools])
     if not names:

@@ -6,9 +6,9 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from toolmask.errors import ToolError
 from toolmask.grammar._ir import Grammar
 from toolmask.tools._choice import ToolChoice, ToolChoiceLike
-from toolmask.tools._errors import ToolError
 from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
 from toolmask.tools._parser import (
     IdFactory,

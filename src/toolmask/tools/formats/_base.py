@@ -17,8 +17,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from toolmask.errors import ToolError
 from toolmask.grammar._ir import Node, Special, lit, seq
-from toolmask.tools._errors import ToolError
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
