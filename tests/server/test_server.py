@@ -572,6 +572,8 @@ def test_a_full_queue_is_a_429(server: str) -> None:
     assert len(results) == 5 and len(limited) + len(served) == 5, results
     assert limited and served  # queue of one: one decodes, one waits, the rest are refused
     assert limited[0].status_code == 429 and limited[0].code == "rate_limit_exceeded"
+    headers = limited[0].response.headers  # when to come back, estimated from the queue
+    assert int(headers["retry-after"]) >= 1 and int(headers["retry-after-ms"]) >= 50
 
 
 def test_the_server_survives_garbage(server: str, client: Any) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -106,6 +107,19 @@ def render_prompt(
         return template(msgs, turn)
     except ChatTemplateError as e:
         raise APIError(400, str(e), param="messages", code="invalid_messages") from None
+
+
+def _busy(e: QueueFull) -> APIError:
+    """The 429 of a full queue, with ``Retry-After`` (whole seconds, rounded up) and
+    ``retry-after-ms`` (which the official client reads first) from the engine's estimate."""
+    ms = max(1, round(e.retry_after * 1000))
+    return APIError(
+        429,
+        f"The server is busy ({e}); retry after {ms / 1000:.2f} s.",
+        type="requests",
+        code="rate_limit_exceeded",
+        headers={"Retry-After": str(math.ceil(ms / 1000)), "retry-after-ms": str(ms)},
+    )
 
 
 def _deltas_to_message(
@@ -282,7 +296,7 @@ def create_app(
     app.state.plans = plans
 
     def error_response(e: APIError) -> Response:
-        return JSONResponse(e.body(), status_code=e.status)
+        return JSONResponse(e.body(), status_code=e.status, headers=e.headers or None)
 
     @app.exception_handler(APIError)
     async def _api_error(_request: Request, e: APIError) -> Response:
@@ -357,6 +371,8 @@ def create_app(
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
         t0 = time.monotonic()
+        if eng.full:  # refused before the body is read or a grammar compiled: cheap under load
+            raise _busy(eng.reject())
         req = parse_chat_request(await read_body(request))
         if req.model not in names:
             raise _unknown_model(req.model)
@@ -375,12 +391,7 @@ def create_app(
         try:
             fut = eng.submit(job)
         except QueueFull as e:
-            raise APIError(
-                429,
-                f"The server is busy ({e}); retry later.",
-                type="requests",
-                code="rate_limit_exceeded",
-            ) from None
+            raise _busy(e) from None
         fut.add_done_callback(lambda _f: events.post("done"))
         cid = "chatcmpl-" + uuid.uuid4().hex[:24]
         try:

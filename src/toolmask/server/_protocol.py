@@ -44,7 +44,8 @@ MAX_STOP_CHARS = 256
 class APIError(Exception):
     """An error answered in OpenAI's shape: ``status`` (HTTP), ``message``, ``type``, ``param``
     (the offending request field, or None), ``code`` (a short machine-readable reason), and
-    ``extra`` fields added to the error object (``pointer``, ``keyword``, ``limit``)."""
+    ``extra`` fields added to the error object (``pointer``, ``keyword``, ``limit``), and
+    ``headers`` of the response (``Retry-After`` on a 429)."""
 
     def __init__(
         self,
@@ -55,8 +56,10 @@ class APIError(Exception):
         param: str | None = None,
         code: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
+        self.headers = dict(headers or {})
         self.status = status
         self.message = message
         self.type = type
