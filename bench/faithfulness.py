@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if args.whitespace:
         options["whitespace"] = args.whitespace
+    if args.max_whitespace is not None:
+        options["max_whitespace"] = args.max_whitespace
     if args.key_order:
         options["property_order"] = args.key_order
     questions = _bfcl.load(args.categories, per_category=args.per_category, seed=args.seed)
@@ -243,6 +245,7 @@ def main() -> int:
     p.add_argument("--modes", nargs="*", default=["auto", "required", "named"])
     p.add_argument("--format", default="hermes")
     p.add_argument("--whitespace", choices=("compact", "spaced", "flexible"))
+    p.add_argument("--max-whitespace", type=int, help="bytes per place under flexible")
     p.add_argument("--key-order", choices=("schema", "any"))
     p.add_argument("--max-tokens", type=int, default=160)
     p.add_argument("--label", default="default")

@@ -155,12 +155,14 @@ def _client_loop(
                     status = "200"
                 except openai.APIStatusError as e:
                     wait = _retry_after(e) if e.status_code == 429 and retry else None
-                    if wait is not None and time.monotonic() + wait < deadline:
+                    if wait is not None:
+                        left = deadline - time.monotonic()
                         with stats.lock:
                             stats.refusals += 1
-                            stats.retry_wait_s += wait
-                        time.sleep(wait)
-                        continue
+                            stats.retry_wait_s += min(wait, max(0.0, left))
+                        time.sleep(min(wait, max(0.0, left)))
+                        if wait < left:
+                            continue  # the same request again
                     status, tokens = str(e.status_code), 0
                     if e.status_code != 429:
                         with stats.lock:

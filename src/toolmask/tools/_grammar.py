@@ -121,7 +121,9 @@ def _call_rules(
     for i, tool in enumerate(tools):
         entry, args_rules = prefix_rules(_arguments_grammar(tool, options), f"a{i}_")
         rules.extend(args_rules)
-        rules.append(Rule(f"call_{i}", fmt.call_node(tool.name, entry)))
+        layout = str(options.get("whitespace", "compact"))
+        max_ws = int(options.get("max_whitespace", 4))
+        rules.append(Rule(f"call_{i}", fmt.call_node(tool.name, entry, layout, max_ws)))
         alts.append(RuleRef(f"call_{i}"))
     rules.append(Rule("call", choice(*alts)))
     return RuleRef("call"), rules

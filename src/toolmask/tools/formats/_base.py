@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from toolmask.errors import ToolError
-from toolmask.grammar._ir import Node, Special, lit, seq
+from toolmask.grammar._ir import Node, Special, byte_class, lit, repeat, seq
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
@@ -105,10 +105,23 @@ class WireFormat:
     def close_node(self, special_tokens: frozenset[str]) -> Node:
         return seq(lit(self.before_close), self.marker_node(self.close, special_tokens))
 
-    def call_node(self, name: str, arguments: Node) -> Node:
-        """One call object: ``{"name": "X", "arguments": ARGS}`` (json.dumps spacing)."""
+    def call_node(
+        self, name: str, arguments: Node, whitespace: str = "spaced", max_ws: int = 4
+    ) -> Node:
+        """One call object: ``{"name": "X", "arguments": ARGS}`` (json.dumps spacing); with
+        ``whitespace="flexible"`` (the arguments' layout), the envelope too takes up to
+        ``max_ws`` whitespace bytes wherever JSON allows them (the pretty-printed
+        ``{\n  "name": ...`` some models write)."""
+        name_text = json.dumps(name, ensure_ascii=False)
+        if whitespace == "flexible":
+            ws = repeat(byte_class(0x20, 0x09, 0x0A, 0x0D), 0, max_ws)
+            return seq(
+                lit("{"), ws, lit(json.dumps(self.name_key)), ws, lit(":"), ws, lit(name_text),
+                ws, lit(","), ws, lit(json.dumps(self.args_key)), ws, lit(":"), ws,
+                arguments, ws, lit("}"),
+            )  # fmt: skip
         return seq(
-            lit("{" + json.dumps(self.name_key) + ": " + json.dumps(name, ensure_ascii=False)),
+            lit("{" + json.dumps(self.name_key) + ": " + name_text),
             lit(", " + json.dumps(self.args_key) + ": "),
             arguments,
             lit("}"),
