@@ -9,7 +9,6 @@ import random
 import re
 import time
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -17,6 +16,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tests.vendored import SUITE_DIR
 from toolmask.errors import GrammarError, GrammarSyntaxError, LimitError
 from toolmask.grammar._charset import CharSet
 from toolmask.grammar._ir import (
@@ -448,9 +448,6 @@ def test_through_automaton_if_available(pattern: str) -> None:
 
 # -- JSON-Schema-Test-Suite ------------------------------------------------------------------------
 
-SUITE = (
-    Path(__file__).resolve().parents[3] / "shared/data/JSON-Schema-Test-Suite/tests/draft2020-12"
-)
 SUITE_FILES = [
     "optional/ecmascript-regex.json",
     "optional/non-bmp-regex.json",
@@ -461,9 +458,7 @@ SUITE_FILES = [
 
 def _suite_cases() -> Iterator[Any]:
     for name in SUITE_FILES:
-        path = SUITE / name
-        if not path.exists():
-            continue
+        path = SUITE_DIR / name
         for group in json.loads(path.read_text(encoding="utf-8")):
             schema = group["schema"]
             if not isinstance(schema, dict):
@@ -511,8 +506,6 @@ def test_json_schema_test_suite(kind: str, schema: dict[str, Any], data: Any, va
 
 
 def test_suite_present() -> None:
-    if not SUITE.exists():
-        pytest.skip("JSON-Schema-Test-Suite not checked out next to the repository")
     assert len(list(_suite_cases())) > 40
 
 
