@@ -28,6 +28,7 @@ def compile_json_schema(
     max_whitespace: int = 4,
     additional_properties_default: bool = True,
     lenient: bool = False,
+    strict_formats: bool = False,
     resources: Mapping[str, Any] | None = None,
     max_indent_depth: int = 32,
     limits: Limits = DEFAULT_LIMITS,
@@ -45,6 +46,10 @@ def compile_json_schema(
       is the JSON Schema meaning; ``False`` stops a model from inventing keys.
     * ``lenient``: unsupported keywords become warnings and are left to the post-decode validator
       instead of raising :class:`SchemaError`.
+    * ``strict_formats``: an unknown ``format`` raises :class:`SchemaError` instead of being an
+      annotation (JSON Schema 2020-12's format-annotation vocabulary: it constrains nothing, and
+      the compiler logs a warning once per format name on the ``toolmask.schema`` logger).
+      Formats toolmask knows (``toolmask.schema._formats.FORMATS``) are always enforced exactly.
     * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
 
     Raises :class:`SchemaError` (with a JSON pointer and keyword) for schemas it cannot compile
@@ -65,7 +70,13 @@ def compile_json_schema(
         )
     resources_json = json.dumps(dict(resources or {}), ensure_ascii=False) if resources else ""
     try:
-        compiler = SchemaCompiler(schema, resources=resources, lenient=lenient, limits=limits)
+        compiler = SchemaCompiler(
+            schema,
+            resources=resources,
+            lenient=lenient,
+            limits=limits,
+            strict_formats=strict_formats,
+        )
         lowerer = Lowerer(
             compiler,
             Layout(whitespace, indent, max_whitespace),

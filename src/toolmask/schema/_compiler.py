@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -63,6 +65,23 @@ _MAX_ALTS = 64
 _MAX_PATTERN_PROPS = 6
 _MAX_ONEOF_EXACT = 8
 
+_log = logging.getLogger("toolmask.schema")
+_logged_formats: set[str] = set()
+_logged_lock = threading.Lock()
+
+
+def _log_unknown_format(name: str) -> None:
+    with _logged_lock:
+        if name in _logged_formats:
+            return
+        _logged_formats.add(name)
+    _log.warning(
+        "format %r is not known to toolmask: read as an annotation (JSON Schema 2020-12 "
+        "format-annotation vocabulary), it constrains nothing; strict_formats=True refuses it",
+        name,
+    )
+
+
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 
 
@@ -105,9 +124,11 @@ class SchemaCompiler:
         resources: Mapping[str, Any] | None,
         lenient: bool,
         limits: Limits,
+        strict_formats: bool = False,
     ) -> None:
         self.root = schema
         self.lenient = lenient
+        self.strict_formats = strict_formats
         self.limits = limits
         self.deadline = time.monotonic() + limits.max_compile_seconds
         self._locs: list[tuple[Any, Resolver[Any], str]] = []
@@ -297,6 +318,17 @@ class SchemaCompiler:
         warnings.warn(f"{ptr or '#'}: {msg}; left to the post-decode validator", stacklevel=2)
         self.force_over(ptr, kw)
 
+    def unknown_format(self, ptr: str, name: str) -> None:
+        """An unknown ``format``: a SchemaError with ``strict_formats``, else an annotation
+        (logged once per format name and process on the ``toolmask.schema`` logger)."""
+        if self.strict_formats:
+            raise SchemaError(
+                f"format {name!r} is not known (strict_formats: unknown formats are refused)",
+                pointer=ptr,
+                keyword="format",
+            )
+        _log_unknown_format(name)
+
     def sub(self, schema: Any, resolver: Resolver[Any], ptr: str, *keys: str | int) -> Term:
         """The term of a subschema; boolean subschemas are the constants TOP / BOTTOM."""
         node = schema
@@ -346,8 +378,10 @@ class SchemaCompiler:
         for s in shapes:
             out = self.intersect(out, s)
             if out.is_empty():
-                return replace(SHAPE_BOTTOM, flags=flags)
-        return replace(out, flags=flags)
+                return replace(SHAPE_BOTTOM, flags=flags | out.flags)
+        # out.flags holds what the pairwise intersections added (a product that hit a cap and
+        # was left to the validator): dropping them would let an invalid value through
+        return replace(out, flags=flags | out.flags)
 
     def intersect(self, a: Shape, b: Shape) -> Shape:
         """Intersection of two type splits (literal shapes are converted first)."""
@@ -927,7 +961,7 @@ def _h_number(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
 
 
 def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
-    if not any(k in s for k in ("minLength", "maxLength", "pattern", "format")):
+    if not any(k in s for k in ("minLength", "maxLength", "pattern")):
         return None
     flags = NO_FLAGS
     dfas: list[Dfa] = []
@@ -949,19 +983,6 @@ def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
             dfas.append(_langs.pattern_dfa(p, c.limits))
         except GrammarError as e:
             raise SchemaError(f"pattern {p!r}: {e}", pointer=ptr, keyword="pattern") from e
-    if "format" in s:
-        from toolmask.schema._formats import FORMATS
-
-        name = s["format"]
-        spec = FORMATS.get(name) if isinstance(name, str) else None
-        if spec is None:
-            c.unsupported(ptr, "format", f"format {name!r} is not known")
-        else:
-            dfas.append(_langs.format_dfa(name))
-            if spec.relation == "superset":
-                flags = flags | c.flag_over(ptr, "format")
-            elif spec.relation == "subset":
-                flags = flags | c.flag_under(ptr, "format")
     if not dfas:
         return _only({"flags": flags})
     d = dfas[0]
@@ -971,6 +992,45 @@ def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
         except LimitError:
             flags = flags | c.flag_over(ptr, "pattern")
     return _only({"strings": () if d.is_empty() else (StrAlt(d),), "flags": flags})
+
+
+def _h_format(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+    """``format``: a known format constrains the type it applies to (strings: a language over
+    the decoded value; numbers: an integer range); an unknown one is an annotation (2020-12
+    format-annotation vocabulary) unless the compilation asks for ``strict_formats``."""
+    if "format" not in s:
+        return None
+    from toolmask.schema._formats import FORMATS
+
+    name = s["format"]
+    if not isinstance(name, str):
+        raise SchemaError(f"format must be a string, got {name!r}", pointer=ptr, keyword="format")
+    spec = FORMATS.get(name)
+    if spec is None:
+        c.unknown_format(ptr, name)
+        return None
+    if spec.applies_to == "number":
+        if spec.integers is None:
+            return None
+        lo, hi = spec.integers
+        d = _langs.number_range_dfa(
+            integer=True,
+            lo=Decimal(lo),
+            lo_excl=False,
+            hi=Decimal(hi),
+            hi_excl=False,
+            multiple_of=(),
+            limits=c.limits,
+        )
+        return _only({"numbers": (NumAlt(d, True),)})
+    if spec.regex is None:
+        return None
+    flags = NO_FLAGS
+    if spec.relation == "superset":
+        flags = c.flag_over(ptr, "format")
+    elif spec.relation == "subset":
+        flags = c.flag_under(ptr, "format")
+    return _only({"strings": (StrAlt(_langs.format_dfa(name)),), "flags": flags})
 
 
 def _h_array(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
@@ -1265,6 +1325,7 @@ _HANDLERS: tuple[Handler, ...] = (
     _h_type,
     _h_number,
     _h_string,
+    _h_format,
     _h_array,
     _h_object,
     _h_dependencies,

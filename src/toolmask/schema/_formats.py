@@ -69,7 +69,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import jsonschema
@@ -81,20 +81,31 @@ Relation = Literal["exact", "subset", "superset"]
 
 @dataclass(frozen=True, slots=True)
 class FormatSpec:
-    """How one ``format`` is enforced: a regex (see ``relation``) plus an exact checker."""
+    """How one ``format`` is enforced: a language (see ``relation``) plus an exact checker.
 
-    regex: str
+    ``applies_to`` is the JSON type the format constrains; values of other types pass. String
+    formats have a ``regex`` over the decoded value (``None``: every string); number formats
+    have ``integers`` (the integral values in an inclusive range), or ``None`` (every number).
+    ``definition`` cites where the meaning is defined; ``alias_of`` names the format this one
+    is another spelling of.
+    """
+
+    regex: str | None
     relation: Relation
-    checker: Callable[[str], bool]
+    checker: Callable[[Any], bool]
+    applies_to: Literal["string", "number"] = "string"
+    integers: tuple[int, int] | None = None
+    definition: str = ""
+    alias_of: str | None = None
 
     @property
     def exact(self) -> bool:
-        """Whether the regex accepts exactly the valid values."""
+        """Whether the language accepts exactly the valid values."""
         return self.relation == "exact"
 
-    def check(self, value: str) -> bool:
-        """Exact validity of a decoded string value."""
-        return self.checker(value)
+    def check(self, value: Any) -> bool:
+        """Exact validity of a value of the type the format applies to."""
+        return bool(self.checker(value))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -958,58 +969,162 @@ def is_ecma_regex(pattern: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
+# OpenAPI and other widely used formats
+
+
+def _int_range(lo: int, hi: int) -> Callable[[object], bool]:
+    """Integral values (``3`` or ``3.0``) in ``[lo, hi]``."""
+
+    def check(value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if isinstance(value, float) and not value.is_integer():
+            return False
+        return lo <= int(value) <= hi
+
+    return check
+
+
+def _always(value: object) -> bool:
+    return True
+
+
+#: RFC 4648 section 4: the base64 alphabet in groups of four, the last group padded with ``=``
+_BASE64 = "(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
+#: Semantic Versioning 2.0.0 (semver.org, "Is there a suggested regular expression"), with
+#: ``[0-9]`` for ``\d``
+_NUM_ID = "(?:0|[1-9][0-9]*)"
+_PRE_ID = "(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+_BUILD_ID = "[0-9A-Za-z-]+"
+_SEMVER = (
+    rf"{_NUM_ID}\.{_NUM_ID}\.{_NUM_ID}(?:-{_PRE_ID}(?:\.{_PRE_ID})*)?"
+    rf"(?:\+{_BUILD_ID}(?:\.{_BUILD_ID})*)?"
+)
+
+# ---------------------------------------------------------------------------------------------
 # The registry
 
 
-def _exact(rx: str) -> FormatSpec:
+def _exact(rx: str, definition: str) -> FormatSpec:
     compiled = re.compile(rx)
 
     def check(value: str) -> bool:
         return compiled.fullmatch(value) is not None
 
-    return FormatSpec(rx, "exact", check)
+    return FormatSpec(rx, "exact", check, definition=definition)
 
+
+def _any_string(definition: str) -> FormatSpec:
+    return FormatSpec(None, "exact", _always, definition=definition)
+
+
+def _integers(bits: int, signed: bool, definition: str) -> FormatSpec:
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    return FormatSpec(
+        None, "exact", _int_range(lo, hi), "number", integers=(lo, hi), definition=definition
+    )
+
+
+def _any_number(definition: str) -> FormatSpec:
+    return FormatSpec(None, "exact", _always, "number", definition=definition)
+
+
+def _alias(name: str, definition: str) -> FormatSpec:
+    spec = FORMATS[name]
+    return FormatSpec(
+        spec.regex,
+        spec.relation,
+        spec.checker,
+        spec.applies_to,
+        spec.integers,
+        definition=definition,
+        alias_of=name,
+    )
+
+
+_OAS = "OpenAPI Format Registry (spec.openapis.org/registry/format)"
+_DRAFT3 = "JSON Schema draft-03, section 5.23"
 
 FORMATS: dict[str, FormatSpec] = {
-    "date": _exact(_DATE),
-    "date-time": FormatSpec(_DATE_TIME, "subset", _check_date_time),
-    "duration": _exact(_DURATION),
-    "email": _exact(_EMAIL),
-    "hostname": FormatSpec(_HOSTNAME, "superset", _check_hostname),
-    "idn-email": _exact(_IDN_EMAIL),
-    "idn-hostname": FormatSpec(_IDN_HOSTNAME, "superset", _check_idn_hostname),
-    "ipv4": _exact(_IPV4),
-    "ipv6": _exact(_IPV6),
-    "iri": _exact(_IRI),
-    "iri-reference": _exact(_IRI_REFERENCE),
-    "json-pointer": _exact(_JSON_POINTER),
-    "regex": FormatSpec(_ANY, "superset", is_ecma_regex),
-    "relative-json-pointer": _exact(_RELATIVE_JSON_POINTER),
-    "time": FormatSpec(_TIME, "subset", _check_time),
-    "uri": _exact(_URI),
-    "uri-reference": _exact(_URI_REFERENCE),
-    "uri-template": _exact(_URI_TEMPLATE),
-    "uuid": _exact(_UUID),
+    # JSON Schema 2020-12 (Validation, section 7.3)
+    "date": _exact(_DATE, "RFC 3339 full-date"),
+    "date-time": FormatSpec(_DATE_TIME, "subset", _check_date_time, definition="RFC 3339"),
+    "duration": _exact(_DURATION, "RFC 3339 Appendix A"),
+    "email": _exact(_EMAIL, "RFC 5321 Mailbox"),
+    "hostname": FormatSpec(_HOSTNAME, "superset", _check_hostname, definition="RFC 1123"),
+    "idn-email": _exact(_IDN_EMAIL, "RFC 6531"),
+    "idn-hostname": FormatSpec(
+        _IDN_HOSTNAME, "superset", _check_idn_hostname, definition="RFC 5890-5893 (IDNA2008)"
+    ),
+    "ipv4": _exact(_IPV4, "RFC 2673 dotted-quad"),
+    "ipv6": _exact(_IPV6, "RFC 4291"),
+    "iri": _exact(_IRI, "RFC 3987 IRI"),
+    "iri-reference": _exact(_IRI_REFERENCE, "RFC 3987 IRI-reference"),
+    "json-pointer": _exact(_JSON_POINTER, "RFC 6901"),
+    "regex": FormatSpec(_ANY, "superset", is_ecma_regex, definition="ECMA-262"),
+    "relative-json-pointer": _exact(
+        _RELATIVE_JSON_POINTER, "draft-bhutton-relative-json-pointer-00"
+    ),
+    "time": FormatSpec(_TIME, "subset", _check_time, definition="RFC 3339 full-time"),
+    "uri": _exact(_URI, "RFC 3986 URI"),
+    "uri-reference": _exact(_URI_REFERENCE, "RFC 3986 URI-reference"),
+    "uri-template": _exact(_URI_TEMPLATE, "RFC 6570"),
+    "uuid": _exact(_UUID, "RFC 4122"),
+    # OpenAPI: numbers
+    "int8": _integers(8, True, f"{_OAS}: signed 8-bit integer"),
+    "int16": _integers(16, True, f"{_OAS}: signed 16-bit integer"),
+    "int32": _integers(32, True, f"{_OAS}; OpenAPI 3.1.0 section 4.2: signed 32 bits"),
+    "int64": _integers(64, True, f"{_OAS}; OpenAPI 3.1.0 section 4.2: signed 64 bits"),
+    "uint8": _integers(8, False, f"{_OAS}: unsigned 8-bit integer"),
+    "uint16": _integers(16, False, f"{_OAS}: unsigned 16-bit integer"),
+    "uint32": _integers(32, False, f"{_OAS}: unsigned 32-bit integer"),
+    "uint64": _integers(64, False, f"{_OAS}: unsigned 64-bit integer"),
+    "float": _any_number(f"{_OAS}; OpenAPI 3.1.0 section 4.2: single precision number"),
+    "double": _any_number(f"{_OAS}; OpenAPI 3.1.0 section 4.2: double precision number"),
+    # OpenAPI: strings
+    "byte": _exact(_BASE64, f"{_OAS}: base64 encoded data, RFC 4648 section 4"),
+    "binary": _any_string(f"{_OAS}: any sequence of octets"),
+    "password": _any_string(f"{_OAS}; OpenAPI 3.1.0 section 4.2: a hint to obscure the value"),
+    # widely used
+    "semver": _exact(_SEMVER, "Semantic Versioning 2.0.0 (semver.org)"),
+    "utc-millisec": _any_number(f"{_DRAFT3}: milliseconds since 1970-01-01T00:00Z, a number"),
 }
-"""Supported ``format`` values. See the module docstring for what each one means."""
+FORMATS.update(
+    {
+        "url": _alias("uri", "the common spelling of uri (RFC 3986 URI)"),
+        "datetime": _alias("date-time", "the common spelling of date-time (RFC 3339)"),
+        "host-name": _alias("hostname", f"{_DRAFT3}: host-name, renamed hostname in draft-04"),
+        "ip-address": _alias("ipv4", f"{_DRAFT3}: ip-address, renamed ipv4 in draft-04"),
+    }
+)
+"""Formats toolmask knows and enforces exactly. See the module docstring for what each means."""
 
 
 def format_checker() -> jsonschema.FormatChecker:
     """A :class:`jsonschema.FormatChecker` with every :data:`FORMATS` checker registered.
 
     jsonschema's own checkers pass silently when their optional packages are missing; these do
-    not depend on any. Non-string instances pass, as JSON Schema requires.
+    not depend on any. An instance of a type a format does not apply to passes, as JSON Schema
+    requires; a format not in :data:`FORMATS` is not registered, so it passes too (an
+    annotation).
     """
     import jsonschema
 
     checker = jsonschema.FormatChecker(formats=())
     for name, spec in FORMATS.items():
-        checker.checks(name)(_string_only(spec.checker))
+        checker.checks(name)(_typed(spec))
     return checker
 
 
-def _string_only(fn: Callable[[str], bool]) -> Callable[[object], bool]:
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _typed(spec: FormatSpec) -> Callable[[object], bool]:
+    applies = _is_number if spec.applies_to == "number" else (lambda v: isinstance(v, str))
+    fn = spec.checker
+
     def check(instance: object) -> bool:
-        return not isinstance(instance, str) or fn(instance)
+        return not applies(instance) or fn(instance)
 
     return check

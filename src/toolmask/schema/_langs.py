@@ -143,7 +143,9 @@ def _length_dfa(lo: int, hi: int | None) -> Dfa:
 def format_dfa(name: str) -> Dfa:
     from toolmask.schema._formats import FORMATS
 
-    return regex_dfa(FORMATS[name].regex, search=False)
+    rx = FORMATS[name].regex
+    assert rx is not None, f"format {name!r} has no string language"
+    return regex_dfa(rx, search=False)
 
 
 @functools.lru_cache(maxsize=1024)
