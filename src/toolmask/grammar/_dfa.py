@@ -77,6 +77,7 @@ BOL = 1  #: ``^``: at the start of the string
 EOL = 2  #: ``$``: at the end of the string
 WORD_BOUNDARY = 3  #: ``\b``
 NOT_WORD_BOUNDARY = 4  #: ``\B``
+LOOKAHEAD = 16  #: ``LOOKAHEAD + k``: passes lookahead ``k`` of :attr:`Nfa.looks`
 
 # contexts: the character before (prev) / after (next) the current position
 _EDGE = 0  # start of string (prev) or end of string (next)
@@ -98,14 +99,18 @@ class Nfa:
 
     ``chars[q]`` lists ``(CharSet, target)`` edges, ``eps[q]`` lists ``(condition, target)``
     edges where condition is one of :data:`EPS`, :data:`BOL`, :data:`EOL`, :data:`WORD_BOUNDARY`,
-    :data:`NOT_WORD_BOUNDARY`. There is one start and one accepting state.
+    :data:`NOT_WORD_BOUNDARY`, or ``LOOKAHEAD + k`` for the lookahead ``looks[k] = (start,
+    accept, negative)``: a fragment of this NFA (without lookaheads of its own) that the rest of
+    the input, from where the edge is passed, must (``negative``: must not) start with a match
+    of. There is one start and one accepting state.
     """
 
-    __slots__ = ("accept", "chars", "eps", "start")
+    __slots__ = ("accept", "chars", "eps", "looks", "start")
 
     def __init__(self) -> None:
         self.chars: list[list[tuple[CharSet, int]]] = []
         self.eps: list[list[tuple[int, int]]] = []
+        self.looks: list[tuple[int, int, bool]] = []
         self.start = 0
         self.accept = 0
 
@@ -123,6 +128,11 @@ class Nfa:
 
     def add_eps(self, p: int, q: int, cond: int = EPS) -> None:
         self.eps[p].append((cond, q))
+
+    def add_lookahead(self, p: int, q: int, start: int, accept: int, *, negative: bool) -> None:
+        """An epsilon edge ``p -> q`` guarded by the lookahead fragment ``start .. accept``."""
+        self.looks.append((start, accept, negative))
+        self.eps[p].append((LOOKAHEAD + len(self.looks) - 1, q))
 
     def add_dfa(self, dfa: Dfa) -> tuple[int, int]:
         """Copy ``dfa`` in; returns its (entry, exit) states (exit reached by epsilon)."""
@@ -634,6 +644,8 @@ def _combine(mode: str, fa: bool, fb: bool) -> bool:
 
 
 def _determinize(nfa: Nfa, limits: Limits) -> Dfa:
+    if nfa.looks:
+        return _determinize_lookahead(nfa, limits)
     conds = {c for row in nfa.eps for c, _ in row}
     has_word = bool(conds & {WORD_BOUNDARY, NOT_WORD_BOUNDARY})
     has_bol = BOL in conds
@@ -1033,3 +1045,182 @@ def dfa_to_node(dfa: Dfa, *, encoding: Encoding = "raw", max_nodes: int = 2_000)
     if _node_size(result) > max_nodes:
         return None
     return result
+
+
+# -- lookahead ---------------------------------------------------------------------------------
+
+#: one pending lookahead: its index and the (epsilon-closed, or just stepped) states of its
+#: fragment
+_Obligation = tuple[int, frozenset[int]]
+#: one run of the main automaton: its state and the lookaheads it still has to honour
+_Thread = tuple[int, frozenset[_Obligation]]
+
+
+def _determinize_lookahead(nfa: Nfa, limits: Limits) -> Dfa:
+    """Subset construction for an NFA with lookahead edges (see :class:`Nfa`).
+
+    A lookahead reads the same input as the main automaton from the position it is passed, so
+    a run of the main automaton carries its *obligations*: for each lookahead it passed and that
+    is not settled yet, the states the lookahead's fragment has reached. A DFA state is the set
+    of such runs (plus the previous code point's context, for anchors and word boundaries). At
+    each position the runs are epsilon-closed under that context; an obligation whose fragment
+    reaches its accepting state is settled there: a positive one is met (dropped), a negative
+    one is broken (the run dies). Reading a code point steps every run and its obligations; a
+    positive obligation with no fragment state left kills its run, a negative one is met. At the
+    end of the input a run accepts when it is in the accepting state with no positive
+    obligation pending. So ``X(?=B)Y`` is ``X`` followed by ``Y... ∩ B.*`` and ``(?!B)`` the
+    complement, computed on the fly, also inside repetitions (``((?!ab).)*``): the language
+    stays regular and the DFA exact. Costs as subset construction, over runs instead of states.
+    """
+    conds = {c for row in nfa.eps for c, _ in row if c < LOOKAHEAD}
+    has_word = bool(conds & {WORD_BOUNDARY, NOT_WORD_BOUNDARY})
+    has_bol = BOL in conds
+    sets = [cs for row in nfa.chars for cs, _ in row]
+    if has_word:
+        sets.append(WORD_CHARS)
+    atoms, members = _atomize(sets)
+    groups = (_NONWORD, _WORD) if has_word else (_NONWORD,)
+    atom_ctx = [_WORD if has_word and a.ranges[0][0] in WORD_CHARS else _NONWORD for a in atoms]
+    chars, eps, looks, acc = nfa.chars, nfa.eps, nfa.looks, nfa.accept
+    # per NFA state: atom -> targets
+    step_of: list[dict[int, list[int]]] = []
+    for edges in chars:
+        by_atom: dict[int, list[int]] = {}
+        for cs, t in edges:
+            for a in members[cs]:
+                by_atom.setdefault(a, []).append(t)
+        step_of.append(by_atom)
+    sink = -1
+    if not eps[acc] and any(t == acc and cs == ANY_CHAR for cs, t in chars[acc]):
+        sink = acc  # search mode: once here, the rest of the input does not matter
+
+    def norm(ctx: int) -> int:
+        if ctx == _WORD and not has_word:
+            return _NONWORD
+        if ctx == _EDGE and not has_bol:
+            return _NONWORD
+        return ctx
+
+    def passes(cond: int, prev: int, nxt: int) -> bool:
+        if cond == EPS:
+            return True
+        if cond == BOL:
+            return prev == _EDGE
+        if cond == EOL:
+            return nxt == _EDGE
+        if cond == WORD_BOUNDARY:
+            return (prev == _WORD) != (nxt == _WORD)
+        return (prev == _WORD) == (nxt == _WORD)
+
+    def close_plain(states: frozenset[int], prev: int, nxt: int) -> frozenset[int]:
+        seen = set(states)
+        stack = list(states)
+        while stack:
+            q = stack.pop()
+            for cond, t in eps[q]:
+                if t not in seen and passes(cond, prev, nxt):
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def settle(obs: frozenset[_Obligation], prev: int, nxt: int) -> frozenset[_Obligation] | None:
+        out: list[_Obligation] = []
+        for k, states in obs:
+            closed = close_plain(states, prev, nxt)
+            if looks[k][1] in closed:
+                if looks[k][2]:
+                    return None  # a negative lookahead matched here: the run dies
+                continue  # a positive one is met
+            out.append((k, closed))
+        return frozenset(out)
+
+    def close(threads: frozenset[_Thread], prev: int, nxt: int) -> set[_Thread]:
+        seen: set[_Thread] = set()
+        stack: list[_Thread] = []
+        for q, obs in threads:
+            settled = settle(obs, prev, nxt)
+            if settled is not None:
+                stack.append((q, settled))
+        while stack:
+            th = stack.pop()
+            if th in seen:
+                continue
+            seen.add(th)
+            q, obs = th
+            for cond, t in eps[q]:
+                if cond < LOOKAHEAD:
+                    if passes(cond, prev, nxt):
+                        stack.append((t, obs))
+                    continue
+                k = cond - LOOKAHEAD
+                start, accept, negative = looks[k]
+                body = close_plain(frozenset({start}), prev, nxt)
+                if accept in body:
+                    if not negative:
+                        stack.append((t, obs))  # met at once
+                    continue  # a negative one is broken at once
+                stack.append((t, obs | {(k, body)}))
+        return seen
+
+    def step_states(states: frozenset[int], a: int) -> frozenset[int]:
+        return frozenset(t for q in states for t in step_of[q].get(a, ()))
+
+    start_key: tuple[frozenset[_Thread], int] = (
+        frozenset({(nfa.start, frozenset())}),
+        norm(_EDGE),
+    )
+    index: dict[tuple[frozenset[_Thread], int], int] = {start_key: 0}
+    order = [start_key]
+    trans: list[list[int]] = []
+    finals: set[int] = set()
+    n_atoms = len(atoms)
+    cap = limits.max_dfa_states
+    sink_thread: _Thread = (sink, frozenset())
+    i = 0
+    while i < len(order):
+        cur, prev = order[i]
+        row = [-1] * n_atoms
+        for q, obs in close(cur, prev, _EDGE):
+            if q == acc and not any(not looks[k][2] for k, _ in obs):
+                finals.add(i)
+                break
+        for g in groups:
+            closed = close(cur, prev, g)
+            for a in range(n_atoms):
+                if atom_ctx[a] != g:
+                    continue
+                nxt_threads: set[_Thread] = set()
+                for q, obs in closed:
+                    targets = step_of[q].get(a)
+                    if not targets:
+                        continue
+                    stepped: list[_Obligation] = []
+                    alive = True
+                    for k, states in obs:
+                        moved = step_states(states, a)
+                        if moved:
+                            stepped.append((k, moved))
+                        elif not looks[k][2]:
+                            alive = False  # a positive lookahead can no longer match
+                            break
+                    if alive:
+                        fo = frozenset(stepped)
+                        nxt_threads.update((t, fo) for t in targets)
+                if not nxt_threads:
+                    continue
+                key = (
+                    (frozenset({sink_thread}), _NONWORD)
+                    if sink_thread in nxt_threads
+                    else (frozenset(nxt_threads), norm(g))
+                )
+                j = index.get(key)
+                if j is None:
+                    j = len(order)
+                    if j >= cap:
+                        raise _limit_error(limits)
+                    index[key] = j
+                    order.append(key)
+                row[a] = j
+        trans.append(row)
+        i += 1
+    return _minimize(atoms, trans, finals)

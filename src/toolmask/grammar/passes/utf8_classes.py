@@ -32,6 +32,7 @@ from toolmask.grammar._ir import (
     choice,
 )
 from toolmask.grammar.passes._walk import rebuild
+from toolmask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
     "Product",
@@ -56,7 +57,6 @@ _LEADS = {
 }
 _MIN_CP = {1: 0, 2: 0x80, 3: 0x800, 4: 0x10000}
 _SURROGATES = CharSet.range(0xD800, 0xDFFF)
-_MAX_RANGES = 1 << 16
 
 
 def lead_length(mask: int) -> int | None:
@@ -115,13 +115,16 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def decode_product(product: Product) -> CharSet | None:
+def decode_product(product: Product, *, limits: Limits = DEFAULT_LIMITS) -> CharSet | None:
     """The code points whose UTF-8 encodings are exactly ``product``, or ``None``.
 
     ``None`` unless the product is one whole character: a lead-byte set of one length ``n``
     followed by ``n - 1`` continuation sets, with no overlong form, surrogate or code point above
-    U+10FFFF in the product. An empty byte set decodes to the empty CharSet.
+    U+10FFFF in the product. An empty byte set decodes to the empty CharSet. A product whose set
+    would have more than ``limits.max_class_ranges`` ranges (continuation sets with holes
+    multiply them) is ``None`` too: the caller keeps the bytes as they are.
     """
+    max_ranges = limits.max_class_ranges
     if not product or len(product) > 4:
         return None
     n = len(product)
@@ -139,13 +142,13 @@ def decode_product(product: Product) -> CharSet | None:
         if conts == [(0, 0x3F)]:
             nxt = [(lo << 6, (hi << 6) | 0x3F) for lo, hi in values]
         else:
-            if sum(hi - lo + 1 for lo, hi in values) * len(conts) > _MAX_RANGES:
+            if sum(hi - lo + 1 for lo, hi in values) * len(conts) > max_ranges:
                 return None
             for lo, hi in values:
                 for v in range(lo, hi + 1):
                     nxt.extend(((v << 6) | a, (v << 6) | b) for a, b in conts)
         values = _merge(nxt)
-        if len(values) > _MAX_RANGES:
+        if len(values) > max_ranges:
             return None
     if values[0][0] < _MIN_CP[n] or values[-1][1] > 0x10FFFF:
         return None
@@ -155,7 +158,7 @@ def decode_product(product: Product) -> CharSet | None:
     return cs
 
 
-def charset_of(node: Node) -> CharSet | None:
+def charset_of(node: Node, *, limits: Limits = DEFAULT_LIMITS) -> CharSet | None:
     """The CharSet ``cs`` with ``L(node) == L(utf8_node(cs))``, or ``None`` if there is none.
 
     A node is a code-point class when its language is finite, flat (see :func:`products`) and
@@ -166,7 +169,7 @@ def charset_of(node: Node) -> CharSet | None:
         return None if prods is None else CharSet()
     out = CharSet()
     for p in prods:
-        cs = decode_product(p)
+        cs = decode_product(p, limits=limits)
         if cs is None:
             return None
         out = out | cs
