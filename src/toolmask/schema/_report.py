@@ -16,6 +16,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from toolmask._pointer import escape_token
 from toolmask.schema._formats import FORMATS
 from toolmask.schema._keywords import KEYWORDS
 
@@ -77,21 +78,17 @@ class SchemaReport:
         }
 
 
-def _esc(part: str) -> str:
-    return part.replace("~", "~0").replace("/", "~1")
-
-
 def _occurrences(schema: Any, pointer: str, out: list[tuple[str, str, Any]]) -> None:
     if not isinstance(schema, dict):
         return
     for key, value in schema.items():
         out.append((pointer, key, value))
-        here = f"{pointer}/{_esc(key)}"
+        here = f"{pointer}/{escape_token(key)}"
         if key in _SCHEMA:
             _occurrences(value, here, out)
         elif key in _SCHEMA_MAP and isinstance(value, dict):
             for name, sub in value.items():
-                _occurrences(sub, f"{here}/{_esc(name)}", out)
+                _occurrences(sub, f"{here}/{escape_token(name)}", out)
         elif key in _SCHEMA_LIST and isinstance(value, list):
             for i, sub in enumerate(value):
                 _occurrences(sub, f"{here}/{i}", out)
@@ -104,7 +101,7 @@ def _occurrences(schema: Any, pointer: str, out: list[tuple[str, str, Any]]) -> 
         elif key == "dependencies" and isinstance(value, dict):
             for name, sub in value.items():
                 if isinstance(sub, dict):
-                    _occurrences(sub, f"{here}/{_esc(name)}", out)
+                    _occurrences(sub, f"{here}/{escape_token(name)}", out)
 
 
 def check_schema(schema: Any, **options: Any) -> SchemaReport:
