@@ -426,6 +426,8 @@ class Lowerer:
             memo[key] = node
             return node
 
+        if len(props) > _FLAT_OBJECT:
+            _warm(rest, props, cap, hi)
         out: list[Node] = []
         if lo == 0 and not any(p.required for p in props):
             out.append(L.empty("{}"))
@@ -443,6 +445,28 @@ class Lowerer:
 
 
 _DIGIT = byte_class((0x30, 0x39))
+
+#: objects with more declared properties than this build their member chain from the last
+#: member back (the same rules; only the recursion is gone): an implementation detail, not a cap
+_FLAT_OBJECT = 64
+
+
+def _warm(rest: Any, props: list[Any], cap: int, hi: int | None) -> None:
+    """Call ``rest(i, c)`` for every reachable ``(i, c)`` from the last member back, so that
+    ``rest(0, 0)`` finds its successors memoised and recursion stays one level deep however
+    many properties an object declares (5,000 flat properties would pass Python's limit)."""
+    reach: list[set[int]] = [{0}]
+    for p in props:
+        nxt: set[int] = set()
+        for c in reach[-1]:
+            if hi is None or c < hi:
+                nxt.add(min(c + 1, cap))
+            if not p.required:
+                nxt.add(c)
+        reach.append(nxt)
+    for i in range(len(props), 0, -1):
+        for c in sorted(reach[i]):
+            rest(i, c)
 
 
 def flags_over(f: Flags) -> frozenset[tuple[str, str]]:
