@@ -240,15 +240,17 @@ def create_app(
     engine: Engine | None = None,
     template: Template | None = None,
     fmt: str = "hermes",
+    strict_formats: bool = False,
 ) -> FastAPI:
     """An OpenAI-compatible app serving ``backend`` as ``model_name`` (also accepted under
     ``aliases``). ``limits`` bound the compilation of every schema received; ``queue_size`` is
     how many requests may wait for the model (more: 429). ``template`` renders prompts
     (default: the model's own chat template, else ChatML); ``fmt`` is the wire format of
-    tool calls (default Hermes ``<tool_call>``). The engine's worker thread starts
-    now and stops on the app's shutdown."""
+    tool calls (default Hermes ``<tool_call>``); ``strict_formats`` answers 400 to a schema
+    with a ``format`` toolmask does not know (default: an annotation). The engine's worker
+    thread starts now and stops on the app's shutdown."""
     eng = engine or Engine(backend, queue_size=queue_size)
-    plans = PlanCache(backend.vocab, limits, fmt=fmt)
+    plans = PlanCache(backend.vocab, limits, fmt=fmt, strict_formats=strict_formats)
     base_turn = ToolTurn([], plans.fmt, special_tokens=plans.special_tokens)
     chat_template = template or default_template(backend)
     names = {model_name, *aliases}

@@ -58,6 +58,12 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
         help="wire format the model writes tool calls in (default: hermes, <tool_call>)",
     )
     s.add_argument(
+        "--strict-formats",
+        action="store_true",
+        help="a schema with a format toolmask does not know is a 400 "
+        "(default: the format is an annotation, as JSON Schema 2020-12 says)",
+    )
+    s.add_argument(
         "--log-level",
         default="info",
         choices=("debug", "info", "warning", "error"),
@@ -91,7 +97,13 @@ def run_serve(args: argparse.Namespace) -> int:
     log.info("loading %s", path)
     backend = LlamaCpp(path, n_ctx=args.ctx_size, n_threads=args.threads)
     name = args.model_name or model_name_for(path)
-    app = create_app(backend, model_name=name, queue_size=args.queue_size, fmt=args.format)
+    app = create_app(
+        backend,
+        model_name=name,
+        queue_size=args.queue_size,
+        fmt=args.format,
+        strict_formats=args.strict_formats,
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
 
