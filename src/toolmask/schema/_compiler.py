@@ -23,13 +23,12 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
 from jsonschema import validators as js_validators
-from referencing._core import Resolver
 
 from toolmask._pointer import json_pointer
 from toolmask.errors import GrammarError, LimitError, SchemaError
@@ -82,6 +81,15 @@ def _log_unknown_format(name: str) -> None:
     )
 
 
+class Resolver(Protocol):
+    """What the compiler uses of a ``referencing`` resolver (``Registry.resolver()``): its
+    public methods only. ``lookup`` returns a ``Resolved`` (``.contents``, ``.resolver``)."""
+
+    def lookup(self, ref: str) -> Any: ...
+
+    def in_subresource(self, subresource: referencing.Resource[Any]) -> Resolver: ...
+
+
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 
 
@@ -127,8 +135,8 @@ class SchemaCompiler:
         self.strict_formats = strict_formats
         self.limits = limits
         self.deadline = time.monotonic() + limits.max_compile_seconds
-        self._locs: list[tuple[Any, Resolver[Any], str]] = []
-        self._loc_index: dict[tuple[int, str], int] = {}
+        self._locs: list[tuple[Any, Resolver, str]] = []
+        self._loc_index: dict[int, int] = {}
         self._keep: list[Any] = []
         self._memo: dict[Term, Shape] = {}
         self._in_progress: set[Term] = set()
@@ -177,7 +185,7 @@ class SchemaCompiler:
     def loc(
         self,
         schema: Any,
-        resolver: Resolver[Any],
+        resolver: Resolver,
         pointer: str,
         *,
         enter_id: bool = True,
@@ -186,7 +194,9 @@ class SchemaCompiler:
             idv = schema["$id"]
             if isinstance(idv, str) and not idv.startswith("#"):
                 resolver = resolver.in_subresource(self._resource(schema))
-        key = (id(schema), str(resolver._base_uri))
+        # a schema object sits at one place in one resource, so its identity names the
+        # location (the schema dicts are kept alive by self._keep and the documents)
+        key = id(schema)
         idx = self._loc_index.get(key)
         if idx is None:
             if len(self._locs) >= self.limits.max_rules * 4:
@@ -342,7 +352,7 @@ class SchemaCompiler:
             )
         _log_unknown_format(name)
 
-    def sub(self, schema: Any, resolver: Resolver[Any], ptr: str, *keys: str | int) -> Term:
+    def sub(self, schema: Any, resolver: Resolver, ptr: str, *keys: str | int) -> Term:
         """The term of a subschema; boolean subschemas are the constants TOP / BOTTOM."""
         node = schema
         for k in keys:
@@ -828,7 +838,7 @@ class SchemaCompiler:
 
     # -- unevaluated* ---------------------------------------------------------------------------
     def _apply_unevaluated(
-        self, schema: dict[str, Any], resolver: Resolver[Any], ptr: str, shape: Shape
+        self, schema: dict[str, Any], resolver: Resolver, ptr: str, shape: Shape
     ) -> Shape:
         if shape.literals is not None:
             return shape  # literal sets were filtered by the full schema already
@@ -875,7 +885,7 @@ class SchemaCompiler:
         return replace(shape, objects=objs, arrays=arrs)
 
     # -- resolution -----------------------------------------------------------------------------
-    def resolve(self, ref: Any, resolver: Resolver[Any], ptr: str, kw: str) -> Loc:
+    def resolve(self, ref: Any, resolver: Resolver, ptr: str, kw: str) -> Loc:
         if not isinstance(ref, str):
             raise SchemaError(f"{kw} must be a string", pointer=ptr, keyword=kw)
         try:
@@ -1022,10 +1032,10 @@ def _join(fs: list[Flags]) -> Flags:
 
 # -- keyword handlers: schema -> one Shape (other JSON types unconstrained) -----------------------
 
-Handler = Callable[[SchemaCompiler, dict[str, Any], Resolver[Any], str], Shape | None]
+Handler = Callable[[SchemaCompiler, dict[str, Any], Resolver, str], Shape | None]
 
 
-def _h_type(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+def _h_type(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     if "type" not in s:
         return None
     t = s["type"]
@@ -1058,7 +1068,7 @@ def _only(shape_kw: dict[str, Any]) -> Shape:
     return replace(SHAPE_TOP, **shape_kw)
 
 
-def _h_number(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+def _h_number(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     kws = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
     if not any(k in s for k in kws):
         return None
@@ -1125,7 +1135,7 @@ def _h_number(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
     return _only({"numbers": () if d.is_empty() else (NumAlt(d, integer),)})
 
 
-def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     if not any(k in s for k in ("minLength", "maxLength", "pattern")):
         return None
     flags = NO_FLAGS
@@ -1159,7 +1169,7 @@ def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
     return _only({"strings": () if d.is_empty() else (StrAlt(d),), "flags": flags})
 
 
-def _h_format(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+def _h_format(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     """``format``: a known format constrains the type it applies to (strings: a language over
     the decoded value; numbers: an integer range); an unknown one is an annotation (2020-12
     format-annotation vocabulary) unless the compilation asks for ``strict_formats``."""
@@ -1198,7 +1208,7 @@ def _h_format(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
     return _only({"strings": (StrAlt(_langs.format_dfa(name)),), "flags": flags})
 
 
-def _h_array(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+def _h_array(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     kws = (
         "items",
         "prefixItems",
@@ -1249,7 +1259,7 @@ def _h_array(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -
     return _only({"arrays": (alt,), "flags": flags})
 
 
-def _h_object(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+def _h_object(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     kws = (
         "properties",
         "patternProperties",
@@ -1372,9 +1382,7 @@ def _key_regions(
     return regions
 
 
-def _h_dependencies(
-    c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str
-) -> Shape | None:
+def _h_dependencies(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     deps: list[tuple[str, Any, str]] = []
     for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
         v = s.get(kw)
@@ -1405,9 +1413,7 @@ def _h_dependencies(
     return out
 
 
-def _h_applicators(
-    c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str
-) -> Shape | None:
+def _h_applicators(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     shapes: list[Shape] = []
     if "$ref" in s:
         shapes.append(c.expand(c.resolve(s["$ref"], r, ptr, "$ref")))
