@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from toolmask._compile import CompiledGrammar, Matcher, compile
 from toolmask.errors import (
+    ChatTemplateError,
+    ContextOverflowError,
     GrammarError,
     GrammarSyntaxError,
     LimitError,
     SchemaError,
+    ToolError,
     ToolmaskError,
+    VocabError,
 )
 from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, SERVER_LIMITS, Limits
@@ -21,11 +25,10 @@ from toolmask.tools import (
     Tool,
     ToolCall,
     ToolChoice,
-    ToolError,
     ToolTurn,
     sanitize_tool_output,
 )
-from toolmask.vocab import VocabError, Vocabulary
+from toolmask.vocab import Vocabulary
 
 __version__ = "0.1.0"
 
@@ -33,7 +36,9 @@ __all__ = [
     "DEFAULT_LIMITS",
     "SERVER_LIMITS",
     "CallError",
+    "ChatTemplateError",
     "CompiledGrammar",
+    "ContextOverflowError",
     "Grammar",
     "GrammarError",
     "GrammarSyntaxError",

@@ -43,6 +43,10 @@ class Limits:
     max_compile_seconds: float = 30.0
     #: bytes of token bitmasks cached per compiled grammar (ceil(V/32) * 4 bytes each)
     max_mask_cache_bytes: int = 256 * 1024 * 1024
+    #: objects with more named properties than this keep schema order even when any order was
+    #: asked for (``property_order="any"``): any order needs one rule per set of keys already
+    #: written, 2**n rules for n properties (not a refusal: schema order is a subset)
+    max_any_order_properties: int = 10
 
     # -- schema and regex compilation (toolmask.schema, toolmask.grammar) ----------------------
     #: alternatives of one JSON type in one merged schema: allOf / anyOf / oneOf / not combine
@@ -88,4 +92,5 @@ SERVER_LIMITS = Limits(
     max_key_regions=64,
     max_one_of_exact=6,
     max_regex_nesting=32,
+    max_any_order_properties=8,
 )
