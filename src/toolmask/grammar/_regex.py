@@ -33,7 +33,7 @@ from typing import TypeAlias
 
 from toolmask.errors import GrammarError, GrammarSyntaxError, LimitError
 from toolmask.grammar._charset import ANY_CHAR, MAX_CP, CharSet
-from toolmask.grammar._dfa import (
+from toolmask.grammar._fsm import (
     BOL,
     EOL,
     NOT_WORD_BOUNDARY,
@@ -741,7 +741,7 @@ def regex_rules(
 ) -> tuple[Node, tuple[Rule, ...]]:
     """Entry node and rules (names start with ``prefix``) for the full-match language, as raw
     UTF-8. Assertion-free patterns give a single structural node and no rules; others the
-    right-linear rules of the minimal DFA (:func:`~toolmask.grammar._dfa.dfa_to_rules`)."""
+    right-linear rules of the minimal DFA (:func:`~toolmask.grammar._fsm.dfa_to_rules`)."""
     ast = _assertion_free(pattern, limits)
     if ast is not None:
         return _direct_ir(ast), ()

@@ -32,7 +32,7 @@ from jsonschema import validators as js_validators
 
 from toolmask._pointer import json_pointer
 from toolmask.errors import GrammarError, LimitError, SchemaError
-from toolmask.grammar._dfa import Dfa
+from toolmask.grammar._fsm import Dfa
 from toolmask.limits import Limits
 from toolmask.schema import _langs
 from toolmask.schema._keywords import KEYWORDS

@@ -14,9 +14,10 @@ import re
 from decimal import Decimal
 
 from toolmask.grammar._charset import ANY_CHAR
-from toolmask.grammar._dfa import Dfa, multiple_of_dfa
+from toolmask.grammar._fsm import Dfa
 from toolmask.grammar._regex import regex_dfa
 from toolmask.limits import DEFAULT_LIMITS, Limits
+from toolmask.schema._json_text import multiple_of_dfa
 
 __all__ = [
     "any_string",

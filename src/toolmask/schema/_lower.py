@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from toolmask.errors import LimitError
 from toolmask.grammar._charset import ANY_CHAR
-from toolmask.grammar._dfa import Dfa, dfa_to_rules, encode_charset
+from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
     NOTHING,
@@ -43,6 +43,7 @@ from toolmask.grammar._ir import (
 )
 from toolmask.schema import _langs
 from toolmask.schema._compiler import SchemaCompiler
+from toolmask.schema._json_text import json_string_char
 from toolmask.schema._terms import (
     BOTTOM,
     TOP,
@@ -115,9 +116,9 @@ class Layout:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def json_string_char() -> Node:
+def any_json_string_char() -> Node:
     """One code point in canonical JSON string form (what json.dumps(ensure_ascii=False) writes)."""
-    return encode_charset(ANY_CHAR, "json_string")
+    return json_string_char(ANY_CHAR)
 
 
 class Lowerer:
@@ -192,7 +193,7 @@ class Lowerer:
     def shared(self, name: str) -> Node:
         if name not in self.rules:
             if name == "string":
-                body = seq(lit('"'), star(json_string_char()), lit('"'))
+                body = seq(lit('"'), star(any_json_string_char()), lit('"'))
             elif name == "integer":
                 body = seq(
                     opt(lit("-")), choice(lit("0"), seq(byte_class((0x31, 0x39)), star(_DIGIT)))
@@ -213,7 +214,9 @@ class Lowerer:
         if got is not None:
             return got
         prefix = self._fresh("s" if encoding == "json_string" else "n")
-        entry, rules = dfa_to_rules(dfa, prefix, encoding=encoding)
+        entry, rules = dfa_to_rules(
+            dfa, prefix, encoding=json_string_char if encoding == "json_string" else "raw"
+        )
         for r in rules:
             self._define(r.name, r.body)
         self._dfa_memo[key] = entry
