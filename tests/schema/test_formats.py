@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.vendored import suite_files
-from toolmask.schema._formats import FORMATS, format_checker, is_ecma_regex
+from toolmask.schema._ecma import is_ecma_regex
+from toolmask.schema._formats import FORMATS, format_checker
 
 
 def _load_suite() -> list[tuple[str, str, object, bool]]:
