@@ -19,7 +19,7 @@ replace, in every :class:`Choice`, the alternatives that are code-point classes 
 
 from __future__ import annotations
 
-from toolmask.grammar._charset import CharSet, utf8_node
+from toolmask.grammar._charset import UTF8_CONTINUATION, UTF8_LENGTHS, CharSet, utf8_node
 from toolmask.grammar._ir import (
     ByteClass,
     Bytes,
@@ -46,16 +46,19 @@ __all__ = [
 Product = tuple[int, ...]
 """A set of fixed-length byte strings: position ``i`` holds any byte of the mask ``p[i]``."""
 
-_CONT = ((1 << 0x40) - 1) << 0x80  # 0x80..0xBF
-_ASCII = (1 << 0x80) - 1
-# lead-byte masks per encoded length, and the value bits the lead byte carries
+
+def _byte_mask(lo: int, hi: int) -> int:
+    return ((1 << (hi - lo + 1)) - 1) << lo
+
+
+_CONT = _byte_mask(*UTF8_CONTINUATION)  # 0x80..0xBF
+# lead-byte masks per encoded length, and the value bits the lead byte carries (0x7F for ASCII;
+# 0x1F, 0x0F, 0x07 after the 110 / 1110 / 11110 prefixes), from the one UTF-8 table
 _LEADS = {
-    1: (_ASCII, 0x7F),
-    2: (((1 << 30) - 1) << 0xC2, 0x1F),  # C2..DF
-    3: (((1 << 16) - 1) << 0xE0, 0x0F),  # E0..EF
-    4: (((1 << 5) - 1) << 0xF0, 0x07),  # F0..F4
+    n: (_byte_mask(lo, hi), 0x7F if n == 1 else 0xFF >> (n + 1))
+    for n, (_, _, lo, hi) in UTF8_LENGTHS.items()
 }
-_MIN_CP = {1: 0, 2: 0x80, 3: 0x800, 4: 0x10000}
+_MIN_CP = {n: first for n, (first, _, _, _) in UTF8_LENGTHS.items()}
 _SURROGATES = CharSet.range(0xD800, 0xDFFF)
 
 
