@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from toolmask._pointer import json_pointer
 from toolmask.automaton import Automaton, State, build_automaton
 from toolmask.grammar._ir import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
@@ -175,8 +176,7 @@ def _error_sort_key(err: Any) -> tuple[list[str], str]:
 
 
 def _pointer(path: Any) -> str:
-    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
-    return "/" + "/".join(parts) if parts else "(root)"
+    return json_pointer(path) or "(root)"
 
 
 class Matcher:

@@ -104,10 +104,19 @@ class PlanCache:
     """
 
     def __init__(
-        self, vocab: Vocabulary, limits: Limits, size: int = 128, fmt: str = "hermes"
+        self,
+        vocab: Vocabulary,
+        limits: Limits,
+        size: int = 128,
+        fmt: str = "hermes",
+        *,
+        strict_formats: bool = False,
     ) -> None:
         self.vocab = vocab
         self.limits = limits
+        #: an unknown ``format`` in a schema is a 400 instead of an annotation (``serve
+        #: --strict-formats``; see :func:`toolmask.schema.compile_json_schema`)
+        self.strict_formats = strict_formats
         #: the wire format of tool calls (a name of :data:`toolmask.tools.FORMATS`)
         self.fmt = get_format(fmt).name
         self.size = size
@@ -152,6 +161,9 @@ class PlanCache:
         return hit
 
     # -- building ---------------------------------------------------------------------------------
+    def _schema_options(self) -> dict[str, Any]:
+        return {"limits": self.limits, "strict_formats": self.strict_formats}
+
     def _build(self, req: ChatRequest) -> Plan:
         turn: ToolTurn | None = None
         if req.tools:
@@ -161,7 +173,7 @@ class PlanCache:
                 req.tool_choice if req.tool_choice is not None else "auto",
                 parallel_tool_calls=req.parallel_tool_calls,
                 special_tokens=self.special_tokens,
-                schema_options={"limits": self.limits},
+                schema_options=self._schema_options(),
             )
         rf = req.response_format
         json_grammar = self._json_grammar(rf) if rf.kind != "text" else None
@@ -175,7 +187,7 @@ class PlanCache:
     def _json_grammar(self, rf: ResponseFormat) -> Grammar:
         schema = rf.schema if rf.kind == "json_schema" else JSON_OBJECT_SCHEMA
         try:
-            return compile_json_schema(schema, whitespace="compact", limits=self.limits)
+            return compile_json_schema(schema, whitespace="compact", **self._schema_options())
         except Exception as e:  # a hostile or broken schema must not take the server down
             raise schema_error(
                 e,
@@ -207,7 +219,7 @@ class PlanCache:
         """Attribute a turn-grammar failure to the first tool whose schema fails alone."""
         for i, t in enumerate(req.tools):
             try:
-                compile_json_schema(t.parameters, whitespace="compact", limits=self.limits)
+                compile_json_schema(t.parameters, whitespace="compact", **self._schema_options())
             except Exception as err:
                 return schema_error(
                     err, param=f"tools[{i}].function.parameters", what=f"tool {t.name!r}"

@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolmask.grammar._dfa import Dfa, dfa_to_rules
+from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
     Grammar,

@@ -1,10 +1,12 @@
 """Checking a parsed call against its tool: name allowed, arguments valid under the full schema.
 
 The grammar enforces most of a schema while decoding; the keywords it leaves to post-decode
-checks (and every keyword, for output that was not constrained) are checked here with
-``jsonschema`` (draft 2020-12, format assertions on). Each problem is a :class:`CallError` with
-the instance path and schema path; :func:`render_errors` turns a list of them into the short
-message shown to the model (``missing required args ['title'] for tool 'x'``).
+checks (and every keyword, for output that was not constrained) are checked here by the
+validator ``CompiledGrammar.validate`` uses too (:func:`toolmask.schema.schema_validator`: the
+schema's dialect, toolmask's exact format checks), so the two agree on every value. Each
+problem is a :class:`CallError` with the instance path and schema path; :func:`render_errors`
+turns a list of them into the short message shown to the model (``missing required args
+['title'] for tool 'x'``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolmask._pointer import json_pointer
 from toolmask.tools._parser import ToolCall
 from toolmask.tools._spec import Tool
 
@@ -43,10 +46,6 @@ class CallError:
         return render_errors([self])
 
 
-def _pointer(parts: Iterable[object]) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
 _validators: dict[str, Any] = {}
 _validators_lock = threading.Lock()
 
@@ -56,10 +55,9 @@ def _validator(schema: Mapping[str, Any]) -> Any:
     with _validators_lock:
         v = _validators.get(key)
     if v is None:
-        from jsonschema import Draft202012Validator
+        from toolmask.schema import schema_validator
 
-        cls = Draft202012Validator
-        v = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        v = schema_validator(schema)
         with _validators_lock:
             if len(_validators) > 512:
                 _validators.clear()
@@ -106,8 +104,8 @@ def validate_call(
                 name,
                 str(err.validator),
                 err.message,
-                _pointer(err.absolute_path),
-                _pointer(err.absolute_schema_path),
+                json_pointer(err.absolute_path),
+                json_pointer(err.absolute_schema_path),
                 detail,
             )
         )
