@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from toolmask._compile import CompiledGrammar, Matcher, compile
+from toolmask._compile import (
+    CompiledGrammar,
+    GrammarCompiler,
+    Matcher,
+    compile,
+    default_compiler,
+)
 from toolmask.errors import (
     GrammarError,
     GrammarSyntaxError,
@@ -35,6 +41,7 @@ __all__ = [
     "CallError",
     "CompiledGrammar",
     "Grammar",
+    "GrammarCompiler",
     "GrammarError",
     "GrammarSyntaxError",
     "LimitError",
@@ -57,5 +64,6 @@ __all__ = [
     "__version__",
     "apply_bitmask",
     "compile",
+    "default_compiler",
     "sanitize_tool_output",
 ]

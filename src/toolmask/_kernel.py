@@ -11,6 +11,7 @@ kernel when it imports. :func:`backend` says which one ``tm.compile`` uses by de
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 from typing import Literal
@@ -21,13 +22,12 @@ Backend = Literal["native", "python"]
 BACKENDS: tuple[Backend, ...] = ("native", "python")
 
 _native: ModuleType | None
+_IMPORT_ERROR: ImportError | None = None
 try:
-    from toolmask import _native  # type: ignore[attr-defined,unused-ignore]
+    _native = importlib.import_module("toolmask._native")
 except ImportError as e:  # not built (TOOLMASK_PURE_PYTHON=1 at install, or no compiler)
     _native = None
-    _IMPORT_ERROR: ImportError | None = e
-else:
-    _IMPORT_ERROR = None
+    _IMPORT_ERROR = e
 
 _CHOICE = os.environ.get("TOOLMASK_BACKEND", "auto").strip().lower() or "auto"
 if _CHOICE not in ("auto", "native", "python"):
@@ -56,7 +56,7 @@ def resolve_backend(name: str | None) -> Backend:
         raise ValueError(f"backend {name!r}: expected one of {BACKENDS}")
     if name == "native" and _native is None:
         raise ImportError(f"the compiled kernel toolmask._native is not built ({_IMPORT_ERROR})")
-    return name  # type: ignore[return-value]
+    return name
 
 
 def native_module() -> ModuleType:

@@ -310,6 +310,11 @@ static PyObject *Auto_get_limits(AutoObject *self, void *c) {
     return self->limits;
 }
 
+static PyObject *Auto_get_texts(AutoObject *self, void *c) {
+    (void)c;
+    return PyList_AsTuple(self->texts);
+}
+
 static PyObject *Auto_get_nfa_states(AutoObject *self, void *c) {
     (void)c;
     return PyLong_FromLong(self->au.ns.n);
@@ -465,6 +470,7 @@ static PyGetSetDef Auto_getset[] = {
     {"entry_names", (getter)Auto_get_entry_names, NULL, "rules compiled as call targets so far", NULL},
     {"limits", (getter)Auto_get_limits, NULL, "the Limits it was built under", NULL},
     {"nfa_states", (getter)Auto_get_nfa_states, NULL, "NFA states built so far", NULL},
+    {"texts", (getter)Auto_get_texts, NULL, "the special-token texts the grammar names", NULL},
     {NULL}};
 
 static PyTypeObject AutoType = {
@@ -552,9 +558,10 @@ static PyObject *Vocab_memory_bytes(VocabObject *self, PyObject *unused) {
 
 static PyObject *Vocab_info(VocabObject *self, PyObject *unused) {
     (void)unused;
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "size", self->v.size, "trie_nodes", self->v.trie.n,
-                         "partial_nodes", self->v.partial.n, "max_tail_chars", self->v.max_tail_chars, "runs",
-                         self->v.runs.n, "bases", self->v.bases.n, "exit_tables", self->v.exits.n);
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:L}", "size", self->v.size, "trie_nodes", self->v.trie.n,
+                         "partial_nodes", self->v.partial.n, "max_tail_chars", self->v.max_tail_chars, "bases",
+                         self->v.bases.n, "exit_tables", self->v.exits.n, "table_bytes",
+                         (long long)self->v.table_bytes);
 }
 
 static PyMethodDef Vocab_methods[] = {
@@ -682,7 +689,7 @@ static PyObject *Masks_stats(MasksObject *self, PyObject *unused) {
     int64_t locals = 0, reps = 0;
     for (int32_t i = 0; i < mc->npl; i++) locals += mc->pl[i].ok;
     for (int32_t i = 0; i < mc->nreps; i++) reps += mc->reps[i] != NULL;
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "hits", (long long)mc->hits, "misses",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "nodes", (long long)mc->nodes, "hits", (long long)mc->hits, "misses",
                          (long long)mc->misses, "position_misses", (long long)mc->local_misses, "exact_walks",
                          (long long)mc->exact_walks, "positions", (long long)locals, "states", (long long)reps,
                          "bytes", (long long)mc->bytes);

@@ -119,9 +119,31 @@ typedef struct Auto {
     int32_t initial, dead;
     int64_t epoch; /* bumped when states are renumbered (compaction) */
     int64_t next_compact;
-    IVec scratch, scratch2;
+    IVec scratch, scratch2, kscratch, kstack;
     int32_t max_cached;
+    /* transition tables come from slabs of TRANS_SLAB tables (freed by compaction and au_free) */
+    VEC(int32_t *) slabs;
+    int32_t slab_used;
 } Auto;
+
+#define TRANS_SLAB 64
+
+static int32_t *au_trans_alloc(Auto *au) {
+    if (!au->slabs.n || au->slab_used == TRANS_SLAB) {
+        int32_t *slab = tm_xmalloc((size_t)TRANS_SLAB * 256 * sizeof(int32_t));
+        VPUSH(au->slabs, slab);
+        au->slab_used = 0;
+    }
+    int32_t *t = au->slabs.a[au->slabs.n - 1] + (size_t)au->slab_used++ * 256;
+    for (int i = 0; i < 256; i++) t[i] = TR_UNKNOWN;
+    return t;
+}
+
+static void au_free_slabs(Auto *au) {
+    for (int32_t i = 0; i < au->slabs.n; i++) free(au->slabs.a[i]);
+    VFREE(au->slabs);
+    au->slab_used = 0;
+}
 
 #define AU_NS(au, i) (&(au)->ns.a[i])
 #define AU_POS(au, p) (&(au)->pos.a[p])
@@ -388,7 +410,9 @@ static int dfa_kernel(Auto *au, const int32_t *seeds, int32_t nseeds, IVec *out)
         au->cur_stamp = 1;
     }
     int32_t stamp = au->cur_stamp;
-    IVec stack = {0};
+    IVec stack = au->kstack; /* scratch, given back below */
+    memset(&au->kstack, 0, sizeof(IVec));
+    stack.n = 0;
     au_stamp_grow(au);
     for (int32_t i = 0; i < nseeds; i++) {
         if (au->stamp[seeds[i]] != stamp) {
@@ -416,7 +440,8 @@ static int dfa_kernel(Auto *au, const int32_t *seeds, int32_t nseeds, IVec *out)
             }
         }
     }
-    VFREE(stack);
+    if (au->kstack.a) VFREE(au->kstack);
+    au->kstack = stack;
     if (rc == 0) out->n = sort_unique(out->a, out->n);
     return rc;
 }
@@ -438,10 +463,13 @@ static int32_t dfa_position(Auto *au, const IVec *key) {
 }
 
 static int32_t dfa_pos_of(Auto *au, const int32_t *seeds, int32_t n) {
-    IVec k = {0};
+    IVec k = au->kscratch; /* scratch (re-entrant: taken, then given back) */
+    memset(&au->kscratch, 0, sizeof(IVec));
+    k.n = 0;
     int32_t p = -1;
     if (dfa_kernel(au, seeds, n, &k) == 0) p = dfa_position(au, &k);
-    VFREE(k);
+    if (au->kscratch.a) VFREE(au->kscratch);
+    au->kscratch = k;
     return p;
 }
 
@@ -771,6 +799,21 @@ static inline void au_set_add(Auto *au, IVec *set, int32_t id) {
 
 /* 1 computed, 0 overflow (None in Python), -1 cap error */
 static int au_static_closure(Auto *au, int32_t p) {
+    if (!AU_POS(au, p)->done && dfa_expand(au, p) < 0) return -1;
+    if (!AU_POS(au, p)->ncalls) { /* no calls: the position itself, returning if final */
+        int32_t off = au->clo_pool.n;
+        int consuming = AU_POS(au, p)->consuming;
+        if (consuming) {
+            VPUSH(au->clo_pool, 1);
+            VPUSH(au->clo_pool, p);
+        }
+        Pos *P = AU_POS(au, p);
+        P->clo_off = off;
+        P->clo_n = consuming ? 1 : 0;
+        P->returns = P->final;
+        P->clo_ok = 1;
+        return 1;
+    }
     int64_t max_depth = au->lim.max_stack_depth, budget = 4 * au->lim.max_stacks + 16;
     ArrSet seen;
     arrset_init(&seen);
@@ -930,8 +973,9 @@ static inline int32_t au_advance(Auto *au, int32_t sid, int b) {
 static void st_fill(Auto *au, int32_t sid, const M256 *atom, int32_t out) {
     St *S = AU_ST(au, sid);
     if (!S->trans) {
-        S->trans = tm_xmalloc(256 * sizeof(int32_t));
-        for (int i = 0; i < 256; i++) S->trans[i] = TR_UNKNOWN;
+        int32_t *t = au_trans_alloc(au);
+        S = AU_ST(au, sid);
+        S->trans = t;
     }
     for (int w = 0; w < 4; w++) {
         uint64_t x = atom->w[w];
@@ -1189,7 +1233,6 @@ static void au_compact(Auto *au, int32_t *keep, int nkeep) {
     for (int32_t i = 0; i < n; i++) {
         St *s = &au->st.a[i];
         if (map[i] < 0) {
-            free(s->trans);
             free(s->spec);
             continue;
         }
@@ -1199,7 +1242,6 @@ static void au_compact(Auto *au, int32_t *keep, int nkeep) {
         for (int32_t j = 0; j < s->nstk; j++) VPUSH(key, smap[stk[j]]);
         int32_t id = arrset_add(&nint, key.a, key.n, NULL);
         St t = *s;
-        free(t.trans);
         free(t.spec);
         t.trans = NULL;
         t.spec = NULL;
@@ -1228,6 +1270,7 @@ static void au_compact(Auto *au, int32_t *keep, int nkeep) {
     au->sn_stamp = 0;
     free(map);
     free(smap);
+    au_free_slabs(au); /* every memo was dropped above */
     au->epoch++;
     int64_t next = 2 * (int64_t)au->st.n;
     au->next_compact = next > au->max_cached ? next : au->max_cached;
@@ -1267,11 +1310,11 @@ static void au_free(Auto *au) {
     VFREE(au->sn);
     imap_free(&au->sn_index);
     arrset_free(&au->intern);
-    for (int32_t i = 0; i < au->st.n; i++) {
-        free(au->st.a[i].trans);
-        free(au->st.a[i].spec);
-    }
+    for (int32_t i = 0; i < au->st.n; i++) free(au->st.a[i].spec);
     VFREE(au->st);
+    au_free_slabs(au);
+    VFREE(au->kscratch);
+    VFREE(au->kstack);
     free(au->sn_mark);
     VFREE(au->scratch);
     VFREE(au->scratch2);
@@ -1333,10 +1376,8 @@ static int64_t au_bytes(const Auto *au) {
              (int64_t)p->nspecials * sizeof(Pair);
     }
     n += VBYTES(au->sn) + imap_bytes(&au->sn_index) + arrset_bytes(&au->intern) + VBYTES(au->st);
-    for (int32_t i = 0; i < au->st.n; i++) {
-        if (au->st.a[i].trans) n += 256 * sizeof(int32_t);
-        n += (int64_t)au->st.a[i].nspec * sizeof(Pair);
-    }
+    n += (int64_t)au->slabs.n * TRANS_SLAB * 256 * (int64_t)sizeof(int32_t);
+    for (int32_t i = 0; i < au->st.n; i++) n += (int64_t)au->st.a[i].nspec * sizeof(Pair);
     n += au->stamp_cap * 4 + au->sn_mark_cap * 4 + imap_bytes(&au->shared);
     return n;
 }

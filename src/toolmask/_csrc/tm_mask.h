@@ -27,6 +27,8 @@
 #ifndef TM_MASK_H
 #define TM_MASK_H
 
+#include <stdio.h>
+
 typedef struct {
     const Trie *trie;
     int32_t node;
@@ -38,14 +40,31 @@ typedef VEC(Esc) EscVec;
 
 #define MAX_RUNS 4
 
+/* a run whose frame can return inside it (some chain states accept): resolved per stack, since
+ * what follows the return depends on the base */
+typedef struct {
+    RunKey key;
+    uint64_t firsts[2];
+    uint8_t mb, infinite;
+    int32_t nchain;
+    uint32_t accmask; /* bit j: chain[j] accepts (j <= CHAIN_CAP) */
+} RunEsc;
+/* a short run is walked instead of tabled when the walk visits fewer trie nodes than this */
+#define WALK_BUDGET 4096
+/* bytes a walk may follow past a run's exit when estimating it */
+#define WALK_SLACK 3
+
 typedef struct {
     uint8_t ok, nbase, nexit;
     BaseMask *bases[MAX_RUNS];
     ExitTries *exits[MAX_RUNS];
-    int32_t *ids;
+    int32_t *ids; /* walked tokens, or NULL when they are in dense */
     int32_t nids;
+    uint32_t *dense; /* walked tokens as a bitmask, when that is smaller than the id list */
     Esc *esc;
     int32_t nesc;
+    RunEsc *resc;
+    int32_t nresc;
     int32_t maxdepth, maxstacks;
 } PosLocal;
 
@@ -70,7 +89,7 @@ typedef struct {
     int32_t *eos;
     int32_t neos;
     int64_t bytes, max_bytes;
-    int64_t hits, misses, local_misses, exact_walks;
+    int64_t hits, misses, local_misses, exact_walks, nodes;
     /* (state, run class) -> _step result */
     IMap step;
     VEC(RunKey) runkeys;
@@ -82,7 +101,9 @@ static void pl_clear(MaskCache *mc, PosLocal *pl) {
     for (int i = 0; i < pl->nbase; i++) pl->bases[i]->refs--;
     for (int i = 0; i < pl->nexit; i++) pl->exits[i]->refs--;
     free(pl->ids);
+    free(pl->dense);
     free(pl->esc);
+    free(pl->resc);
     memset(pl, 0, sizeof(*pl));
     (void)mc;
 }
@@ -176,7 +197,9 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
     const uint16_t *depth = t->depth;
     const int32_t *skip = t->skip, *ends = t->ends;
     int32_t i = lo;
+    int64_t visited = 0;
     while (i < hi) {
+        visited++;
         int32_t d = depth[i];
         int32_t prev = st[d - 1];
         const int32_t *tr = au->st.a[prev].trans;
@@ -208,6 +231,7 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
         }
         i++;
     }
+    mc->nodes += visited;
 }
 
 static void walk_first(MaskCache *mc, int32_t root, const Trie *t, M256 first, int local, WalkOut *o) {
@@ -319,20 +343,19 @@ static int32_t mc_step(MaskCache *mc, int32_t c, const RunKey *rk) {
 
 typedef struct {
     uint64_t firsts[2];
-    uint8_t mb, utf8, infinite;
+    uint32_t accmask;
+    uint8_t mb, utf8, infinite, truncated;
     RunKey key;
     IVec chain;
     M256 exits;
 } Run;
 
-/* from t: the run class and the chain it walks; 0 when there is none. LOCAL: the chain must
- * not pass a state where the frame can return */
+/* from t: the run class and the chain it walks; 0 when there is none. accmask records the
+ * chain states where the frame can return */
 static int mc_follow(MaskCache *mc, int32_t t, int32_t cap, Run *r) {
     Auto *au = mc->au;
-    if (au->st.a[t].accepting) return 0;
     SuccVec succ = {0};
-    M256 allowed = au_allowed_bytes(au, t);
-    au_successors(au, t, m_and(allowed, M_ASCII), &succ);
+    au_successors(au, t, m_and(au->st.a[t].umask, M_ASCII), &succ);
     /* group by target, keep the biggest group (first in byte order on ties) */
     int32_t best = -1, bestn = 0;
     M256 run = M_ZERO;
@@ -362,8 +385,11 @@ static int mc_follow(MaskCache *mc, int32_t t, int32_t cap, Run *r) {
     r->key.utf8 = r->utf8;
     r->chain.n = 0;
     VPUSH(r->chain, t);
-    r->exits = m_andnot(au_allowed_bytes(au, t), run);
+    /* bytes a token may leave the run through (a superset is fine: the walk decides) */
+    r->exits = m_andnot(au->st.a[t].umask, run);
     r->infinite = 0;
+    r->truncated = 0;
+    r->accmask = au->st.a[t].accepting ? 1u : 0u;
     int32_t c = t;
     while (r->chain.n <= cap) {
         int32_t step = mc_step(mc, c, &r->key);
@@ -373,11 +399,15 @@ static int mc_follow(MaskCache *mc, int32_t t, int32_t cap, Run *r) {
             r->infinite = 1;
             return 1;
         }
-        if (au->st.a[step].accepting) return 0;
+        if (au->st.a[step].accepting) {
+            if (r->chain.n >= 32) return 0;
+            r->accmask |= 1u << r->chain.n;
+        }
         VPUSH(r->chain, step);
-        r->exits = m_or(r->exits, m_andnot(au_allowed_bytes(au, step), run));
+        r->exits = m_or(r->exits, m_andnot(au->st.a[step].umask, run));
         c = step;
     }
+    r->truncated = 1;
     return 1;
 }
 
@@ -401,10 +431,14 @@ static int32_t mc_local_state(MaskCache *mc, int32_t p) {
     return s;
 }
 
+static int tm_debug = -1;
+
 static void mc_compute_local(MaskCache *mc, int32_t p) {
     Auto *au = mc->au;
     Vocab *v = mc->v;
     mc->local_misses++;
+    if (tm_debug < 0) tm_debug = getenv("TOOLMASK_KERNEL_DEBUG") != NULL;
+    int64_t nodes0 = mc->nodes;
     PosLocal res;
     memset(&res, 0, sizeof(res));
     IVec ids = {0};
@@ -461,14 +495,38 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
                 nodes += v->trie.hi[b] - v->trie.lo[b];
             }
             if (nodes < TABLE_MIN_NODES && t != mb) continue;
-            if (!mc_follow(mc, t, v->max_tail_chars + 1, &r)) continue;
+            int32_t cap = v->max_tail_chars < CHAIN_CAP ? v->max_tail_chars + 1 : CHAIN_CAP;
+            if (!mc_follow(mc, t, cap, &r)) {
+                if (tm_debug) fprintf(stderr, "  pos %d target %d: %lld nodes, no run\n", p, t, (long long)nodes);
+                continue;
+            }
+            if (tm_debug)
+                fprintf(stderr, "  pos %d target %d: run %016llx%016llx utf8 %d chain %d inf %d trunc %d acc %x nodes %lld\n", p,
+                        t, (unsigned long long)r.key.run[1], (unsigned long long)r.key.run[0], r.utf8, r.chain.n,
+                        r.infinite, r.truncated, r.accmask, (long long)nodes);
+            if (v->max_tail_chars < CHAIN_CAP) r.truncated = 0; /* no token is longer */
             r.firsts[0] = firsts[k].w[0];
             r.firsts[1] = firsts[k].w[1];
             r.mb = (uint8_t)(t == mb);
             int32_t steps = r.chain.n;
+            if (!r.infinite && !vocab_has_tables(v, &r.key, &r.exits, r.firsts, r.mb)) {
+                /* a short run: a token stays alive for at most its first character, steps
+                 * more, and the few bytes after the exit; when the trie holds few such nodes
+                 * under these first bytes, walking them beats building the run's tables */
+                int64_t maxd = 4 + (int64_t)steps * (r.utf8 ? 4 : 1) + WALK_SLACK;
+                int64_t est = 0;
+                M256 fb = firsts[k];
+                if (r.mb) fb = m_or(fb, m_range(0xC2, 0xF4));
+                while (!m_zero(&fb)) {
+                    int b = m_low(&fb);
+                    m_clear(&fb, b);
+                    est += vocab_walk_estimate(v, b, maxd);
+                }
+                if (est < WALK_BUDGET) continue;
+            }
             BaseMask *bm = vocab_base(v, &r.key, r.firsts, r.mb, r.infinite ? -1 : steps);
             res.bases[res.nbase++] = bm;
-            ExitTries *ex = vocab_exits(v, &r.key, &r.exits);
+            ExitTries *ex = vocab_exits(v, &r.key, &r.exits, r.firsts, r.mb);
             res.exits[res.nexit++] = ex;
             /* the run's chain states, copied: walks may grow the state table */
             int32_t nchain = r.chain.n;
@@ -488,10 +546,28 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
                     c = chain[nchain - 1];
                 else
                     continue;
-                walk_first(mc, c, ex->tries[q], au_allowed_bytes(au, c), 1, &eo);
+                walk_first(mc, c, ex->tries[q], au->st.a[c].umask, 1, &eo);
+            }
+            if (ex->cont && (r.infinite || r.truncated)) {
+                /* tokens longer than the chain: exact walk of their rest from its last state */
+                int32_t c = chain[nchain - 1];
+                walk_first(mc, c, ex->cont, au->st.a[c].umask, 1, &eo);
             }
             o.maxdepth = eo.maxdepth;
             o.maxstacks = eo.maxstacks;
+            if (r.accmask) {
+                RunEsc e;
+                memset(&e, 0, sizeof(e));
+                e.key = r.key;
+                e.firsts[0] = r.firsts[0];
+                e.firsts[1] = r.firsts[1];
+                e.mb = r.mb;
+                e.infinite = r.infinite;
+                e.nchain = nchain;
+                e.accmask = r.accmask;
+                res.resc = tm_xrealloc(res.resc, (size_t)(res.nresc + 1) * sizeof(RunEsc));
+                res.resc[res.nresc++] = e;
+            }
             free(chain);
             wfirst.w[0] &= ~r.firsts[0];
             wfirst.w[1] &= ~r.firsts[1];
@@ -502,7 +578,25 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
             walk_first(mc, L, &v->partial, m_and(wfirst, M_HIGH), 1, &o);
             wfirst = m_and(wfirst, M_ASCII);
         }
+        if (tm_debug) {
+            int64_t est = 0;
+            M256 f = wfirst;
+            while (!m_zero(&f)) {
+                int b = m_low(&f);
+                m_clear(&f, b);
+                est += v->trie.hi[b] - v->trie.lo[b];
+            }
+            fprintf(stderr, "pos %d: walk first bytes %d (bucket nodes %lld), runs %d\n", p, m_count(&wfirst),
+                    (long long)est, res.nbase);
+        }
         walk_first(mc, L, &v->trie, wfirst, 1, &o);
+    }
+    if (tm_debug) fprintf(stderr, "pos %d: %lld nodes walked\n", p, (long long)(mc->nodes - nodes0));
+    if (ids.n > v->words) { /* a bitmask is smaller */
+        res.dense = tm_xcalloc((size_t)v->words, sizeof(uint32_t));
+        for (int32_t j = 0; j < ids.n; j++) res.dense[ids.a[j] >> 5] |= 1u << (ids.a[j] & 31);
+        VFREE(ids);
+        mc->bytes += (int64_t)v->words * 4;
     }
     res.ids = ids.a;
     res.nids = ids.n;
@@ -511,7 +605,8 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
     res.maxdepth = o.maxdepth;
     res.maxstacks = o.maxstacks;
     res.ok = 1;
-    mc->bytes += (int64_t)ids.cap * 4 + (int64_t)esc.cap * (int64_t)sizeof(Esc) + (int64_t)sizeof(PosLocal);
+    mc->bytes += (int64_t)ids.cap * 4 + (int64_t)esc.cap * (int64_t)sizeof(Esc) + (int64_t)sizeof(PosLocal) +
+                 (int64_t)res.nresc * (int64_t)sizeof(RunEsc);
     pl_ensure(mc, p);
     mc->pl[p] = res;
 }
@@ -579,7 +674,7 @@ static StRep *mc_compute_rep(MaskCache *mc, int32_t sid) {
         }
         bound += pl->maxstacks;
         if (!in_list(parts.a, parts.n, x.pos)) VPUSH(parts, x.pos);
-        if (!pl->nesc) continue;
+        if (!pl->nesc && !pl->nresc) continue;
         if (x.parent < 0) { /* the document can end here: tokens that end exactly there */
             for (int32_t e = 0; e < pl->nesc; e++) add_end_ids(v, &mc->pl[x.pos].esc[e], &ids);
             continue;
@@ -600,6 +695,39 @@ static StRep *mc_compute_rep(MaskCache *mc, int32_t sid) {
                 o.sel[1] = es.sel[1];
                 o.sel_mb = es.sel_mb;
                 walk_range(mc, k, es.trie->depth[es.node], es.trie, es.node + 1, es.trie->skip[es.node], 0, &o);
+            }
+        }
+        /* runs the frame can return inside: tokens that leave the run through a byte the
+         * continuation takes, at a chain state that returns */
+        int32_t nresc = mc->pl[x.pos].nresc;
+        for (int32_t e = 0; e < nresc && !fallback; e++) {
+            RunEsc re = mc->pl[x.pos].resc[e];
+            M256 kb = au->st.a[k].umask, inrun = M_ZERO;
+            inrun.w[0] = re.key.run[0];
+            inrun.w[1] = re.key.run[1];
+            if (re.key.utf8) inrun = m_or(inrun, M_HIGH);
+            M256 both = m_and(kb, inrun);
+            if (!m_zero(&both)) { /* the caller would go on with run characters: exact walk */
+                fallback = 1;
+                break;
+            }
+            o.has_sel = 1;
+            o.sel[0] = re.firsts[0];
+            o.sel[1] = re.firsts[1];
+            o.sel_mb = re.mb;
+            while (!m_zero(&kb)) {
+                int b = m_low(&kb);
+                m_clear(&kb, b);
+                M256 one = M_ZERO;
+                m_set(&one, b);
+                ExitTries *ex = vocab_exits(v, &re.key, &one, re.firsts, re.mb);
+                for (int32_t q = 0; q < ex->np; q++) {
+                    if (!ex->tries[q]) continue;
+                    int j = q < re.nchain ? q : (re.infinite ? re.nchain - 1 : -1);
+                    if (j < 0 || !((re.accmask >> j) & 1)) continue;
+                    walk_first(mc, k, ex->tries[q], au->st.a[k].umask, 0, &o);
+                }
+                ex->refs--;
             }
         }
         bound += o.maxstacks;
@@ -667,9 +795,16 @@ static void mc_fill(MaskCache *mc, int32_t sid, uint32_t *out) {
         int nb = 0;
         for (int32_t k = 0; k < r->nparts; k++) {
             PosLocal *pl = &mc->pl[r->parts[k]];
-            for (int b = 0; b < pl->nbase; b++) {
-                const uint32_t *bits = pl->bases[b]->bits;
-                if (!pl->bases[b]->count) continue;
+            for (int b = 0; b <= pl->nbase; b++) {
+                const uint32_t *bits;
+                if (b < pl->nbase) {
+                    if (!pl->bases[b]->count) continue;
+                    bits = pl->bases[b]->bits;
+                } else if (pl->dense) {
+                    bits = pl->dense;
+                } else {
+                    continue;
+                }
                 if (!nb++)
                     memcpy(out, bits, (size_t)words * 4);
                 else

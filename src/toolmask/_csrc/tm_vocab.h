@@ -23,7 +23,12 @@
 #define FIRST_MB 128
 #define FIRST_OTHER 129
 #define TAIL_NONE 0xFFFF
+#define TAIL_MB 1
+#define TAIL_BAD 2
 #define LOOP_MIN_ASCII 8
+/* a run's chain is followed this many characters at most; tokens that stay in the run longer
+ * are walked from there (the continuation trie), so a maxLength of 1000 costs what 16 does */
+#define CHAIN_CAP 16
 #define TABLE_MIN_NODES 4096
 
 typedef struct {
@@ -47,26 +52,74 @@ static void trie_free(Trie *t) {
 
 static int64_t trie_bytes(const Trie *t) { return (int64_t)t->n * 15 + VBYTES(t->end_ids); }
 
-/* sorting (data, id) items: a file-static context, used only under the GIL */
+/* sorting (data, id) items by bytes, then id: MSD radix sort on the byte at depth d (items
+ * shorter than d+1 first), insertion sort for small groups. O(total bytes examined). */
 typedef struct {
     int32_t off, len, id;
 } TItem;
-static const uint8_t *tsort_pool;
 
-static int titem_cmp(const void *x, const void *y) {
-    const TItem *a = x, *b = y;
-    int32_t n = a->len < b->len ? a->len : b->len;
-    int c = memcmp(tsort_pool + a->off, tsort_pool + b->off, (size_t)n);
-    if (c) return c;
-    if (a->len != b->len) return a->len < b->len ? -1 : 1;
-    return (a->id > b->id) - (a->id < b->id);
+static int titem_less(const uint8_t *pool, const TItem *a, const TItem *b, int32_t d) {
+    int32_t la = a->len - d, lb = b->len - d, n = la < lb ? la : lb;
+    int c = n > 0 ? memcmp(pool + a->off + d, pool + b->off + d, (size_t)n) : 0;
+    if (c) return c < 0;
+    if (la != lb) return la < lb;
+    return a->id < b->id;
+}
+
+static void titem_sort(const uint8_t *pool, TItem *items, int32_t n, int32_t d, TItem *tmp) {
+    while (n > 1) {
+        if (n <= 24) {
+            for (int32_t i = 1; i < n; i++) {
+                TItem x = items[i];
+                int32_t j = i - 1;
+                while (j >= 0 && titem_less(pool, &x, &items[j], d)) {
+                    items[j + 1] = items[j];
+                    j--;
+                }
+                items[j + 1] = x;
+            }
+            return;
+        }
+        int32_t count[257];
+        memset(count, 0, sizeof(count));
+        for (int32_t i = 0; i < n; i++) count[items[i].len > d ? pool[items[i].off + d] + 1 : 0]++;
+        int32_t start[258];
+        start[0] = 0;
+        for (int k = 0; k < 257; k++) start[k + 1] = start[k] + count[k];
+        int32_t fill[257];
+        memcpy(fill, start, sizeof(fill));
+        for (int32_t i = 0; i < n; i++) tmp[fill[items[i].len > d ? pool[items[i].off + d] + 1 : 0]++] = items[i];
+        memcpy(items, tmp, (size_t)n * sizeof(TItem));
+        /* ended items: by id */
+        if (count[0] > 1) {
+            for (int32_t i = 1; i < count[0]; i++) {
+                TItem x = items[i];
+                int32_t j = i - 1;
+                while (j >= 0 && items[j].id > x.id) {
+                    items[j + 1] = items[j];
+                    j--;
+                }
+                items[j + 1] = x;
+            }
+        }
+        /* recurse on all buckets but the largest, loop on the largest */
+        int big = 1;
+        for (int k = 2; k < 257; k++)
+            if (count[k] > count[big]) big = k;
+        for (int k = 1; k < 257; k++)
+            if (k != big && count[k] > 1) titem_sort(pool, items + start[k], count[k], d + 1, tmp);
+        items += start[big];
+        n = count[big];
+        d++;
+    }
 }
 
 /* build from items whose bytes live in pool (items are sorted in place) */
 static void trie_build(Trie *t, const uint8_t *pool, TItem *items, int32_t n) {
     memset(t, 0, sizeof(*t));
-    tsort_pool = pool;
-    qsort(items, (size_t)n, sizeof(TItem), titem_cmp);
+    TItem *tmp = tm_xmalloc((size_t)(n ? n : 1) * sizeof(TItem));
+    titem_sort(pool, items, n, 0, tmp);
+    free(tmp);
     VEC(uint8_t) byte = {0};
     VEC(uint16_t) depth = {0};
     IVec skip = {0}, ends = {0}, path = {0};
@@ -114,7 +167,6 @@ static void trie_build(Trie *t, const uint8_t *pool, TItem *items, int32_t n) {
         t->hi[t->byte[i]] = t->skip[i];
         i = t->skip[i];
     }
-    tsort_pool = NULL;
 }
 
 /* ---- run tables ------------------------------------------------------------------------- */
@@ -123,14 +175,6 @@ typedef struct {
     uint64_t run[2]; /* ASCII bytes of the run */
     uint8_t utf8;
 } RunKey;
-
-typedef struct RunInfo {
-    RunKey key;
-    int32_t refs;
-    uint64_t last_use;
-    uint16_t *exit_char; /* per token: tail character of the first exit, TAIL_NONE if none */
-    uint16_t *exit_byte; /* per token: byte offset of that exit */
-} RunInfo;
 
 typedef struct BaseMask {
     RunKey key;
@@ -146,10 +190,15 @@ typedef struct BaseMask {
 typedef struct ExitTries {
     RunKey key;
     M256 exits;
+    uint64_t firsts[2];
+    uint8_t mb;
     int32_t refs;
     uint64_t last_use;
-    int32_t np;    /* tries[p] for p < np */
+    int32_t np;    /* tries[p] for p < np (= CHAIN_CAP + 1) */
     Trie **tries;  /* NULL where empty */
+    Trie *cont;    /* tokens with more than CHAIN_CAP tail characters in the run (whether
+                      they leave it later or not): their suffix from tail character CHAIN_CAP;
+                      NULL if none */
     int64_t bytes;
 } ExitTries;
 
@@ -164,9 +213,22 @@ typedef struct {
     uint16_t *tail_chars;
     uint8_t *clen;
     int32_t max_tail_chars;
+    uint64_t *tailset;  /* per token: the ASCII bytes of its tail (2 words) */
+    uint8_t *tailflags; /* per token: TAIL_MB (a complete multi-byte character in the tail),
+                           TAIL_BAD (a byte of no complete character in the tail) */
     Trie trie, partial;
+    int32_t dcount[256][17]; /* nodes of bucket b at depth <= d (d <= 16) */
+    /* candidates for the shared tables: tokens by first byte (text tokens with a complete
+     * first character), tokens by ASCII byte present in the tail (inv[128]: any byte >= 0x80),
+     * tokens with more than CHAIN_CAP tail characters */
+    int32_t byfirst_off[257];
+    int32_t *byfirst;
+    int32_t inv_off[130];
+    int32_t *inv;
+    IVec longtoks;
+    int32_t *mark; /* per token stamp, for deduplicating candidates */
+    int32_t mark_stamp;
     /* shared tables */
-    VEC(RunInfo *) runs;
     VEC(BaseMask *) bases;
     VEC(ExitTries *) exits;
     uint64_t clock;
@@ -205,14 +267,14 @@ static void vocab_free(Vocab *v) {
     free(v->first_len);
     free(v->tail_chars);
     free(v->clen);
+    free(v->tailset);
+    free(v->tailflags);
+    free(v->byfirst);
+    free(v->inv);
+    VFREE(v->longtoks);
+    free(v->mark);
     trie_free(&v->trie);
     trie_free(&v->partial);
-    for (int32_t i = 0; i < v->runs.n; i++) {
-        free(v->runs.a[i]->exit_char);
-        free(v->runs.a[i]->exit_byte);
-        free(v->runs.a[i]);
-    }
-    VFREE(v->runs);
     for (int32_t i = 0; i < v->bases.n; i++) {
         free(v->bases.a[i]->bits);
         free(v->bases.a[i]);
@@ -226,6 +288,10 @@ static void vocab_free(Vocab *v) {
                 free(e->tries[p]);
             }
         free(e->tries);
+        if (e->cont) {
+            trie_free(e->cont);
+            free(e->cont);
+        }
         free(e);
     }
     VFREE(v->exits);
@@ -249,6 +315,8 @@ static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_
     v->first_len = tm_xcalloc((size_t)(size ? size : 1), 1);
     v->tail_chars = tm_xcalloc((size_t)(size ? size : 1), sizeof(uint16_t));
     v->clen = tm_xcalloc((size_t)(nflat ? nflat : 1), 1);
+    v->tailset = tm_xcalloc((size_t)(size ? size : 1) * 2, sizeof(uint64_t));
+    v->tailflags = tm_xcalloc((size_t)(size ? size : 1), 1);
     int64_t off = 0;
     TItem *items = tm_xmalloc((size_t)(size ? size : 1) * sizeof(TItem));
     TItem *partial = tm_xmalloc((size_t)(size ? size : 1) * sizeof(TItem));
@@ -276,6 +344,12 @@ static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_
                         v->first_cls[i] = t[0] < 0x80 ? t[0] : FIRST_MB;
                         v->first_len[i] = (uint8_t)sz;
                     }
+                } else if (!v->clen[off + j]) {
+                    v->tailflags[i] |= TAIL_BAD;
+                } else if (sz > 1) {
+                    v->tailflags[i] |= TAIL_MB;
+                } else {
+                    v->tailset[2 * i + (c >> 6)] |= 1ULL << (c & 63);
                 }
                 j += sz;
                 chars++;
@@ -293,10 +367,57 @@ static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_
     trie_build(&v->partial, v->flat, partial, np);
     free(items);
     free(partial);
+    /* candidate lists */
+    memset(v->byfirst_off, 0, sizeof(v->byfirst_off));
+    memset(v->inv_off, 0, sizeof(v->inv_off));
+    for (int32_t i = 0; i < size; i++) {
+        if (v->first_cls[i] == FIRST_OTHER) continue;
+        v->byfirst_off[flat[v->tok_off[i]] + 1]++;
+        for (int c = 0; c < 128; c++)
+            if ((v->tailset[2 * i + (c >> 6)] >> (c & 63)) & 1) v->inv_off[c + 1]++;
+        if (v->tailflags[i]) v->inv_off[129]++;
+        if (v->tail_chars[i] > CHAIN_CAP) VPUSH(v->longtoks, i);
+    }
+    for (int b = 0; b < 256; b++) v->byfirst_off[b + 1] += v->byfirst_off[b];
+    for (int c = 0; c < 129; c++) v->inv_off[c + 1] += v->inv_off[c];
+    v->byfirst = tm_xmalloc((size_t)(v->byfirst_off[256] + 1) * sizeof(int32_t));
+    v->inv = tm_xmalloc((size_t)(v->inv_off[129] + 1) * sizeof(int32_t));
+    {
+        int32_t fill_f[256], fill_i[129];
+        memcpy(fill_f, v->byfirst_off, sizeof(fill_f));
+        memcpy(fill_i, v->inv_off, sizeof(fill_i));
+        for (int32_t i = 0; i < size; i++) {
+            if (v->first_cls[i] == FIRST_OTHER) continue;
+            v->byfirst[fill_f[flat[v->tok_off[i]]]++] = i;
+            for (int w = 0; w < 2; w++) {
+                uint64_t x = v->tailset[2 * i + w];
+                while (x) {
+                    int c = w * 64 + __builtin_ctzll(x);
+                    x &= x - 1;
+                    v->inv[fill_i[c]++] = i;
+                }
+            }
+            if (v->tailflags[i]) v->inv[fill_i[128]++] = i;
+        }
+    }
+    v->mark = tm_xcalloc((size_t)(size ? size : 1), sizeof(int32_t));
+    /* depth profile per bucket (walk cost estimates) */
+    for (int b = 0; b < 256; b++) {
+        for (int32_t i = v->trie.lo[b]; i < v->trie.hi[b]; i++)
+            if (v->trie.depth[i] <= 16) v->dcount[b][v->trie.depth[i]]++;
+        for (int d = 1; d <= 16; d++) v->dcount[b][d] += v->dcount[b][d - 1];
+    }
+}
+
+/* nodes a walk of bucket b visits at most when tokens can only survive max_depth bytes */
+static int64_t vocab_walk_estimate(const Vocab *v, int b, int64_t max_depth) {
+    if (max_depth > 16) return v->trie.hi[b] - v->trie.lo[b];
+    return v->dcount[b][max_depth < 1 ? 1 : max_depth];
 }
 
 static int64_t vocab_bytes(const Vocab *v) {
-    int64_t n = (int64_t)v->size * (1 + 4 + 4 + 2 + 1 + 2) + v->nflat * 2;
+    int64_t n = (int64_t)v->size * (1 + 4 + 4 + 2 + 1 + 2 + 17 + 4 + 4) + v->nflat * 2;
+    n += (int64_t)v->inv_off[129] * 4 + VBYTES(v->longtoks);
     n += trie_bytes(&v->trie) + trie_bytes(&v->partial);
     return n + v->table_bytes;
 }
@@ -310,17 +431,11 @@ static inline int run_has(const RunKey *k, uint8_t c) { return (int)((k->run[c >
 /* drop unreferenced tables, least recently used first, while more than max_tables are held */
 static void vocab_trim(Vocab *v) {
     for (;;) {
-        int32_t total = v->runs.n + v->bases.n + v->exits.n;
+        int32_t total = v->bases.n + v->exits.n;
         if (total <= v->max_tables) return;
         uint64_t best = UINT64_MAX;
         int which = -1;
         int32_t at = -1;
-        for (int32_t i = 0; i < v->runs.n; i++)
-            if (!v->runs.a[i]->refs && v->runs.a[i]->last_use < best) {
-                best = v->runs.a[i]->last_use;
-                which = 0;
-                at = i;
-            }
         for (int32_t i = 0; i < v->bases.n; i++)
             if (!v->bases.a[i]->refs && v->bases.a[i]->last_use < best) {
                 best = v->bases.a[i]->last_use;
@@ -334,14 +449,7 @@ static void vocab_trim(Vocab *v) {
                 at = i;
             }
         if (which < 0) return;
-        if (which == 0) {
-            RunInfo *r = v->runs.a[at];
-            v->table_bytes -= (int64_t)v->size * 4;
-            free(r->exit_char);
-            free(r->exit_byte);
-            free(r);
-            v->runs.a[at] = v->runs.a[--v->runs.n];
-        } else if (which == 1) {
+        if (which == 1) {
             BaseMask *b = v->bases.a[at];
             v->table_bytes -= (int64_t)v->words * 4;
             free(b->bits);
@@ -356,47 +464,99 @@ static void vocab_trim(Vocab *v) {
                     free(e->tries[p]);
                 }
             free(e->tries);
+            if (e->cont) {
+                trie_free(e->cont);
+                free(e->cont);
+            }
             free(e);
             v->exits.a[at] = v->exits.a[--v->exits.n];
         }
     }
 }
 
-/* per token: where its tail first leaves the run (one pass over the token bytes) */
-static RunInfo *vocab_run(Vocab *v, const RunKey *key) {
-    for (int32_t i = 0; i < v->runs.n; i++)
-        if (runkey_eq(&v->runs.a[i]->key, key)) {
-            v->runs.a[i]->last_use = ++v->clock;
-            return v->runs.a[i];
-        }
-    RunInfo *r = tm_xcalloc(1, sizeof(RunInfo));
-    r->key = *key;
-    r->exit_char = tm_xmalloc((size_t)(v->size ? v->size : 1) * sizeof(uint16_t));
-    r->exit_byte = tm_xmalloc((size_t)(v->size ? v->size : 1) * sizeof(uint16_t));
-    for (int32_t i = 0; i < v->size; i++) {
-        r->exit_char[i] = TAIL_NONE;
-        r->exit_byte[i] = 0;
-        if (v->first_cls[i] == FIRST_OTHER) continue;
-        const uint8_t *t = v->flat + v->tok_off[i];
-        const uint8_t *cl = v->clen + v->tok_off[i];
-        int32_t n = v->tok_len[i], j = v->first_len[i], k = 0;
-        while (j < n) {
-            uint8_t c = t[j];
-            int sz = cl[j];
-            int inside = c < 0x80 ? run_has(key, c) : (sz > 1 && key->utf8);
-            if (!inside) {
-                r->exit_char[i] = (uint16_t)(k > 65534 ? 65534 : k);
-                r->exit_byte[i] = (uint16_t)(j > 65535 ? 65535 : j);
-                break;
-            }
-            j += sz ? sz : 1;
-            k++;
-        }
+/* does the tail of token i stay in the run? (its byte set and flags; no pass over bytes) */
+static inline int tail_in_run(const Vocab *v, const RunKey *key, int32_t i) {
+    if ((v->tailset[2 * i] & ~key->run[0]) | (v->tailset[2 * i + 1] & ~key->run[1])) return 0;
+    uint8_t f = v->tailflags[i];
+    return !(f & TAIL_BAD) && (!(f & TAIL_MB) || key->utf8);
+}
+
+/* byte offset of tail character k of token i */
+static int32_t tail_char_offset(const Vocab *v, int32_t i, int32_t k) {
+    const uint8_t *cl = v->clen + v->tok_off[i];
+    int32_t n = v->tok_len[i], j = v->first_len[i];
+    while (k > 0 && j < n) {
+        j += cl[j] ? cl[j] : 1;
+        k--;
     }
-    r->last_use = ++v->clock;
-    v->table_bytes += (int64_t)v->size * 4;
-    VPUSH(v->runs, r);
-    return r;
+    return j;
+}
+
+/* where the tail of token i first leaves the run: tail character index and byte offset */
+static void tail_exit(const Vocab *v, const RunKey *key, int32_t i, int32_t *chr, int32_t *at) {
+    const uint8_t *t = v->flat + v->tok_off[i];
+    const uint8_t *cl = v->clen + v->tok_off[i];
+    int32_t n = v->tok_len[i], j = v->first_len[i], k = 0;
+    while (j < n) {
+        uint8_t c = t[j];
+        int sz = cl[j];
+        int inside = c < 0x80 ? run_has(key, c) : (sz > 1 && key->utf8);
+        if (!inside) break;
+        j += sz ? sz : 1;
+        k++;
+    }
+    *chr = k;
+    *at = j;
+}
+
+/* candidates: the tokens whose first character is selected (firsts, or a complete multi-byte
+ * one when mb), or, when exits is given and that is fewer, the tokens whose tail holds a byte
+ * of exits (deduplicated); plus the long tokens when with_long. Costs O(candidates). */
+static void vocab_candidates(Vocab *v, const uint64_t firsts[2], int mb, const M256 *exits, int with_long,
+                             IVec *out) {
+    out->n = 0;
+    int64_t nf = 0, ne = 0;
+    for (int b = 0; b < 128; b++)
+        if ((firsts[b >> 6] >> (b & 63)) & 1) nf += v->byfirst_off[b + 1] - v->byfirst_off[b];
+    if (mb) nf += v->byfirst_off[256] - v->byfirst_off[0xC2];
+    int use_exits = 0;
+    if (exits) {
+        for (int c = 0; c < 128; c++)
+            if (m_test(exits, c)) ne += v->inv_off[c + 1] - v->inv_off[c];
+        M256 hi = m_and(*exits, M_HIGH);
+        if (!m_zero(&hi)) ne += v->inv_off[129] - v->inv_off[128];
+        use_exits = ne < nf;
+    }
+    if (++v->mark_stamp == INT32_MAX) {
+        memset(v->mark, 0, (size_t)v->size * sizeof(int32_t));
+        v->mark_stamp = 1;
+    }
+    int32_t stamp = v->mark_stamp;
+#define CAND(id)                          \
+    do {                                  \
+        int32_t _i = (id);                \
+        if (v->mark[_i] != stamp) {       \
+            v->mark[_i] = stamp;          \
+            VPUSH(*out, _i);              \
+        }                                 \
+    } while (0)
+    if (use_exits) {
+        for (int c = 0; c < 128; c++)
+            if (m_test(exits, c))
+                for (int32_t k = v->inv_off[c]; k < v->inv_off[c + 1]; k++) CAND(v->inv[k]);
+        M256 hi = m_and(*exits, M_HIGH);
+        if (!m_zero(&hi))
+            for (int32_t k = v->inv_off[128]; k < v->inv_off[129]; k++) CAND(v->inv[k]);
+    } else {
+        for (int b = 0; b < 128; b++)
+            if ((firsts[b >> 6] >> (b & 63)) & 1)
+                for (int32_t k = v->byfirst_off[b]; k < v->byfirst_off[b + 1]; k++) CAND(v->byfirst[k]);
+        if (mb)
+            for (int32_t k = v->byfirst_off[0xC2]; k < v->byfirst_off[256]; k++) CAND(v->byfirst[k]);
+    }
+    if (with_long)
+        for (int32_t k = 0; k < v->longtoks.n; k++) CAND(v->longtoks.a[k]);
+#undef CAND
 }
 
 static inline int sel_has(const uint64_t firsts[2], uint8_t mb, int16_t cls) {
@@ -417,8 +577,6 @@ static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2
             return b;
         }
     }
-    RunInfo *r = vocab_run(v, key);
-    r->refs++;
     BaseMask *b = tm_xcalloc(1, sizeof(BaseMask));
     b->key = *key;
     b->firsts[0] = firsts[0];
@@ -426,15 +584,18 @@ static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2
     b->mb = (uint8_t)mb;
     b->steps = steps;
     b->bits = tm_xcalloc((size_t)(v->words ? v->words : 1), sizeof(uint32_t));
-    for (int32_t i = 0; i < v->size; i++) {
+    IVec cand = {0};
+    vocab_candidates(v, firsts, mb, NULL, 0, &cand);
+    for (int32_t k = 0; k < cand.n; k++) {
+        int32_t i = cand.a[k];
         int16_t cls = v->first_cls[i];
         if (cls == FIRST_OTHER || !sel_has(firsts, (uint8_t)mb, cls)) continue;
-        if (r->exit_char[i] != TAIL_NONE) continue;
         if (steps >= 0 && v->tail_chars[i] >= steps) continue;
+        if (!tail_in_run(v, key, i)) continue;
         b->bits[i >> 5] |= 1u << (i & 31);
         b->count++;
     }
-    r->refs--;
+    VFREE(cand);
     b->refs = 1;
     b->last_use = ++v->clock;
     v->table_bytes += (int64_t)v->words * 4;
@@ -443,45 +604,83 @@ static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2
     return b;
 }
 
+/* are the tables for this run already built? (then using them costs nothing) */
+static inline int exits_match(const ExitTries *e, const RunKey *key, const M256 *exits, const uint64_t firsts[2],
+                              int mb) {
+    return runkey_eq(&e->key, key) && m_eq(&e->exits, exits) && e->firsts[0] == firsts[0] &&
+           e->firsts[1] == firsts[1] && e->mb == mb;
+}
+
+static int vocab_has_tables(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
+    for (int32_t i = 0; i < v->exits.n; i++)
+        if (exits_match(v->exits.a[i], key, exits, firsts, mb)) return 1;
+    return 0;
+}
+
 /* tries of the suffixes of tokens leaving the run at tail character p through a byte of
  * exits (tokens with a complete first character; the caller filters by first character) */
-static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits) {
+static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
     for (int32_t i = 0; i < v->exits.n; i++) {
         ExitTries *e = v->exits.a[i];
-        if (runkey_eq(&e->key, key) && m_eq(&e->exits, exits)) {
+        if (exits_match(e, key, exits, firsts, mb)) {
             e->last_use = ++v->clock;
             e->refs++;
             return e;
         }
     }
-    RunInfo *r = vocab_run(v, key);
-    r->refs++;
     ExitTries *e = tm_xcalloc(1, sizeof(ExitTries));
     e->key = *key;
     e->exits = *exits;
-    e->np = v->max_tail_chars + 1;
-    e->tries = tm_xcalloc((size_t)(e->np ? e->np : 1), sizeof(Trie *));
-    int32_t *count = tm_xcalloc((size_t)(e->np ? e->np : 1), sizeof(int32_t));
-    int32_t total = 0;
-    for (int32_t i = 0; i < v->size; i++) {
-        if (r->exit_char[i] == TAIL_NONE) continue;
-        uint8_t xb = v->flat[v->tok_off[i] + r->exit_byte[i]];
-        if (!m_test(exits, xb)) continue;
-        count[r->exit_char[i]]++;
-        total++;
+    e->firsts[0] = firsts[0];
+    e->firsts[1] = firsts[1];
+    e->mb = (uint8_t)mb;
+    e->np = CHAIN_CAP + 1;
+    e->tries = tm_xcalloc((size_t)e->np, sizeof(Trie *));
+    int32_t *count = tm_xcalloc((size_t)e->np, sizeof(int32_t));
+    /* the kept exits: (exit character, item); p = -1 for the continuation trie */
+    typedef struct {
+        int32_t p;
+        TItem it;
+    } PItem;
+    VEC(PItem) kept = {0};
+    TItem *cont = NULL;
+    int32_t ncont = 0;
+    VEC(TItem) contv = {0};
+    IVec cand = {0};
+    vocab_candidates(v, firsts, mb, exits, 1, &cand);
+    for (int32_t k = 0; k < cand.n; k++) {
+        int32_t i = cand.a[k];
+        if (v->first_cls[i] == FIRST_OTHER || !sel_has(firsts, (uint8_t)mb, v->first_cls[i])) continue;
+        int32_t chr, at;
+        if (tail_in_run(v, key, i)) {
+            if (v->tail_chars[i] <= CHAIN_CAP) continue;
+            chr = v->tail_chars[i];
+        } else {
+            tail_exit(v, key, i, &chr, &at);
+        }
+        if (chr > CHAIN_CAP) { /* outlasts the chain: continue from tail character CHAIN_CAP */
+            int32_t off = tail_char_offset(v, i, CHAIN_CAP);
+            TItem it = {v->tok_off[i] + off, v->tok_len[i] - off, i};
+            VPUSH(contv, it);
+            continue;
+        }
+        int32_t pos = v->tok_off[i] + at;
+        if (at >= v->tok_len[i] || !m_test(exits, v->flat[pos])) continue;
+        PItem x = {chr, {pos, v->tok_len[i] - at, i}};
+        VPUSH(kept, x);
+        count[chr]++;
     }
+    cont = contv.a;
+    ncont = contv.n;
+    VFREE(cand);
+    int32_t total = kept.n;
     TItem *items = tm_xmalloc((size_t)(total ? total : 1) * sizeof(TItem));
     int32_t *start = tm_xcalloc((size_t)(e->np + 1), sizeof(int32_t));
     for (int32_t p = 0; p < e->np; p++) start[p + 1] = start[p] + count[p];
     int32_t *fill = tm_xmalloc((size_t)(e->np ? e->np : 1) * sizeof(int32_t));
     memcpy(fill, start, (size_t)e->np * sizeof(int32_t));
-    for (int32_t i = 0; i < v->size; i++) {
-        if (r->exit_char[i] == TAIL_NONE) continue;
-        int32_t at = v->tok_off[i] + r->exit_byte[i];
-        if (!m_test(exits, v->flat[at])) continue;
-        TItem it = {at, v->tok_len[i] - r->exit_byte[i], i};
-        items[fill[r->exit_char[i]]++] = it;
-    }
+    for (int32_t k = 0; k < kept.n; k++) items[fill[kept.a[k].p]++] = kept.a[k].it;
+    VFREE(kept);
     e->bytes = (int64_t)e->np * 8;
     for (int32_t p = 0; p < e->np; p++) {
         if (!count[p]) continue;
@@ -489,11 +688,16 @@ static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits) {
         trie_build(e->tries[p], v->flat, items + start[p], count[p]);
         e->bytes += trie_bytes(e->tries[p]);
     }
+    if (ncont) {
+        e->cont = tm_xmalloc(sizeof(Trie));
+        trie_build(e->cont, v->flat, cont, ncont);
+        e->bytes += trie_bytes(e->cont);
+    }
+    free(cont);
     free(items);
     free(start);
     free(fill);
     free(count);
-    r->refs--;
     e->refs = 1;
     e->last_use = ++v->clock;
     v->table_bytes += e->bytes;
