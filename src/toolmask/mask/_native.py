@@ -48,6 +48,23 @@ class NativeVocabIndex:
             by_text.setdefault(s, []).append(tid)
         self.special_by_text: dict[str, tuple[int, ...]] = {k: tuple(v) for k, v in by_text.items()}
         self.eos: tuple[int, ...] = tuple(sorted(vocab.eos_ids))
+        self._prewarm()
+
+    def _prewarm(self) -> None:
+        """Build the run tables of a plain JSON string body now (part of the index's setup
+        cost, ~2 ms for 151k tokens): nearly every tool schema has such strings, and these
+        tables are shared by every position and grammar that has them."""
+        from toolmask.automaton._native import build_native_automaton
+        from toolmask.grammar._ir import Grammar
+
+        g = Grammar.from_json_schema({"type": "string"})
+        a = build_native_automaton(g)
+        masks = native_module().Masks(a, self.native, [], (), 1 << 24)
+        out = np.empty(self.words, dtype=np.int32)
+        for prefix in (b'"', b'"a'):
+            s = a.advance_bytes(a.initial, prefix)
+            if s is not None:
+                masks.fill(s, out)
 
     def memory_bytes(self) -> int:
         """Bytes held: tries, token tables and the shared run tables built so far."""

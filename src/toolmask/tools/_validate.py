@@ -10,11 +10,11 @@ message shown to the model (``missing required args ['title'] for tool 'x'``).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolmask._cache import active_compiler
 from toolmask.tools._parser import ToolCall
 from toolmask.tools._spec import Tool
 
@@ -47,23 +47,17 @@ def _pointer(parts: Iterable[object]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-_validators: dict[str, Any] = {}
-_validators_lock = threading.Lock()
-
-
 def _validator(schema: Mapping[str, Any]) -> Any:
+    """A jsonschema validator for ``schema``, cached by its JSON in the active GrammarCompiler
+    (``Limits.max_validators`` entries)."""
     key = json.dumps(schema, sort_keys=True)
-    with _validators_lock:
-        v = _validators.get(key)
+    cache = active_compiler().cache("tools.validators", limit="max_validators")
+    v = cache.get(key)
     if v is None:
         from jsonschema import Draft202012Validator
 
         cls = Draft202012Validator
-        v = cls(schema, format_checker=cls.FORMAT_CHECKER)
-        with _validators_lock:
-            if len(_validators) > 512:
-                _validators.clear()
-            _validators[key] = v
+        v = cache.put(key, cls(schema, format_checker=cls.FORMAT_CHECKER))
     return v
 
 
