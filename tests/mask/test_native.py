@@ -6,13 +6,12 @@ run-table schemas of ``test_masks.py`` (Qwen3, Llama-3, o200k), on the states of
 and of seeded random walks over a sample of the JSONSchemaBench dev corpus (``data/``), on the
 any-JSON grammar, whose nested values sit on stacks with bases (the escapes of position-local
 masks are resolved per stack), and on grammars where the stack caps make the kernel fall back to
-its exact walk. ``test_backend_in_use`` fails when the kernel is not what ``tm.compile`` uses.
+its exact walk. ``test_backend.py`` fails when the kernel is not what ``tm.compile`` uses.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -192,14 +191,6 @@ def test_small_vocabulary_brute_force(native: tm.GrammarCompiler) -> None:
         assert set(m.allowed_token_ids().tolist()) == want, text[:i]
         if i < len(text):
             assert m.accept_bytes(text[i : i + 1])
-
-
-def test_backend_in_use() -> None:
-    """CI builds the kernel (pip install -e .): tm.compile must use it. Only an explicit
-    TOOLMASK_BACKEND=python runs the reference instead (and then this module is skipped)."""
-    assert os.environ.get("TOOLMASK_BACKEND", "auto") != "python"
-    assert backend() == "native"
-    assert tm.compile(tm.Grammar.from_json_schema({"type": "integer"})).backend == "native"
 
 
 _QWEN3: list[Vocabulary] = []
