@@ -3,12 +3,18 @@
     python bench/load.py                      # starts a server on 127.0.0.1, 4 clients x 60 s
     python bench/load.py --clients 8 --seconds 120 --queue-size 4
     python bench/load.py --url http://127.0.0.1:8000 --pid 1234   # an already running server
+    python bench/load.py --clients 4 --queue-size 4 --overload 6 --seconds 60
 
-Each client is a thread with the official ``openai`` client (no retries) that sends requests
-back to back, cycling through four kinds: plain chat, a required tool call, a ``json_schema``
-response and a stream with usage. Every request is accounted for: answered (by status) or
-failed to connect. The server's RSS is sampled every second from ``/proc`` (after one warm-up
-request of each kind, so lazily built masks are not counted as growth).
+Each client is a thread with the official ``openai`` client (its own retries off) that sends
+requests back to back, cycling through four kinds: plain chat, a required tool call, a
+``json_schema`` response and a stream with usage. Every request is accounted for: answered (by
+status) or failed to connect. A client that gets a 429 waits what the server's ``retry-after-ms``
+(else ``Retry-After``) says and sends the same request again, as the official client does with
+retries on (``--no-retry`` counts the 429 as the answer instead); a request still refused when the
+time is up counts as answered 429. With ``--overload K`` a second phase on the same server runs
+``K`` times the clients and the table compares the served rates. The server's RSS is sampled every
+second from ``/proc`` (after one warm-up request of each kind, so lazily built masks are not counted
+as growth).
 
 Prints a table and writes ``bench/results/load.json``. Exits non-zero when a request got a 5xx
 or no answer at all, or when the server's own count of served requests disagrees with the
@@ -114,10 +120,27 @@ class Stats:
         self.status: Counter[str] = Counter()
         self.latency: dict[str, list[float]] = {k: [] for k in KINDS}
         self.tokens = 0
+        self.refusals = 0  # 429s a client waited out and retried
+        self.retry_wait_s = 0.0
         self.errors: list[str] = []
 
 
-def _client_loop(url: str, model: str, deadline: float, cid: int, stats: Stats) -> None:
+def _retry_after(e: openai.APIStatusError) -> float | None:
+    """The wait a 429 asks for, in seconds (``retry-after-ms`` first, as the openai client)."""
+    h = e.response.headers
+    try:
+        if h.get("retry-after-ms"):
+            return float(h["retry-after-ms"]) / 1000
+        if h.get("retry-after"):
+            return float(h["retry-after"])
+    except ValueError:
+        return None
+    return None
+
+
+def _client_loop(
+    url: str, model: str, deadline: float, cid: int, stats: Stats, retry: bool
+) -> None:
     client = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0, timeout=600)
     i = cid
     try:
@@ -126,21 +149,33 @@ def _client_loop(url: str, model: str, deadline: float, cid: int, stats: Stats) 
             with stats.lock:
                 stats.sent += 1
             t0 = time.monotonic()
-            try:
-                tokens = _request(client, model, kind, i)
-                status = "200"
-            except openai.APIStatusError as e:
-                status, tokens = str(e.status_code), 0
-                with stats.lock:
-                    stats.errors.append(f"{kind}: {e.status_code} {e.message[:200]}")
-            except openai.APIConnectionError as e:
-                status, tokens = "no answer", 0
-                with stats.lock:
-                    stats.errors.append(f"{kind}: {type(e).__name__}: {e}")
-            except AssertionError as e:
-                status, tokens = "bad answer", 0
-                with stats.lock:
-                    stats.errors.append(f"{kind}: {e}")
+            while True:
+                try:
+                    tokens = _request(client, model, kind, i)
+                    status = "200"
+                except openai.APIStatusError as e:
+                    wait = _retry_after(e) if e.status_code == 429 and retry else None
+                    if wait is not None:
+                        left = deadline - time.monotonic()
+                        with stats.lock:
+                            stats.refusals += 1
+                            stats.retry_wait_s += min(wait, max(0.0, left))
+                        time.sleep(min(wait, max(0.0, left)))
+                        if wait < left:
+                            continue  # the same request again
+                    status, tokens = str(e.status_code), 0
+                    if e.status_code != 429:
+                        with stats.lock:
+                            stats.errors.append(f"{kind}: {e.status_code} {e.message[:200]}")
+                except openai.APIConnectionError as e:
+                    status, tokens = "no answer", 0
+                    with stats.lock:
+                        stats.errors.append(f"{kind}: {type(e).__name__}: {e}")
+                except AssertionError as e:
+                    status, tokens = "bad answer", 0
+                    with stats.lock:
+                        stats.errors.append(f"{kind}: {e}")
+                break
             dt = time.monotonic() - t0
             with stats.lock:
                 stats.status[status] += 1
@@ -199,94 +234,64 @@ def _start_server(queue_size: int, threads: int, log: Path) -> tuple[subprocess.
             time.sleep(0.3)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--clients", type=int, default=4)
-    p.add_argument("--seconds", type=float, default=60.0)
-    p.add_argument("--queue-size", type=int, default=16, help="for the server this starts")
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="llama.cpp threads of the server this starts (default 1: the clients share the "
-        "machine's cores, and llama.cpp threads spin at barriers when a core is taken)",
-    )
-    p.add_argument("--url", help="an already running server (default: start one)")
-    p.add_argument("--pid", type=int, help="the pid of the --url server, for its RSS")
-    p.add_argument("--out", type=Path, default=RESULTS)
-    args = p.parse_args()
+def _phase(
+    url: str, model: str, pid: int | None, clients: int, seconds: float, retry: bool
+) -> dict[str, Any]:
+    """``clients`` clients for ``seconds`` against ``url``; the phase's figures."""
+    health0 = _get(url + "/health")
+    load0 = os.getloadavg()
+    stats = Stats()
+    rss: list[tuple[float, float]] = []
+    t_start = time.monotonic()
+    deadline = t_start + seconds
+    stop = threading.Event()
 
-    proc = None
-    log = Path(tempfile.mkstemp(prefix="toolmask-load-", suffix=".log")[1])
-    if args.url:
-        url, pid = args.url.rstrip("/"), args.pid
-    else:
-        proc, url = _start_server(args.queue_size, args.threads, log)
-        pid = proc.pid
-    try:
-        model = _get(url + "/v1/models")["data"][0]["id"]
-        warm = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0, timeout=600)
-        for k, kind in enumerate(KINDS):  # one of each kind: grammars compiled, masks warm
-            _request(warm, model, kind, k)
-        warm.close()
-        health0 = _get(url + "/health")
-        load0 = os.getloadavg()
-        stats = Stats()
-        rss: list[tuple[float, float]] = []
-        t_start = time.monotonic()
-        deadline = t_start + args.seconds
-        stop = threading.Event()
+    def sample() -> None:
+        while not stop.is_set():
+            mb = _rss_mb(pid) if pid else None
+            if mb is not None:
+                rss.append((round(time.monotonic() - t_start, 1), round(mb, 1)))
+            stop.wait(1.0)
 
-        def sample() -> None:
-            while not stop.is_set():
-                mb = _rss_mb(pid) if pid else None
-                if mb is not None:
-                    rss.append((round(time.monotonic() - t_start, 1), round(mb, 1)))
-                stop.wait(1.0)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        threads = [
-            threading.Thread(target=_client_loop, args=(url, model, deadline, c, stats))
-            for c in range(args.clients)
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.monotonic() - t_start
-        stop.set()
-        sampler.join()
-        health1 = _get(url + "/health")
-        server_served = health1["served"] - health0["served"]
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(30)
-
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    threads = [
+        threading.Thread(target=_client_loop, args=(url, model, deadline, c, stats, retry))
+        for c in range(clients)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - t_start
+    stop.set()
+    sampler.join()
+    health1 = _get(url + "/health")
+    server_served = health1["served"] - health0["served"]
     all_lat = [x for xs in stats.latency.values() for x in xs]
     answered = sum(stats.status.values())
     five_xx = sum(n for s, n in stats.status.items() if s.startswith("5"))
     lost = stats.sent - answered + stats.status.get("no answer", 0)
-    mismatch = server_served != stats.ok
-    result: dict[str, Any] = {
+    return {
         "conditions": {
-            "model": model,
-            "clients": args.clients,
-            "seconds": args.seconds,
+            "clients": clients,
+            "seconds": seconds,
             "wall_s": round(wall, 1),
             "queue_size": health1["queue_size"],
-            "server_threads": None if args.url else args.threads,
-            "cpus": os.cpu_count(),
+            "retry_after_honoured": retry,
             "loadavg_before": [round(x, 2) for x in load0],
             "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-            "mix": list(KINDS),
         },
         "sent": stats.sent,
         "served": stats.ok,
+        "served_per_s": round(stats.ok / wall, 3) if wall else None,
         "server_counted_served": server_served,
+        "server_rejected": health1.get("rejected", 0) - health0.get("rejected", 0),
         "status": dict(stats.status),
+        "refusals_retried": stats.refusals,
+        "retry_wait_s": round(stats.retry_wait_s, 1),
         "lost": lost,
+        "five_xx": five_xx,
         "completion_tokens": stats.tokens,
         "tokens_per_s": round(stats.tokens / wall, 2) if wall else None,
         "latency_s": {
@@ -306,29 +311,122 @@ def main() -> int:
         },
         "errors": stats.errors[:20],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
 
+
+def _print_phase(title: str, r: dict[str, Any]) -> None:
     def f(x: float | None) -> str:
         return "-" if x is None else f"{x:.2f}"
 
-    print(f"toolmask serve load test: {args.clients} clients x {args.seconds:g} s, {model}")
-    print(f"  load average before/after: {load0[0]:.2f} / {os.getloadavg()[0]:.2f}")
+    c = r["conditions"]
+    print(f"\n{title}: {c['clients']} clients x {c['seconds']:g} s, queue {c['queue_size']}")
+    print(f"  load average before/after: {c['loadavg_before'][0]} / {c['loadavg_after'][0]}")
     print(f"{'kind':8} {'served':>7} {'p50 s':>8} {'p99 s':>8}")
-    for k, v in stats.latency.items():
-        print(f"{k:8} {len(v):7d} {f(_pct(v, 0.5)):>8} {f(_pct(v, 0.99)):>8}")
-    print(f"{'all':8} {stats.ok:7d} {f(_pct(all_lat, 0.5)):>8} {f(_pct(all_lat, 0.99)):>8}")
-    print(f"sent {stats.sent}, answered {answered}, by status {dict(stats.status)}, lost {lost}")
-    print(f"server counted {server_served} served; {stats.tokens} completion tokens")
-    r = result["rss_mb"]
-    print(f"server RSS MB: first {r['first']}, last {r['last']}, max {r['max']}")
+    for k in KINDS:
+        v = r["latency_s"][k]
+        print(f"{k:8} {v['n']:7d} {f(v['p50']):>8} {f(v['p99']):>8}")
+    lat = r["latency_s"]
+    print(f"{'all':8} {r['served']:7d} {f(lat['p50']):>8} {f(lat['p99']):>8}")
+    print(
+        f"sent {r['sent']}, by final status {r['status']}, lost {r['lost']}; "
+        f"{r['refusals_retried']} 429s waited out ({r['retry_wait_s']} s in all)"
+    )
+    print(
+        f"served {r['served_per_s']}/s; server counted {r['server_counted_served']} served, "
+        f"{r['server_rejected']} refused; {r['completion_tokens']} completion tokens"
+    )
+    m = r["rss_mb"]
+    print(f"server RSS MB: first {m['first']}, last {m['last']}, max {m['max']}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--seconds", type=float, default=60.0)
+    p.add_argument("--queue-size", type=int, default=16, help="for the server this starts")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="llama.cpp threads of the server this starts (default 1: the clients share the "
+        "machine's cores, and llama.cpp threads spin at barriers when a core is taken)",
+    )
+    p.add_argument(
+        "--overload",
+        type=int,
+        default=0,
+        help="then a second phase with this many times the clients, compared with the first",
+    )
+    p.add_argument(
+        "--no-retry",
+        dest="retry",
+        action="store_false",
+        help="a 429 is the answer (default: wait what Retry-After says and send it again)",
+    )
+    p.add_argument("--url", help="an already running server (default: start one)")
+    p.add_argument("--pid", type=int, help="the pid of the --url server, for its RSS")
+    p.add_argument("--out", type=Path, default=RESULTS)
+    args = p.parse_args()
+
+    proc = None
+    log = Path(tempfile.mkstemp(prefix="toolmask-load-", suffix=".log")[1])
+    if args.url:
+        url, pid = args.url.rstrip("/"), args.pid
+    else:
+        proc, url = _start_server(args.queue_size, args.threads, log)
+        pid = proc.pid
+    phases: dict[str, dict[str, Any]] = {}
+    try:
+        model = _get(url + "/v1/models")["data"][0]["id"]
+        warm = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0, timeout=600)
+        for k, kind in enumerate(KINDS):  # one of each kind: grammars compiled, masks warm
+            _request(warm, model, kind, k)
+        warm.close()
+        phases["base"] = _phase(url, model, pid, args.clients, args.seconds, args.retry)
+        if args.overload > 1:
+            n = args.clients * args.overload
+            phases["overload"] = _phase(url, model, pid, n, args.seconds, args.retry)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(30)
+
+    result: dict[str, Any] = {
+        "conditions": {
+            "model": model,
+            "server_threads": None if args.url else args.threads,
+            "cpus": os.cpu_count(),
+            "mix": list(KINDS),
+        },
+        **phases["base"],
+    }
+    if "overload" in phases:
+        base_rate = phases["base"]["served_per_s"] or 0
+        over_rate = phases["overload"]["served_per_s"] or 0
+        result["overload"] = phases["overload"]
+        result["overload_served_ratio"] = round(over_rate / base_rate, 3) if base_rate else None
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+    print(f"toolmask serve load test, {model}")
+    failed = False
+    for name, r in phases.items():
+        _print_phase(name, r)
+        mismatch = r["server_counted_served"] != r["served"]
+        if r["five_xx"] or r["lost"] or mismatch:
+            failed = True
+            print(
+                f"FAIL ({name}): {r['five_xx']} 5xx, {r['lost']} lost, server/client served "
+                f"{r['server_counted_served']}/{r['served']}"
+            )
+            for e in r["errors"][:10]:
+                print("  ", e)
+    if "overload" in result:
+        print(
+            f"\n{args.overload}x overload: served rate {result['overload_served_ratio']} of the "
+            f"{args.clients}-client rate"
+        )
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
-    if five_xx or lost or mismatch:
-        print(f"FAIL: {five_xx} 5xx, {lost} lost, server/client served {server_served}/{stats.ok}")
-        for e in stats.errors[:10]:
-            print("  ", e)
-        return 1
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -10,11 +10,15 @@ from toolmask._compile import (
     default_compiler,
 )
 from toolmask.errors import (
+    ChatTemplateError,
+    ContextOverflowError,
     GrammarError,
     GrammarSyntaxError,
     LimitError,
     SchemaError,
+    ToolError,
     ToolmaskError,
+    VocabError,
 )
 from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, SERVER_LIMITS, Limits
@@ -27,11 +31,10 @@ from toolmask.tools import (
     Tool,
     ToolCall,
     ToolChoice,
-    ToolError,
     ToolTurn,
     sanitize_tool_output,
 )
-from toolmask.vocab import VocabError, Vocabulary
+from toolmask.vocab import Vocabulary
 
 __version__ = "0.1.0"
 
@@ -39,7 +42,9 @@ __all__ = [
     "DEFAULT_LIMITS",
     "SERVER_LIMITS",
     "CallError",
+    "ChatTemplateError",
     "CompiledGrammar",
+    "ContextOverflowError",
     "Grammar",
     "GrammarCompiler",
     "GrammarError",

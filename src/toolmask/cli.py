@@ -48,6 +48,16 @@ def _tool_choice(text: str) -> Any:
     return text
 
 
+def _argument_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--whitespace`` / ``--key-order`` overrides of the format's argument layout."""
+    out: dict[str, Any] = {}
+    if args.whitespace is not None:
+        out["whitespace"] = args.whitespace
+    if args.key_order is not None:
+        out["property_order"] = args.key_order
+    return out
+
+
 _DIALECTS: dict[str, Callable[[Any], str]] = {
     "gbnf": lambda g: g.to_gbnf(),
     "lark": lambda g: g.to_lark(),
@@ -64,7 +74,7 @@ def _cmd_grammar(args: argparse.Namespace) -> int:
         args.tool_choice,
         parallel_tool_calls=args.parallel,
         special_tokens=args.special or (),
-        schema_options={"whitespace": args.whitespace},
+        schema_options=_argument_options(args),
     )
     grammar = turn.call_grammar() if args.calls_only else turn.grammar()
     sys.stdout.write(_DIALECTS[args.dialect](grammar))
@@ -255,9 +265,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--whitespace",
-        default="compact",
-        choices=("compact", "flexible", "indent"),
-        help="JSON layout of the arguments (default: compact)",
+        choices=("compact", "spaced", "flexible", "indent"),
+        help="JSON layout of the arguments (default: the format's own, json.dumps spacing for "
+        "the JSON formats)",
+    )
+    g.add_argument(
+        "--key-order",
+        choices=("schema", "any"),
+        help="argument keys in schema order or in any order, required ones enforced (default: "
+        "the format's own, any)",
     )
     g.add_argument(
         "--calls-only",
@@ -275,7 +291,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument("schema", help="JSON file holding the schema ('-': stdin)")
     c.add_argument("--lenient", action="store_true", help="unsupported keywords: warn, validate")
-    c.add_argument("--whitespace", default="compact", choices=("compact", "flexible", "indent"))
+    c.add_argument(
+        "--whitespace", default="compact", choices=("compact", "spaced", "flexible", "indent")
+    )
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(run=_cmd_check)
 

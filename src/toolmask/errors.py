@@ -6,7 +6,11 @@ Every error derives from :class:`ToolmaskError`::
     ├── SchemaError          a JSON Schema that cannot be compiled (JSON pointer + keyword)
     ├── GrammarError         an unusable IR grammar (undefined rule, left recursion, ...)
     │   └── GrammarSyntaxError   GBNF / Lark / regex text that does not parse (line, column, caret)
-    └── LimitError           a resource cap of :class:`toolmask.limits.Limits` was exceeded
+    ├── LimitError           a resource cap of :class:`toolmask.limits.Limits` was exceeded
+    ├── VocabError           a vocabulary that cannot be read or is inconsistent
+    ├── ToolError            a bad tool spec, tool choice or format name (also a ``ValueError``)
+    ├── ChatTemplateError    a chat template that does not compile or refuses a transcript
+    └── ContextOverflowError a prompt longer than the model's context window
 
 Matchers never raise on model output: ``accept_*`` returns ``False`` instead. Exceptions are for
 API misuse and for bad grammars or schemas at compile time.
@@ -15,11 +19,15 @@ API misuse and for bad grammars or schemas at compile time.
 from __future__ import annotations
 
 __all__ = [
+    "ChatTemplateError",
+    "ContextOverflowError",
     "GrammarError",
     "GrammarSyntaxError",
     "LimitError",
     "SchemaError",
+    "ToolError",
     "ToolmaskError",
+    "VocabError",
 ]
 
 
@@ -73,3 +81,36 @@ class LimitError(ToolmaskError):
     def __init__(self, message: str, *, limit: str) -> None:
         self.limit = limit
         super().__init__(f"{message} (limit: {limit})")
+
+
+class VocabError(ToolmaskError):
+    """A vocabulary that cannot be read or is inconsistent (names the file, id or field)."""
+
+
+class ToolError(ToolmaskError, ValueError):
+    """A tool spec, tool choice or wire-format name that cannot be used.
+
+    ``where`` names the offending part (a tool name, ``"tool_choice"``, a parameter path), so the
+    message can point at it; it may be ``""``. Also a ``ValueError``: each one reports a bad
+    argument.
+    """
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        self.message = message
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class ChatTemplateError(ToolmaskError):
+    """A chat template that does not compile, or that refuses a transcript."""
+
+
+class ContextOverflowError(ToolmaskError):
+    """The prompt does not fit the model's context window."""
+
+    def __init__(self, prompt_tokens: int, n_ctx: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.n_ctx = n_ctx
+        super().__init__(
+            f"the prompt has {prompt_tokens} tokens but the model's context holds {n_ctx}"
+        )

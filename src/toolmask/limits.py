@@ -40,6 +40,10 @@ class Limits:
     max_compile_seconds: float = 30.0
     #: bytes of token bitmasks cached per compiled grammar (ceil(V/32) * 4 bytes each)
     max_mask_cache_bytes: int = 256 * 1024 * 1024
+    #: objects with more named properties than this keep schema order even when any order was
+    #: asked for (``property_order="any"``): any order needs one rule per set of keys already
+    #: written, 2**n rules for n properties (not a refusal: schema order is a subset)
+    max_any_order_properties: int = 10
 
     # -- caches and matcher output (GrammarCompiler, Matcher) --------------------------------
     # A GrammarCompiler reads these from its own ``limits``; none refuses input, each bounds
@@ -78,6 +82,7 @@ SERVER_LIMITS = Limits(
     max_cached_states=50_000,
     max_compile_seconds=5.0,
     max_mask_cache_bytes=64 * 1024 * 1024,
+    max_any_order_properties=8,
     max_cache_bytes=256 * 1024 * 1024,
     max_vocab_indexes=2,
 )

@@ -68,7 +68,7 @@ def test_chatml_template_renders_exactly_like_render_chatml() -> None:
     assert not t.knows_tools
     msgs = _transcript()
     assert t.render(msgs, turn) == render_chatml(msgs, turn)
-    assert '<tool_call>\n{"name": "weather", "arguments": {"city":"Zürich"}}\n</tool_call>' in (
+    assert '<tool_call>\n{"name": "weather", "arguments": {"city": "Zürich"}}\n</tool_call>' in (
         t.render(msgs, turn)
     )
 

@@ -96,7 +96,7 @@ def test_assistant_tool_calls_render_in_the_wire_format_and_parse_back() -> None
     calls = (ToolCall("call_1", "f", {"a": 1, "b": "é"}), ToolCall("call_2", "g", {}))
     text = render_tool_calls(calls, get_format("hermes"))
     assert text == (
-        '<tool_call>\n{"name": "f", "arguments": {"a":1,"b":"é"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "f", "arguments": {"a": 1, "b": "é"}}\n</tool_call>\n'
         '<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>'
     )
     parsed = ToolTurn([]).parse(text)
@@ -140,8 +140,30 @@ def test_the_wire_format_is_configurable() -> None:
     req = _req([{"role": "user", "content": "hi"}], tools=[TOOL], tool_choice="required")
     plan = mistral.get(req)
     assert plan.turn is not None and plan.turn.format.name == "mistral"
-    reply = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city":"Oslo"}}]'
+    reply = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Oslo"}}]'
     assert plan.compiled is not None and plan.compiled.matcher().accept_bytes(reply.encode())
     assert plan.turn.parse(reply).calls[0].arguments == {"city": "Oslo"}
     with pytest.raises(tm.ToolmaskError):
         PlanCache(vocab, tm.SERVER_LIMITS, fmt="nope")
+
+
+def test_decision_reminder_follows_the_last_user_message_only_with_tools(plans: PlanCache) -> None:
+    base = ToolTurn([], special_tokens=plans.special_tokens)
+    msgs = [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "weather in Oslo?"},
+    ]
+    reminder = get_format("hermes").decision_prompt()
+    assert "<tool_call>" in reminder
+    with_tools = _req(msgs, tools=[TOOL])
+    prompt = render_prompt(with_tools.messages, plans.get(with_tools), base)
+    assert prompt.count(reminder) == 1
+    assert prompt.endswith(
+        f"user\nweather in Oslo?<|im_end|>\n<|im_start|>system\n{reminder}<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    off = render_prompt(with_tools.messages, plans.get(with_tools), base, reminder=False)
+    assert reminder not in off
+    plain = _req(msgs)
+    assert reminder not in render_prompt(plain.messages, plans.get(plain), base)

@@ -142,9 +142,12 @@ def test_queue_is_bounded_fifo_and_cancellable() -> None:
         assert backend.started.wait(TIMEOUT)  # the worker holds the first job
         second, third = job("second"), job("third")
         f2, f3 = eng.submit(second), eng.submit(third)
-        with pytest.raises(QueueFull):
+        assert eng.full and eng.service_s is None
+        with pytest.raises(QueueFull) as refused:
             eng.submit(job("fourth"))
         assert eng.rejected == 1
+        # before any job finished: 1 s per job, half of the three jobs ahead
+        assert refused.value.retry_after == pytest.approx(1.5)
         second.cancel.set()  # a client that left while queued is skipped
         first.cancel.set()  # and one that leaves while decoding stops at its next token
         backend.gate.release()
@@ -154,6 +157,8 @@ def test_queue_is_bounded_fifo_and_cancellable() -> None:
         for _ in range(4):
             backend.gate.release()
         assert f3.result(TIMEOUT).text == "xxxx"
+        assert eng.service_s is not None and eng.service_s > 0
+        assert not eng.full and eng.retry_after() == pytest.approx(max(0.05, eng.service_s / 2))
     finally:
         eng.close()
     assert backend.prompts == ["first", "third"]
@@ -227,7 +232,7 @@ def test_json_response_with_tools_is_json_or_calls(plans: PlanCache) -> None:
     tools = [_tool("f", {"type": "object", "properties": {"a": {"type": "integer"}}})]
     rf = _rf({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
     plan = plans.get(_req(tools=tools, response_format=rf))
-    call = '<tool_call>\n{"name": "f", "arguments": {"a":1}}\n</tool_call>'
+    call = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
     assert _accepts(plan, '{"ok":true}') and _accepts(plan, call)
     assert not _accepts(plan, "hello")
     required = plans.get(_req(tools=tools, response_format=rf, tool_choice="required"))

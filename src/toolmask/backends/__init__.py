@@ -1,16 +1,28 @@
 """Model backends. Each lives in its own module and imports its engine lazily, behind an error
 that names the extra to install: ``toolmask.backends.llama_cpp`` (extra ``llama``) and
 ``toolmask.backends.transformers`` (extra ``transformers``). What they share (the
-:class:`Generation` result, the :class:`Backend` protocol, the ``on_token`` hook) is here."""
+:class:`Generation` result, the :class:`Backend` protocol, the ``on_token`` hook, the
+distortion meter's :class:`StepDistortion`, and :class:`DecodingBackend`, the decode loop a new
+engine plugs into) is here."""
 
 from __future__ import annotations
 
 from toolmask.backends._base import (
     Backend,
     ContextOverflowError,
+    DecodingBackend,
     Generation,
     OnToken,
+    StepDistortion,
     check_compiled_for,
 )
 
-__all__ = ["Backend", "ContextOverflowError", "Generation", "OnToken", "check_compiled_for"]
+__all__ = [
+    "Backend",
+    "ContextOverflowError",
+    "DecodingBackend",
+    "Generation",
+    "OnToken",
+    "StepDistortion",
+    "check_compiled_for",
+]

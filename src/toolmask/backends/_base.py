@@ -11,6 +11,11 @@ baselines). ``on_token(ids, text)`` is called after every accepted chunk: one sa
 a block of forced tokens appended without sampling (``text`` is the chunk's bytes). Returning
 ``True`` stops the generation there with ``finish_reason == "stop"``; this is how a server
 honours stop strings and cancels a request whose client went away.
+
+With ``meter=True`` every masked sampling step also records a :class:`StepDistortion`: the
+model's own top-1 token, whether the mask removed it and the probability mass it removed
+(``Generation.distortion``). :func:`toolmask.tools.distortion_sites` then says where in the
+turn each step was (prose, envelope, key, value, after a block, ...).
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from toolmask.errors import ToolmaskError
-from toolmask.sampling import Sampler, SamplingParams
+from toolmask.errors import ContextOverflowError, ToolmaskError
+from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool
 
 if TYPE_CHECKING:
     from toolmask._compile import CompiledGrammar, Matcher
@@ -36,6 +41,7 @@ __all__ = [
     "DecodingBackend",
     "Generation",
     "OnToken",
+    "StepDistortion",
     "check_compiled_for",
 ]
 
@@ -43,15 +49,56 @@ __all__ = [
 OnToken = Callable[[list[int], bytes], bool | None]
 
 
-class ContextOverflowError(ToolmaskError):
-    """The prompt does not fit the model's context window."""
+@dataclass(frozen=True, slots=True)
+class StepDistortion:
+    """What the mask did to the model at one sampling step (the distortion meter).
 
-    def __init__(self, prompt_tokens: int, n_ctx: int) -> None:
-        self.prompt_tokens = prompt_tokens
-        self.n_ctx = n_ctx
-        super().__init__(
-            f"the prompt has {prompt_tokens} tokens but the model's context holds {n_ctx}"
-        )
+    ``step``: index of the token in ``Generation.tokens`` (the EOS that ended the reply has
+    index ``len(tokens)``); ``offset``: byte offset of that token in ``Generation.text``;
+    ``top1``: the model's most likely token before masking; ``chosen``: the token sampled;
+    ``removed``: the mask removed ``top1``; ``removed_mass``: the probability mass (softmax of
+    the raw logits, temperature 1) of every token the mask removed; ``top1_is_end``: ``top1``
+    is an end-of-turn token; ``accepting``: the turn could end here (the end-of-turn token
+    was allowed); ``ended``: this step ended the turn (``chosen`` is an end-of-turn token,
+    drawn by the model or standing for a forbidden draw under ``end_on_exit``). A step with
+    ``removed`` and ``accepting`` that did not end the turn is a *forced continuation*: the
+    mask made the model write more where it could have stopped.
+    """
+
+    step: int
+    offset: int
+    top1: int
+    chosen: int
+    removed: bool
+    removed_mass: float
+    top1_is_end: bool
+    accepting: bool = False
+    ended: bool = False
+
+    @property
+    def forced_continuation(self) -> bool:
+        """The mask removed the model's choice where the turn could end, and it went on."""
+        return self.removed and self.accepting and not self.ended
+
+
+def _allowed(bitmask: Any, token: int) -> bool:
+    """Whether ``token``'s bit is set in the int32 ``bitmask`` (False past its end)."""
+    word = token >> 5
+    return 0 <= word < len(bitmask) and bool(int(bitmask[word]) >> (token & 31) & 1)
+
+
+def measure_distortion(
+    logits: Any, bitmask: Any, vocab_size: int, eos: frozenset[int] | set[int]
+) -> tuple[int, bool, float, bool]:
+    """``(top1, removed, removed_mass, top1_is_end)`` for one logits row under ``bitmask``.
+    Cost: one softmax over the vocabulary (about 0.3 ms at 49k ids)."""
+    row = np.asarray(logits[:vocab_size], dtype=np.float64)
+    top = int(row.argmax())
+    allowed = bitmask_to_bool(bitmask, vocab_size)
+    p = np.exp(row - row[top])
+    total = float(p.sum())
+    kept = float(p[allowed].sum())
+    return top, not bool(allowed[top]), max(0.0, 1.0 - kept / total), top in eos
 
 
 @dataclass
@@ -61,6 +108,9 @@ class Generation:
     ``finish_reason`` is ``"stop"`` (EOS, grammar finished, or ``on_token`` asked to stop) or
     ``"length"`` (``max_tokens`` reached, or the context window is full).
     ``forced_tokens`` counts the tokens appended without a sampling step (jump-forward).
+    ``distortion`` holds one :class:`StepDistortion` per masked sampling step when the
+    generation ran with ``meter=True`` (else it is empty). ``exit_end``: the turn ended because
+    the model drew a token the grammar forbids where the turn could end (``end_on_exit``).
     """
 
     tokens: list[int]
@@ -73,6 +123,8 @@ class Generation:
     first_token_s: float = 0.0
     forced_tokens: int = 0
     sampled_tokens: int = 0
+    distortion: list[StepDistortion] = field(default_factory=list)
+    exit_end: bool = False
 
 
 class Backend(Protocol):
@@ -171,6 +223,8 @@ class DecodingBackend(ABC):
         sampling: SamplingParams | None = None,
         on_token: OnToken | None = None,
         jump_forward: bool = True,
+        meter: bool = False,
+        end_on_exit: bool = True,
     ) -> Generation:
         """Decode after ``prompt`` under ``compiled`` (``None``: unconstrained, for baselines).
 
@@ -180,7 +234,16 @@ class DecodingBackend(ABC):
         the model's own tokens in one batch, without sampling (:meth:`forced_tokens`). Stops at
         EOS, when the grammar is finished, when ``on_token`` returns true (``"stop"``), or at
         ``max_tokens`` / a full context (``"length"``). Raises :class:`ContextOverflowError`
-        when the prompt does not fit.
+        when the prompt does not fit. ``meter=True`` records the distortion meter
+        (:class:`StepDistortion`) at every masked sampling step; forced text is then fed token
+        by token through the sampler instead of jumped over, so every step is measured.
+
+        ``end_on_exit`` (default): where the grammar lets the turn end (the matcher accepts),
+        the model draws from its own distribution, and a token the grammar forbids ends the
+        turn instead of being redrawn from what the mask leaves. The model's mass on leaving a
+        complete answer is mass on ending it, so prose after a finished call ends the turn
+        rather than becoming a second call. Elsewhere this is the same distribution as masked
+        sampling (a forbidden draw redrawn from the mask is the renormalised mask).
         """
         check_compiled_for(compiled, self.vocab)
         if len(prompt) >= self.n_ctx:
@@ -193,8 +256,11 @@ class DecodingBackend(ABC):
         m = compiled.matcher() if compiled is not None else None
         bitmask = np.zeros((self.vocab.vocab_size + 31) // 32, dtype=np.int32)
         eos = self.vocab.eos_ids
+        end_id = min(eos) if eos else -1
+        end_on_exit = end_on_exit and end_id >= 0
         table = self.vocab.token_bytes
         out: list[int] = []
+        out_bytes = [0]  # bytes of text in ``out`` (for the meter's offsets)
         gen = Generation([], b"", "length", len(prompt), reused)
 
         def emit(chunk: list[int]) -> bool:
@@ -202,9 +268,11 @@ class DecodingBackend(ABC):
             if not out:
                 gen.first_token_s = time.perf_counter() - t0
             out.extend(chunk)
+            text = b"".join(table[t] or b"" for t in chunk)
+            out_bytes[0] += len(text)
             stop = False
             if on_token is not None:
-                stop = bool(on_token(chunk, b"".join(table[t] or b"" for t in chunk)))
+                stop = bool(on_token(chunk, text))
             if stop or (m is not None and m.is_finished()):
                 gen.finish_reason = "stop"
                 return True
@@ -220,7 +288,7 @@ class DecodingBackend(ABC):
             if m is not None and m.is_finished():
                 gen.finish_reason = "stop"
                 break
-            if m is not None and jump_forward:
+            if m is not None and jump_forward and not meter:
                 chunk = self.forced_tokens(m)[: max_tokens - len(out)]
                 accepted = 0
                 for t in chunk:
@@ -237,8 +305,36 @@ class DecodingBackend(ABC):
                 s0 = time.perf_counter()
                 m.fill_bitmask(bitmask)
                 gen.mask_s.append(time.perf_counter() - s0)
-                token = sampler.sample(logits, bitmask)
-                if not m.accept_token(token):  # cannot happen for a token the mask allowed
+                accepting = m.is_accepting()
+                exited = False
+                if end_on_exit and accepting:
+                    # the turn may end here: the model's own draw decides; a draw the grammar
+                    # forbids means the model is done with what the grammar describes
+                    token = sampler.sample(logits)
+                    if not _allowed(bitmask, token):
+                        token, exited = end_id, True
+                else:
+                    token = sampler.sample(logits, bitmask)
+                if meter:
+                    top, removed, mass, is_end = measure_distortion(
+                        logits, bitmask, self.vocab.vocab_size, eos
+                    )
+                    gen.distortion.append(
+                        StepDistortion(
+                            len(out),
+                            out_bytes[0],
+                            top,
+                            token,
+                            removed,
+                            mass,
+                            is_end,
+                            accepting,
+                            token in eos,
+                        )
+                    )
+                if exited:
+                    gen.exit_end = True
+                elif not m.accept_token(token):  # cannot happen for a token the mask allowed
                     raise ToolmaskError(f"matcher refused sampled token {token}")
             else:
                 token = sampler.sample(logits)

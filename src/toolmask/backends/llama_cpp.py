@@ -96,6 +96,8 @@ class LlamaCpp(DecodingBackend):
         self.n_ctx: int = self.llm.n_ctx()
         self.vocab = self._read_vocabulary()
         meta = self.llm.metadata
+        #: the GGUF's metadata (string values as llama.cpp reports them)
+        self.metadata: dict[str, str] = dict(meta)
         #: the GGUF's Jinja chat template (``tokenizer.chat_template``), if it carries one
         self.chat_template: str | None = meta.get("tokenizer.chat_template") or None
         self.bos_text = self._special_text(meta.get("tokenizer.ggml.bos_token_id"))

@@ -44,6 +44,8 @@ from toolmask.grammar._printing import (
     Text,
     Tok,
     class_forms,
+    postfix,
+    special_text,
     to_code_points,
     unique_names,
     words,
@@ -61,6 +63,7 @@ MAX_REPETITION = 2000
 
 class _Parser(Scanner):
     source = "gbnf"
+    noun = "rule"
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
@@ -252,18 +255,7 @@ def parse_gbnf(text: str, *, start: str = "root") -> Grammar:
     O(len(text)) plus the UTF-8 expansion of the classes.
     """
     p = _Parser(text)
-    parsed = p.parse()
-    defined: dict[str, int] = {}
-    for rule, pos in parsed:
-        if rule.name in defined:
-            raise p.error(f"rule {rule.name!r} is defined twice", pos)
-        defined[rule.name] = pos
-    for name, pos in p.refs:
-        if name not in defined:
-            raise p.error(f"undefined rule {name!r}", pos)
-    if start not in defined:
-        raise p.error(f"missing start rule {start!r}", len(text.rstrip()))
-    return Grammar(tuple(r for r, _ in parsed), start)
+    return p.grammar(p.parse(), p.refs, start)
 
 
 # -- printer -------------------------------------------------------------------------------------
@@ -329,15 +321,7 @@ def _render(n: CNode, names: dict[str, str], rule: str) -> str:
     if isinstance(n, Ref):
         return names[n.name]
     if isinstance(n, Tok):
-        t = n.text
-        if not (len(t) > 2 and t[0] == "<" and t[-1] == ">" and ">" not in t[1:-1]):
-            raise GrammarError(
-                f"gbnf: rule {rule!r}: special token {t!r} cannot be written in GBNF, "
-                "which names special tokens only as <text>"
-            )
-        if t.startswith("<["):
-            raise GrammarError(f"gbnf: rule {rule!r}: special token {t!r} reads as a token id")
-        return t
+        return special_text(n.text, dialect="gbnf", rule=rule)
     if isinstance(n, CSeq):
         if not n.items:
             return '""'
@@ -354,17 +338,11 @@ def _render(n: CNode, names: dict[str, str], rule: str) -> str:
     inner = _render(n.item, names, rule)
     if isinstance(n.item, (CSeq, CRep)) or (isinstance(n.item, CAlt) and n.item.items):
         inner = f"({inner})"
-    if (n.min, n.max) == (0, None):
-        return inner + "*"
-    if (n.min, n.max) == (1, None):
-        return inner + "+"
-    if (n.min, n.max) == (0, 1):
-        return inner + "?"
-    if n.max is None:
-        return f"{inner}{{{n.min},}}"
-    if n.min == n.max:
-        return f"{inner}{{{n.min}}}"
-    return f"{inner}{{{n.min},{n.max}}}"
+    return postfix(inner, n.min, n.max, _count)
+
+
+def _count(lo: int, hi: int) -> str:
+    return f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
 
 
 def to_gbnf(grammar: Grammar) -> str:

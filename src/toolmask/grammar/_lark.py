@@ -56,6 +56,8 @@ from toolmask.grammar._printing import (
     Text,
     Tok,
     class_forms,
+    postfix,
+    special_text,
     to_code_points,
     unique_names,
     words,
@@ -562,19 +564,10 @@ def parse_lark(text: str, *, start: str = "start") -> Grammar:
     """
     p = _Parser(text)
     parsed = p.parse()
-    defined: dict[str, int] = {}
-    for rule, pos in parsed:
-        if rule.name in defined:
-            raise p.error(f"{rule.name!r} is defined twice", pos)
-        defined[rule.name] = pos
     for owner, name, pos in p.refs:
-        if name not in defined:
-            raise p.error(f"undefined name {name!r}", pos)
         if _is_terminal(owner) and not _is_terminal(name):
             raise p.error(f"terminal {owner} cannot refer to rule {name}", pos)
-    if start not in defined:
-        raise p.error(f"missing start rule {start!r}", len(text.rstrip()))
-    return Grammar(tuple(r for r, _ in parsed), start)
+    return p.grammar(parsed, ((name, pos) for _, name, pos in p.refs), start)
 
 
 # -- printer -------------------------------------------------------------------------------------
@@ -676,15 +669,7 @@ def _render(n: CNode, names: dict[str, str], rule: str) -> str:
     if isinstance(n, Ref):
         return names[n.name]
     if isinstance(n, Tok):
-        t = n.text
-        if not (len(t) > 2 and t[0] == "<" and t[-1] == ">" and ">" not in t[1:-1]):
-            raise GrammarError(
-                f"lark: rule {rule!r}: special token {t!r} cannot be written in Lark, "
-                "which names special tokens only as <text>"
-            )
-        if t.startswith("<[") or "\n" in t:
-            raise GrammarError(f"lark: rule {rule!r}: special token {t!r} cannot be written")
-        return t
+        return special_text(n.text, dialect="lark", rule=rule)
     if isinstance(n, CSeq):
         return " ".join(_atom(i, names, rule, in_seq=True) for i in n.items)
     if isinstance(n, CAlt):
@@ -697,17 +682,11 @@ def _render(n: CNode, names: dict[str, str], rule: str) -> str:
             return _render(CRep(CAlt(tuple(rest)) if len(rest) > 1 else rest[0], 0, 1), names, rule)
         return " | ".join(_render(i, names, rule) for i in n.items)
     inner = _atom(n.item, names, rule, in_seq=False)
-    if (n.min, n.max) == (0, None):
-        return inner + "*"
-    if (n.min, n.max) == (1, None):
-        return inner + "+"
-    if (n.min, n.max) == (0, 1):
-        return inner + "?"
-    if n.max is None:
-        return f"{inner}{{{n.min},}}"
-    if n.min == n.max:
-        return f"{inner}~{n.min}"
-    return f"{inner}~{n.min}..{n.max}"
+    return postfix(inner, n.min, n.max, _count)
+
+
+def _count(lo: int, hi: int) -> str:
+    return f"~{lo}" if lo == hi else f"~{lo}..{hi}"
 
 
 def _atom(n: CNode, names: dict[str, str], rule: str, *, in_seq: bool) -> str:

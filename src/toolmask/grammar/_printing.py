@@ -46,6 +46,8 @@ __all__ = [
     "Text",
     "Tok",
     "class_forms",
+    "postfix",
+    "special_text",
     "to_code_points",
     "unique_names",
     "words",
@@ -254,3 +256,31 @@ def unique_names(
         taken.add(cand)
         out[name] = cand
     return out
+
+
+def special_text(text: str, *, dialect: str, rule: str) -> str:
+    """A special token as GBNF and Lark write it: ``<text>``, with nothing that would read as
+    a token id (``<[...]>``), a closing ``>`` inside, or a line break. Raises
+    :class:`GrammarError` naming ``dialect`` and ``rule`` otherwise."""
+    if not (len(text) > 2 and text[0] == "<" and text[-1] == ">" and ">" not in text[1:-1]):
+        raise GrammarError(
+            f"{dialect}: rule {rule!r}: special token {text!r} cannot be written in {dialect}, "
+            "which names special tokens only as <text>"
+        )
+    if text.startswith("<[") or "\n" in text:
+        raise GrammarError(f"{dialect}: rule {rule!r}: special token {text!r} cannot be written")
+    return text
+
+
+def postfix(inner: str, lo: int, hi: int | None, counted: Callable[[int, int], str]) -> str:
+    """``inner`` under a repetition: ``*``, ``+``, ``?``, ``{lo,}``, else ``counted(lo, hi)``
+    (the dialect's own form of a bounded count, ``{n}`` / ``~n`` ...)."""
+    if (lo, hi) == (0, None):
+        return inner + "*"
+    if (lo, hi) == (1, None):
+        return inner + "+"
+    if (lo, hi) == (0, 1):
+        return inner + "?"
+    if hi is None:
+        return f"{inner}{{{lo},}}"
+    return inner + counted(lo, hi)

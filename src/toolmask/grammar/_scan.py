@@ -6,9 +6,11 @@ Positions are character offsets into ``text``; errors carry line, column and a c
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from toolmask.errors import GrammarSyntaxError
+from toolmask.grammar._ir import Grammar, Rule
 
 __all__ = ["Scanner"]
 
@@ -20,6 +22,8 @@ class Scanner:
     source: ClassVar[str] = ""
     #: texts that start a comment running to the end of the line
     comments: ClassVar[tuple[str, ...]] = ("#",)
+    #: what a definition is called in error messages ("rule", "name")
+    noun: ClassVar[str] = "name"
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -55,3 +59,22 @@ class Scanner:
         if self.pos == start:
             raise self.error("expected an integer")
         return int(self.text[start : self.pos])
+
+    def grammar(
+        self, parsed: Sequence[tuple[Rule, int]], refs: Iterable[tuple[str, int]], start: str
+    ) -> Grammar:
+        """The :class:`Grammar` of the parsed rules (each with its source position), after the
+        checks every frontend shares: no name defined twice, every reference (name, position)
+        defined, and a ``start`` rule. Errors point at the offending position. O(rules + refs).
+        """
+        defined: dict[str, int] = {}
+        for rule, pos in parsed:
+            if rule.name in defined:
+                raise self.error(f"{rule.name!r} is defined twice", pos)
+            defined[rule.name] = pos
+        for name, pos in refs:
+            if name not in defined:
+                raise self.error(f"undefined {self.noun} {name!r}", pos)
+        if start not in defined:
+            raise self.error(f"missing start rule {start!r}", len(self.text.rstrip()))
+        return Grammar(tuple(r for r, _ in parsed), start)

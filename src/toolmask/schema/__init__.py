@@ -23,7 +23,8 @@ __all__ = ["KEYWORDS", "KeywordInfo", "compile_json_schema"]
 def compile_json_schema(
     schema: Any,
     *,
-    whitespace: Literal["compact", "flexible", "indent"] = "compact",
+    whitespace: Literal["compact", "spaced", "flexible", "indent"] = "compact",
+    property_order: Literal["schema", "any"] = "schema",
     indent: int = 2,
     max_whitespace: int = 4,
     additional_properties_default: bool = True,
@@ -36,13 +37,20 @@ def compile_json_schema(
 
     Options:
 
-    * ``whitespace``: ``"compact"`` (``json.dumps(v, separators=(",", ":"))``), ``"flexible"``
-      (up to ``max_whitespace`` bytes of whitespace wherever JSON allows it), or ``"indent"``
-      (exactly ``json.dumps(v, indent=indent)``; containers nest at most ``max_indent_depth``).
-    * Object keys come in schema order (``properties`` order, then ``required`` names, then
-      other keys); strings are in canonical form (``json.dumps(s, ensure_ascii=False)``).
+    * ``whitespace``: ``"compact"`` (``json.dumps(v, separators=(",", ":"))``), ``"spaced"``
+      (``json.dumps(v)``: ``", "`` and ``": "``, what chat templates' ``tojson`` writes),
+      ``"flexible"`` (up to ``max_whitespace`` bytes of whitespace wherever JSON allows it), or
+      ``"indent"`` (exactly ``json.dumps(v, indent=indent)``; containers nest at most
+      ``max_indent_depth``).
+    * ``property_order``: ``"schema"``: object keys come in schema order (``properties`` order,
+      then ``required`` names, then other keys); ``"any"``: declared keys in any order, each
+      at most once, every required key present, then other keys (objects with more than
+      ``limits.max_any_order_properties`` declared keys keep schema order). Strings are in
+      canonical form (``json.dumps(s, ensure_ascii=False)``).
     * ``additional_properties_default``: what a missing ``additionalProperties`` means. ``True``
-      is the JSON Schema meaning; ``False`` stops a model from inventing keys.
+      is the JSON Schema meaning; ``False`` stops a model from inventing keys: an object that
+      names its keys (``properties`` / ``patternProperties``) gets no others, while one that
+      names none stays a free-form map (``{"type": "object"}`` is any object, not only ``{}``).
     * ``lenient``: unsupported keywords become warnings and are left to the post-decode validator
       instead of raising :class:`SchemaError`.
     * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
@@ -53,8 +61,12 @@ def compile_json_schema(
     from toolmask.schema._compiler import SchemaCompiler
     from toolmask.schema._lower import Layout, Lowerer
 
-    if whitespace not in ("compact", "flexible", "indent"):
-        raise ValueError(f"whitespace must be compact, flexible or indent, not {whitespace!r}")
+    if whitespace not in ("compact", "spaced", "flexible", "indent"):
+        raise ValueError(
+            f"whitespace must be compact, spaced, flexible or indent, not {whitespace!r}"
+        )
+    if property_order not in ("schema", "any"):
+        raise ValueError(f"property_order must be schema or any, not {property_order!r}")
     try:
         schema_json = json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)
     except (TypeError, ValueError) as e:
@@ -71,6 +83,7 @@ def compile_json_schema(
             Layout(whitespace, indent, max_whitespace),
             additional_properties_default=additional_properties_default,
             max_indent_depth=max_indent_depth,
+            any_order=property_order == "any",
         )
         return lowerer.run(compiler.root_term, schema_json, resources_json)
     except RecursionError as e:

@@ -4,9 +4,14 @@ Every (term, depth) pair becomes one rule (depth is always 0 unless the layout i
 indentation of a value depends on how deep it sits). Rules reference each other through
 :class:`RuleRef`, so recursive schemas become recursive grammars.
 
-Layout decides where whitespace goes: ``compact`` (none), ``flexible`` (at every place JSON
-allows it, at most ``max_ws`` bytes of ``[ \\t\\n\\r]``) or ``indent`` (exactly what
+Layout decides where whitespace goes: ``compact`` (none), ``spaced`` (exactly what
+``json.dumps(value)`` writes: ``", "`` between items, ``": "`` after keys), ``flexible`` (at every
+place JSON allows it, at most ``max_ws`` bytes of ``[ \\t\\n\\r]``) or ``indent`` (exactly what
 ``json.dumps(value, indent=k)`` writes).
+
+Object members come in schema order, or, with ``any_order``, in any order the writer picks:
+every required key present, no key twice. Any order is a rule per set of keys written so far,
+so it is bounded by ``Limits.max_any_order_properties`` (beyond it, schema order).
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ from toolmask.schema._terms import (
 
 __all__ = ["Layout", "Lowerer"]
 
-Whitespace = Literal["compact", "flexible", "indent"]
+Whitespace = Literal["compact", "spaced", "flexible", "indent"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +95,12 @@ class Layout:
             return lit(",\n" + " " * (self.indent * (depth + 1)))
         if self.mode == "flexible":
             return seq(self.ws(), lit(","), self.ws())
+        if self.mode == "spaced":
+            return lit(", ")
         return lit(",")
 
     def colon(self) -> Node:
-        if self.mode == "indent":
+        if self.mode in ("indent", "spaced"):
             return lit(": ")
         if self.mode == "flexible":
             return seq(self.ws(), lit(":"), self.ws())
@@ -103,6 +110,8 @@ class Layout:
         if self.mode == "indent":
             text = json.dumps(value, ensure_ascii=False, indent=self.indent)
             return text.replace("\n", "\n" + " " * (self.indent * depth))
+        if self.mode == "spaced":
+            return json.dumps(value, ensure_ascii=False)
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -121,10 +130,12 @@ class Lowerer:
         *,
         additional_properties_default: bool,
         max_indent_depth: int,
+        any_order: bool = False,
     ) -> None:
         self.c = compiler
         self.layout = layout
         self.addl_default = additional_properties_default
+        self.any_order = any_order
         self.max_depth = max_indent_depth
         self.rules: dict[str, Node] = {}
         self.order: list[str] = []
@@ -361,7 +372,8 @@ class Lowerer:
         names = [p.name for p in o.props]
         props = [p for p in o.props if not self.is_bottom(p.value)]
         regions = [r for r in o.regions if not self.is_bottom(r.value)]
-        if not self.addl_default:
+        if not self.addl_default and (o.props or any(r.evaluated for r in o.regions)):
+            # an object that names its keys gets no others; one that names none is a free map
             regions = [r for r in regions if r.evaluated]
         lo, hi = o.min_props, o.max_props
         if sum(1 for p in props if p.required) > (hi if hi is not None else 1 << 30):
@@ -426,10 +438,36 @@ class Lowerer:
             memo[key] = node
             return node
 
+        def any_rest(seen: int) -> Node:
+            """Members after the set ``seen`` (a bit per member) was written, in any order."""
+            got = any_memo.get(seen)
+            if got is not None:
+                return got
+            rn = f"{any_base}_{seen:x}"
+            any_memo[seen] = RuleRef(rn)
+            c = min(seen.bit_count(), cap)
+            alts: list[Node] = []
+            if hi is None or c < hi:
+                for i in range(len(props)):
+                    if not seen >> i & 1:
+                        lead = sep if seen else EMPTY
+                        alts.append(seq(lead, member(i), any_rest(seen | 1 << i)))
+            if seen & required == required:
+                alts.append(extras(c))
+            self._define(rn, choice(*alts))
+            return any_memo[seen]
+
+        any_memo: dict[int, Node] = {}
+        any_base = ""
+        required = sum(1 << i for i, p in enumerate(props) if p.required)
+        unordered = self.any_order and 1 < len(props) <= self.c.limits.max_any_order_properties
+        if unordered:
+            any_base = self._fresh("u")
         out: list[Node] = []
         if lo == 0 and not any(p.required for p in props):
             out.append(L.empty("{}"))
-        out.append(seq(L.open("{", depth), rest(0, 0), L.close("}", depth)))
+        body = any_rest(0) if unordered else rest(0, 0)
+        out.append(seq(L.open("{", depth), body, L.close("}", depth)))
         return choice(*out)
 
     def _key_node(self, keys: Dfa | None, names: list[str]) -> Node:

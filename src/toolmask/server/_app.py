@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -27,18 +28,19 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from toolmask.agent import (
-    DEFAULT_SYSTEM,
     ChatTemplate,
     ChatTemplateError,
     Message,
     Template,
     default_template,
     render_chatml,
+    with_tool_prompt,
 )
 from toolmask.backends._base import Backend, ContextOverflowError
 from toolmask.errors import ToolmaskError
 from toolmask.limits import SERVER_LIMITS, Limits
 from toolmask.sampling import SamplingParams
+from toolmask.server._defaults import BUILTIN, ServerDefaults
 from toolmask.server._engine import Cancelled, Engine, Finished, Job, MaxTokensError, QueueFull
 from toolmask.server._plans import Plan, PlanCache
 from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request
@@ -66,14 +68,22 @@ POLL_S = 0.25
 
 
 def render_prompt(
-    messages: Sequence[Message], plan: Plan, base: ToolTurn, template: Template = render_chatml
+    messages: Sequence[Message],
+    plan: Plan,
+    base: ToolTurn,
+    template: Template = render_chatml,
+    *,
+    reminder: bool = True,
 ) -> str:
     """The prompt of a request, rendered by ``template`` (the model's own chat template, or
     ChatML: :func:`toolmask.agent.default_template`).
 
     With tools, the tool prompt (:meth:`ToolTurn.prompt`, which depends on the tool list only)
     is appended to the first system message, or to :data:`DEFAULT_SYSTEM` when there is none,
-    unless the template advertises tools itself. Every text the client sent has its control
+    unless the template advertises tools itself; then, with ``reminder``, the format's
+    one-line decision prompt (:meth:`WireFormat.decision_prompt`) follows the last user message
+    as a system message, so ``auto`` is decided where the model reads it (it depends on the
+    tool list's presence only, never on ``tool_choice``). Every text the client sent has its control
     markers broken (:meth:`ToolTurn.sanitize`), so only the template's own markers are control
     tokens. Raises :class:`APIError` (400) when the template refuses the conversation.
     O(prompt length).
@@ -91,16 +101,25 @@ def render_prompt(
     ]
     knows_tools = isinstance(template, ChatTemplate) and template.knows_tools
     if plan.turn is not None and not knows_tools:
-        tool_prompt = plan.tool_prompt
-        if msgs and msgs[0].role == "system":
-            first = msgs[0]
-            msgs[0] = Message("system", f"{first.content}\n\n{tool_prompt}")
-        else:
-            msgs.insert(0, Message("system", f"{DEFAULT_SYSTEM}\n\n{tool_prompt}"))
+        decision = plan.turn.format.decision_prompt() if reminder else None
+        msgs = with_tool_prompt(msgs, plan.tool_prompt, decision=decision)
     try:
         return template(msgs, turn)
     except ChatTemplateError as e:
         raise APIError(400, str(e), param="messages", code="invalid_messages") from None
+
+
+def _busy(e: QueueFull) -> APIError:
+    """The 429 of a full queue, with ``Retry-After`` (whole seconds, rounded up) and
+    ``retry-after-ms`` (which the official client reads first) from the engine's estimate."""
+    ms = max(1, round(e.retry_after * 1000))
+    return APIError(
+        429,
+        f"The server is busy ({e}); retry after {ms / 1000:.2f} s.",
+        type="requests",
+        code="rate_limit_exceeded",
+        headers={"Retry-After": str(math.ceil(ms / 1000)), "retry-after-ms": str(ms)},
+    )
 
 
 def _deltas_to_message(
@@ -160,12 +179,17 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     }
 
 
-def _sampling(req: ChatRequest) -> SamplingParams:
+def _sampling(req: ChatRequest, defaults: ServerDefaults) -> SamplingParams:
+    """The request's sampling, with ``defaults`` for what it leaves out."""
+
+    def pick(value: Any, default: Any) -> Any:
+        return default if value is None else value
+
     return SamplingParams(
-        temperature=req.temperature,
-        top_k=req.top_k,
-        top_p=req.top_p,
-        min_p=req.min_p,
+        temperature=pick(req.temperature, defaults.temperature),
+        top_k=pick(req.top_k, defaults.top_k),
+        top_p=pick(req.top_p, defaults.top_p),
+        min_p=pick(req.min_p, defaults.min_p),
         seed=req.seed,
     )
 
@@ -240,13 +264,19 @@ def create_app(
     engine: Engine | None = None,
     template: Template | None = None,
     fmt: str = "hermes",
+    defaults: ServerDefaults = BUILTIN,
+    tool_reminder: bool = True,
 ) -> FastAPI:
     """An OpenAI-compatible app serving ``backend`` as ``model_name`` (also accepted under
     ``aliases``). ``limits`` bound the compilation of every schema received; ``queue_size`` is
     how many requests may wait for the model (more: 429). ``template`` renders prompts
     (default: the model's own chat template, else ChatML); ``fmt`` is the wire format of
-    tool calls (default Hermes ``<tool_call>``). The engine's worker thread starts
-    now and stops on the app's shutdown."""
+    tool calls (default Hermes ``<tool_call>``). ``defaults`` fill the sampling parameters and
+    ``max_tokens`` a request leaves out (:class:`ServerDefaults`; ``toolmask serve`` resolves
+    them from the model's metadata and its flags). ``tool_reminder``: follow the last user
+    message with the format's decision prompt when the tool prompt is ours (see
+    :func:`render_prompt`). The engine's worker thread starts now and stops on the app's
+    shutdown."""
     eng = engine or Engine(backend, queue_size=queue_size)
     plans = PlanCache(backend.vocab, limits, fmt=fmt)
     base_turn = ToolTurn([], plans.fmt, special_tokens=plans.special_tokens)
@@ -266,7 +296,7 @@ def create_app(
     app.state.plans = plans
 
     def error_response(e: APIError) -> Response:
-        return JSONResponse(e.body(), status_code=e.status)
+        return JSONResponse(e.body(), status_code=e.status, headers=e.headers or None)
 
     @app.exception_handler(APIError)
     async def _api_error(_request: Request, e: APIError) -> Response:
@@ -300,6 +330,7 @@ def create_app(
             "failed": eng.failed,
             "rejected": eng.rejected,
             "plan_cache": {"hits": plans.hits, "misses": plans.misses},
+            "defaults": defaults.as_dict(),
         }
 
     @app.get("/v1/models")
@@ -340,17 +371,19 @@ def create_app(
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
         t0 = time.monotonic()
+        if eng.full:  # refused before the body is read or a grammar compiled: cheap under load
+            raise _busy(eng.reject())
         req = parse_chat_request(await read_body(request))
         if req.model not in names:
             raise _unknown_model(req.model)
         plan = await anyio.to_thread.run_sync(plans.get, req, limiter=compile_limiter)
-        prompt = render_prompt(req.messages, plan, base_turn, chat_template)
+        prompt = render_prompt(req.messages, plan, base_turn, chat_template, reminder=tool_reminder)
         events = _Events()
         job = Job(
             prompt,
             plan.compiled,
-            req.max_tokens,
-            _sampling(req),
+            req.max_tokens if req.max_tokens is not None else defaults.max_tokens,
+            _sampling(req, defaults),
             req.stop,
             on_text=(lambda t: events.post("text", t)) if req.stream else None,
             on_start=lambda n: events.post("start", n),
@@ -358,12 +391,7 @@ def create_app(
         try:
             fut = eng.submit(job)
         except QueueFull as e:
-            raise APIError(
-                429,
-                f"The server is busy ({e}); retry later.",
-                type="requests",
-                code="rate_limit_exceeded",
-            ) from None
+            raise _busy(e) from None
         fut.add_done_callback(lambda _f: events.post("done"))
         cid = "chatcmpl-" + uuid.uuid4().hex[:24]
         try:

@@ -43,7 +43,12 @@ log = logging.getLogger("toolmask.server")
 
 
 class QueueFull(Exception):
-    """``queue_size`` jobs are already waiting."""
+    """``queue_size`` jobs are already waiting; ``retry_after`` (seconds) estimates when a
+    place in the queue frees (:meth:`Engine.retry_after`)."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Cancelled(Exception):
@@ -190,6 +195,8 @@ class Engine:
         self.failed = 0
         self.rejected = 0
         self.busy = False
+        #: moving average of the seconds a job holds the worker (None before the first)
+        self.service_s: float | None = None
         self._thread = threading.Thread(target=self._run, name="toolmask-engine", daemon=True)
         self._thread.start()
 
@@ -197,13 +204,32 @@ class Engine:
     def waiting(self) -> int:
         return self._q.qsize()
 
+    @property
+    def full(self) -> bool:
+        """``queue_size`` jobs are waiting: a submit now would raise :class:`QueueFull`."""
+        return self._q.full()
+
+    def retry_after(self) -> float:
+        """Seconds after which a refused client should try again: the time for half of the
+        jobs ahead (those waiting and the one decoding) to finish, at the average service time
+        (1 s before any job finished), at least 0.05 s. Half, not all: clients that come back
+        while the queue still holds work keep the worker busy, and a refusal costs far less
+        than an idle worker. O(1)."""
+        per_job = self.service_s if self.service_s is not None else 1.0
+        ahead = self.waiting + (1 if self.busy else 0)
+        return max(0.05, per_job * max(1, ahead) / 2)
+
+    def reject(self) -> QueueFull:
+        """Count a refusal and return the :class:`QueueFull` that says when to come back."""
+        self.rejected += 1
+        return QueueFull(f"{self.queue_size} requests are already waiting", self.retry_after())
+
     def submit(self, job: Job) -> concurrent.futures.Future[Finished]:
         """Enqueue ``job``; QueueFull when ``queue_size`` jobs are waiting. O(1)."""
         try:
             self._q.put_nowait(job)
         except queue.Full:
-            self.rejected += 1
-            raise QueueFull(f"{self.queue_size} requests are already waiting") from None
+            raise self.reject() from None
         return job.future
 
     def close(self, timeout: float = 5.0) -> None:
@@ -236,6 +262,7 @@ class Engine:
             if not job.future.set_running_or_notify_cancel():
                 continue
             self.busy = True
+            began = time.monotonic()
             try:
                 result = self._generate(job)
             except BaseException as e:  # the worker survives anything a job does
@@ -250,6 +277,9 @@ class Engine:
                     self.served += 1
                 job.future.set_result(result)
             finally:
+                took = time.monotonic() - began
+                prev = self.service_s
+                self.service_s = took if prev is None else 0.7 * prev + 0.3 * took
                 self.busy = False
 
     def _generate(self, job: Job) -> Finished:

@@ -44,7 +44,8 @@ MAX_STOP_CHARS = 256
 class APIError(Exception):
     """An error answered in OpenAI's shape: ``status`` (HTTP), ``message``, ``type``, ``param``
     (the offending request field, or None), ``code`` (a short machine-readable reason), and
-    ``extra`` fields added to the error object (``pointer``, ``keyword``, ``limit``)."""
+    ``extra`` fields added to the error object (``pointer``, ``keyword``, ``limit``), and
+    ``headers`` of the response (``Retry-After`` on a 429)."""
 
     def __init__(
         self,
@@ -55,8 +56,10 @@ class APIError(Exception):
         param: str | None = None,
         code: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
+        self.headers = dict(headers or {})
         self.status = status
         self.message = message
         self.type = type
@@ -98,8 +101,10 @@ class ResponseFormat:
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
     """A validated request. ``max_tokens`` is None when the client gave neither
-    ``max_tokens`` nor ``max_completion_tokens``; ``tool_choice`` is the client's raw value
-    (validated against ``tools``), None when not given."""
+    ``max_tokens`` nor ``max_completion_tokens``, and a sampling field is None when the client
+    left it out (the server's :class:`~toolmask.server._defaults.ServerDefaults` fill them);
+    ``tool_choice`` is the client's raw value (validated against ``tools``), None when not
+    given."""
 
     model: str
     messages: tuple[Message, ...]
@@ -108,10 +113,10 @@ class ChatRequest:
     parallel_tool_calls: bool = True
     response_format: ResponseFormat = ResponseFormat()
     max_tokens: int | None = None
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    min_p: float = 0.0
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
     seed: int | None = None
     stop: tuple[str, ...] = ()
     stream: bool = False

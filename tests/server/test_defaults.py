@@ -1,0 +1,128 @@
+"""Request defaults: the model's recommended sampling, the server's flags, a max_tokens budget.
+
+A request that leaves sampling out gets the GGUF's ``general.sampling.*`` values where present,
+else the built-in defaults; ``toolmask serve`` flags override both; the request's own values
+override everything. Checked on the resolver and through the app (FastAPI's test client, a
+backend that records what it was asked to decode with).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import pytest
+
+import toolmask as tm
+
+pytest.importorskip("fastapi")
+
+from fastapi.testclient import TestClient
+
+from toolmask.backends._base import Generation, OnToken
+from toolmask.server._app import create_app
+from toolmask.server._defaults import BUILTIN, ServerDefaults, gguf_sampling
+from toolmask.server.cli import _add_arguments, server_defaults
+
+SPECIALS = ["<|im_start|>", "<|im_end|>"]
+
+
+class Recorder:
+    """Answers "ok" and records the sampling and max_tokens of each generation."""
+
+    def __init__(self, metadata: dict[str, Any] | None = None) -> None:
+        tokens: list[bytes | None] = [bytes([b]) for b in range(256)] + [None, None]
+        texts = {256 + i: s for i, s in enumerate(SPECIALS)}
+        self.vocab = tm.Vocabulary.from_token_bytes(tokens, eos_ids=[257], special_texts=texts)
+        self.n_ctx = 4096
+        self.metadata = metadata or {}
+        self.calls: list[tuple[Any, int]] = []
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(text.encode()[:100])
+
+    def generate(
+        self,
+        prompt: list[int],
+        compiled: Any,
+        *,
+        max_tokens: int = 256,
+        sampling: Any = None,
+        on_token: OnToken | None = None,
+    ) -> Generation:
+        self.calls.append((sampling, max_tokens))
+        if on_token is not None:
+            on_token([111, 107], b"ok")
+        return Generation([111, 107], b"ok", "stop", len(prompt), 0)
+
+
+def test_gguf_sampling_reads_usable_values_only() -> None:
+    meta = {
+        "general.sampling.temp": "0.7",
+        "general.sampling.top_k": 20,
+        "general.sampling.top_p": 1.5,  # out of range: ignored
+        "general.sampling.min_p": "nan",
+        "general.name": "x",
+    }
+    assert gguf_sampling(meta) == {"temperature": 0.7, "top_k": 20}
+    assert gguf_sampling({"general.sampling.top_k": -1}) == {}
+
+
+def test_resolve_order_builtin_model_flags() -> None:
+    meta = {"general.sampling.temp": 0.6, "general.sampling.top_p": 0.8}
+    d = BUILTIN.resolve(meta)
+    assert (d.temperature, d.top_p, d.top_k, d.min_p) == (0.6, 0.8, BUILTIN.top_k, BUILTIN.min_p)
+    assert "model metadata" in d.source
+    d = BUILTIN.resolve(meta, temperature=0.0, top_k=None)
+    assert d.temperature == 0.0 and d.top_p == 0.8 and "flags (temperature)" in d.source
+    assert BUILTIN.resolve({}) == BUILTIN
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    _add_arguments(p)
+    return p.parse_args(list(argv))
+
+
+def test_serve_flags() -> None:
+    d = server_defaults(_args(), {"general.sampling.temp": "0.9"})
+    assert d.temperature == 0.9 and d.max_tokens == BUILTIN.max_tokens
+    d = server_defaults(_args("--temperature", "0.1", "--max-tokens", "0"), {})
+    assert d.temperature == 0.1 and d.max_tokens is None
+    with pytest.raises(tm.ToolmaskError, match="top_p"):
+        server_defaults(_args("--top-p", "0"), {})
+    with pytest.raises(tm.ToolmaskError, match="max-tokens"):
+        server_defaults(_args("--max-tokens", "-3"), {})
+
+
+def _post(client: TestClient, **body: Any) -> Any:
+    r = client.post(
+        "/v1/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "hi"}], **body},
+    )
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_requests_get_the_defaults_for_what_they_leave_out() -> None:
+    backend = Recorder()
+    defaults = ServerDefaults(temperature=0.3, top_p=0.9, top_k=7, min_p=0.01, max_tokens=99)
+    app = create_app(backend, model_name="m", defaults=defaults)
+    with TestClient(app) as client:
+        _post(client)
+        _post(client, temperature=0, top_p=0.5, max_tokens=5, seed=3)
+        health = client.get("/health").json()
+    (s1, n1), (s2, n2) = backend.calls
+    assert (s1.temperature, s1.top_p, s1.top_k, s1.min_p, n1) == (0.3, 0.9, 7, 0.01, 99)
+    assert (s2.temperature, s2.top_p, s2.top_k, s2.min_p, n2) == (0.0, 0.5, 7, 0.01, 5)
+    assert s2.seed == 3
+    assert health["defaults"]["max_tokens"] == 99
+
+
+def test_no_server_budget_means_the_rest_of_the_context() -> None:
+    backend = Recorder()
+    app = create_app(backend, model_name="m", defaults=ServerDefaults(max_tokens=None))
+    with TestClient(app) as client:
+        _post(client)
+    ((_, n),) = backend.calls
+    assert 4000 < n < 4096
