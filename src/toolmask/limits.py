@@ -71,6 +71,27 @@ class Limits:
     #: longer text: not a refusal)
     max_class_ranges: int = 65_536
 
+    # -- caches and matcher output (GrammarCompiler, Matcher) --------------------------------
+    # A GrammarCompiler reads these from its own ``limits``; none refuses input, each bounds
+    # memory (or, for max_forced_bytes, the work of one call) and costs recomputation when hit.
+    #: bytes one GrammarCompiler may hold (automata, cached masks, vocabulary indexes); past it
+    #: the least recently used compiled grammars are dropped at the next compile (cost: their
+    #: masks and automata are rebuilt when those grammars come back)
+    max_cache_bytes: int = 1024 * 1024 * 1024
+    #: compiled grammars (and automata) kept by one compiler, least recently used dropped first
+    max_compiled_grammars: int = 64
+    #: vocabulary indexes kept (tries and run tables: ~11 MB compiled, ~0.5 GB pure-Python for
+    #: a 151k vocabulary; a dropped one is rebuilt in ~0.1 s compiled, ~1.5 s pure)
+    max_vocab_indexes: int = 8
+    #: tool-argument grammars kept by the tool layer, by (schema, options)
+    max_schema_grammars: int = 256
+    #: jsonschema validators kept by the tool layer, by schema
+    max_validators: int = 512
+    #: output-sanitizer patterns kept, by marker set
+    max_sanitizer_patterns: int = 64
+    #: longest run Matcher.forced_bytes returns (cost: one transition per byte)
+    max_forced_bytes: int = 4096
+
 
 DEFAULT_LIMITS = Limits()
 
@@ -93,4 +114,6 @@ SERVER_LIMITS = Limits(
     max_one_of_exact=6,
     max_regex_nesting=32,
     max_any_order_properties=8,
+    max_cache_bytes=256 * 1024 * 1024,
+    max_vocab_indexes=2,
 )

@@ -4,9 +4,10 @@ compiled for the backend's vocabulary under the server's limits, and the tool pr
 :class:`PlanCache` maps ``(tools, tool_choice, parallel_tool_calls, response_format)`` to a
 :class:`Plan`, in a bounded LRU shared by every request; a request that failed to compile is
 cached too (as its :class:`APIError`), so repeating a hostile schema costs a dict lookup, not
-another run to the compile deadline. Below it, ``toolmask.compile`` and the schema compiler keep
-their own caches (automata, masks), so even a miss here reuses every mask already computed for
-the same tool schemas.
+another run to the compile deadline. Below it, the PlanCache's own
+:class:`~toolmask.GrammarCompiler` keeps compiled grammars, automata, masks and the tool layer's
+caches under the server limits' byte budget, so even a miss here reuses every mask already
+computed for the same tool schemas.
 
 Grammar shapes (``J`` the response-format JSON grammar, ``C`` the calls of the turn)::
 
@@ -27,8 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from toolmask._compile import CompiledGrammar
-from toolmask._compile import compile as tm_compile
+from toolmask._compile import CompiledGrammar, GrammarCompiler
 from toolmask.errors import LimitError, SchemaError, ToolmaskError
 from toolmask.grammar._ir import Grammar, Rule, choice
 from toolmask.limits import Limits
@@ -121,6 +121,8 @@ class PlanCache:
         self.fmt = get_format(fmt).name
         self.size = size
         self.special_tokens = sorted(set(vocab.special.values()))
+        #: owns every compile-side cache of this server (bounded by limits.max_cache_bytes)
+        self.compiler = GrammarCompiler(limits=limits)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, Plan | APIError] = OrderedDict()
         self.hits = 0
@@ -148,7 +150,8 @@ class PlanCache:
                 self.hits += 1
         if hit is None:
             try:
-                hit = self._build(req)
+                with self.compiler.activate():
+                    hit = self._build(req)
             except APIError as e:
                 hit = e
             with self._lock:
@@ -230,7 +233,7 @@ class PlanCache:
         self, grammar: Grammar, req: ChatRequest, vocab: Vocabulary | None
     ) -> CompiledGrammar:
         try:
-            return tm_compile(grammar, vocab, limits=self.limits)
+            return self.compiler.compile(grammar, vocab, limits=self.limits)
         except ToolmaskError as e:
             param = "response_format" if req.response_format.kind != "text" else "tools"
             raise schema_error(e, param=param, what=param) from None

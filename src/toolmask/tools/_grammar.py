@@ -29,11 +29,10 @@ sees text) never finds a call that the grammar did not mean.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolmask._cache import active_compiler
 from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
@@ -57,28 +56,19 @@ from toolmask.tools.formats._base import WireFormat
 
 __all__ = ["build_call_grammar", "build_turn_grammar", "prose_rules"]
 
-_SCHEMA_CACHE_SIZE = 256
-_schema_cache: OrderedDict[tuple[str, str], Grammar] = OrderedDict()
-_schema_lock = threading.Lock()
-
 
 def _arguments_grammar(tool: Tool, options: Mapping[str, Any]) -> Grammar:
-    """``compile_json_schema(tool.parameters, **options)``, cached by (schema, options) JSON."""
+    """``compile_json_schema(tool.parameters, **options)``, cached by (schema, options) JSON in
+    the active GrammarCompiler (``Limits.max_schema_grammars`` entries)."""
     key = (
         json.dumps(tool.parameters, sort_keys=True),
         json.dumps(dict(options), sort_keys=True, default=repr),
     )
-    with _schema_lock:
-        hit = _schema_cache.get(key)
-        if hit is not None:
-            _schema_cache.move_to_end(key)
-            return hit
-    g = compile_json_schema(tool.parameters, **options)
-    with _schema_lock:
-        _schema_cache[key] = g
-        while len(_schema_cache) > _SCHEMA_CACHE_SIZE:
-            _schema_cache.popitem(last=False)
-    return g
+    cache = active_compiler().cache("tools.schema_grammars", limit="max_schema_grammars")
+    hit: Grammar | None = cache.get(key)
+    if hit is not None:
+        return hit
+    return cache.put(key, compile_json_schema(tool.parameters, **options))  # type: ignore[no-any-return]
 
 
 def prose_rules(fmt: WireFormat, *, at_start: bool) -> tuple[Node, tuple[Rule, ...]]:

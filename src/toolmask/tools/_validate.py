@@ -12,11 +12,11 @@ turns a list of them into the short message shown to the model (``missing requir
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolmask._cache import active_compiler
 from toolmask._pointer import json_pointer
 from toolmask.tools._parser import ToolCall
 from toolmask.tools._spec import Tool
@@ -46,22 +46,18 @@ class CallError:
         return render_errors([self])
 
 
-_validators: dict[str, Any] = {}
-_validators_lock = threading.Lock()
 
 
 def _validator(schema: Mapping[str, Any]) -> Any:
+    """A jsonschema validator for ``schema``, cached by its JSON in the active GrammarCompiler
+    (``Limits.max_validators`` entries)."""
     key = json.dumps(schema, sort_keys=True)
-    with _validators_lock:
-        v = _validators.get(key)
+    cache = active_compiler().cache("tools.validators", limit="max_validators")
+    v = cache.get(key)
     if v is None:
         from toolmask.schema import schema_validator
 
-        v = schema_validator(schema)
-        with _validators_lock:
-            if len(_validators) > 512:
-                _validators.clear()
-            _validators[key] = v
+        v = cache.put(key, schema_validator(schema))
     return v
 
 
