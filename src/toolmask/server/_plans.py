@@ -127,6 +127,9 @@ class PlanCache:
         self._cache: OrderedDict[str, Plan | APIError] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        # load what a first compilation imports lazily (the format checkers, the validator
+        # factory) now, so that time never counts against a request's max_compile_seconds
+        compile_json_schema({"type": "string", "format": "email"}, limits=limits)
 
     @staticmethod
     def key(req: ChatRequest) -> str:
@@ -219,7 +222,10 @@ class PlanCache:
         return Grammar((Rule("root", choice(j_ref, c_ref)), *j_rules, *c_rules))
 
     def _tool_error(self, req: ChatRequest, e: Exception) -> APIError:
-        """Attribute a turn-grammar failure to the first tool whose schema fails alone."""
+        """Attribute a turn-grammar failure to the first tool whose schema fails alone (not
+        after a compile timeout: compiling again would take as long again)."""
+        if isinstance(e, LimitError) and e.limit == "max_compile_seconds":
+            return schema_error(e, param="tools", what="the tools")
         for i, t in enumerate(req.tools):
             try:
                 compile_json_schema(t.parameters, whitespace="compact", **self._schema_options())

@@ -46,8 +46,6 @@ class CallError:
         return render_errors([self])
 
 
-
-
 def _validator(schema: Mapping[str, Any]) -> Any:
     """A jsonschema validator for ``schema``, cached by its JSON in the active GrammarCompiler
     (``Limits.max_validators`` entries)."""
