@@ -22,6 +22,7 @@ from toolmask.grammar._ir import Node, Special, byte_class, lit, repeat, seq
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._blocks import Block
 
 __all__ = ["FORMATS", "WireFormat", "get_format", "register_format"]
 
@@ -37,8 +38,18 @@ class WireFormat:
     close: ClassVar[str] = ""
     #: text whose appearance starts a block; defaults to ``open``
     trigger: ClassVar[str] = ""
-    #: a block may also start, without ``open``, at the very start of the output with ``{``
+    #: a block may also start, without ``open``, at the very start of the output (after
+    #: reasoning and whitespace) with ``bare_start``
     bare_at_start: ClassVar[bool] = False
+    bare_start: ClassVar[str] = "{"
+    #: further texts that start a block when the parser reads a reply (never generated: e.g.
+    #: Qwen3-Coder's ``<function=`` written without ``<tool_call>``)
+    extra_triggers: ClassVar[tuple[str, ...]] = ()
+    #: the reasoning channel: the marker that opens it at the start of the reply ("" = the
+    #: channel is only ever opened by the prompt) and the marker that closes it ("" = the
+    #: format has no reasoning channel)
+    reasoning_start: ClassVar[str] = ""
+    reasoning_end: ClassVar[str] = ""
     #: fixed text the grammar puts right after ``open`` / right before ``close``
     after_open: ClassVar[str] = ""
     before_close: ClassVar[str] = ""
@@ -76,8 +87,47 @@ class WireFormat:
 
     def markers(self) -> tuple[str, ...]:
         """Every control-marker text of this format and its chat template, longest first."""
-        found = {m for m in (self.open, self.close, self.trigger, *self.template_markers) if m}
+        found = {
+            m
+            for m in (
+                self.open,
+                self.close,
+                self.trigger,
+                self.reasoning_start,
+                self.reasoning_end,
+                *self.extra_triggers,
+                *self.template_markers,
+            )
+            if m
+        }
         return tuple(sorted(found, key=lambda m: (-len(m), m)))
+
+    def parse_triggers(self) -> tuple[str, ...]:
+        """The texts whose first appearance starts a block when parsing."""
+        return tuple(t for t in (self.trigger_text, *self.extra_triggers) if t)
+
+    def prompt_opens_reasoning(self, prompt: str) -> bool:
+        """Whether a prompt (what the chat template's generation prompt ends with) leaves the
+        reasoning channel open, so that the reply starts inside it (Qwen3 thinking models,
+        GLM 4.7, Kimi K2 thinking prefill ``<think>``)."""
+        if not self.reasoning_end or not self.reasoning_start:
+            return False
+        tail = prompt.rstrip(" \t\r\n")
+        start = self.reasoning_start.rstrip(" \t\r\n")
+        return bool(start) and tail.endswith(start)
+
+    def read_block(
+        self,
+        text: str,
+        k: int,
+        *,
+        final: bool,
+        bare: bool = False,
+        schemas: Mapping[str, Any] | None = None,
+    ) -> Block | None:
+        """Read the block whose trigger is at ``text[k]`` (see :mod:`._blocks`); ``None`` (the
+        default) means a JSON call object inside markers, read by the generic scanner."""
+        return None
 
     def decision_prompt(self) -> str:
         """A one-line reminder, placed right after the user's request, that makes ``auto`` an
