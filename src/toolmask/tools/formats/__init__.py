@@ -6,7 +6,18 @@ tokenizers), ``phi4_mini`` (Phi-4-mini) and ``functools`` (prompt-injected, any 
 
 from __future__ import annotations
 
-from toolmask.tools.formats import functools, hermes, llama3_json, mistral, phi4_mini, qwen3
+from toolmask.tools.formats import (
+    deepseek,
+    functools,
+    glm,
+    hermes,
+    kimi,
+    llama3_json,
+    mistral,
+    mistral_v11,
+    phi4_mini,
+    qwen3,
+)
 from toolmask.tools.formats._base import FORMATS, WireFormat, get_format, register_format
 
 __all__ = [

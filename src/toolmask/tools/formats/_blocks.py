@@ -56,6 +56,51 @@ def done(name: str, args: dict[str, Any]) -> Call:
     return Call(name, json.dumps(args, ensure_ascii=False), args)
 
 
+def closed_block(
+    text: str, k: int, open_len: int, close: str, final: bool
+) -> tuple[int, int] | Block:
+    """``(inner end, block end)`` of a block that ends with ``close``; or the pending /
+    truncated :class:`Block` when the text ends before it."""
+    c = text.find(close, k + open_len)
+    if c >= 0:
+        return c, c + len(close)
+    if final:
+        return Block("bad", len(text), reason=f"truncated: the reply ends before {close!r}")
+    return Block("pending")
+
+
+def json_object_end(text: str, i: int) -> int | None:
+    """End (exclusive) of the JSON object or array at ``text[i]``, or None when the text
+    ends first (string-aware bracket counting, no validation)."""
+    depth = 0
+    n = len(text)
+    j = i
+    while j < n:
+        c = text[j]
+        if c == '"':
+            j += 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            if j >= n:
+                return None
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return None
+
+
+def tools_prompt(tools_json: str, how: str) -> str:
+    """A template-less tool prompt: the tool list and how this format writes a call."""
+    return (
+        "# Tools\n\nYou may call one or more functions to assist with the user query. "
+        "The functions, as JSON:\n" + tools_json + "\n\nTo call a function, write:\n" + how
+    )
+
+
 def skip_ws(text: str, i: int) -> int:
     n = len(text)
     while i < n and text[i] in WS:
