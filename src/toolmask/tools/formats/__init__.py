@@ -9,14 +9,18 @@ from __future__ import annotations
 from toolmask.tools.formats import (
     deepseek,
     functools,
+    gemma4,
     glm,
+    gpt_oss,
     hermes,
     kimi,
     llama3_json,
+    llama4_pythonic,
     mistral,
     mistral_v11,
     phi4_mini,
     qwen3,
+    qwen3_xml,
 )
 from toolmask.tools.formats._base import FORMATS, WireFormat, get_format, register_format
 
