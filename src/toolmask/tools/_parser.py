@@ -251,7 +251,11 @@ class _Scanner:
         fmt = self.fmt
         if st.phase == "start":
             if self.reasoning_open:
-                st.phase = "reasoning"
+                rest = text[_skip_ws(text, 0) :]
+                skips = fmt.reasoning_skips
+                if not final and any(t.startswith(rest) for t in skips):
+                    return _Pending("", [], -1)
+                st.phase = "body" if any(rest.startswith(t) for t in skips) else "reasoning"
             elif fmt.reasoning_start:
                 i = _skip_ws(text, 0)
                 rest = text[i:]
@@ -303,6 +307,8 @@ class _Scanner:
                     self._prose(st, seg, rstrip=False)
                     st.pos = len(text)
                     return None
+                if self._bare_possible(st) and self.fmt.bare_start.startswith(seg.lstrip(_WS)):
+                    return _Pending("", [], -1)  # may still become a bare block
                 hold = self._held(seg)
                 safe = seg[: len(seg) - hold].rstrip(_WS)
                 return _Pending(safe.lstrip(_WS) if st.after_block else safe, [], -1)
@@ -334,8 +340,11 @@ class _Scanner:
         if seg:
             st.items.append(_Item("prose", seg))
 
+    def _bare_possible(self, st: _State) -> bool:
+        return self.fmt.bare_at_start and all(it.kind == "reasoning" for it in st.items)
+
     def _find(self, text: str, pos: int, st: _State) -> tuple[int | None, bool]:
-        if self.fmt.bare_at_start and all(it.kind == "reasoning" for it in st.items):
+        if self._bare_possible(st):
             i = _skip_ws(text, pos)
             if text.startswith(self.fmt.bare_start, i):
                 return i, True

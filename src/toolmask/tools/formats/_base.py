@@ -50,6 +50,8 @@ class WireFormat:
     #: format has no reasoning channel)
     reasoning_start: ClassVar[str] = ""
     reasoning_end: ClassVar[str] = ""
+    #: texts that, first in a channel the prompt opened, show the model skipped reasoning
+    reasoning_skips: ClassVar[tuple[str, ...]] = ()
     #: fixed text the grammar puts right after ``open`` / right before ``close``
     after_open: ClassVar[str] = ""
     before_close: ClassVar[str] = ""

@@ -18,7 +18,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
-from toolmask.tools.formats._blocks import Block, done, loads, tools_prompt
+from toolmask.tools.formats._blocks import (
+    Block,
+    done,
+    json_object_end,
+    loads,
+    skip_ws,
+    tools_prompt,
+)
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
@@ -26,7 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["GptOss"]
 
 MESSAGE = "<|message|>"
-_END = re.compile(r"<\|end\|>|<\|call\|>|<\|return\|>|(?=<\|start\|>)|(?=<\|channel\|>)")
+_END = re.compile(r"<\|end\|>|<\|return\|>|(?=<\|start\|>)")
+_CALL_END = re.compile(r"\s*(?:<\|call\|>|<\|end\|>)?")
 _CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 
@@ -35,6 +43,9 @@ _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 class GptOss(WireFormat):
     open = "<|channel|>"
     extra_triggers = ("<|start|>",)
+    #: the prompt ends with ``<|start|>assistant``: a reply may start inside that header
+    bare_at_start = True
+    bare_start = "to="
     block_sep = ""
     reasoning_end = "<|end|>"
     template_markers = (
@@ -63,22 +74,36 @@ class GptOss(WireFormat):
             return Block("pending")
         header = text[k:m]
         body_start = m + len(MESSAGE)
+        to = _RECIPIENT.search(header)
+        if to is not None:  # the arguments end with their JSON (markers may sit in strings)
+            j = skip_ws(text, body_start)
+            a_end = json_object_end(text, j) if text.startswith("{", j) else None
+            if a_end is None:
+                if not final:
+                    return Block("pending")
+                return Block("bad", len(text), reason="truncated: the arguments never close")
+            args, err = loads(text[j:a_end])
+            c = _CALL_END.match(text, a_end)
+            end = c.end() if c is not None else a_end
+            if not final and end == len(text):
+                return Block("pending")
+            if err is not None or not isinstance(args, dict):
+                return Block("bad", end, reason=err or "the arguments must be an object")
+            return Block("ok", end, [done(to.group(1), args)])
+        if re.search(r"to=\S", header):  # a built-in tool (python, browser): not for the client
+            e = _END.search(text, body_start)
+            if e is None:
+                return Block("pending") if not final else Block("ok", len(text))
+            return Block("ok", e.end())
         e = _END.search(text, body_start)
         if e is None:
             if not final:
                 return Block("pending")
-            body, end, complete = text[body_start:], len(text), False
+            body, end = text[body_start:], len(text)
         else:
-            body, end, complete = text[body_start : e.start()], e.end(), True
+            body, end = text[body_start : e.start()], e.end()
         channels = _CHANNEL.findall(header)
         channel = channels[-1] if channels else ""
-        to = _RECIPIENT.search(header)
-        if to is not None:
-            args, err = loads(body)
-            if err is not None or not isinstance(args, dict):
-                reason = "truncated: the arguments never close" if not complete else err
-                return Block("bad", end, reason=reason or "the arguments must be an object")
-            return Block("ok", end, [done(to.group(1), args)])
         if channel == "analysis":
             return Block("ok", end, text_kind="reasoning", text=body.strip())
         return Block("ok", end, text_kind="prose", text=body)

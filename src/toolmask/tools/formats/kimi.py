@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -85,9 +86,7 @@ class KimiK2(WireFormat):
                 return Block("bad", end, reason=err or "the arguments must be a JSON object")
             calls.append(done(m.group(1), args))
             pos = m.end()
-        if not calls:
-            return Block("bad", end, reason="an empty block of calls")
-        return Block("ok", end, calls)
+        return Block("ok", end, calls)  # an empty section is no call, not text
 
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         body = "".join(
@@ -113,6 +112,7 @@ class KimiK3(WireFormat):
     block_sep = ""
     reasoning_start = "<|open|>think<|sep|>"
     reasoning_end = "<|close|>think<|sep|>"
+    reasoning_skips = ("<|open|>response<|sep|>", "<|open|>tools<|sep|>")
     template_markers = ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>")
 
     def read_block(
@@ -134,6 +134,10 @@ class KimiK3(WireFormat):
         if kind == "close":  # the end of a section the prompt opened
             return Block("ok", m.end())
         closer = f"<|close|>{tag}<|sep|>"
+        if tag != "tools" and final and text.find(closer, m.end()) < 0:  # cut off: keep it
+            kind_of = "reasoning" if tag == "think" else "prose"
+            body = text[m.end() :]
+            return Block("ok", len(text), text_kind=kind_of, text=body.strip() if tag == "think" else body)
         got = closed_block(text, k, m.end() - k, closer, final)
         if isinstance(got, Block):
             return got
@@ -149,7 +153,7 @@ class KimiK3(WireFormat):
             c = _K3_TAG.match(text, _skip(text, pos))
             if c is None or c.group(1) != "open" or not c.group(2).startswith("call"):
                 return Block("bad", end, reason="expected <|open|>call ...<|sep|>")
-            attrs = dict(_K3_ATTR.findall(c.group(2)))
+            attrs = {a: html.unescape(v) for a, v in _K3_ATTR.findall(c.group(2))}
             name = attrs.get("tool", "")
             call_end = text.find("<|close|>call<|sep|>", c.end(), inner_end)
             if call_end < 0 or not name:
@@ -160,7 +164,7 @@ class KimiK3(WireFormat):
                 a = _K3_TAG.match(text, _skip(text, p))
                 if a is None or a.group(1) != "open" or not a.group(2).startswith("argument"):
                     return Block("bad", end, reason="expected <|open|>argument ...<|sep|>")
-                at = dict(_K3_ATTR.findall(a.group(2)))
+                at = {a: html.unescape(v) for a, v in _K3_ATTR.findall(a.group(2))}
                 a_end = text.find("<|close|>argument<|sep|>", a.end(), call_end)
                 if a_end < 0 or "key" not in at:
                     return Block("bad", end, reason="an argument without a key or close tag")
