@@ -11,7 +11,6 @@ import argparse
 import collections
 
 from canitoolcall.results import Status
-
 from tests.tools.canitoolcall_glue import FAMILIES, all_fixtures, evaluate
 
 

@@ -28,8 +28,7 @@ GAPS: dict[str, str] = {
     "qwen3-xml/q38-truncated-at-tool-call-open": _KEEP,
     "gpt-oss/harmony-truncated-in-header": _KEEP,
     "gemma4/sglang-text-around-call": "policy: whitespace touching a call is not content",
-    "kimi/k2i-vllm-content-after-tool-section": "policy: whitespace touching a call is "
-    "not content",
+    "kimi/k2i-vllm-content-after-tool-section": "policy: whitespace touching a call is not content",
     "glm/glm45-marker-in-arguments": _MARKER,
     "glm/glm47-marker-in-arguments": _MARKER,
     "kimi/k26-marker-terminator-in-string": _MARKER,
@@ -38,8 +37,7 @@ GAPS: dict[str, str] = {
     "qwen3-xml/q38-tool-call-token-in-arguments": _MARKER,
     "qwen3-xml/coder-marker-in-arguments": _MARKER,
     "glm/glm47-missing-last-close-arg-value": "a value without </arg_value> is not recovered",
-    "kimi/k2i-vllm-noise-between-markers": "text between section markers makes the block "
-    "malformed",
+    "kimi/k2i-vllm-noise-between-markers": "text between section markers makes the block malformed",
     "mistral/vllm-v11-think-text": "Magistral 2506's <think> text markers are not read "
     "(mistral_v11 reasons in [THINK])",
     "mistral/v13think-stop-at-open-marker": "a bare [TOOL_CALLS] at the end stays in content",

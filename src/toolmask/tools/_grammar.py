@@ -145,6 +145,13 @@ def build_turn_grammar(
     schema that cannot be compiled. Cost: one schema compilation per distinct (schema, options),
     cached; the rest is linear in the tool count.
     """
+    if not fmt.has_grammar:
+        from toolmask.errors import ToolError
+
+        raise ToolError(
+            f"format {fmt.name!r} parses replies but has no generation grammar yet",
+            where="format",
+        )
     callable_names = set(tool_choice.callable([t.name for t in tools]))
     chosen = [t for t in tools if t.name in callable_names]
     mode = tool_choice.mode if chosen else "none"

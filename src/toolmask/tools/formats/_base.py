@@ -68,6 +68,9 @@ class WireFormat:
     #: whitespace bytes (``[ \t\n\r]``) allowed after the last block before the end of the turn,
     #: and between blocks: models write ``</tool_call>\n`` and then end their turn
     max_trailing_ws: ClassVar[int] = 4
+    #: whether the turn grammar (generation) supports this format; formats whose calls are not
+    #: a JSON call object (XML parameters, name-then-arguments, ...) parse but do not generate yet
+    has_grammar: ClassVar[bool] = True
     #: keys of the call object
     name_key: ClassVar[str] = "name"
     args_key: ClassVar[str] = "arguments"

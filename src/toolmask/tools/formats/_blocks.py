@@ -167,7 +167,9 @@ def _json_type(v: object) -> str:
         return "number"
     if v is None:
         return "null"
-    return {str: "string", list: "array", dict: "object"}.get(type(v), "string")
+    if isinstance(v, list):
+        return "array"
+    return "object" if isinstance(v, dict) else "string"
 
 
 def coerce_value(raw: str, schema: Any) -> Any:
@@ -179,8 +181,10 @@ def coerce_value(raw: str, schema: Any) -> Any:
         return raw
     value, err = loads(raw)
     if err is None:
-        if not types or _json_type(value) in types or (
-            _json_type(value) == "integer" and "number" in types
+        if (
+            not types
+            or _json_type(value) in types
+            or (_json_type(value) == "integer" and "number" in types)
         ):
             return value
         if "string" in types:

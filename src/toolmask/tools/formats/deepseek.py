@@ -75,6 +75,7 @@ _CALL = re.compile(
 
 
 class _DeepSeek(WireFormat):
+    has_grammar = False
     open = CALLS_BEGIN
     close = CALLS_END
     block_sep = ""
@@ -146,6 +147,7 @@ _PARAM = re.compile(
 
 @register_format("deepseek_dsml")
 class DeepSeekDsml(WireFormat):
+    has_grammar = False
     open = "<｜DSML｜function_calls>"
     close = "</｜DSML｜function_calls>"
     extra_triggers = ("<｜DSML｜",)
@@ -215,7 +217,9 @@ class DeepSeekDsml(WireFormat):
             for key, v in (arguments if isinstance(arguments, dict) else {}).items():
                 s = "true" if isinstance(v, str) else "false"
                 val = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-                out.append(f'<｜DSML｜parameter name="{key}" string="{s}">{val}</｜DSML｜parameter>\n')
+                out.append(
+                    f'<｜DSML｜parameter name="{key}" string="{s}">{val}</｜DSML｜parameter>\n'
+                )
             out.append("</｜DSML｜invoke>\n")
         return "".join(out) + "</｜DSML｜function_calls>"
 

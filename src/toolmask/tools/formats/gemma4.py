@@ -117,6 +117,7 @@ def dump_value(v: object) -> str:
 
 @register_format("gemma4")
 class Gemma4(WireFormat):
+    has_grammar = False
     open = "<|tool_call>"
     close = "<tool_call|>"
     block_sep = ""

@@ -28,13 +28,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Glm"]
 
-_PAIR = re.compile(
-    r"\s*<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.S
-)
+_PAIR = re.compile(r"\s*<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.S)
 
 
 @register_format("glm")
 class Glm(WireFormat):
+    has_grammar = False
     open = "<tool_call>"
     close = "</tool_call>"
     block_sep = ""

@@ -41,6 +41,7 @@ _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 
 @register_format("gpt_oss")
 class GptOss(WireFormat):
+    has_grammar = False
     open = "<|channel|>"
     extra_triggers = ("<|start|>",)
     #: the prompt ends with ``<|start|>assistant``: a reply may start inside that header

@@ -42,6 +42,7 @@ _K2_CALL = re.compile(
 
 @register_format("kimi_k2")
 class KimiK2(WireFormat):
+    has_grammar = False
     open = "<|tool_calls_section_begin|>"
     close = "<|tool_calls_section_end|>"
     block_sep = ""
@@ -106,6 +107,7 @@ _K3_ATTR = re.compile(r'(\w+)="([^"]*)"')
 
 @register_format("kimi_k3")
 class KimiK3(WireFormat):
+    has_grammar = False
     open = "<|open|>tools<|sep|>"
     close = "<|close|>tools<|sep|>"
     extra_triggers = ("<|open|>", "<|close|>")
@@ -137,7 +139,9 @@ class KimiK3(WireFormat):
         if tag != "tools" and final and text.find(closer, m.end()) < 0:  # cut off: keep it
             kind_of = "reasoning" if tag == "think" else "prose"
             body = text[m.end() :]
-            return Block("ok", len(text), text_kind=kind_of, text=body.strip() if tag == "think" else body)
+            return Block(
+                "ok", len(text), text_kind=kind_of, text=body.strip() if tag == "think" else body
+            )
         got = closed_block(text, k, m.end() - k, closer, final)
         if isinstance(got, Block):
             return got

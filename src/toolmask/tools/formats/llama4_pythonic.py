@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
-from toolmask.tools.formats._blocks import Block, done, is_value, python_value, skip_ws, tools_prompt
+from toolmask.tools.formats._blocks import (
+    Block,
+    done,
+    is_value,
+    python_value,
+    skip_ws,
+    tools_prompt,
+)
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
@@ -71,6 +78,7 @@ def read_calls(src: str) -> list[Any] | str:
 
 @register_format("llama4_pythonic")
 class Llama4Pythonic(WireFormat):
+    has_grammar = False
     open = "<|python_start|>"
     close = "<|python_end|>"
     bare_at_start = True

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolmask.tools.formats._base import WireFormat, register_format
 from toolmask.tools.formats._blocks import Block, done, json_object_end, loads, skip_ws
@@ -28,11 +28,12 @@ _NAME = re.compile(r"([^\[\]{}\s]+)\s*(?:\[CALL_ID\]\s*([^\[\s]*)\s*)?\[ARGS\]",
 
 @register_format("mistral_v11")
 class MistralV11(WireFormat):
+    has_grammar = False
     open = "[TOOL_CALLS]"
     block_sep = ""
     reasoning_start = "[THINK]"
     reasoning_end = "[/THINK]"
-    argument_options = {
+    argument_options: ClassVar[Mapping[str, Any]] = {
         "whitespace": "compact",
         "property_order": "any",
         "additional_properties_default": False,
@@ -76,8 +77,12 @@ class MistralV11(WireFormat):
                 return Block("pending")
             if not final and re.fullmatch(r"[^\[\]{}\s]+\s*\[CALL_ID\][^\[]*", rest):
                 return Block("pending")
-            return _cut(text) if final and "[" not in rest else Block(
-                "bad", len(text) if final else _line_end(text, i), reason="expected NAME[ARGS]"
+            return (
+                _cut(text)
+                if final and "[" not in rest
+                else Block(
+                    "bad", len(text) if final else _line_end(text, i), reason="expected NAME[ARGS]"
+                )
             )
         j = skip_ws(text, m.end())
         if j >= len(text):

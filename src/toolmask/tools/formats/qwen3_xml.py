@@ -84,6 +84,7 @@ def read_functions(
 
 @register_format("qwen3_xml")
 class Qwen3Xml(WireFormat):
+    has_grammar = False
     open = "<tool_call>"
     close = "</tool_call>"
     extra_triggers = ("<function=",)
@@ -111,9 +112,9 @@ class Qwen3Xml(WireFormat):
         else:  # <function=...> without <tool_call>
             f = text.find("</function>", k)
             if f < 0:
-                return Block("pending") if not final else closed_block(
-                    text, k, 0, "</function>", final
-                )  # type: ignore[return-value]
+                if final:
+                    return Block("bad", len(text), reason="truncated: no </function>")
+                return Block("pending")
             end = f + len("</function>")
             j = skip_ws(text, end)
             if text.startswith(self.close, j):
