@@ -19,6 +19,9 @@ from toolmask.tools import FORMATS, ToolTurn
 from .completions import accepts, render
 from .toolset import TOOLS, VALID
 
+#: the formats with a generation grammar (the others parse only, see test_canitoolcall)
+GRAMMAR_FORMATS = sorted(n for n, f in FORMATS.items() if f.has_grammar)
+
 pytest.importorskip("quicktok")
 
 MODES = {
@@ -48,8 +51,6 @@ def test_whitespace_after_the_last_call_can_end_the_turn(
     cell: tuple[str, str, bool], vocab: tm.Vocabulary
 ) -> None:
 
-#: the formats with a generation grammar (the others parse only, see test_canitoolcall)
-GRAMMAR_FORMATS = sorted(n for n, f in FORMATS.items() if f.has_grammar)
     fmt_name, mode, parallel = cell
     turn = ToolTurn(TOOLS, fmt_name, MODES[mode], parallel_tool_calls=parallel)
     compiled = tm.compile(turn.grammar(), vocab)

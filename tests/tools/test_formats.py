@@ -13,6 +13,7 @@ from .toolset import NAMES, TOOLS
 #: the formats with a generation grammar (the others parse only, see test_canitoolcall)
 GRAMMAR_FORMATS = sorted(n for n, f in FORMATS.items() if f.has_grammar)
 
+
 CHOICES: list[Any] = [
     "auto",
     "none",

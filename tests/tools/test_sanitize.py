@@ -10,6 +10,7 @@ from toolmask.tools._sanitize import BREAK
 #: the formats with a generation grammar (the others parse only, see test_canitoolcall)
 GRAMMAR_FORMATS = sorted(n for n, f in FORMATS.items() if f.has_grammar)
 
+
 quicktok = pytest.importorskip("quicktok")
 
 #: vocabulary -> the format of the models that use it
