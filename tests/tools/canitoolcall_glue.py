@@ -50,6 +50,8 @@ _FORMAT_BY_MODEL: tuple[tuple[str, str, str], ...] = (
     ("gpt-oss", "", "gpt_oss"),
     ("deepseek", "deepseek-ai/DeepSeek-V3-", "deepseek_v3"),
     ("deepseek", "deepseek-ai/DeepSeek-V3.1", "deepseek_v31"),
+    ("deepseek", "deepseek-ai/DeepSeek-V4.1", "deepseek_v41"),
+    ("deepseek", "deepseek-ai/DeepSeek-V4", "deepseek_v4"),
     ("deepseek", "deepseek-ai/DeepSeek-", "deepseek_dsml"),
     ("kimi", "moonshotai/Kimi-K3", "kimi_k3"),
     ("kimi", "moonshotai/Kimi-K2", "kimi_k2"),
@@ -201,3 +203,114 @@ def evaluate(fx: Fixture) -> tuple[Status, list[str]]:
 
 def all_fixtures() -> list[Fixture]:
     return load_fixtures(None, families=list(FAMILIES))
+
+
+# -- grammar acceptance -------------------------------------------------------------------------
+
+#: per family, the markers that are single special tokens of its vocabulary (from the models'
+#: tokenizer files: added tokens); other markers (``<function=``, ``｜DSML｜``) are plain text
+SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
+    "qwen3-hermes": ("<tool_call>", "</tool_call>", "<think>", "</think>"),
+    "qwen3-xml": ("<tool_call>", "</tool_call>", "<think>", "</think>"),
+    "gpt-oss": (
+        "<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|call|>",
+        "<|return|>",
+    ),
+    "deepseek": (
+        "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
+        "<｜tool▁call▁end｜>", "<｜tool▁sep｜>", "<think>", "</think>",
+    ),
+    "kimi": (
+        "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
+        "<|tool_call_end|>", "<|tool_call_argument_begin|>", "<think>", "</think>",
+        "<|open|>", "<|close|>", "<|sep|>",
+    ),
+    "glm": (
+        "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
+        "<think>", "</think>",
+    ),
+    "llama": ("<|python_tag|>", "<|python_start|>", "<|python_end|>"),
+    "mistral": ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"),
+    "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>", "<|think|>"),
+}  # fmt: skip
+
+
+def has_complete_calls(fx: Fixture) -> bool:
+    """A fixture whose expected parse has calls and whose output is neither cut off nor
+    malformed: the output a grammar should admit."""
+    return bool(
+        fx.expected is not None
+        and fx.expected.tool_calls
+        and "truncated" not in fx.tags
+        and "malformed" not in fx.tags
+        and fx.expected_error is None
+    )
+
+
+def grammar_modes(fx: Fixture) -> tuple[str, ...]:
+    """``auto``, and ``required`` when the output has no prose."""
+    content = fx.expected.content if fx.expected is not None else None
+    return ("auto",) if content and content.strip() else ("auto", "required")
+
+
+def pieces(fx: Fixture) -> list[Any]:
+    """``raw_output`` as text pieces and :class:`Special` tokens (the family's special
+    markers)."""
+    from toolmask.grammar import Special
+
+    special = SPECIAL_TOKENS.get(fx.family, ())
+    if not special:
+        return [fx.raw_output]
+    pat = re.compile("|".join(re.escape(m) for m in sorted(special, key=len, reverse=True)))
+    out: list[Any] = []
+    pos = 0
+    for m in pat.finditer(fx.raw_output):
+        if m.start() > pos:
+            out.append(fx.raw_output[pos : m.start()])
+        out.append(Special(m.group()))
+        pos = m.end()
+    if pos < len(fx.raw_output):
+        out.append(fx.raw_output[pos:])
+    return out
+
+
+def grammar_accepts(fx: Fixture, mode: str) -> str | None:
+    """None when the turn grammar built from the fixture's tools (``tool_choice=mode``,
+    parallel calls on, reasoning as the prompt left it) accepts ``raw_output`` exactly, else
+    the reason it does not."""
+    import toolmask as tm
+    from toolmask.tools import ToolTurn
+
+    got = setup_for(fx)
+    if got is None:
+        return "no toolmask format"
+    fmt, reasoning_open, _ = got
+    if not fmt.has_grammar:
+        return f"format {fmt.name} has no grammar"
+    try:
+        turn = ToolTurn(
+            fx.tools,
+            fmt,
+            mode,
+            parallel_tool_calls=True,
+            special_tokens=SPECIAL_TOKENS.get(fx.family, ()),
+            reasoning_open=reasoning_open,
+        )
+        m = tm.compile(turn.grammar()).matcher()
+    except Exception as e:  # a schema the compiler refuses is a finding
+        return f"grammar: {type(e).__name__}: {e}"
+    done = b""
+    for p in pieces(fx):
+        # a marker is one special token where the grammar has a marker, else its text (a
+        # marker's text inside an argument string is text tokens in the model's output)
+        if not isinstance(p, str) and m.accept_special(p.text):
+            done += p.text.encode()
+            continue
+        data = (p if isinstance(p, str) else p.text).encode("utf-8")
+        for i in range(len(data)):
+            if not m.accept_bytes(data[i : i + 1]):
+                return f"rejected {data[i : i + 20]!r} after {done[-50:]!r}"
+            done += data[i : i + 1]
+    if not m.is_accepting():
+        return f"incomplete at the end: {done[-40:]!r}"
+    return None

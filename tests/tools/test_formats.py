@@ -26,17 +26,11 @@ CHOICES: list[Any] = [
 
 def test_registry() -> None:
     assert GRAMMAR_FORMATS == [
-        "functools",
-        "hermes",
-        "llama3_json",
-        "mistral",
-        "phi4_mini",
-        "qwen3",
-    ]
-    assert sorted(FORMATS) == sorted(
-        [*GRAMMAR_FORMATS, "deepseek_dsml", "deepseek_v3", "deepseek_v31", "gemma4", "glm",
-         "gpt_oss", "kimi_k2", "kimi_k3", "llama4_pythonic", "mistral_v11", "qwen3_xml"]
-    )  # fmt: skip
+        "deepseek_dsml", "deepseek_v3", "deepseek_v31", "deepseek_v4", "deepseek_v41",
+        "functools", "glm", "gpt_oss", "hermes", "kimi_k2", "llama3_json", "mistral",
+        "mistral_v11", "phi4_mini", "qwen3", "qwen3_xml",
+    ]  # fmt: skip
+    assert sorted(FORMATS) == sorted([*GRAMMAR_FORMATS, "gemma4", "kimi_k3", "llama4_pythonic"])
     assert get_format("hermes") is FORMATS["hermes"]
     assert get_format(FORMATS["mistral"]) is FORMATS["mistral"]
     with pytest.raises(ValueError, match="registered twice"):

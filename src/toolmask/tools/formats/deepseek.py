@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from toolmask.grammar._ir import EMPTY, Node, choice, lit, opt, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
@@ -36,8 +37,9 @@ from toolmask.tools.formats._blocks import (
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._gen import Kit
 
-__all__ = ["DeepSeekDsml", "DeepSeekV3", "DeepSeekV31"]
+__all__ = ["DeepSeekDsml", "DeepSeekV3", "DeepSeekV4", "DeepSeekV31", "DeepSeekV41"]
 
 CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
 CALLS_END = "<｜tool▁calls▁end｜>"
@@ -75,10 +77,11 @@ _CALL = re.compile(
 
 
 class _DeepSeek(WireFormat):
-    has_grammar = False
     open = CALLS_BEGIN
     close = CALLS_END
     block_sep = ""
+    list_calls = True
+    extra_layouts = ("compact",)
     reasoning_start = "<think>"
     reasoning_end = "</think>"
     template_markers = _MARKERS
@@ -119,6 +122,14 @@ class _DeepSeek(WireFormat):
 
 @register_format("deepseek_v3")
 class DeepSeekV3(_DeepSeek):
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``<call begin>function<sep>NAME\n```json\n{...}\n```<call end>``."""
+        return seq(
+            kit.marker(CALL_BEGIN), lit("function"), kit.marker(SEP),
+            lit(f"{tool.name}\n```json\n"), kit.json(tool.parameters, f"a{index}_"),
+            lit("\n```"), kit.marker(CALL_END),
+        )  # fmt: skip
+
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         body = "".join(
             f"{CALL_BEGIN}function{SEP}{n}\n```json\n{self.dump_arguments(a)}\n```{CALL_END}"
@@ -129,6 +140,13 @@ class DeepSeekV3(_DeepSeek):
 
 @register_format("deepseek_v31")
 class DeepSeekV31(_DeepSeek):
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``<call begin>NAME<sep>{...}<call end>``."""
+        return seq(
+            kit.marker(CALL_BEGIN), lit(tool.name), kit.marker(SEP),
+            kit.json(tool.parameters, f"a{index}_"), kit.marker(CALL_END),
+        )  # fmt: skip
+
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         body = "".join(f"{CALL_BEGIN}{n}{SEP}{self.dump_arguments(a)}{CALL_END}" for n, a in calls)
         return CALLS_BEGIN + body + CALLS_END
@@ -147,11 +165,20 @@ _PARAM = re.compile(
 
 @register_format("deepseek_dsml")
 class DeepSeekDsml(WireFormat):
-    has_grammar = False
+    """DeepSeek V3.2 (``function_calls``); :class:`DeepSeekV4` and :class:`DeepSeekV41` differ
+    in the block's tag and the space after ``｜DSML｜`` only (the reader takes all three)."""
+
+    #: the block's tag and what follows ``｜DSML｜`` in every tag
+    tag: ClassVar[str] = "function_calls"
+    space: ClassVar[str] = ""
     open = "<｜DSML｜function_calls>"
     close = "</｜DSML｜function_calls>"
+    after_open = "\n"
+    before_close = ""
     extra_triggers = ("<｜DSML｜",)
     block_sep = ""
+    list_calls = True
+    separator_text = ""
     reasoning_start = "<think>"
     reasoning_end = "</think>"
     template_markers = (*_MARKERS, "<｜DSML｜", "</｜DSML｜")
@@ -210,18 +237,86 @@ class DeepSeekDsml(WireFormat):
             return Block("bad", end, reason="an empty block of calls")
         return Block("ok", end, calls)
 
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``<｜DSML｜invoke name="NAME">\n`` then one line per parameter, ``string="true"`` and
+        the raw text for strings, ``string="false"`` and JSON otherwise (declared parameters
+        in any order, required ones present), then ``</｜DSML｜invoke>\n``."""
+        d = "｜DSML｜" + self.space
+        end = f"</{d}parameter>"
+        raw = kit.text_without((end, f"</{d}{self.tag}>"))  # where the reader ends
+        props = tool.parameters.get("properties")
+        props = props if isinstance(props, Mapping) else {}
+
+        def param(key: str, value: Node) -> Node:
+            return seq(lit(f'<{d}parameter name="{key}" string="'), value, lit(f"{end}\n"))
+
+        def value_for(key: str) -> Node:
+            from toolmask.tools.formats._gen import schema_types
+
+            schema = props.get(key)
+            types = schema_types(schema)
+            alts: list[Node] = []
+            if not types or "string" in types:
+                alts.append(seq(lit('true">'), raw))
+            if types - {"string"} or not types:
+                sub = dict(schema) if isinstance(schema, Mapping) else {}
+                for k in ("$defs", "definitions"):
+                    if k in tool.parameters:
+                        sub.setdefault(k, tool.parameters[k])
+                j = list(props).index(key)
+                alts.append(seq(lit('false">'), kit.json(sub, f"a{index}_j{j}_")))
+            return choice(*alts)
+
+        def free() -> Node:
+            key = kit.text_without(('"',), nonempty=True)
+            return seq(lit(f'<{d}parameter name="'), key, lit('" string="true">'), raw,
+                       lit(f"{end}\n"))  # fmt: skip
+
+        params = kit.params(
+            {**tool.parameters, "properties": {k: {} for k in props}},
+            f"a{index}_",
+            lambda k, _v: param(k, value_for(k)),
+            EMPTY,
+            free,
+        )
+        full = seq(
+            lit(f'<{d}invoke name="{tool.name}">\n'), opt(lit("\n")), params,
+            lit(f"</{d}invoke>\n"),
+        )  # fmt: skip
+        if tool.parameters.get("required"):
+            return full
+        return choice(full, lit(f'<{d}invoke name="{tool.name}"/>\n'))
+
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
-        out = ["<｜DSML｜function_calls>\n"]
+        d = "｜DSML｜" + self.space
+        out = [f"<{d}{self.tag}>\n"]
         for name, arguments in calls:
-            out.append(f'<｜DSML｜invoke name="{name}">\n')
+            out.append(f'<{d}invoke name="{name}">\n')
             for key, v in (arguments if isinstance(arguments, dict) else {}).items():
                 s = "true" if isinstance(v, str) else "false"
                 val = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-                out.append(
-                    f'<｜DSML｜parameter name="{key}" string="{s}">{val}</｜DSML｜parameter>\n'
-                )
-            out.append("</｜DSML｜invoke>\n")
-        return "".join(out) + "</｜DSML｜function_calls>"
+                out.append(f'<{d}parameter name="{key}" string="{s}">{val}</{d}parameter>\n')
+            out.append(f"</{d}invoke>\n")
+        return "".join(out) + f"</{d}{self.tag}>"
 
     def render_tools(self, tools: Sequence[Tool]) -> str:
         return tools_prompt(tool_json_lines(tools), self.render_call("{name}", {"{arg}": "..."}))
+
+
+@register_format("deepseek_v4")
+class DeepSeekV4(DeepSeekDsml):
+    """DeepSeek V4: ``<｜DSML｜tool_calls>``."""
+
+    tag = "tool_calls"
+    open = "<｜DSML｜tool_calls>"
+    close = "</｜DSML｜tool_calls>"
+
+
+@register_format("deepseek_v41")
+class DeepSeekV41(DeepSeekDsml):
+    """DeepSeek V4.1: ``<｜DSML｜ calls>``, a space after ``｜DSML｜`` in every tag."""
+
+    tag = "calls"
+    space = " "
+    open = "<｜DSML｜ calls>"
+    close = "</｜DSML｜ calls>"

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolmask.grammar._ir import Node, lit, opt, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
@@ -25,6 +26,7 @@ from toolmask.tools.formats._blocks import (
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._gen import Kit
 
 __all__ = ["Glm"]
 
@@ -33,7 +35,6 @@ _PAIR = re.compile(r"\s*<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>"
 
 @register_format("glm")
 class Glm(WireFormat):
-    has_grammar = False
     open = "<tool_call>"
     close = "</tool_call>"
     block_sep = ""
@@ -91,6 +92,25 @@ class Glm(WireFormat):
             args[key] = coerce_value(m.group(2), param_schema(schemas, name, key))
             pos = m.end()
         return Block("ok", end, [done(name, args)])
+
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``NAME`` then ``<arg_key>K</arg_key><arg_value>V</arg_value>`` pairs (strings raw,
+        other types JSON; declared keys in any order, required ones present), with the
+        newlines GLM 4.5/4.6 write between them optional (4.7+ write none)."""
+        raw = kit.text_without(("</arg_value>", self.close))  # the reader ends there
+        nl = opt(lit("\n"))
+
+        def pair(key: Node, value: Node) -> Node:
+            return seq(
+                kit.marker("<arg_key>"), key, kit.marker("</arg_key>"), nl,
+                kit.marker("<arg_value>"), value, kit.marker("</arg_value>"), nl,
+            )  # fmt: skip
+
+        def free() -> Node:
+            return pair(kit.text_without(("</arg_key>",), nonempty=True), raw)
+
+        params = kit.params(tool.parameters, f"a{index}_", lambda k, v: pair(lit(k), v), raw, free)
+        return seq(lit(tool.name), nl, params)
 
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         out = []

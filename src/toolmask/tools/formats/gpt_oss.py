@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolmask.grammar._ir import EMPTY, Node, choice, lit, opt, repeat, seq, star
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
@@ -29,6 +30,7 @@ from toolmask.tools.formats._blocks import (
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._gen import Kit
 
 __all__ = ["GptOss"]
 
@@ -41,7 +43,6 @@ _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 
 @register_format("gpt_oss")
 class GptOss(WireFormat):
-    has_grammar = False
     open = "<|channel|>"
     extra_triggers = ("<|start|>",)
     #: the prompt ends with ``<|start|>assistant``: a reply may start inside that header
@@ -108,6 +109,60 @@ class GptOss(WireFormat):
         if channel == "analysis":
             return Block("ok", end, text_kind="reasoning", text=body.strip())
         return Block("ok", end, text_kind="prose", text=body)
+
+    extra_layouts = ("compact",)
+
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """One call message: the recipient ``to=functions.NAME`` in the role header (``
+        to=...<|channel|>commentary``) or after the channel (``<|channel|>commentary to=...``),
+        the optional content type (``<|constrain|>json`` or `` json``), then the arguments."""
+        to = lit(f"to=functions.{tool.name}")
+        channel = seq(kit.marker("<|channel|>"), choice(lit("commentary"), lit("analysis")))
+        constrain = opt(
+            choice(seq(opt(lit(" ")), kit.marker("<|constrain|>"), lit("json")), lit(" json"))
+        )
+        header = choice(seq(lit(" "), to, channel), seq(channel, lit(" "), to))
+        args = kit.json(tool.parameters, f"a{index}_")
+        return seq(header, constrain, kit.marker(MESSAGE), args)
+
+    def turn_grammar(
+        self, kit: Kit, calls: Sequence[Node], mode: str, *, parallel: bool, reasoning: bool
+    ) -> Node | None:
+        """Harmony messages. The prompt ends with ``<|start|>assistant``, so the first message
+        starts with its header; each later one with ``<|start|>assistant``::
+
+            turn     ::= [analysis next] (final | [preamble next] calls)   auto
+                       | [analysis next] final                           none
+                       | [analysis next] calls                           required
+            analysis ::= <|channel|>analysis<|message|> text <|end|>
+            preamble ::= <|channel|>commentary<|message|> text <|end|>
+            final    ::= <|channel|>final<|message|> text      (the turn ends: <|return|>)
+            calls    ::= call (<|call|> next call)* ws [<|call|> | <|end|>]
+
+        ``text`` is any text without ``<|end|>``, ``<|return|>`` or ``<|start|>`` (where the
+        parser ends a message). ``<|call|>`` and
+        ``<|return|>`` are the model's stop tokens; a final message after a call is not
+        generated (the turn stops at ``<|call|>``)."""
+        m = kit.marker
+        text = kit.text_without(("<|end|>", "<|return|>", "<|start|>"))
+        nxt = seq(m("<|start|>"), lit("assistant"))
+
+        def message(channel: str, ends: bool = True) -> Node:
+            body = seq(m("<|channel|>"), lit(channel), m(MESSAGE), text)
+            return seq(body, m("<|end|>"), nxt) if ends else body
+
+        analysis = message("analysis")
+        final = message("final", ends=False)
+        ws = repeat(kit.ws(1, 1), 0, self.max_trailing_ws)
+        lead = opt(analysis) if reasoning else EMPTY
+        if mode == "none":
+            return seq(lead, final)
+        call = kit.add("call", choice(*calls))
+        more = star(seq(m("<|call|>"), nxt, call)) if parallel else EMPTY
+        block = kit.add("calls", seq(call, more, ws, opt(choice(m("<|call|>"), m("<|end|>")))))
+        if mode == "required":
+            return seq(lead, block)
+        return seq(lead, choice(final, seq(opt(message("commentary")), block)))
 
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         return "<|call|><|start|>assistant".join(

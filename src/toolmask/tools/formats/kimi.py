@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolmask.grammar._ir import Node, byte_range, lit, opt, repeat, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
@@ -30,6 +31,7 @@ from toolmask.tools.formats._blocks import (
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._gen import Kit
 
 __all__ = ["KimiK2", "KimiK3"]
 
@@ -42,10 +44,11 @@ _K2_CALL = re.compile(
 
 @register_format("kimi_k2")
 class KimiK2(WireFormat):
-    has_grammar = False
     open = "<|tool_calls_section_begin|>"
     close = "<|tool_calls_section_end|>"
     block_sep = ""
+    list_calls = True
+    extra_layouts = ("compact",)
     reasoning_start = "<think>"
     reasoning_end = "</think>"
     template_markers = (
@@ -88,6 +91,19 @@ class KimiK2(WireFormat):
             calls.append(done(m.group(1), args))
             pos = m.end()
         return Block("ok", end, calls)  # an empty section is no call, not text
+
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}
+        <|tool_call_end|>`` (IDX counts the calls of the conversation: any number here)."""
+        return seq(
+            kit.marker("<|tool_call_begin|>"),
+            lit(f"functions.{tool.name}:"),
+            repeat(byte_range(0x30, 0x39), 1, 4),
+            opt(lit(" ")),
+            kit.marker("<|tool_call_argument_begin|>"),
+            kit.json(tool.parameters, f"a{index}_"),
+            kit.marker("<|tool_call_end|>"),
+        )
 
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         body = "".join(

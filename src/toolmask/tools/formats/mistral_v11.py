@@ -15,11 +15,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from toolmask.grammar._ir import Node, lit, opt, seq
 from toolmask.tools.formats._base import WireFormat, register_format
 from toolmask.tools.formats._blocks import Block, done, json_object_end, loads, skip_ws
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._gen import Kit
 
 __all__ = ["MistralV11"]
 
@@ -28,7 +30,6 @@ _NAME = re.compile(r"([^\[\]{}\s]+)\s*(?:\[CALL_ID\]\s*([^\[\s]*)\s*)?\[ARGS\]",
 
 @register_format("mistral_v11")
 class MistralV11(WireFormat):
-    has_grammar = False
     open = "[TOOL_CALLS]"
     block_sep = ""
     reasoning_start = "[THINK]"
@@ -38,6 +39,8 @@ class MistralV11(WireFormat):
         "property_order": "any",
         "additional_properties_default": False,
     }
+    #: Mistral's own renderer writes ``json.dumps`` spacing, llama.cpp's tests compact JSON
+    extra_layouts = ("spaced",)
     template_markers = (
         "<s>",
         "</s>",
@@ -96,6 +99,12 @@ class MistralV11(WireFormat):
         if err is not None or not isinstance(args, dict):
             return Block("bad", end, reason=err or "the arguments must be a JSON object")
         return Block("ok", end, [done(m.group(1), args)])
+
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``NAME[ARGS]{...}``, with the optional ``[CALL_ID]id`` some models write."""
+        call_id = opt(seq(kit.marker("[CALL_ID]"), kit.chars("[]{} \t\r\n")))
+        args = kit.json(tool.parameters, f"a{index}_")
+        return seq(lit(tool.name), call_id, kit.marker("[ARGS]"), args)
 
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         return "".join(f"[TOOL_CALLS]{n}[ARGS]{self.dump_arguments(a)}" for n, a in calls)

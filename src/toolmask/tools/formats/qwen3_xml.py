@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolmask.grammar._ir import Node, lit, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
@@ -34,6 +35,7 @@ from toolmask.tools.formats.hermes import Hermes
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._gen import Kit
 
 __all__ = ["Qwen3Xml"]
 
@@ -84,9 +86,10 @@ def read_functions(
 
 @register_format("qwen3_xml")
 class Qwen3Xml(WireFormat):
-    has_grammar = False
     open = "<tool_call>"
     close = "</tool_call>"
+    after_open = "\n"
+    before_close = "\n"
     extra_triggers = ("<function=",)
     block_sep = "\n"
     reasoning_start = "<think>"
@@ -127,6 +130,25 @@ class Qwen3Xml(WireFormat):
         if not calls:
             return Block("bad", end, reason="an empty <tool_call>")
         return Block("ok", end, calls)
+
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``<function=NAME>\n`` then each parameter as ``<parameter=K>\nVALUE\n</parameter>\n``
+        (strings raw, other types JSON; declared parameters in any order, required ones
+        present), then ``</function>``."""
+        # the reader ends a value at these, and the block at its close marker
+        raw = kit.text_without(("</parameter>", "<parameter=", "</function>", self.close))
+
+        def param(key: str, value: Node) -> Node:
+            return seq(lit(f"<parameter={key}>\n"), value, lit("\n</parameter>\n"))
+
+        def free() -> Node:
+            return param_any(kit.chars(">\n"), raw)
+
+        def param_any(key: Node, value: Node) -> Node:
+            return seq(lit("<parameter="), key, lit(">\n"), value, lit("\n</parameter>\n"))
+
+        params = kit.params(tool.parameters, f"a{index}_", param, raw, free)
+        return seq(lit(f"<function={tool.name}>\n"), params, lit("</function>"))
 
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         out = []
