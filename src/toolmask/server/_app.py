@@ -287,6 +287,7 @@ def create_app(
     engine: Engine | None = None,
     template: Template | None = None,
     fmt: str = "hermes",
+    strict_formats: bool = False,
     defaults: ServerDefaults = BUILTIN,
     tool_reminder: bool = True,
 ) -> FastAPI:
@@ -294,14 +295,15 @@ def create_app(
     ``aliases``). ``limits`` bound the compilation of every schema received; ``queue_size`` is
     how many requests may wait for the model (more: 429). ``template`` renders prompts
     (default: the model's own chat template, else ChatML); ``fmt`` is the wire format of
-    tool calls (default Hermes ``<tool_call>``). ``defaults`` fill the sampling parameters and
-    ``max_tokens`` a request leaves out (:class:`ServerDefaults`; ``toolmask serve`` resolves
-    them from the model's metadata and its flags). ``tool_reminder``: follow the last user
-    message with the format's decision prompt when the tool prompt is ours (see
-    :func:`render_prompt`). The engine's worker thread starts now and stops on the app's
-    shutdown."""
+    tool calls (default Hermes ``<tool_call>``); ``strict_formats`` answers 400 to a schema
+    with a ``format`` toolmask does not know (default: an annotation). ``defaults`` fill the
+    sampling parameters and ``max_tokens`` a request leaves out (:class:`ServerDefaults`;
+    ``toolmask serve`` resolves them from the model's metadata and its flags).
+    ``tool_reminder``: follow the last user message with the format's decision prompt when the
+    tool prompt is ours (see :func:`render_prompt`). The engine's worker thread starts now and
+    stops on the app's shutdown."""
     eng = engine or Engine(backend, queue_size=queue_size)
-    plans = PlanCache(backend.vocab, limits, fmt=fmt)
+    plans = PlanCache(backend.vocab, limits, fmt=fmt, strict_formats=strict_formats)
     base_turn = ToolTurn([], plans.fmt, special_tokens=plans.special_tokens)
     chat_template = template or default_template(backend)
     names = {model_name, *aliases}

@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolmask.grammar._dfa import Dfa, dfa_to_rules
+from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
     Grammar,
@@ -68,7 +68,8 @@ _WS_SET = " \t\r\n"
 
 
 def _arguments_grammar(tool: Tool, options: Mapping[str, Any]) -> Grammar:
-    """``compile_json_schema(tool.parameters, **options)``, cached by (schema, options) JSON."""
+    """``compile_json_schema(tool.parameters, **options)``, cached by (schema, options) JSON in
+    the active GrammarCompiler (``Limits.max_schema_grammars`` entries)."""
     return arguments_grammar(tool.parameters, options)
 
 

@@ -13,14 +13,13 @@ Every rule the kit makes is collected in :attr:`Kit.rules`; rule names are uniqu
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmask._cache import active_compiler
 from toolmask.grammar._charset import CharSet
-from toolmask.grammar._dfa import Dfa, dfa_to_rules
+from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
     Grammar,
@@ -43,30 +42,21 @@ __all__ = ["MAX_ANY_ORDER_PARAMS", "Kit", "arguments_grammar", "schema_types"]
 #: parameter lists longer than this keep the schema's order (any order costs 2**n rules)
 MAX_ANY_ORDER_PARAMS = 8
 
-_SCHEMA_CACHE_SIZE = 256
-_schema_cache: OrderedDict[tuple[str, str], Grammar] = OrderedDict()
-_schema_lock = threading.Lock()
-
 WS = byte_class(0x20, 0x09, 0x0A, 0x0D)
 
 
 def arguments_grammar(schema: Any, options: Mapping[str, Any]) -> Grammar:
-    """``compile_json_schema(schema, **options)``, cached by (schema, options) JSON."""
+    """``compile_json_schema(schema, **options)``, cached by (schema, options) JSON in the
+    active GrammarCompiler (``Limits.max_schema_grammars`` entries)."""
     key = (
         json.dumps(schema, sort_keys=True),
         json.dumps(dict(options), sort_keys=True, default=repr),
     )
-    with _schema_lock:
-        hit = _schema_cache.get(key)
-        if hit is not None:
-            _schema_cache.move_to_end(key)
-            return hit
-    g = compile_json_schema(schema, **options)
-    with _schema_lock:
-        _schema_cache[key] = g
-        while len(_schema_cache) > _SCHEMA_CACHE_SIZE:
-            _schema_cache.popitem(last=False)
-    return g
+    cache = active_compiler().cache("tools.schema_grammars", limit="max_schema_grammars")
+    hit: Grammar | None = cache.get(key)
+    if hit is not None:
+        return hit
+    return cache.put(key, compile_json_schema(schema, **options))  # type: ignore[no-any-return]
 
 
 def schema_types(schema: Any) -> set[str]:
