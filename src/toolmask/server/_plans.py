@@ -127,22 +127,29 @@ class PlanCache:
         self._cache: OrderedDict[str, Plan | APIError] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        # load what a first compilation imports lazily (the format checkers, the validator
+        # factory) now, so that time never counts against a request's max_compile_seconds
+        compile_json_schema({"type": "string", "format": "email"}, limits=limits)
 
     @staticmethod
-    def key(req: ChatRequest) -> str:
+    def key(req: ChatRequest, reasoning_open: bool = False) -> str:
         return json.dumps(
             [
                 [t.to_openai() for t in req.tools],
                 req.tool_choice,
                 req.parallel_tool_calls,
                 req.response_format.key(),
+                req.thinking,
+                reasoning_open,
             ],
             sort_keys=True,
             ensure_ascii=False,
         )
 
-    def get(self, req: ChatRequest) -> Plan:
-        key = self.key(req)
+    def get(self, req: ChatRequest, *, reasoning_open: bool = False) -> Plan:
+        """``reasoning_open``: the rendered prompt ends inside the format's reasoning channel
+        (:meth:`WireFormat.prompt_opens_reasoning`), so the grammar and the parser start there."""
+        key = self.key(req, reasoning_open)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -151,7 +158,7 @@ class PlanCache:
         if hit is None:
             try:
                 with self.compiler.activate():
-                    hit = self._build(req)
+                    hit = self._build(req, reasoning_open)
             except APIError as e:
                 hit = e
             with self._lock:
@@ -167,7 +174,7 @@ class PlanCache:
     def _schema_options(self) -> dict[str, Any]:
         return {"limits": self.limits, "strict_formats": self.strict_formats}
 
-    def _build(self, req: ChatRequest) -> Plan:
+    def _build(self, req: ChatRequest, reasoning_open: bool = False) -> Plan:
         turn: ToolTurn | None = None
         if req.tools:
             turn = ToolTurn(
@@ -177,6 +184,8 @@ class PlanCache:
                 parallel_tool_calls=req.parallel_tool_calls,
                 special_tokens=self.special_tokens,
                 schema_options=self._schema_options(),
+                reasoning=req.thinking,
+                reasoning_open=reasoning_open,
             )
         rf = req.response_format
         json_grammar = self._json_grammar(rf) if rf.kind != "text" else None
@@ -219,7 +228,10 @@ class PlanCache:
         return Grammar((Rule("root", choice(j_ref, c_ref)), *j_rules, *c_rules))
 
     def _tool_error(self, req: ChatRequest, e: Exception) -> APIError:
-        """Attribute a turn-grammar failure to the first tool whose schema fails alone."""
+        """Attribute a turn-grammar failure to the first tool whose schema fails alone (not
+        after a compile timeout: compiling again would take as long again)."""
+        if isinstance(e, LimitError) and e.limit == "max_compile_seconds":
+            return schema_error(e, param="tools", what="the tools")
         for i, t in enumerate(req.tools):
             try:
                 compile_json_schema(t.parameters, whitespace="compact", **self._schema_options())
