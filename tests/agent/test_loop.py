@@ -275,7 +275,7 @@ def test_expand_patterns() -> None:
 
 def _run_state_machine(script: list[str]) -> tuple[Scripted, Transcript, Agent]:
     machine = StateMachine(
-        {"start": ["browser_open"], "open": ["browser_*"], "read": []},
+        {"start": ["browser_open"], "open": ["browser_*", "final_answer"], "read": []},
         start="start",
         transitions={"start": {"browser_open": "open"}, "open": {"browser_read": "read"}},
     )
@@ -294,9 +294,9 @@ def test_state_machine_narrows_the_mask_and_keeps_the_prompt() -> None:
     assert raw_of(t) == script and t.outcome.answer == "42"
     allowed = [m.meta["allowed"] for m in t if m.role == "assistant"]
     assert allowed == [
-        ["browser_open", "final_answer"],
+        ["browser_open"],
         ["browser_open", "browser_read", "final_answer"],
-        ["final_answer"],
+        ["final_answer"],  # the state allows nothing: the answer tool alone, so the run can end
     ]
     # each step's prompt extends the previous one byte for byte, whatever the allowed set
     for before, after in zip(b.prompts, b.prompts[1:], strict=False):
@@ -367,4 +367,15 @@ def test_policies_intersect() -> None:
         mode="grammar",
         policy=[lambda s, t: ["add", "shell"], PoolFilter({"shell": ["shell"]})],
     )
-    assert agent.allowed(0, [Message("user", "hi")]) == ["add", "final_answer"]
+    assert agent.allowed(0, [Message("user", "hi")]) == ["add"]
+
+
+def test_answer_after_masks_the_answer_until_a_tool_ran() -> None:
+    script = [answer("6"), call("flaky", '{"x": 1}'), call("add", '{"a": 2, "b": 3}'), answer("5")]
+    b = Scripted(script)
+    t = Agent(b, [add, flaky], mode="grammar", answer_after=1, max_consecutive_blocked=3).run("?")
+    allowed = [m.meta["allowed"] for m in t if m.role == "assistant"]
+    assert allowed[:3] == [["add", "flaky"]] * 3  # a failed tool does not count
+    assert allowed[3] == ["add", "flaky", "final_answer"]
+    assert t[2].tool_calls[0].name != "final_answer"  # the scripted early answer was masked
+    assert t.outcome.stop == "answer" and t.outcome.answer == "5"

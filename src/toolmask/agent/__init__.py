@@ -165,8 +165,26 @@ def final_answer(answer: str) -> str:
     return answer
 
 
-#: the answer tool of ``mode="grammar"`` unless another is given
-ANSWER_TOOL = Tool.from_function(final_answer)
+#: the answer tool of ``mode="grammar"`` unless another is given: ``final_answer(answer: str)``,
+#: the answer bounded to 300 characters (a small model may otherwise ramble to ``max_tokens``)
+ANSWER_TOOL = Tool(
+    "final_answer",
+    "Give the final answer to the user. Call it once the tools have told you the answer.",
+    {
+        "type": "object",
+        "properties": {
+            "answer": {
+                "type": "string",
+                "description": "The answer, short and complete (numbers as the tools gave them).",
+                "minLength": 1,
+                "maxLength": 300,
+            }
+        },
+        "required": ["answer"],
+        "additionalProperties": False,
+    },
+    function=final_answer,
+)
 
 #: the system prompt of ``mode="grammar"`` unless another is given
 GRAMMAR_SYSTEM = (
@@ -207,6 +225,10 @@ class Transcript(list[Message]):
     outcome: Outcome
 
 
+def _last_user(transcript: Sequence[Message]) -> int:
+    return max((i for i, m in enumerate(transcript) if m.role == "user"), default=-1)
+
+
 def _call_key(call: ToolCall) -> str:
     return f"{call.name}:{json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)}"
 
@@ -223,8 +245,11 @@ class Agent:
     the model answers in prose. ``mode="grammar"`` adds ``answer_tool`` (default
     :data:`ANSWER_TOOL`, ``final_answer(answer: str)``) to the tools and decodes every step as
     ``required``: the model always acts or answers through the grammar, and calling the answer
-    tool ends the run. ``policy`` (one callable or several, intersected) narrows the tools of a
-    step by name or pattern (see :mod:`toolmask.agent._policy`); the answer tool stays allowed.
+    tool ends the run; ``answer_after=k`` masks the answer tool out until ``k`` tools have run
+    without error in this run (act before answering). ``policy`` (one callable or several,
+    intersected) narrows the tools of a step by name or pattern (see
+    :mod:`toolmask.agent._policy`); the answer tool is a tool like the others there (a set left
+    empty allows the answer tool alone, so the run can end).
     ``constrained=False`` decodes without a grammar and only parses (a baseline).
 
     A step is *blocked* when every call in it failed: the validator rejected it, the tool
@@ -252,6 +277,7 @@ class Agent:
         functions: dict[str, Callable[..., Any]] | None = None,
         template: Template | None = None,
         constrained: bool = True,
+        answer_after: int = 0,
     ) -> None:
         if mode not in ("prose", "grammar"):
             raise ToolError(f"unknown agent mode {mode!r}: use 'prose' or 'grammar'", where="mode")
@@ -294,6 +320,7 @@ class Agent:
             () if policy is None else (policy,) if callable(policy) else tuple(policy)
         )
         self.constrained = constrained
+        self.answer_after = answer_after if mode == "grammar" else 0
         self._base = base
         self._turns: dict[tuple[str, ...], ToolTurn] = {}
 
@@ -303,8 +330,9 @@ class Agent:
         return self.policies[0] if self.policies else None
 
     def allowed(self, step: int, transcript: Sequence[Message]) -> list[str] | None:
-        """The tool names the policies allow at ``step`` (their intersection; the answer tool
-        always), or ``None`` when no policy narrows the tools."""
+        """The tool names allowed at ``step``: the intersection of the policies' sets, less the
+        answer tool until ``answer_after`` tools have run without error in this run (the answer
+        tool alone if nothing is left); ``None`` when nothing narrows the tools."""
         names = [t.name for t in self.tools]
         allowed: set[str] | None = None
         for policy in self.policies:
@@ -312,10 +340,19 @@ class Agent:
             if patterns is not None:
                 hits = set(expand_tool_patterns(list(patterns), names))
                 allowed = hits if allowed is None else allowed & hits
+        answer = self.answer_tool.name if self.answer_tool is not None else None
+        if answer is not None and self.answer_after > 0:
+            run = transcript[_last_user(transcript) + 1 :]
+            done = sum(
+                m.role == "tool" and m.name != answer and not m.content.startswith("error:")
+                for m in run
+            )
+            if done < self.answer_after:
+                allowed = (set(names) if allowed is None else allowed) - {answer}
         if allowed is None:
             return None
-        if self.answer_tool is not None:
-            allowed.add(self.answer_tool.name)
+        if answer is not None and not allowed:  # the run must be able to end
+            allowed = {answer}
         return [n for n in names if n in allowed]
 
     def _turn_for(self, step: int, transcript: Sequence[Message]) -> ToolTurn:

@@ -3,6 +3,7 @@ and listing / reading files under one directory (nothing outside it is reachable
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from decimal import Decimal, InvalidOperation, getcontext
 from pathlib import Path
@@ -81,4 +82,22 @@ def demo_tools(root: str | Path) -> list[Tool]:
         return p.read_text(encoding="utf-8", errors="replace")[:MAX_READ]
 
     fns: list[Any] = [calculate, current_time, list_files, read_file]
-    return [Tool.from_function(f) for f in fns]
+    return [_bounded(Tool.from_function(f)) for f in fns]
+
+
+#: what the grammar enforces on the demo's string arguments beyond their type: numbers look
+#: like numbers, zone names like zone names, and no string runs to ``max_tokens``
+BOUNDS: dict[str, dict[str, Any]] = {
+    "a": {"pattern": r"^-?[0-9]+(\.[0-9]+)?$"},
+    "b": {"pattern": r"^-?[0-9]+(\.[0-9]+)?$"},
+    "timezone": {"pattern": r"^[A-Za-z_]+(/[A-Za-z_+-]+)*$", "maxLength": 40},
+    "directory": {"minLength": 1, "maxLength": 100},
+    "path": {"minLength": 1, "maxLength": 100},
+}
+
+
+def _bounded(tool: Tool) -> Tool:
+    props = {
+        k: {**v, **BOUNDS.get(k, {})} for k, v in tool.parameters.get("properties", {}).items()
+    }
+    return dataclasses.replace(tool, parameters={**tool.parameters, "properties": props})
