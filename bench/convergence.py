@@ -22,7 +22,13 @@ Modes (greedy decoding, the same tools advertised in the same prompt format):
 * ``grammar``: ``Agent(mode="grammar")``: every step a required call over the tools plus
   ``final_answer``, which ends the run;
 * ``grammar+pool``: grammar mode with a :class:`~toolmask.agent.PoolFilter` that leaves the
-  escape hatches out of the mask unless the question has their markers.
+  escape hatches out of the mask unless the question has their markers;
+* ``grammar+markers``: the same filter with markers for every tool (the words of its domain,
+  ``DOMAIN_MARKERS``, written per tool, not per task): a tool is in the pool only when the
+  question has one of its words. The prompt still advertises every tool.
+
+The grammar modes run with ``answer_after=1`` (``--answer-after``): ``final_answer`` is masked
+until a tool has run without error.
 
 Per mode: converged (the final answer is right), first tool right, reached (some tool result
 held the answer), escape-hatch calls, steps, generated tokens, prompt tokens evaluated (the
@@ -248,6 +254,51 @@ def web_search(query: str) -> str:
 def ask_user(question: str) -> str:
     return "unavailable: the user is away"
 
+
+#: grammar+markers: every tool gets the words of its domain as markers (written per tool, not
+#: per task); a tool is in the pool only when the question has one of its words
+DOMAIN_MARKERS = {
+    "calculate": [
+        "plus",
+        "minus",
+        "times",
+        "divide",
+        "divided",
+        "multiply",
+        "add",
+        "subtract",
+        "sum",
+        "total",
+        "double",
+        "cost",
+        "costs",
+    ],
+    "convert_units": [
+        "convert",
+        "miles",
+        "km",
+        "kilometres",
+        "kg",
+        "pounds",
+        "pound",
+        "ounces",
+        "litres",
+        "millilitres",
+        "centimetres",
+        "feet",
+        "fahrenheit",
+        "celsius",
+        "degrees",
+    ],
+    "current_time": ["time", "today", "now"],
+    "convert_time": ["when it is"],
+    "add_days": ["after", "from today", "days from", "will it be"],
+    "days_between": ["days are", "how many days", "days between"],
+    "weekday": ["weekday", "day of the week"],
+    "find_files": ["find", "file", "files", "folder", "csv", "txt", "python"],
+    "read_file": ["read", "file", "txt", "md", "py", "csv", "notes", "report", "according"],
+    "sql_query": ["employee", "employees", "salary", "orders", "order", "department"],
+}
 
 ESCAPES = ("run_shell", "web_search", "ask_user")
 MARKERS = {
@@ -488,7 +539,7 @@ def right(answer: str | None, expected: str) -> bool:
 
 # -- the modes ----------------------------------------------------------------------------------
 
-MODES = ("unconstrained", "auto", "required", "grammar", "grammar+pool")
+MODES = ("unconstrained", "auto", "required", "grammar", "grammar+pool", "grammar+markers")
 
 
 def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], args: Any) -> Agent:
@@ -502,7 +553,11 @@ def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], a
         return Agent(backend, specs, constrained=False, **common)
     if mode in ("auto", "required"):
         return Agent(backend, specs, tool_choice=mode, **common)
-    policy = PoolFilter(MARKERS) if mode == "grammar+pool" else None
+    policy = None
+    if mode == "grammar+pool":
+        policy = PoolFilter(MARKERS)
+    elif mode == "grammar+markers":
+        policy = PoolFilter({**MARKERS, **DOMAIN_MARKERS})
     return Agent(
         backend, specs, mode="grammar", policy=policy, answer_after=args.answer_after, **common
     )
@@ -543,8 +598,33 @@ def main() -> None:
         default=1,
         help="grammar modes: tools that must run without error before final_answer (default 1)",
     )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="llama.cpp threads (default: every core; 1 is faster on a machine already loaded)",
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "convergence.json"))
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="JSON",
+        help="only merge the modes of earlier result files (runs of the same tasks split across "
+        "processes) into --out and print the table",
+    )
     args = ap.parse_args()
+    if args.merge:
+        merged: dict[str, Any] = {}
+        for f in args.merge:
+            part = json.loads(Path(f).read_text())
+            modes = {**merged.get("modes", {}), **part["modes"]}
+            loads = [merged.get("load_before", part["load_before"]), part["load_before"]]
+            merged = {**part, "modes": modes, "load_before": max(loads)}
+        ordered = {m: merged["modes"][m] for m in MODES if m in merged["modes"]}
+        merged["modes"] = ordered
+        Path(args.out).write_text(json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
+        print_table(merged)
+        return
     from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
 
     modes = [m for m in args.modes.split(",") if m]
@@ -555,7 +635,7 @@ def main() -> None:
     if args.limit:
         tasks = tasks[: args.limit]
     path = args.model or str(default_model_path())
-    backend = LlamaCpp(path, n_ctx=4096)
+    backend = LlamaCpp(path, n_ctx=4096, n_threads=args.threads)
     box = Sandbox()
     os.chdir(box.root)  # nothing the tools do can reach the repository
     specs, fns = tools(box)
@@ -571,6 +651,7 @@ def main() -> None:
         "clock": NOW.isoformat(),
         "load_before": os.getloadavg(),
         "cpus": len(os.sched_getaffinity(0)),
+        "threads": args.threads,
         "modes": {},
     }
     out = Path(args.out)
