@@ -1,5 +1,6 @@
 """Conformance figures: the JSON-Schema-Test-Suite and JSONSchemaBench, by the grammar alone and
 by grammar + post-decode validator. Prints tables and writes bench/results/conformance.json.
+Both corpora are the copies vendored under tests/data (see tests/data/README.md).
 
     .venv/bin/python bench/conformance.py [--suite-only] [--splits Glaiveai2K,...]
 """
@@ -20,6 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.schema.conformance import Compiled, iter_bench, remotes, suite_cases
+from tests.vendored import BENCH_SPLITS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -62,14 +64,7 @@ def run_suite() -> dict[str, Any]:
 
 def run_bench(splits: list[str] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    names = splits or [
-        "Glaiveai2K",
-        "Github_trivial",
-        "Github_easy",
-        "JME",
-        "Handwritten",
-        "Synthesized",
-    ]
+    names = splits or list(BENCH_SPLITS)
     print("\nJSONSchemaBench dev: compile rate, compile time, instance classes")
     print(
         f"  {'split':16s} {'schemas':>7s} {'compiled':>9s} {'rate':>7s}"

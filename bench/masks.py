@@ -61,7 +61,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 RESULTS = ROOT / "bench" / "results"
-BENCH_DIR = ROOT.parent / "shared" / "data" / "jsonschemabench-dev"
 ENGINE_NAMES = ("toolmask", "llguidance", "xgrammar", "outlines-core")
 VOCABS = ("smollm2", "llama3", "qwen3")
 
@@ -330,8 +329,10 @@ def load_vocab(name: str) -> Any:
     return Vocabulary.from_quicktok(name)
 
 
-def glaive_files(sample: int, limit: int | None) -> list[Path]:
-    files = sorted(BENCH_DIR.glob("Glaiveai2K---*.json"))
+def glaive_records(sample: int, limit: int | None) -> list[Any]:
+    from tests.vendored import bench_records
+
+    files = bench_records("Glaiveai2K")
     if limit is not None:
         return files[:limit]
     if sample <= 0 or sample >= len(files):
@@ -366,10 +367,9 @@ def schema_sets(sample: int, limit: int | None) -> list[dict[str, Any]]:
 
     for name, schema, insts in TOOL_SCHEMAS:
         add(f"tool/{name}", "tool", schema, insts)
-    for p in glaive_files(sample, limit):
-        rec = json.loads(p.read_text(encoding="utf-8"))
-        insts = [t["data"] for t in rec.get("tests") or [] if t.get("valid")]
-        add(f"glaive/{p.stem.split('---', 1)[1]}", "glaive", rec["schema"], insts)
+    for rec in glaive_records(sample, limit):
+        insts = [t["data"] for t in rec.tests if t.get("valid")]
+        add(f"glaive/{rec.name.split('---', 1)[1]}", "glaive", rec.schema, insts)
     return out
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from toolmask._compile import CompiledGrammar, Matcher, compile
+from toolmask._compile import (
+    CompiledGrammar,
+    GrammarCompiler,
+    Matcher,
+    compile,
+    default_compiler,
+)
 from toolmask.errors import (
     ChatTemplateError,
     ContextOverflowError,
@@ -40,6 +46,7 @@ __all__ = [
     "CompiledGrammar",
     "ContextOverflowError",
     "Grammar",
+    "GrammarCompiler",
     "GrammarError",
     "GrammarSyntaxError",
     "LimitError",
@@ -62,5 +69,6 @@ __all__ = [
     "__version__",
     "apply_bitmask",
     "compile",
+    "default_compiler",
     "sanitize_tool_output",
 ]

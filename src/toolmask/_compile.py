@@ -1,96 +1,288 @@
-"""``compile``: a grammar becomes a :class:`CompiledGrammar` (automaton, post-decode checks and,
-with a vocabulary, token masks).
+"""``compile`` and :class:`GrammarCompiler`: a grammar becomes a :class:`CompiledGrammar`
+(automaton, post-decode checks and, with a vocabulary, token masks).
 
-Automata are cached by ``(grammar.fingerprint(), limits)`` and compiled grammars by that plus
-the vocabulary's fingerprint, both in bounded LRUs: the same tools across turns and requests
-reuse the automaton, its memoised transitions and every mask already computed.
+A :class:`GrammarCompiler` owns every cache that compiling and matching fill: compiled grammars,
+automata (shared by every vocabulary), vocabulary indexes, the masks each compiled grammar
+caches, and named caches for the tool layer (schema grammars, validators, sanitizer patterns),
+under one byte budget (``Limits.max_cache_bytes``). ``tm.compile`` uses the active compiler
+(see :func:`toolmask._cache.active_compiler`): the process default unless another one was
+activated with ``with compiler.activate():``. The server holds its own.
+
+Two backends compute the same thing: ``"native"``, the compiled kernel ``toolmask._native``
+(the default when it is built), and ``"python"``, the pure-Python reference
+(``TOOLMASK_BACKEND=python`` or ``GrammarCompiler(backend="python")``); see ``docs/masks.md``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
-from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from toolmask.automaton import Automaton, State, build_automaton
+from toolmask._cache import LRUCache, _active, active_compiler
+from toolmask._kernel import Backend, resolve_backend
+from toolmask._pointer import json_pointer
 from toolmask.grammar._ir import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
-    from toolmask.mask import MaskCache
     from toolmask.vocab import Vocabulary
 
-__all__ = ["CompiledGrammar", "Matcher", "compile"]
+__all__ = [
+    "CompiledGrammar",
+    "GrammarCompiler",
+    "Matcher",
+    "clear_cache",
+    "compile",
+    "default_compiler",
+]
 
-#: entries kept by the compile cache (and by the automaton cache)
-CACHE_SIZE = 64
-#: longest run that :meth:`Matcher.forced_bytes` returns
-MAX_FORCED = 4096
-
-_cache: OrderedDict[tuple[str, Limits, str | None], CompiledGrammar] = OrderedDict()
-_automata: OrderedDict[tuple[str, Limits], Automaton] = OrderedDict()
-_cache_lock = threading.Lock()
+#: the default for :meth:`Matcher.forced_bytes` (``Limits.max_forced_bytes``)
+MAX_FORCED = DEFAULT_LIMITS.max_forced_bytes
 
 
-def _lru_get(cache: OrderedDict[Any, Any], key: Any) -> Any:
-    with _cache_lock:
-        hit = cache.get(key)
+class GrammarCompiler:
+    """Compiles grammars and owns every cache that compiling and matching fill.
+
+    ``limits`` are the default compile limits and bound the caches: ``max_compiled_grammars``
+    compiled grammars (and as many automata), ``max_vocab_indexes`` vocabulary indexes, the
+    tool layer's ``max_schema_grammars`` / ``max_validators`` / ``max_sanitizer_patterns``,
+    and ``max_cache_bytes`` for all of it together (each compiled grammar's masks are bounded
+    by ``max_mask_cache_bytes`` on their own). ``backend``: ``"native"``, ``"python"`` or
+    None for :func:`toolmask.mask.backend`.
+
+    Thread-safe: compiles may run on several threads while matchers decode on others; two
+    threads compiling the same grammar agree on one :class:`CompiledGrammar`.
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        backend: str | None = None,
+        max_cache_bytes: int | None = None,
+    ) -> None:
+        self.limits = limits
+        self.backend: Backend = resolve_backend(backend)
+        self.max_cache_bytes = (
+            limits.max_cache_bytes if max_cache_bytes is None else max_cache_bytes
+        )
+        self._compiled: LRUCache[tuple[str, Limits, str | None], CompiledGrammar] = LRUCache(
+            "compiled", limits.max_compiled_grammars
+        )
+        self._automata: LRUCache[tuple[str, Limits], Any] = LRUCache(
+            "automata", limits.max_compiled_grammars
+        )
+        self._indexes: LRUCache[str, Any] = LRUCache(
+            "vocab_indexes", limits.max_vocab_indexes, _index_bytes
+        )
+        self._named: dict[str, LRUCache[Any, Any]] = {}
+        self._lock = threading.Lock()
+
+    # -- compiling --------------------------------------------------------------------------------
+    def compile(
+        self, grammar: Grammar, vocab: Vocabulary | None = None, *, limits: Limits | None = None
+    ) -> CompiledGrammar:
+        """Compile ``grammar`` for byte-level matching, and for token masks when ``vocab`` is
+        given; cached by (grammar, limits, vocabulary fingerprint).
+
+        Raises GrammarError / LimitError as :func:`toolmask.automaton.build_automaton` does.
+        Cost on a miss: reading the grammar and building its initial state (the automaton is
+        lazy, see ``docs/automaton.md``) plus the vocabulary index once per vocabulary; on a
+        hit: one pass over the grammar to key it (in C for the native backend).
+        """
+        lim = self.limits if limits is None else limits
+        flat: Any = None
+        if self.backend == "native":
+            from toolmask.automaton._native import flatten
+
+            flat = flatten(grammar)
+            fp = _native_key(flat, grammar)
+        else:
+            fp = grammar.fingerprint()
+        key = (fp, lim, vocab.fingerprint if vocab is not None else None)
+        hit = self._compiled.get(key)
         if hit is not None:
-            cache.move_to_end(key)
-        return hit
-
-
-def _lru_put(cache: OrderedDict[Any, Any], key: Any, value: Any) -> Any:
-    """Insert unless another thread won the race; returns the one object kept for ``key``."""
-    with _cache_lock:
-        hit = cache.get(key)
-        if hit is not None:
-            cache.move_to_end(key)
             return hit
-        cache[key] = value
-        while len(cache) > CACHE_SIZE:
-            cache.popitem(last=False)
-        return value
+        akey = (fp, lim)
+        automaton = self._automata.get(akey)
+        if automaton is None:
+            if flat is not None:
+                from toolmask.automaton._native import native_from_flat
+
+                automaton = native_from_flat(flat, grammar, lim)
+            else:
+                from toolmask.automaton import build_automaton
+
+                automaton = build_automaton(grammar, limits=lim)
+            automaton = self._automata.put(akey, automaton)
+        masks: Any = None
+        if vocab is not None:
+            index = self.vocab_index(vocab)
+            if self.backend == "native":
+                from toolmask.mask._native import NativeMaskCache
+
+                masks = NativeMaskCache(automaton, index, lim.max_mask_cache_bytes)
+            else:
+                from toolmask.mask import MaskCache
+
+                masks = MaskCache(automaton, index, lim.max_mask_cache_bytes)
+        compiled = self._compiled.put(key, CompiledGrammar(grammar, automaton, masks))
+        self._trim()
+        return compiled
+
+    def vocab_index(self, vocab: Vocabulary) -> Any:
+        """The index of ``vocab`` for this backend (tries, token tables, run tables), built
+        once per fingerprint and kept in the ``max_vocab_indexes`` LRU."""
+        if self.backend == "native":
+            from toolmask.mask._native import NativeVocabIndex
+
+            build: Callable[[], Any] = lambda: NativeVocabIndex(vocab)  # noqa: E731
+        else:
+            from toolmask.mask import VocabIndex
+
+            build = lambda: VocabIndex(vocab)  # noqa: E731
+        return self._indexes.get_or_build(vocab.fingerprint, build)
+
+    # -- caches -----------------------------------------------------------------------------------
+    def cache(self, name: str, *, limit: str) -> LRUCache[Any, Any]:
+        """The named cache ``name`` owned by this compiler (created on first use), bounded by
+        the ``Limits`` field ``limit`` of this compiler's limits. For the layers above the
+        compiler: the tool layer keeps its schema grammars, validators and sanitizer patterns
+        here, so that :meth:`clear` and :meth:`memory` cover them."""
+        c = self._named.get(name)
+        if c is None:
+            with self._lock:
+                c = self._named.get(name)
+                if c is None:
+                    c = LRUCache(name, int(getattr(self.limits, limit)))
+                    self._named[name] = c
+        return c
+
+    @contextmanager
+    def activate(self) -> Iterator[GrammarCompiler]:
+        """Make this compiler the active one in this thread or task (for ``tm.compile`` and the
+        tool layer's caches) until the block ends."""
+        token = _active.set(self)
+        try:
+            yield self
+        finally:
+            _active.reset(token)
+
+    def memory(self) -> dict[str, int]:
+        """Bytes held, by part: ``automata``, ``masks`` (every compiled grammar's cached masks),
+        ``vocab_indexes``, and ``total``; plus the entry counts of the caches (``compiled``,
+        and one per named cache)."""
+        automata: dict[int, Any] = {}
+        masks = 0
+        compiled = self._compiled.values()
+        for c in compiled:
+            automata[id(c.automaton)] = c.automaton
+            if c.masks is not None:
+                masks += c.masks.memory_bytes()
+        for a in self._automata.values():
+            automata[id(a)] = a
+        auto_bytes = sum(_automaton_bytes(a) for a in automata.values())
+        index_bytes = self._indexes.nbytes()
+        out = {
+            "automata": auto_bytes,
+            "masks": masks,
+            "vocab_indexes": index_bytes,
+            "total": auto_bytes + masks + index_bytes,
+            "compiled": len(compiled),
+        }
+        for name, named in sorted(self._named.items()):
+            out[name] = len(named)
+        return out
+
+    def _trim(self) -> None:
+        """Drop least recently used compiled grammars (and their automata) while the caches
+        hold more than ``max_cache_bytes``; the last compiled grammar always stays."""
+        while len(self._compiled) > 1 and self.memory()["total"] > self.max_cache_bytes:
+            old = self._compiled.pop_oldest()
+            if old is None:
+                break
+            if len(self._automata) > 1:
+                self._automata.pop_oldest()
+
+    def clear(self) -> None:
+        """Forget everything cached (compiled grammars, automata, indexes, named caches)."""
+        self._compiled.clear()
+        self._automata.clear()
+        self._indexes.clear()
+        for c in list(self._named.values()):
+            c.clear()
+
+    def __repr__(self) -> str:
+        return (
+            f"GrammarCompiler(backend={self.backend!r}, compiled={len(self._compiled)}, "
+            f"vocab_indexes={len(self._indexes)})"
+        )
+
+
+def _native_key(flat: Any, grammar: Grammar) -> str:
+    """Cache key of a grammar on the native backend: a digest of the kernel's canonical
+    serialisation (nodes by content, rule bodies, start), the rule names, the special texts
+    and the post-decode checks. O(grammar size), hashing at C speed."""
+    h = hashlib.blake2b(flat.key, digest_size=32)
+    h.update(b"\0".join(r.name.encode("utf-8", "surrogatepass") for r in grammar.rules))
+    h.update(b"\1" + repr(grammar.checks).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _automaton_bytes(a: Any) -> int:
+    mb = getattr(a, "memory_bytes", None)
+    if mb is not None:
+        return int(mb())
+    # the pure-Python automaton: a rough estimate (positions and interned states with memos)
+    return int(a.n_positions) * 600 + int(a.cached_states()) * 1200
+
+
+def _index_bytes(index: Any) -> int:
+    mb = getattr(index, "memory_bytes", None)
+    return int(mb()) if mb is not None else 0
+
+
+_default: GrammarCompiler | None = None
+_default_lock = threading.Lock()
+
+
+def default_compiler() -> GrammarCompiler:
+    """The process-wide compiler ``tm.compile`` uses when no other one is active."""
+    global _default
+    c = _default
+    if c is None:
+        with _default_lock:
+            if _default is None:
+                _default = GrammarCompiler()
+            c = _default
+    return c
 
 
 def compile(
     grammar: Grammar, vocab: Vocabulary | None = None, *, limits: Limits = DEFAULT_LIMITS
 ) -> CompiledGrammar:
-    """Compile ``grammar`` for byte-level matching, and for token masks when ``vocab`` is given.
+    """Compile ``grammar`` with the active :class:`GrammarCompiler` (the process default unless
+    one was activated): byte-level matching, and token masks when ``vocab`` is given.
 
-    Cached by ``(fingerprint, limits, vocab fingerprint)`` (LRU, 64 entries); the automaton is
-    shared by every vocabulary. Raises GrammarError / LimitError as
-    :func:`toolmask.automaton.build_automaton` does. Cost: the automaton build on a miss (lazy,
-    see ``docs/automaton.md``), the vocabulary index once per vocabulary (see
-    ``docs/masks.md``); O(grammar size) on a hit (the fingerprint).
+    Cached by ``(grammar, limits, vocabulary fingerprint)``; the automaton is shared by every
+    vocabulary. Raises GrammarError / LimitError as
+    :func:`toolmask.automaton.build_automaton` does. Cost: the automaton's initial state on a
+    miss (lazy, see ``docs/automaton.md``), the vocabulary index once per vocabulary (see
+    ``docs/masks.md``); O(grammar size) on a hit.
     """
-    fp = grammar.fingerprint()
-    key = (fp, limits, vocab.fingerprint if vocab is not None else None)
-    hit = _lru_get(_cache, key)
-    if hit is not None:
-        return hit  # type: ignore[no-any-return]
-    akey = (fp, limits)
-    automaton = _lru_get(_automata, akey)
-    if automaton is None:
-        automaton = _lru_put(_automata, akey, build_automaton(grammar, limits=limits))
-    masks = None
-    if vocab is not None:
-        from toolmask.mask import MaskCache, vocab_index
-
-        masks = MaskCache(automaton, vocab_index(vocab), limits.max_mask_cache_bytes)
-    compiled = CompiledGrammar(grammar, automaton, masks)
-    return _lru_put(_cache, key, compiled)  # type: ignore[no-any-return]
+    return active_compiler().compile(grammar, vocab, limits=limits)
 
 
 def clear_cache() -> None:
-    """Forget every cached compiled grammar and automaton (tests, memory pressure)."""
-    with _cache_lock:
-        _cache.clear()
-        _automata.clear()
+    """Forget everything the default compiler cached (tests, memory pressure)."""
+    default_compiler().clear()
 
 
 class CompiledGrammar:
@@ -102,12 +294,10 @@ class CompiledGrammar:
     __slots__ = ("_validators", "automaton", "grammar", "masks")
 
     grammar: Grammar
-    automaton: Automaton
-    masks: MaskCache | None
+    automaton: Any
+    masks: Any
 
-    def __init__(
-        self, grammar: Grammar, automaton: Automaton, masks: MaskCache | None = None
-    ) -> None:
+    def __init__(self, grammar: Grammar, automaton: Any, masks: Any = None) -> None:
         self.grammar = grammar
         self.automaton = automaton
         self.masks = masks
@@ -118,9 +308,21 @@ class CompiledGrammar:
         """The vocabulary the masks are computed for (None: byte-level matching only)."""
         return self.masks.index.vocab if self.masks is not None else None
 
+    @property
+    def backend(self) -> Backend:
+        """``"native"`` (compiled kernel) or ``"python"`` (reference)."""
+        return "native" if type(self.automaton).__module__ == "toolmask._native" else "python"
+
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the grammar (one per sequence). O(1)."""
         return Matcher(self.automaton, self.masks)
+
+    def memory(self) -> dict[str, int]:
+        """Bytes this compiled grammar holds: ``automaton`` (positions, states and their
+        transition memos, built lazily as input explores it) and ``masks`` (the cached masks;
+        the vocabulary's shared tables are counted by the compiler, once per vocabulary)."""
+        masks = self.masks.memory_bytes() if self.masks is not None else 0
+        return {"automaton": _automaton_bytes(self.automaton), "masks": masks}
 
     def validate(self, doc: bytes | str) -> list[str]:
         """Run the grammar's post-decode checks on a finished document.
@@ -162,7 +364,7 @@ class CompiledGrammar:
             f"CompiledGrammar(start={self.grammar.start!r}, rules={len(self.grammar.rules)}, "
             f"positions={self.automaton.n_positions}, checks={len(self.grammar.checks)}"
             + (f", vocab_size={self.masks.index.size}" if self.masks is not None else "")
-            + ")"
+            + f", backend={self.backend!r})"
         )
 
 
@@ -175,8 +377,7 @@ def _error_sort_key(err: Any) -> tuple[list[str], str]:
 
 
 def _pointer(path: Any) -> str:
-    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
-    return "/" + "/".join(parts) if parts else "(root)"
+    return json_pointer(path) or "(root)"
 
 
 class Matcher:
@@ -194,20 +395,20 @@ class Matcher:
 
     __slots__ = ("_a", "_history", "_masks", "_state", "_stopped_at")
 
-    def __init__(self, automaton: Automaton, masks: MaskCache | None = None) -> None:
+    def __init__(self, automaton: Any, masks: Any = None) -> None:
         self._a = automaton
         self._masks = masks
-        self._state: State = automaton.initial
-        self._history: list[State] = []
+        self._state: Any = automaton.initial
+        self._history: list[Any] = []
         self._stopped_at = -1
 
     @property
-    def state(self) -> State:
+    def state(self) -> Any:
         """The current automaton state (interned; usable as a cache key)."""
         return self._state
 
     @property
-    def automaton(self) -> Automaton:
+    def automaton(self) -> Any:
         return self._a
 
     @property
@@ -218,14 +419,14 @@ class Matcher:
     @property
     def vocab_size(self) -> int:
         """Width of the logits the masks are for (ValueError without a vocabulary)."""
-        return self._need_masks().index.size
+        return int(self._need_masks().index.size)
 
     @property
     def stopped(self) -> bool:
         """An EOS token was accepted."""
         return self._stopped_at >= 0
 
-    def _need_masks(self) -> MaskCache:
+    def _need_masks(self) -> Any:
         m = self._masks
         if m is None:
             raise ValueError(
@@ -239,15 +440,13 @@ class Matcher:
             return False
         data = bytes(data)
         a = self._a
-        s: State | None = self._state
-        trail: list[State] = []
+        s: Any = self._state
+        trail: list[Any] = []
         for b in data:
-            assert s is not None
             trail.append(s)
             s = a.advance(s, b)
             if s is None:
                 return False
-        assert s is not None
         self._history.extend(trail)
         self._state = s
         return True
@@ -276,28 +475,22 @@ class Matcher:
         idx = masks.index
         if not 0 <= tid < idx.size:
             return False
-        vocab = idx.vocab
         cur = self._state
-        nxt: State | None
-        text = vocab.special.get(tid)
-        if text is not None:
-            nxt = self._a.advance_special(cur, text)
+        nxt: Any
+        if idx.text[tid]:
+            nxt = masks.advance_token(cur, tid)
+            if nxt is None:
+                return False
+        else:
+            vocab = idx.vocab
+            text = vocab.special.get(tid)
+            nxt = self._a.advance_special(cur, text) if text is not None else None
             if nxt is None:
                 if tid in vocab.eos_ids and cur.accepting:
                     self._stopped_at = len(self._history)
                     self._history.append(cur)
                     return True
                 return False
-        elif idx.text[tid]:
-            nxt = self._a.advance_bytes(cur, vocab.token_bytes[tid])
-            if nxt is None:
-                return False
-        elif tid in vocab.eos_ids and cur.accepting:
-            self._stopped_at = len(self._history)
-            self._history.append(cur)
-            return True
-        else:
-            return False
         self._history.append(cur)
         self._state = nxt
         return True
@@ -321,40 +514,44 @@ class Matcher:
 
     def is_accepting(self) -> bool:
         """The document accepted so far is complete (it may still continue)."""
-        return self._state.accepting
+        return bool(self._state.accepting)
 
     def is_finished(self) -> bool:
         """Stopped by EOS, or complete with nothing more acceptable."""
-        return self._stopped_at >= 0 or self._a.is_finished(self._state)
+        return self._stopped_at >= 0 or bool(self._a.is_finished(self._state))
 
     def allowed_bytes(self) -> int:
         """256-bit mask of the bytes that ``accept_bytes`` would take next (cached by state)."""
         if self._stopped_at >= 0:
             return 0
-        return self._a.allowed_bytes(self._state)
+        return int(self._a.allowed_bytes(self._state))
 
     def allowed_specials(self) -> frozenset[str]:
         """Special-token texts that ``accept_special`` would take next."""
         if self._stopped_at >= 0:
             return frozenset()
-        return self._a.allowed_specials(self._state)
+        return frozenset(self._a.allowed_specials(self._state))
 
     def mask(self) -> npt.NDArray[np.int32]:
-        """The read-only int32 bitmask of the allowed token ids (cached per state; do not
-        modify it). Bit ``t % 32`` of word ``t // 32`` is token ``t``."""
+        """The int32 bitmask of the allowed token ids, read-only (do not modify it). Bit
+        ``t % 32`` of word ``t // 32`` is token ``t``."""
         masks = self._need_masks()
         if self._stopped_at >= 0:
             return np.zeros(masks.index.words, dtype=np.int32)
-        return masks.get(self._state)
+        return masks.get(self._state)  # type: ignore[no-any-return]
 
     def fill_bitmask(self, out: npt.NDArray[np.int32], index: int | None = None) -> None:
         """Write the allowed-token bitmask into ``out`` (int32, ``ceil(V/32)`` words), or into
-        row ``index`` of a batch ``out[B, W]``. O(1) dict lookup plus a copy when cached."""
-        m = self.mask()
+        row ``index`` of a batch ``out[B, W]``. A cached state costs one copy of the words."""
+        masks = self._need_masks()
         target = out if index is None else out[index]
-        if target.shape != m.shape:
-            raise ValueError(f"bitmask has shape {target.shape}, expected {m.shape}")
-        np.copyto(target, m)
+        words = masks.index.words
+        if target.shape != (words,):
+            raise ValueError(f"bitmask has shape {target.shape}, expected ({words},)")
+        if self._stopped_at >= 0:
+            target.fill(0)
+            return
+        masks.fill(self._state, target)
 
     def allowed_token_ids(self) -> npt.NDArray[np.int64]:
         """The allowed token ids, sorted."""
@@ -363,7 +560,8 @@ class Matcher:
         return np.flatnonzero(bits[: self._need_masks().index.size]).astype(np.int64)
 
     def forced_bytes(self) -> bytes:
-        """The longest byte string every continuation must start with (at most MAX_FORCED).
+        """The longest byte string every continuation must start with (at most
+        ``Limits.max_forced_bytes`` of the automaton's limits).
 
         Follows the automaton while exactly one byte is allowed, no special token is allowed
         and the state is not accepting. Does not change the matcher.
@@ -373,7 +571,8 @@ class Matcher:
         out = bytearray()
         if self._stopped_at >= 0:
             return b""
-        while len(out) < MAX_FORCED and not s.accepting:
+        cap = a.limits.max_forced_bytes
+        while len(out) < cap and not s.accepting:
             mask = a.allowed_bytes(s)
             if mask == 0 or mask & (mask - 1) or a.allowed_specials(s):
                 break

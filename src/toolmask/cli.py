@@ -85,7 +85,11 @@ def _cmd_grammar(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from toolmask.schema._report import check_schema, format_report, load_schema
 
-    options: dict[str, Any] = {"lenient": args.lenient, "whitespace": args.whitespace}
+    options: dict[str, Any] = {
+        "lenient": args.lenient,
+        "whitespace": args.whitespace,
+        "strict_formats": args.strict_formats,
+    }
     report = check_schema(load_schema(args.schema), **options)
     if args.json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n")
@@ -347,6 +351,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument("schema", help="JSON file holding the schema ('-': stdin)")
     c.add_argument("--lenient", action="store_true", help="unsupported keywords: warn, validate")
+    c.add_argument(
+        "--strict-formats",
+        action="store_true",
+        help="an unknown format is an error (default: an annotation, as JSON Schema 2020-12 says)",
+    )
     c.add_argument(
         "--whitespace", default="compact", choices=("compact", "spaced", "flexible", "indent")
     )

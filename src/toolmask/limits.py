@@ -15,7 +15,10 @@ __all__ = ["DEFAULT_LIMITS", "SERVER_LIMITS", "Limits"]
 class Limits:
     #: bytes of JSON text of one schema (protects the compiler from huge inputs)
     max_schema_bytes: int = 2_000_000
-    #: nesting depth of subschemas walked by the compiler (protects the Python stack)
+    #: nesting depth of the schema: JSON path segments from the root of the schema document to
+    #: its deepest value, and subschemas entered one inside another through ``$ref`` /
+    #: ``allOf`` / ``anyOf`` / ``oneOf`` / ``not`` (protects the Python stack of every recursive
+    #: reader: the compiler, the JSON encoder, the validator)
     max_schema_depth: int = 128
     #: rules in one grammar (protects the automaton builder)
     max_rules: int = 20_000
@@ -45,6 +48,50 @@ class Limits:
     #: written, 2**n rules for n properties (not a refusal: schema order is a subset)
     max_any_order_properties: int = 10
 
+    # -- schema and regex compilation (toolmask.schema, toolmask.grammar) ----------------------
+    #: alternatives of one JSON type in one merged schema: allOf / anyOf / oneOf / not combine
+    #: branches by products, and each alternative left after merging becomes its own rule
+    #: chain (protects grammar size and compile time; alternatives that differ in one key's
+    #: value are merged first, so this counts what a grammar really needs)
+    max_alternatives: int = 1_024
+    #: regions the key space of one object splits into: every patternProperties pattern and
+    #: additionalProperties split it (n overlapping patterns can make 2**n regions; disjoint
+    #: ones n + 1); each region is a key-language automaton (protects compile time)
+    max_key_regions: int = 256
+    #: oneOf branches up to which overlapping branches are compiled exactly (each branch minus
+    #: all the others: n * (n - 1) complements and their products); past it the grammar takes
+    #: the union and the post-decode validator checks that exactly one branch matches (not a
+    #: refusal; branches that cannot overlap are always a plain union)
+    max_one_of_exact: int = 8
+    #: nesting depth of groups and lookaheads in one regex (protects the Python stack of the
+    #: regex parser and of the automaton construction)
+    max_regex_nesting: int = 64
+    #: code-point ranges of one character class rebuilt from UTF-8 byte classes when a grammar
+    #: is printed as GBNF / Lark; past it the bytes are printed as they are (same language, a
+    #: longer text: not a refusal)
+    max_class_ranges: int = 65_536
+
+    # -- caches and matcher output (GrammarCompiler, Matcher) --------------------------------
+    # A GrammarCompiler reads these from its own ``limits``; none refuses input, each bounds
+    # memory (or, for max_forced_bytes, the work of one call) and costs recomputation when hit.
+    #: bytes one GrammarCompiler may hold (automata, cached masks, vocabulary indexes); past it
+    #: the least recently used compiled grammars are dropped at the next compile (cost: their
+    #: masks and automata are rebuilt when those grammars come back)
+    max_cache_bytes: int = 1024 * 1024 * 1024
+    #: compiled grammars (and automata) kept by one compiler, least recently used dropped first
+    max_compiled_grammars: int = 64
+    #: vocabulary indexes kept (tries and run tables: ~11 MB compiled, ~0.5 GB pure-Python for
+    #: a 151k vocabulary; a dropped one is rebuilt in ~0.1 s compiled, ~1.5 s pure)
+    max_vocab_indexes: int = 8
+    #: tool-argument grammars kept by the tool layer, by (schema, options)
+    max_schema_grammars: int = 256
+    #: jsonschema validators kept by the tool layer, by schema
+    max_validators: int = 512
+    #: output-sanitizer patterns kept, by marker set
+    max_sanitizer_patterns: int = 64
+    #: longest run Matcher.forced_bytes returns (cost: one transition per byte)
+    max_forced_bytes: int = 4096
+
 
 DEFAULT_LIMITS = Limits()
 
@@ -61,5 +108,12 @@ SERVER_LIMITS = Limits(
     max_cached_states=50_000,
     max_compile_seconds=5.0,
     max_mask_cache_bytes=64 * 1024 * 1024,
+    # schema and regex compilation
+    max_alternatives=256,
+    max_key_regions=64,
+    max_one_of_exact=6,
+    max_regex_nesting=32,
     max_any_order_properties=8,
+    max_cache_bytes=256 * 1024 * 1024,
+    max_vocab_indexes=2,
 )

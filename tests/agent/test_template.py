@@ -147,3 +147,14 @@ def test_smollm2_gguf_template_renders_like_chatml() -> None:
     t = default_template(backend)
     assert isinstance(t, ChatTemplate) and not t.knows_tools
     assert t(_transcript(), turn) == render_chatml(_transcript(), turn)
+
+
+def test_template_keyword_arguments_reach_the_template() -> None:
+    src = (
+        "{% for m in messages %}{{ m.content }}{% endfor %}"
+        "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}"
+    )
+    t = ChatTemplate(src)
+    msgs = [Message("user", "hi")]
+    assert t(msgs, ToolTurn([])) == "hi"
+    assert t(msgs, ToolTurn([]), enable_thinking=False) == "hi<think></think>"

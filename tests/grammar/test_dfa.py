@@ -1,5 +1,7 @@
 """Tests of the code-point DFA: algebra against per-string membership, multipleOf against Decimal
-arithmetic, limits, and the lowering to IR (raw UTF-8 and canonical JSON string escapes)."""
+arithmetic, limits, and the lowering to IR (raw UTF-8 and canonical JSON string escapes). The
+JSON-specific languages (``multiple_of_dfa``, the JSON string encoder) live in
+``toolmask.schema._json_text`` and are tested here with the automata they build on."""
 
 from __future__ import annotations
 
@@ -15,14 +17,12 @@ from hypothesis import strategies as st
 
 from toolmask.errors import LimitError
 from toolmask.grammar._charset import ANY_CHAR, CharSet
-from toolmask.grammar._dfa import (
+from toolmask.grammar._fsm import (
     EOL,
     Dfa,
     Nfa,
     dfa_to_node,
     dfa_to_rules,
-    json_string_node,
-    multiple_of_dfa,
 )
 from toolmask.grammar._ir import (
     ByteClass,
@@ -38,6 +38,7 @@ from toolmask.grammar._ir import (
 )
 from toolmask.grammar._regex import regex_dfa
 from toolmask.limits import Limits
+from toolmask.schema._json_text import json_string_char, json_string_node, multiple_of_dfa
 
 # -- a tiny reference matcher for IR trees ------------------------------------------------------
 
@@ -334,7 +335,7 @@ def test_multiple_of_fraction_digits() -> None:
 
 
 def lower_matches(d: Dfa, s: str, encoding: str) -> bool:
-    node, rules = dfa_to_rules(d, "t", encoding=encoding)  # type: ignore[arg-type]
+    node, rules = dfa_to_rules(d, "t", encoding="raw" if encoding == "raw" else json_string_char)
     if encoding == "raw":
         data = s.encode("utf-8")
     else:
@@ -429,18 +430,18 @@ def test_json_string_escapes(ch: str, encoded: bytes) -> None:
     "non_canonical", [b"\\u0041", b"\\/", b"\\u000A", b"\\u000a", b"\\u00e9", b"\n", b'"', b"\\"]
 )
 def test_json_string_rejects_non_canonical(non_canonical: bytes) -> None:
-    node, rules = dfa_to_rules(Dfa.any_string(), "s", encoding="json_string")
+    node, rules = dfa_to_rules(Dfa.any_string(), "s", encoding=json_string_char)
     assert not ir_fullmatch(node, rules, non_canonical)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(st.characters(codec="utf-8"), max_size=12))
 def test_json_string_any_text(s: str) -> None:
-    node, rules = dfa_to_rules(Dfa.any_string(), "s", encoding="json_string")
+    node, rules = dfa_to_rules(Dfa.any_string(), "s", encoding=json_string_char)
     data = json.dumps(s, ensure_ascii=False)[1:-1].encode()
     assert ir_fullmatch(node, rules, data)
     lim = Dfa.length(0, 5)
-    node, rules = dfa_to_rules(lim, "l", encoding="json_string")
+    node, rules = dfa_to_rules(lim, "l", encoding=json_string_char)
     assert ir_fullmatch(node, rules, data) == (len(s) <= 5)
 
 
@@ -448,7 +449,7 @@ def test_through_automaton_if_available() -> None:
     cases = [("[a-z]{2,3}", ["ab", "abc", "a", "abcd", "aB"]), ("(ab)*", ["", "ab", "aba"])]
     for p, strings in cases:
         d = dfa(p)
-        node, rules = dfa_to_rules(d, "x", encoding="json_string")
+        node, rules = dfa_to_rules(d, "x", encoding=json_string_char)
         g = Grammar((Rule("root", node), *rules))
         for s in strings:
             got = automaton_accepts(g, s.encode())

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import random
 import re
-import time
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -17,6 +15,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tests.vendored import SUITE_DIR
 from toolmask.errors import GrammarError, GrammarSyntaxError, LimitError
 from toolmask.grammar._charset import CharSet
 from toolmask.grammar._ir import (
@@ -154,6 +153,79 @@ def test_differential_against_python_re(pattern: str, strings: list[str]) -> Non
             continue  # Python < 3.14: \B never matches the empty string; ECMA's does
         assert search.accepts(s) == (compiled.search(s) is not None), (pattern, s)
         assert full.accepts(s) == (compiled.fullmatch(s) is not None), (pattern, s)
+
+
+# -- lookahead -----------------------------------------------------------------------------------
+
+lookahead_bodies = st.recursive(st.one_of(atoms, assertions), _extend, max_leaves=4)
+lookaheads = st.tuples(st.sampled_from(["(?=", "(?!"]), lookahead_bodies).map(
+    lambda t: f"{t[0]}{t[1]})"
+)
+regexes_with_lookahead = st.recursive(
+    st.one_of(atoms, assertions, lookaheads), _extend, max_leaves=8
+).filter(lambda p: "(?=" in p or "(?!" in p)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pattern=regexes_with_lookahead, strings=st.lists(subjects, min_size=1, max_size=8))
+def test_lookahead_differential_against_python_re(pattern: str, strings: list[str]) -> None:
+    """Lookaheads anywhere (inside groups, alternatives and repetitions) against Python's re,
+    which agrees with ECMA-262 on them for this alphabet."""
+    try:
+        compiled = re.compile(pattern, re.ASCII)
+    except re.error:
+        assume(False)
+        return
+    search = regex_dfa(pattern, search=True)
+    full = regex_dfa(pattern, search=False)
+    for s in strings:
+        if s == "" and "\\B" in pattern:
+            continue  # Python < 3.14: \B never matches the empty string; ECMA's does
+        assert search.accepts(s) == (compiled.search(s) is not None), (pattern, s)
+        assert full.accepts(s) == (compiled.fullmatch(s) is not None), (pattern, s)
+
+
+LOOKAHEAD_FIXED = [
+    "^(?!foo).*",  # the negative lookahead of real schemas
+    "^(?!.*--)[a-z-]+$",
+    "^(?=.*[0-9])(?=.*[a-z])[a-z0-9]{4,}$",  # password rules
+    "^((?!ab).)*$",  # a tempered dot: a lookahead inside a repetition
+    "(?!a)\\w",
+    "a(?=b)",
+    "\\b(?=\\w)x",
+    "^(?!$)",
+    "(?:(?=a))*b",  # a repetition of nothing but a lookahead
+    "x(?=$)|y(?!$)",
+    "^(?!(?:x|y)z).{2}$",
+]
+
+
+@pytest.mark.parametrize("pattern", LOOKAHEAD_FIXED)
+def test_lookahead_fixed_against_python_re(pattern: str) -> None:
+    compiled = re.compile(pattern, re.ASCII)
+    rng = random.Random(pattern)
+    strings = ["", "a", "ab", "abc", "foo", "foobar", "xfoo", "a--b", "a-b", "abc1", "1234"]
+    strings += [
+        "".join(rng.choice("abcfoxyz_-019 ") for _ in range(rng.randint(0, 7))) for _ in range(300)
+    ]
+    search, full = regex_dfa(pattern, search=True), regex_dfa(pattern, search=False)
+    for s in strings:
+        assert search.accepts(s) == (compiled.search(s) is not None), (pattern, s)
+        assert full.accepts(s) == (compiled.fullmatch(s) is not None), (pattern, s)
+
+
+def test_lookahead_in_schema_patterns() -> None:
+    import toolmask as tm
+
+    c = tm.compile(tm.Grammar.from_json_schema({"type": "string", "pattern": "^(?!foo).*"}))
+    for s, ok in (("bar", True), ("foo", False), ("food", False), ("fo", True), ("", True)):
+        m = c.matcher()
+        assert bool(m.accept_bytes(f'"{s}"'.encode()) and m.is_accepting()) == ok, s
+    pp = {"type": "object", "patternProperties": {"^(?!x-)": {"type": "integer"}}}
+    c = tm.compile(tm.Grammar.from_json_schema(pp))
+    for doc, ok in (('{"a":1}', True), ('{"a":"s"}', False), ('{"x-a":"s"}', True)):
+        m = c.matcher()
+        assert bool(m.accept_bytes(doc.encode()) and m.is_accepting()) == ok, doc
 
 
 FIXED = [
@@ -300,8 +372,9 @@ def test_anchors_in_odd_places(pattern: str, yes: list[str] | None, no: list[str
 # -- errors and limits --------------------------------------------------------------------------
 
 ERROR_CASES = [
-    ("a(?=b)", 1, "lookahead"),
-    ("a(?!b)", 1, "lookahead"),
+    ("a(?=b(?!c))", 5, "lookahead inside a lookahead"),
+    ("a(?=b)*", 6, "nothing to repeat"),
+    ("a(?=b", 1, "unterminated lookahead"),
     ("(?<=a)b", 0, "lookbehind"),
     ("(?<!a)b", 0, "lookbehind"),
     ("(a)\\1", 3, "backreference"),
@@ -337,9 +410,16 @@ def test_syntax_errors(pattern: str, pos: int, words: str) -> None:
 
 
 def test_nesting_limit() -> None:
-    with pytest.raises(GrammarSyntaxError):
+    with pytest.raises(LimitError) as e:
         parse_regex("(" * 500 + "a" + ")" * 500)
+    assert e.value.limit == "max_regex_nesting"
     assert regex_dfa("(" * 30 + "a" + ")" * 30, search=False).accepts("a")
+    tight = Limits(max_regex_nesting=4)
+    parse_regex("((((a))))", limits=tight)
+    with pytest.raises(LimitError):
+        parse_regex("(((((a)))))", limits=tight)
+    with pytest.raises(LimitError):
+        parse_regex("((((" + "(?=a)" + "))))", limits=tight)  # a lookahead is a level too
 
 
 @pytest.mark.parametrize(
@@ -352,12 +432,9 @@ def test_nesting_limit() -> None:
         "(a|b)*a(a|b){20}",
     ],
 )
-def test_huge_patterns_raise_limit_error_fast(pattern: str) -> None:
-    t0 = time.perf_counter()
+def test_huge_patterns_raise_limit_error(pattern: str) -> None:
     with pytest.raises(LimitError):
         regex_dfa(pattern, search=False)
-    # bounded, not hanging (not a performance assertion: a generous sanity bound)
-    assert time.perf_counter() - t0 < 60
 
 
 def test_small_limits() -> None:
@@ -448,9 +525,6 @@ def test_through_automaton_if_available(pattern: str) -> None:
 
 # -- JSON-Schema-Test-Suite ------------------------------------------------------------------------
 
-SUITE = (
-    Path(__file__).resolve().parents[3] / "shared/data/JSON-Schema-Test-Suite/tests/draft2020-12"
-)
 SUITE_FILES = [
     "optional/ecmascript-regex.json",
     "optional/non-bmp-regex.json",
@@ -461,9 +535,7 @@ SUITE_FILES = [
 
 def _suite_cases() -> Iterator[Any]:
     for name in SUITE_FILES:
-        path = SUITE / name
-        if not path.exists():
-            continue
+        path = SUITE_DIR / name
         for group in json.loads(path.read_text(encoding="utf-8")):
             schema = group["schema"]
             if not isinstance(schema, dict):
@@ -511,8 +583,6 @@ def test_json_schema_test_suite(kind: str, schema: dict[str, Any], data: Any, va
 
 
 def test_suite_present() -> None:
-    if not SUITE.exists():
-        pytest.skip("JSON-Schema-Test-Suite not checked out next to the repository")
     assert len(list(_suite_cases())) > 40
 
 

@@ -5,6 +5,10 @@
 * Every token a mask allows really keeps the automaton alive, and a sample of rejected tokens
   really kill it (checked with ``accept_bytes`` on a fresh matcher at the same state).
 * Multi-byte UTF-8 split across tokens works; special tokens are out of band.
+
+The public API runs on both backends (``compiler`` fixture); the tests of the reference's
+internals (``compute_mask``, the loop shortcut, the run tables) use the python backend, and
+``test_native.py`` compares the two state by state.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import numpy as np
 import pytest
 
 import toolmask as tm
-from toolmask.mask import TokenTrie, compute_mask, loop_set, vocab_index
+from toolmask.mask import TokenTrie, backend, compute_mask, loop_set
 from toolmask.vocab import Vocabulary
 
 S: dict[str, Any] = {"type": "string"}
@@ -51,13 +55,24 @@ INSTANCES: list[tuple[int, Any]] = [
 ]
 
 
+BACKENDS = ["python", "native"] if backend() == "native" else ["python"]
+PYTHON = tm.GrammarCompiler(backend="python")
+
+
 @pytest.fixture(scope="module", params=["qwen3", "llama3", "o200k"])
 def vocab(request: pytest.FixtureRequest) -> Vocabulary:
     return Vocabulary.from_quicktok(request.param)
 
 
-def _compiled(schema: dict[str, Any], vocab: Vocabulary) -> tm.CompiledGrammar:
-    return tm.compile(tm.Grammar.from_json_schema(schema), vocab)
+@pytest.fixture(scope="module", params=BACKENDS)
+def compiler(request: pytest.FixtureRequest) -> tm.GrammarCompiler:
+    return PYTHON if request.param == "python" else tm.GrammarCompiler(backend="native")
+
+
+def _compiled(
+    schema: dict[str, Any], vocab: Vocabulary, compiler: tm.GrammarCompiler = PYTHON
+) -> tm.CompiledGrammar:
+    return compiler.compile(tm.Grammar.from_json_schema(schema), vocab)
 
 
 def _allowed(m: tm.Matcher) -> set[int]:
@@ -71,9 +86,11 @@ def _bytes_alive(c: tm.CompiledGrammar, prefix: bytes, token: bytes) -> bool:
 
 
 @pytest.mark.parametrize("which", range(len(INSTANCES)))
-def test_forced_instances_are_accepted(vocab: Vocabulary, which: int) -> None:
+def test_forced_instances_are_accepted(
+    vocab: Vocabulary, compiler: tm.GrammarCompiler, which: int
+) -> None:
     si, value = INSTANCES[which]
-    c = _compiled(SCHEMAS[si], vocab)
+    c = _compiled(SCHEMAS[si], vocab, compiler)
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
     ids = vocab.encode_greedy(text)
     m = c.matcher()
@@ -106,7 +123,7 @@ def test_forced_instances_are_accepted(vocab: Vocabulary, which: int) -> None:
     assert m.accept_token(eos)
 
 
-def test_mask_equals_brute_force_on_every_step() -> None:
+def test_mask_equals_brute_force_on_every_step(compiler: tm.GrammarCompiler) -> None:
     """A small vocabulary: the mask is exactly the set of tokens that accept_bytes takes."""
     words = [b"{", b"}", b'"', b'"c', b"ity", b'":', b'":"', b"P", b"ar", b"is", b'"}', b",", b" "]
     words += [bytes([b]) for b in range(32, 127) if bytes([b]) not in words]
@@ -114,7 +131,7 @@ def test_mask_equals_brute_force_on_every_step() -> None:
     vocab = Vocabulary.from_token_bytes(
         [*words, b"<eos>"], eos_ids=[len(words)], special_ids=[len(words)]
     )
-    c = _compiled(SCHEMAS[0], vocab)
+    c = _compiled(SCHEMAS[0], vocab, compiler)
     text = '{"city":"Pé東is"}'.encode()
     m = c.matcher()
     for i in range(len(text) + 1):
@@ -126,12 +143,12 @@ def test_mask_equals_brute_force_on_every_step() -> None:
             assert m.accept_bytes(text[i : i + 1])
 
 
-def test_utf8_split_across_tokens() -> None:
+def test_utf8_split_across_tokens(compiler: tm.GrammarCompiler) -> None:
     e = "é".encode()
     vocab = Vocabulary.from_token_bytes(
         [b'"', e[:1], e[1:], b"a", b"\xff"], eos_ids=[], vocab_size=8
     )
-    c = tm.compile(tm.Grammar.from_json_schema({"type": "string"}), vocab)
+    c = _compiled({"type": "string"}, vocab, compiler)
     m = c.matcher()
     assert m.accept_token(0)
     assert _allowed(m) == {0, 1, 3}  # the lone continuation byte and 0xff are not UTF-8 here
@@ -151,7 +168,7 @@ def test_loop_shortcut_matches_plain_walk(vocab: Vocabulary) -> None:
     a, s = c.automaton, m.state
     loop, utf8 = loop_set(a, s, a.allowed_bytes(s))
     assert bin(loop).count("1") > 90 and utf8
-    idx = vocab_index(vocab)
+    idx = PYTHON.vocab_index(vocab)
     fast = compute_mask(a, s, idx)
     plain: list[int] = []
     from toolmask.mask._compute import _walk
@@ -162,19 +179,19 @@ def test_loop_shortcut_matches_plain_walk(vocab: Vocabulary) -> None:
     assert np.array_equal(np.packbits(want, bitorder="little").view(np.int32), fast)
 
 
-def test_special_tokens_are_out_of_band() -> None:
+def test_special_tokens_are_out_of_band(compiler: tm.GrammarCompiler) -> None:
     vocab = Vocabulary.from_quicktok("qwen3")
     im_end = vocab.special_id("<|im_end|>")
     assert im_end is not None
-    c = _compiled({"type": "string"}, vocab)
+    c = _compiled({"type": "string"}, vocab, compiler)
     m = c.matcher()
     assert m.accept_bytes(b'"')
     assert im_end not in _allowed(m)  # its text is never matched as bytes
     assert not m.accept_token(im_end)
 
 
-def test_fill_bitmask_layout(vocab: Vocabulary) -> None:
-    c = _compiled(SCHEMAS[0], vocab)
+def test_fill_bitmask_layout(vocab: Vocabulary, compiler: tm.GrammarCompiler) -> None:
+    c = _compiled(SCHEMAS[0], vocab, compiler)
     m = c.matcher()
     out = np.zeros((2, (vocab.vocab_size + 31) // 32), dtype=np.int32)
     m.fill_bitmask(out, 1)
@@ -186,22 +203,23 @@ def test_fill_bitmask_layout(vocab: Vocabulary) -> None:
         m.fill_bitmask(np.zeros(3, dtype=np.int32))
 
 
-def test_compile_cache_shares_masks(vocab: Vocabulary) -> None:
+def test_compile_cache_shares_masks(vocab: Vocabulary, compiler: tm.GrammarCompiler) -> None:
     g = tm.Grammar.from_json_schema(SCHEMAS[1])
-    c1 = tm.compile(g, vocab)
-    c2 = tm.compile(tm.Grammar.from_json_schema(SCHEMAS[1]), vocab)
+    c1 = compiler.compile(g, vocab)
+    c2 = compiler.compile(tm.Grammar.from_json_schema(SCHEMAS[1]), vocab)
     assert c1 is c2
-    assert tm.compile(g).automaton is c1.automaton
+    assert compiler.compile(g).automaton is c1.automaton
     m = c1.matcher()
     m.mask()
     assert c1.masks is not None
     misses = c1.masks.misses
     c2.matcher().mask()
     assert c1.masks.misses == misses
+    assert c1.backend == compiler.backend
 
 
-def test_token_methods_need_a_vocabulary() -> None:
-    m = tm.compile(tm.Grammar.from_json_schema({"type": "null"})).matcher()
+def test_token_methods_need_a_vocabulary(compiler: tm.GrammarCompiler) -> None:
+    m = compiler.compile(tm.Grammar.from_json_schema({"type": "null"})).matcher()
     with pytest.raises(ValueError, match="vocabulary"):
         m.accept_token(0)
     with pytest.raises(ValueError, match="vocabulary"):
@@ -248,9 +266,9 @@ def test_run_tables_match_plain_walk(which: int) -> None:
         eos_ids=[len(keep)],
         special_ids=[len(keep)],
     )
-    idx = vocab_index(vocab)
+    idx = PYTHON.vocab_index(vocab)
     schema, texts = RUN_SCHEMAS[which]
-    c = tm.compile(tm.Grammar.from_json_schema(schema), vocab)
+    c = _compiled(schema, vocab)
     a = c.automaton
     for text in texts:
         data = text.encode()

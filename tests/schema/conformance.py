@@ -21,16 +21,11 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import toolmask as tm
+from tests.vendored import SUITE_DIR, bench_records, suite_files, suite_remotes
 from toolmask.errors import LimitError, SchemaError
-
-ROOT = Path(__file__).resolve().parents[3] / "shared" / "data"
-SUITE = ROOT / "JSON-Schema-Test-Suite"
-SUITE_DIR = SUITE / "tests" / "draft2020-12"
-BENCH_DIR = ROOT / "jsonschemabench-dev"
 
 RANK = {
     "pass": 0,
@@ -43,12 +38,7 @@ RANK = {
 
 
 def remotes() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    base = SUITE / "remotes"
-    for p in sorted(base.rglob("*.json")):
-        rel = p.relative_to(base).as_posix()
-        out["http://localhost:1234/" + rel] = json.loads(p.read_text(encoding="utf-8"))
-    return out
+    return suite_remotes()
 
 
 @dataclass(frozen=True)
@@ -62,7 +52,7 @@ class Case:
 
 def suite_cases() -> list[Case]:
     cases: list[Case] = []
-    for f in sorted(SUITE_DIR.rglob("*.json")):
+    for f in suite_files():
         rel = f.relative_to(SUITE_DIR).as_posix()
         groups = json.loads(f.read_text(encoding="utf-8"))
         for gi, g in enumerate(groups):
@@ -70,13 +60,6 @@ def suite_cases() -> list[Case]:
             for ti, t in enumerate(g["tests"]):
                 cases.append(Case(f"{gid}/{ti}", gid, g["schema"], t["data"], bool(t["valid"])))
     return cases
-
-
-def bench_files(split: str | None = None) -> list[Path]:
-    if split is None:
-        return sorted(BENCH_DIR.glob("*.json"))
-    # most splits are named "Split---id.json"; JSON Schema Everywhere's are "JME_n.json"
-    return sorted([*BENCH_DIR.glob(f"{split}---*.json"), *BENCH_DIR.glob(f"{split}_*.json")])
 
 
 def key_order(schema: Any) -> dict[str, int]:
@@ -190,6 +173,5 @@ class Compiled:
 
 
 def iter_bench(split: str | None = None) -> Iterator[tuple[str, Any, list[dict[str, Any]]]]:
-    for p in bench_files(split):
-        rec = json.loads(p.read_text(encoding="utf-8"))
-        yield p.stem, rec["schema"], rec.get("tests") or []
+    for rec in bench_records(split):
+        yield rec.name, rec.schema, rec.tests

@@ -1,5 +1,7 @@
 """JSONSchemaBench (dev split, MaskBench form): every schema compiles or is rejected cleanly.
 
+The records are vendored under tests/data/jsonschemabench (one gzipped JSON Lines file a split).
+
 For each of the 4,754 schemas: compilation either succeeds or raises SchemaError / LimitError
 within the default limits (anything else is a crash and fails), and every ``tests`` instance is
 classified as in the official suite. The checked-in ``bench_baseline.json`` holds, per schema,
@@ -15,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from tests.schema.conformance import RANK, Compiled, bench_files
+from tests.schema.conformance import RANK, Compiled
+from tests.vendored import BenchRecord, bench_records
 
 BASELINE_PATH = Path(__file__).with_name("bench_baseline.json")
-FILES = bench_files()
+RECORDS = bench_records()
 _RESULTS: dict[str, list[str]] = {}
 _BASELINE: dict[str, list[str]] = (
     json.loads(BASELINE_PATH.read_text()) if BASELINE_PATH.exists() else {}
@@ -28,23 +31,22 @@ _BASELINE: dict[str, list[str]] = (
 @pytest.fixture(scope="module", autouse=True)
 def _write_baseline(request: pytest.FixtureRequest) -> Any:
     yield
-    if request.config.getoption("--update-baseline") and len(_RESULTS) == len(FILES):
+    if request.config.getoption("--update-baseline") and len(_RESULTS) == len(RECORDS):
         BASELINE_PATH.write_text(json.dumps(dict(sorted(_RESULTS.items())), indent=0) + "\n")
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
-def test_bench_schema(path: Path, request: pytest.FixtureRequest) -> None:
-    rec = json.loads(path.read_text(encoding="utf-8"))
-    c = Compiled(rec["schema"])
+@pytest.mark.parametrize("rec", RECORDS, ids=[r.name for r in RECORDS])
+def test_bench_schema(rec: BenchRecord, request: pytest.FixtureRequest) -> None:
+    c = Compiled(rec.schema)
     outcome = ["compiled" if c.kind is None else c.kind]
-    for t in rec.get("tests") or []:
+    for t in rec.tests:
         outcome.append(c.classify(t["data"], bool(t["valid"])))
-    _RESULTS[path.stem] = outcome
+    _RESULTS[rec.name] = outcome
     fps = [i for i, x in enumerate(outcome[1:]) if x == "false_positive"]
     assert not fps, f"invalid instances accepted: {fps} ({c.error})"
     if request.config.getoption("--update-baseline"):
         return
-    base = _BASELINE.get(path.stem)
+    base = _BASELINE.get(rec.name)
     assert base is not None, "no baseline entry: run with --update-baseline"
     if base[0] == "compiled":
         assert outcome[0] == "compiled", f"no longer compiles: {c.error}"

@@ -257,11 +257,26 @@ def test_unsupported_schema_is_a_400_with_pointer_and_keyword(plans: PlanCache) 
 
 def test_tool_schema_errors_name_the_tool(plans: PlanCache) -> None:
     good = _tool("ok", {"type": "object"})
-    hostile = _tool("evil", {"type": "object", "properties": {"s": {"pattern": "(?=x)y"}}})
+    hostile = _tool("evil", {"type": "object", "properties": {"s": {"pattern": "(a)\\1"}}})
     with pytest.raises(APIError) as e:
         plans.get(_req(tools=[good, hostile]))
     assert e.value.param == "tools[1].function.parameters"
     assert e.value.extra["keyword"] == "pattern" and "'evil'" in e.value.message
+
+
+def test_unknown_formats_are_annotations_unless_strict_formats(plans: PlanCache) -> None:
+    schema = {"type": "object", "properties": {"c": {"type": "string", "format": "color"}}}
+    plan = plans.get(_req(response_format=_rf(schema)))
+    assert _accepts(plan, '{"c":"not a colour"}')
+    strict = PlanCache(plans.vocab, tm.SERVER_LIMITS, strict_formats=True)
+    with pytest.raises(APIError) as e:
+        strict.get(_req(response_format=_rf(schema)))
+    assert e.value.status == 400 and e.value.param == "response_format.json_schema.schema"
+    assert e.value.extra == {"pointer": "#/properties/c", "keyword": "format"}
+    with pytest.raises(APIError) as e:
+        strict.get(_req(tools=[_tool("paint", schema)]))
+    assert e.value.param == "tools[0].function.parameters"
+    assert e.value.extra["keyword"] == "format"
 
 
 def test_schemas_past_the_server_limits_are_refused(plans: PlanCache) -> None:

@@ -8,6 +8,7 @@ those tokens would produce them.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from toolmask._compile import Matcher
@@ -24,10 +25,45 @@ def call_json(fmt: WireFormat, name: str, args: dict[str, Any]) -> str:
     return "{" + f'"{fmt.name_key}": {json.dumps(name)}, "{fmt.args_key}": {body}' + "}"
 
 
-def _marker(text: str, special_tokens: frozenset[str]) -> list[Piece]:
-    if not text:
-        return []
-    return [Special(text)] if text in special_tokens else [text]
+def split_special(text: str, special_tokens: frozenset[str]) -> list[Piece]:
+    """``text`` with every occurrence of a special-token text as a :class:`Special` piece."""
+    if not special_tokens:
+        return [text] if text else []
+    pat = re.compile("|".join(re.escape(m) for m in sorted(special_tokens, key=len, reverse=True)))
+    out: list[Piece] = []
+    pos = 0
+    for m in pat.finditer(text):
+        if m.start() > pos:
+            out.append(text[pos : m.start()])
+        out.append(Special(m.group()))
+        pos = m.end()
+    if pos < len(text):
+        out.append(text[pos:])
+    return out
+
+
+def custom_turn(fmt: WireFormat) -> bool:
+    """Whether the format writes its turn as messages (Harmony) rather than prose + blocks."""
+    return type(fmt).turn_grammar is not WireFormat.turn_grammar
+
+
+def prose_text(fmt: WireFormat, prose: str, *, before_calls: bool) -> str:
+    """Prose as the format writes it: plain text, or a Harmony message (final, or a
+    commentary preamble before calls)."""
+    if not custom_turn(fmt):
+        return prose
+    if before_calls:
+        return f"<|channel|>commentary<|message|>{prose}<|end|><|start|>assistant"
+    return f"<|channel|>final<|message|>{prose}"
+
+
+def reasoning_text(fmt: WireFormat, thought: str, *, opened: bool = False) -> str:
+    """A reasoning channel as the format writes it at the start of a reply (``opened``: the
+    prompt already opened it)."""
+    if custom_turn(fmt):
+        return f"<|channel|>analysis<|message|>{thought}<|end|><|start|>assistant"
+    start = "" if opened else fmt.reasoning_start
+    return f"{start}{thought}{fmt.reasoning_end}\n\n"
 
 
 def render(
@@ -37,27 +73,21 @@ def render(
     prose: str = "",
     special_tokens: frozenset[str] = frozenset(),
     bare: bool = False,
+    reasoning: str = "",
 ) -> list[Piece]:
-    """``prose`` then the calls in ``fmt``'s wire format (``bare``: without the opener)."""
-    out: list[Piece] = [prose] if prose else []
-    if not calls:
-        return out
-    opener = [] if bare else _marker(fmt.open, special_tokens)
-
-    def block(objs: list[str], first: bool) -> list[Piece]:
-        head = opener if first else _marker(fmt.open, special_tokens)
-        body = fmt.after_open + fmt.list_open + fmt.separator_text.join(objs) + fmt.list_close
-        return [*head, body + fmt.before_close, *_marker(fmt.close, special_tokens)]
-
-    objs = [call_json(fmt, n, a) for n, a in calls]
-    if fmt.separator:
-        out.extend(block(objs, True))
-    else:
-        for i, o in enumerate(objs):
-            if i:
-                out.append(fmt.block_sep)
-            out.extend(block([o], i == 0))
-    return [p for p in out if p != ""]
+    """``reasoning`` (already written in the format's channel), ``prose`` then the calls in
+    ``fmt``'s wire format (``bare``: without the opener); markers in ``special_tokens`` become
+    :class:`Special` pieces."""
+    text = reasoning
+    if prose:
+        text += prose_text(fmt, prose, before_calls=bool(calls))
+    if calls:
+        body = fmt.render_calls(calls)
+        if bare:
+            assert body.startswith(fmt.open)
+            body = body[len(fmt.open) :]
+        text += body
+    return split_special(text, special_tokens)
 
 
 def text_of(pieces: list[Piece]) -> str:

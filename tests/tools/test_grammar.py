@@ -1,14 +1,18 @@
-"""The turn grammar, table-driven: every format x tool_choice mode x parallel on/off.
+"""The turn grammar, table-driven: every format x tool_choice mode x parallel on/off x
+reasoning on/off.
 
 For each cell, completions that obey the mode are accepted by the compiled grammar and parse to
 calls whose names are allowed and whose arguments validate; completions that break it (a call
 under ``none``, no call under ``required``, a disallowed tool, two calls with parallel off,
-another tool's arguments) are rejected.
+another tool's arguments) are rejected. With reasoning on, every completion starts with the
+format's reasoning channel and gets the same verdict ("reason, then call"); with it off, a
+completion that reasons is rejected.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +22,11 @@ import toolmask as tm
 from toolmask.grammar import Special, iter_nodes
 from toolmask.tools import FORMATS, ToolTurn, sequential_call_id
 
-from .completions import Call, Piece, accepts, render, text_of
+from .completions import Call, Piece, accepts, custom_turn, reasoning_text, render, text_of
 from .toolset import INVALID, NAMES, TOOLS, VALID
+
+#: the formats with a generation grammar (the others parse only, see test_canitoolcall)
+GRAMMAR_FORMATS = sorted(n for n, f in FORMATS.items() if f.has_grammar)
 
 
 @dataclass(frozen=True)
@@ -60,15 +67,30 @@ MODES = [
 ]
 
 PROSE = "Sure, let me look that up for you.\n"
-CELLS = list(itertools.product(sorted(FORMATS), MODES, [True, False]))
+THOUGHT = "The user wants data; a tool has it.\nI will call it."
+CELLS = list(itertools.product(GRAMMAR_FORMATS, MODES, [True, False], [True, False]))
 
 
-def _id(cell: tuple[str, Mode, bool]) -> str:
-    fmt, mode, parallel = cell
-    return f"{fmt}-{mode.label}-{'parallel' if parallel else 'single'}"
+def _id(cell: tuple[str, Mode, bool, bool]) -> str:
+    fmt, mode, parallel, reasoning = cell
+    p = "parallel" if parallel else "single"
+    return f"{fmt}-{mode.label}-{p}-{'reasoning' if reasoning else 'plain'}"
 
 
-def _turn(fmt: str, mode: Mode, parallel: bool, special: frozenset[str] = frozenset()) -> ToolTurn:
+def _has_reasoning(fmt: str) -> bool:
+    f = FORMATS[fmt]
+    return bool(f.reasoning_start and f.reasoning_end) or custom_turn(f)
+
+
+def _turn(
+    fmt: str,
+    mode: Mode,
+    parallel: bool,
+    special: frozenset[str] = frozenset(),
+    *,
+    reasoning: bool = True,
+    reasoning_open: bool = False,
+) -> ToolTurn:
     return ToolTurn(
         TOOLS,
         fmt,
@@ -76,7 +98,18 @@ def _turn(fmt: str, mode: Mode, parallel: bool, special: frozenset[str] = frozen
         parallel_tool_calls=parallel,
         special_tokens=special,
         id_factory=sequential_call_id,
+        reasoning=reasoning,
+        reasoning_open=reasoning_open,
     )
+
+
+def _roundtrips(turn: ToolTurn, name: str, args: dict[str, Any]) -> bool:
+    parsed = turn.parse(turn.format.render_calls([(name, args)]))
+    return [(c.name, c.arguments) for c in parsed.calls] == [(name, args)]
+
+
+def _strings(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: v if isinstance(v, str | dict | list) else json.dumps(v) for k, v in args.items()}
 
 
 def _good_and_bad(
@@ -94,7 +127,8 @@ def _good_and_bad(
 
     if not mode.required:
         good.append(("prose only", render(fmt, [], prose=PROSE, special_tokens=sp)))
-        good.append(("empty reply", []))
+        if not custom_turn(fmt):  # a Harmony turn is at least one message
+            good.append(("empty reply", []))
     else:
         bad.append(("prose only", render(fmt, [], prose=PROSE, special_tokens=sp)))
         bad.append(("empty reply", []))
@@ -104,8 +138,13 @@ def _good_and_bad(
         good.append(("one call", render(fmt, one, special_tokens=sp)))
         for n in allowed:  # every allowed tool with each of its valid argument objects
             for args in VALID[n]:
-                good.append((f"call {n}", render(fmt, [(n, args)], special_tokens=sp)))
-        if fmt.bare_at_start:
+                # a value the format cannot write (a raw-text value holding the format's own
+                # close marker) reads back differently: the grammar must refuse it
+                ok = _roundtrips(turn, n, args)
+                (good if ok else bad).append(
+                    (f"call {n}", render(fmt, [(n, args)], special_tokens=sp))
+                )
+        if fmt.bare_at_start and not custom_turn(fmt):
             good.append(("bare call", render(fmt, one, special_tokens=sp, bare=True)))
         prose_then_call = render(fmt, one, prose=PROSE, special_tokens=sp)
         (bad if mode.required else good).append(("prose then call", prose_then_call))
@@ -117,6 +156,8 @@ def _good_and_bad(
             ("other tool's args", render(fmt, [(first, VALID[other][0])], special_tokens=sp))
         )
         for args in INVALID[first]:
+            if fmt.render_calls([(first, args)]) == fmt.render_calls([(first, _strings(args))]):
+                continue  # a raw-text value: 3 and "3" are the same text
             bad.append(("invalid args", render(fmt, [(first, args)], special_tokens=sp)))
         bad.append(("call then prose", [*render(fmt, one, special_tokens=sp), " done."]))
         # the model's own ending: a newline (or a few whitespace bytes) after the last block
@@ -126,14 +167,14 @@ def _good_and_bad(
         # keys in the order the model picks, each at most once
         for n in allowed:
             for args in VALID[n]:
-                if len(args) > 1:
+                if len(args) > 1 and _roundtrips(turn, n, args):
                     flipped = dict(reversed(list(args.items())))
                     good.append(
                         (f"keys reordered {n}", render(fmt, [(n, flipped)], special_tokens=sp))
                     )
         dup = render(fmt, [(first, VALID[first][0])], special_tokens=sp)
         key = next(iter(VALID[first][0]), None)
-        if key is not None:
+        if key is not None and f'"{key}": ' in text_of(dup):
             text = text_of(dup)
             k = f'"{key}": '
             at = text.index(k)
@@ -142,7 +183,7 @@ def _good_and_bad(
             bad.append(("duplicate key", [doubled]))
     else:
         bad.append(("call under none", render(fmt, calls([NAMES[0]]), special_tokens=sp)))
-        if fmt.bare_at_start:
+        if fmt.bare_at_start and not custom_turn(fmt):
             bad.append(("bare call under none", render(fmt, calls([NAMES[0]]), bare=True)))
     for n in disallowed[:2]:
         if allowed:
@@ -152,16 +193,25 @@ def _good_and_bad(
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[_id(c) for c in CELLS])
-def test_turn_grammar_table(cell: tuple[str, Mode, bool]) -> None:
-    fmt_name, mode, parallel = cell
-    turn = _turn(fmt_name, mode, parallel)
+def test_turn_grammar_table(cell: tuple[str, Mode, bool, bool]) -> None:
+    fmt_name, mode, parallel, reasoning = cell
+    turn = _turn(fmt_name, mode, parallel, reasoning=reasoning)
     compiled = tm.compile(turn.grammar())
     good, bad = _good_and_bad(turn, mode, parallel)
     assert good and bad
+    if _has_reasoning(fmt_name):
+        thought = reasoning_text(turn.format, THOUGHT)
+        if reasoning:  # reason, then the same verdict
+            good = [(f"reasoning, {lb}", [thought, *p]) for lb, p in good]
+            bad = [(f"reasoning, {lb}", [thought, *p]) for lb, p in bad]
+        else:  # no channel: a reply that reasons is refused
+            bad += [(f"reasoning, {lb}", [thought, *p]) for lb, p in good]
     for label, pieces in good:
         assert accepts(compiled.matcher(), pieces), f"rejected valid completion ({label})"
         parsed = turn.parse(text_of(pieces))
         assert not parsed.malformed, label
+        if label.startswith("reasoning, "):
+            assert parsed.reasoning == THOUGHT, label
         assert (len(parsed.calls) >= 1) or not mode.required
         if not parallel:
             assert len(parsed.calls) <= 1
@@ -172,7 +222,7 @@ def test_turn_grammar_table(cell: tuple[str, Mode, bool]) -> None:
         assert not accepts(compiled.matcher(), pieces), f"accepted bad completion ({label})"
 
 
-@pytest.mark.parametrize("fmt_name", sorted(FORMATS))
+@pytest.mark.parametrize("fmt_name", GRAMMAR_FORMATS)
 def test_special_token_markers(fmt_name: str) -> None:
     """Markers that are special tokens become Special nodes; their text no longer matches."""
     fmt = FORMATS[fmt_name]
@@ -192,14 +242,36 @@ def test_special_token_markers(fmt_name: str) -> None:
     assert [c.name for c in parsed.calls] == ["get_weather", "calculate"]
 
 
-@pytest.mark.parametrize("fmt_name", sorted(FORMATS))
+@pytest.mark.parametrize(
+    "fmt_name",
+    [f for f in GRAMMAR_FORMATS if FORMATS[f].reasoning_start and FORMATS[f].reasoning_end],
+)
+@pytest.mark.parametrize("mode", [MODES[1], MODES[2]], ids=["auto", "required"])
+def test_reasoning_opened_by_the_prompt(fmt_name: str, mode: Mode) -> None:
+    """A prompt that ends inside the channel: the reply reasons, closes it, then follows
+    ``tool_choice``; a reply that does not close the channel is not a turn."""
+    turn = _turn(fmt_name, mode, True, reasoning_open=True)
+    fmt = turn.format
+    compiled = tm.compile(turn.grammar())
+    call = render(fmt, [("get_weather", VALID["get_weather"][0])])
+    thought = reasoning_text(fmt, THOUGHT, opened=True)
+    assert accepts(compiled.matcher(), [thought, *call])
+    parsed = turn.parse(text_of([thought, *call]))
+    assert parsed.reasoning == THOUGHT and [c.name for c in parsed.calls] == ["get_weather"]
+    assert turn.for_prompt("<|im_start|>assistant\n").parse(text_of(call)).calls
+    assert not accepts(compiled.matcher(), call)  # the channel must be closed first
+    assert accepts(compiled.matcher(), [fmt.reasoning_end, *call])  # an empty channel
+
+
+@pytest.mark.parametrize("fmt_name", [f for f in GRAMMAR_FORMATS if not custom_turn(FORMATS[f])])
 def test_prose_cannot_contain_the_trigger(fmt_name: str) -> None:
     fmt = FORMATS[fmt_name]
     turn = _turn(fmt_name, MODES[0], True)  # none
     m = tm.compile(turn.grammar()).matcher()
     assert m.accept_bytes(b"Plain text, with { braces } and \xc3\xa9 accents. ")
-    assert not m.accept_bytes(fmt.trigger_text.encode())
-    assert m.accept_bytes(fmt.trigger_text[:-1].encode())
+    trigger = min(fmt.parse_triggers(), key=len)
+    assert not m.accept_bytes(trigger.encode())
+    assert m.accept_bytes(trigger[:-1].encode())
 
 
 def test_name_and_arguments_are_one_choice() -> None:
@@ -207,7 +279,8 @@ def test_name_and_arguments_are_one_choice() -> None:
     turn = _turn("hermes", MODES[2], True)
     m = tm.compile(turn.grammar()).matcher()
     assert m.accept_bytes(b'<tool_call>\n{"name": "get_time", "arguments": ')
-    assert m.forced_bytes() == b"{}}\n</tool_call>"
+    assert m.forced_bytes() == b"{}}"  # then the close, its newline optional
+    assert m.accept_bytes(b"{}}\n") and m.forced_bytes() == b"</tool_call>"
 
 
 def test_call_grammar_starts_at_the_trigger() -> None:

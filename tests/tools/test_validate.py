@@ -59,3 +59,29 @@ def test_render_limits_and_empty() -> None:
         render_errors(errs, max_errors=2)
         == "/a0: m0 for tool 't'; /a1: m1 for tool 't' (and 6 more)"
     )
+
+
+def test_agrees_with_the_post_decode_validator() -> None:
+    """One validator factory: a call's arguments and ``CompiledGrammar.validate`` reject the
+    same values. jsonschema's own ``uri`` checker passes anything when its optional package is
+    missing, and it knows no ``int32``; toolmask's checks are exact and shared."""
+    import json
+
+    import toolmask as tm
+    from toolmask.tools import Tool
+
+    schema = {
+        "type": "object",
+        "properties": {"link": {"type": "string", "format": "uri"}, "n": {"format": "int32"}},
+        "uniqueItems": True,  # a keyword left to the validator: the grammar carries a PostCheck
+    }
+    tool = Tool.from_openai({"type": "function", "function": {"name": "f", "parameters": schema}})
+    compiled = tm.compile(tm.Grammar.from_json_schema(schema))
+    for args, ok in (
+        ({"link": "https://example.org/a"}, True),
+        ({"link": "not a uri"}, False),
+        ({"n": 2**31 - 1}, True),
+        ({"n": 2**31}, False),
+    ):
+        assert (validate_call(("f", args), [tool]) == []) == ok, args
+        assert (compiled.validate(json.dumps(args)) == []) == ok, args

@@ -88,9 +88,14 @@ class ChatTemplate:
             return out
         return {"role": m.role, "content": m.content}
 
-    def render(self, messages: Sequence[Message], turn: ToolTurn | None = None) -> str:
-        """The prompt text for ``messages`` with the assistant's turn opened."""
+    def render(
+        self, messages: Sequence[Message], turn: ToolTurn | None = None, **extra: Any
+    ) -> str:
+        """The prompt text for ``messages`` with the assistant's turn opened. ``extra``
+        variables reach the template as they are (``enable_thinking=False``, the request's
+        ``chat_template_kwargs``); the names the renderer sets itself win."""
         context: dict[str, Any] = {
+            **extra,
             "messages": [self._message(m, turn) for m in messages],
             "add_generation_prompt": True,
             "bos_token": self.bos_token,
@@ -105,5 +110,5 @@ class ChatTemplate:
         except self._template_error as e:
             raise ChatTemplateError(f"the chat template failed: {e}") from e
 
-    def __call__(self, messages: Sequence[Message], turn: ToolTurn) -> str:
-        return self.render(messages, turn)
+    def __call__(self, messages: Sequence[Message], turn: ToolTurn, **extra: Any) -> str:
+        return self.render(messages, turn, **extra)

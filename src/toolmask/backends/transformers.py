@@ -302,6 +302,9 @@ class Transformers(DecodingBackend):
         self._keep = next(
             (k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None
         )
+        # the KV cache argument and output field: ``cache`` since transformers 5.x (where
+        # ``past_key_values`` warns it is deprecated), ``past_key_values`` before
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
         self._cache: Any = None
         self._cached: list[int] = []  # tokens whose keys/values the cache holds
         self._last_logits: Any = None
@@ -406,15 +409,15 @@ class Transformers(DecodingBackend):
     def _feed(self, ids: list[int]) -> None:
         """Feed ``ids`` after the cached tokens; keeps the last position's logits (float32)."""
         torch = self._torch
-        kw = {self._keep: 1} if self._keep else {}
+        kw: dict[str, Any] = {self._keep: 1} if self._keep else {}
+        kw[self._cache_arg] = self._cache
         with torch.inference_mode():
             out = self.model(
                 input_ids=torch.tensor([ids], dtype=torch.long, device=self.model.device),
-                past_key_values=self._cache,
                 use_cache=True,
                 **kw,
             )
-        self._cache = out.past_key_values
+        self._cache = getattr(out, self._cache_arg)
         self._cached.extend(ids)
         self._last_logits = out.logits[0, -1].float().cpu().numpy()
 

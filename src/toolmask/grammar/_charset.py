@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, seq
 
-__all__ = ["ANY_CHAR", "MAX_CP", "CharSet", "utf8_node"]
+__all__ = ["ANY_CHAR", "MAX_CP", "UTF8_CONTINUATION", "UTF8_LENGTHS", "CharSet", "utf8_node"]
 
 MAX_CP = 0x10FFFF
 _SURR_LO, _SURR_HI = 0xD800, 0xDFFF
@@ -128,8 +128,19 @@ class CharSet:
 
 ANY_CHAR = CharSet(((0, MAX_CP),))
 
-# UTF-8 length boundaries: (first code point, last code point) per encoded length
-_LEN_BOUNDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, MAX_CP))
+#: UTF-8 (RFC 3629) by encoded length ``n``: (first code point, last code point, lowest lead
+#: byte, highest lead byte); every later byte is a continuation byte in :data:`UTF8_CONTINUATION`
+#: (narrower after the leads E0, ED, F0 and F4, which exclude overlong forms, surrogates and code
+#: points past U+10FFFF). The one table of UTF-8's shape; the byte-class passes derive theirs.
+UTF8_LENGTHS: dict[int, tuple[int, int, int, int]] = {
+    1: (0, 0x7F, 0x00, 0x7F),
+    2: (0x80, 0x7FF, 0xC2, 0xDF),
+    3: (0x800, 0xFFFF, 0xE0, 0xEF),
+    4: (0x10000, MAX_CP, 0xF0, 0xF4),
+}
+UTF8_CONTINUATION = (0x80, 0xBF)
+
+_LEN_BOUNDS = tuple((first, last) for first, last, _, _ in UTF8_LENGTHS.values())
 
 
 def _encode(cp: int, n: int) -> list[int]:

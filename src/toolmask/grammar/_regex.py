@@ -33,7 +33,7 @@ from typing import TypeAlias
 
 from toolmask.errors import GrammarError, GrammarSyntaxError, LimitError
 from toolmask.grammar._charset import ANY_CHAR, MAX_CP, CharSet
-from toolmask.grammar._dfa import (
+from toolmask.grammar._fsm import (
     BOL,
     EOL,
     NOT_WORD_BOUNDARY,
@@ -91,7 +91,6 @@ _CLASS_ESCAPES = {
 }
 _CONTROL_ESCAPES = {"n": 0x0A, "r": 0x0D, "t": 0x09, "f": 0x0C, "v": 0x0B}
 _SYNTAX = set("^$\\.*+?()[]{}|/")
-_MAX_NESTING = 64
 
 # -- AST ----------------------------------------------------------------------------------------
 
@@ -127,16 +126,27 @@ class RAssert:
     cond: int
 
 
-RNode: TypeAlias = RChars | RCat | RAlt | RRepeat | RAssert
+@dataclass(frozen=True, slots=True)
+class RLook:
+    """A lookahead ``(?=body)`` / ``(?!body)`` (``negative``) opening at ``pos``."""
+
+    body: RNode
+    negative: bool
+    pos: int
+
+
+RNode: TypeAlias = RChars | RCat | RAlt | RRepeat | RAssert | RLook
 
 # -- parser -------------------------------------------------------------------------------------
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, limits: Limits = DEFAULT_LIMITS) -> None:
         self.text = text
         self.pos = 0
         self.depth = 0
+        self.max_depth = limits.max_regex_nesting
+        self.in_look = False
 
     def error(self, message: str, pos: int | None = None) -> GrammarSyntaxError:
         return GrammarSyntaxError(
@@ -177,14 +187,12 @@ class _Parser:
         elif c == "\\" and self.peek(1) in ("b", "B"):
             assertion = WORD_BOUNDARY if self.peek(1) == "b" else NOT_WORD_BOUNDARY
         elif c == "(" and self.peek(1) == "?":
-            for intro, what in (
-                ("(?=", "lookahead"),
-                ("(?!", "negative lookahead"),
-                ("(?<=", "lookbehind"),
-                ("(?<!", "negative lookbehind"),
-            ):
+            for intro in ("(?<=", "(?<!"):
                 if self.text.startswith(intro, self.pos):
+                    what = "lookbehind" if intro == "(?<=" else "negative lookbehind"
                     raise self.error(f"{what} assertions are not supported")
+            if self.peek(2) in ("=", "!"):
+                return self.lookahead()
         if assertion is not None:
             self.pos += 1 if c in "^$" else 2
             if self.quantifier_at(self.pos) is not None:
@@ -204,6 +212,32 @@ class _Parser:
             raise self.error("nothing to repeat")
         del start
         return RRepeat(atom, lo, hi)
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > self.max_depth:
+            raise LimitError(
+                f"regex groups nest more than {self.max_depth} deep (at {self.pos})",
+                limit="max_regex_nesting",
+            )
+
+    def lookahead(self) -> RNode:
+        open_pos = self.pos
+        negative = self.peek(2) == "!"
+        if self.in_look:
+            raise self.error("a lookahead inside a lookahead is not supported")
+        self.pos += 3
+        self.enter()
+        self.in_look = True
+        body = self.disjunction()
+        self.in_look = False
+        self.depth -= 1
+        if self.peek() != ")":
+            raise self.error("unterminated lookahead", open_pos)
+        self.pos += 1
+        if self.quantifier_at(self.pos) is not None:
+            raise self.error("nothing to repeat (a lookahead cannot be quantified)")
+        return RLook(body, negative, open_pos)
 
     def quantifier_at(self, i: int) -> tuple[int, int | None, int] | None:
         """``(min, max, end)`` of a quantifier starting at ``i``, or None."""
@@ -278,9 +312,7 @@ class _Parser:
                 self.pos = end + 1
             else:
                 raise self.error("unsupported group syntax (inline flags / modifiers)", open_pos)
-        self.depth += 1
-        if self.depth > _MAX_NESTING:
-            raise self.error(f"groups nested more than {_MAX_NESTING} deep")
+        self.enter()
         node = self.disjunction()
         self.depth -= 1
         if self.peek() != ")":
@@ -421,9 +453,10 @@ def _is_identifier(name: str) -> bool:
     return name.isidentifier() or all(ch.isalnum() or ch in "_$" for ch in name)
 
 
-def parse_regex(pattern: str) -> RNode:
-    """Parse an ECMA-262 pattern (``u`` flag) to its AST; GrammarSyntaxError if malformed."""
-    return _Parser(pattern).parse()
+def parse_regex(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> RNode:
+    """Parse an ECMA-262 pattern (``u`` flag) to its AST; GrammarSyntaxError if malformed,
+    LimitError when groups nest more than ``limits.max_regex_nesting`` deep."""
+    return _Parser(pattern, limits).parse()
 
 
 # -- Unicode properties ---------------------------------------------------------------------------
@@ -533,6 +566,8 @@ def _nfa_size(node: RNode, cap: int) -> int:
         return 2
     if isinstance(node, RAssert):
         return 2
+    if isinstance(node, RLook):
+        return 2 + _nfa_size(node.body, cap)
     if isinstance(node, (RCat, RAlt)):
         total = 2
         for it in node.items:
@@ -553,6 +588,13 @@ def _build(node: RNode, nfa: Nfa) -> tuple[int, int]:
     if isinstance(node, RAssert):
         s, e = nfa.add_state(), nfa.add_state()
         nfa.add_eps(s, e, node.cond)
+        return s, e
+    if isinstance(node, RLook):
+        # the body is its own fragment, entered by the determinisation at every position the
+        # lookahead is passed; it shares nothing with the main automaton
+        body_start, body_accept = _build(node.body, nfa)
+        s, e = nfa.add_state(), nfa.add_state()
+        nfa.add_lookahead(s, e, body_start, body_accept, negative=node.negative)
         return s, e
     if isinstance(node, RCat):
         s = e = nfa.add_state()
@@ -614,7 +656,7 @@ def _regex_nfa(ast: RNode, *, search: bool, limits: Limits) -> Nfa:
 
 @functools.lru_cache(maxsize=512)
 def _regex_dfa_cached(pattern: str, search: bool, limits: Limits) -> Dfa:
-    ast = parse_regex(pattern)
+    ast = parse_regex(pattern, limits=limits)
     return Dfa.from_nfa(_regex_nfa(ast, search=search, limits=limits), limits=limits)
 
 
@@ -649,7 +691,7 @@ def _has_assertions(node: RNode) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, RAssert):
+        if isinstance(n, (RAssert, RLook)):
             return True
         if isinstance(n, (RCat, RAlt)):
             stack.extend(n.items)
@@ -670,8 +712,8 @@ def _direct_ir(node: RNode) -> Node:
     raise AssertionError("assertions have no direct IR")
 
 
-def _assertion_free(pattern: str) -> RNode | None:
-    ast = _strip_outer_anchors(parse_regex(pattern))
+def _assertion_free(pattern: str, limits: Limits) -> RNode | None:
+    ast = _strip_outer_anchors(parse_regex(pattern, limits=limits))
     return None if _has_assertions(ast) else ast
 
 
@@ -682,7 +724,7 @@ def regex_node(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> Node:
     Otherwise its DFA is lowered by state elimination; if that tree is too large this raises
     GrammarError telling the caller to use :func:`regex_rules`.
     """
-    ast = _assertion_free(pattern)
+    ast = _assertion_free(pattern, limits)
     if ast is not None:
         return _direct_ir(ast)
     node = dfa_to_node(regex_dfa(pattern, search=False, limits=limits), encoding="raw")
@@ -699,8 +741,8 @@ def regex_rules(
 ) -> tuple[Node, tuple[Rule, ...]]:
     """Entry node and rules (names start with ``prefix``) for the full-match language, as raw
     UTF-8. Assertion-free patterns give a single structural node and no rules; others the
-    right-linear rules of the minimal DFA (:func:`~toolmask.grammar._dfa.dfa_to_rules`)."""
-    ast = _assertion_free(pattern)
+    right-linear rules of the minimal DFA (:func:`~toolmask.grammar._fsm.dfa_to_rules`)."""
+    ast = _assertion_free(pattern, limits)
     if ast is not None:
         return _direct_ir(ast), ()
     return dfa_to_rules(regex_dfa(pattern, search=False, limits=limits), prefix, encoding="raw")

@@ -160,6 +160,17 @@ class VocabIndex:
         self._runs: OrderedDict[tuple[int, bool, int], _RunTables] = OrderedDict()
         self._lock = threading.Lock()
 
+    def memory_bytes(self) -> int:
+        """Bytes held, estimated: the numpy tables exactly, the Python lists of the tries and
+        token texts at their slot and object sizes."""
+        arrays: list[npt.NDArray[Any]] = [self.text, self.first_cls, self.first_len]
+        arrays += [self.tail_chars, self.starts, self.flat, self.owner, self.pos]
+        arrays += [self.in_tail, self.valid, self.char_idx]
+        n = sum(int(a.nbytes) for a in arrays)
+        n += (self.trie.n_nodes + self.partial_trie.n_nodes) * 5 * (8 + 28)
+        n += sum(len(t) for t in self._texts) + len(self._texts) * 41
+        return n
+
     def run_tables(self, run: int, utf8: bool, exits: int) -> _RunTables:
         """Tables for a run of the ASCII bytes ``run`` (and every complete UTF-8 character when
         ``utf8``) after a token's first character; only exits through a byte of ``exits``
@@ -225,24 +236,16 @@ def _is_char(data: bytes) -> bool:
     return True
 
 
-_index_cache: OrderedDict[str, VocabIndex] = OrderedDict()
-_index_lock = threading.Lock()
-
-
 def vocab_index(vocab: Vocabulary) -> VocabIndex:
-    """The :class:`VocabIndex` of ``vocab``, built once per fingerprint (LRU of 8)."""
-    key = vocab.fingerprint
-    with _index_lock:
-        hit = _index_cache.get(key)
-        if hit is not None:
-            _index_cache.move_to_end(key)
-            return hit
-    idx = VocabIndex(vocab)
-    with _index_lock:
-        _index_cache[key] = idx
-        while len(_index_cache) > 8:
-            _index_cache.popitem(last=False)
-    return idx
+    """The pure-Python :class:`VocabIndex` of ``vocab``, built once per fingerprint and kept by
+    the active :class:`~toolmask.GrammarCompiler` (``Limits.max_vocab_indexes`` entries)."""
+    from toolmask._cache import active_compiler
+
+    compiler = active_compiler()
+    if compiler.backend == "python":
+        return compiler.vocab_index(vocab)  # type: ignore[no-any-return]
+    cache = compiler.cache("mask.python_vocab_indexes", limit="max_vocab_indexes")
+    return cache.get_or_build(vocab.fingerprint, lambda: VocabIndex(vocab))  # type: ignore[no-any-return]
 
 
 def _walk(a: Automaton, root: State, trie: TokenTrie, first: int, out: list[int]) -> None:
@@ -540,6 +543,26 @@ class MaskCache:
             if len(self._masks) > self.capacity:
                 self._masks.popitem(last=False)
         return m
+
+    def fill(self, s: State, out: npt.NDArray[np.int32]) -> None:
+        """Copy the mask of ``s`` into ``out``."""
+        np.copyto(out, self.get(s))
+
+    def advance_token(self, s: State, tid: int) -> State | None:
+        """The state after text token ``tid``'s bytes, or None."""
+        return self.automaton.advance_bytes(s, self.index.vocab.token_bytes[tid])
+
+    def memory_bytes(self) -> int:
+        """Bytes of the cached masks (the loop memo and run tables are not counted)."""
+        return len(self._masks) * self.index.words * 4
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "states": len(self._masks)}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._masks.clear()
+            self._loop_memo.clear()
 
     def __len__(self) -> int:
         return len(self._masks)

@@ -12,12 +12,14 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from toolmask._pointer import json_pointer
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar._ir import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
 from toolmask.schema._keywords import KEYWORDS, KeywordInfo
+from toolmask.schema._validate import schema_validator
 
-__all__ = ["KEYWORDS", "KeywordInfo", "compile_json_schema"]
+__all__ = ["KEYWORDS", "KeywordInfo", "compile_json_schema", "schema_validator"]
 
 
 def compile_json_schema(
@@ -29,6 +31,7 @@ def compile_json_schema(
     max_whitespace: int = 4,
     additional_properties_default: bool = True,
     lenient: bool = False,
+    strict_formats: bool = False,
     resources: Mapping[str, Any] | None = None,
     max_indent_depth: int = 32,
     limits: Limits = DEFAULT_LIMITS,
@@ -53,6 +56,10 @@ def compile_json_schema(
       names none stays a free-form map (``{"type": "object"}`` is any object, not only ``{}``).
     * ``lenient``: unsupported keywords become warnings and are left to the post-decode validator
       instead of raising :class:`SchemaError`.
+    * ``strict_formats``: an unknown ``format`` raises :class:`SchemaError` instead of being an
+      annotation (JSON Schema 2020-12's format-annotation vocabulary: it constrains nothing, and
+      the compiler logs a warning once per format name on the ``toolmask.schema`` logger).
+      Formats toolmask knows (``toolmask.schema._formats.FORMATS``) are always enforced exactly.
     * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
 
     Raises :class:`SchemaError` (with a JSON pointer and keyword) for schemas it cannot compile
@@ -67,6 +74,13 @@ def compile_json_schema(
         )
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be schema or any, not {property_order!r}")
+    for doc in (schema, *(resources or {}).values()):
+        depth = _json_depth(doc, limits.max_schema_depth)
+        if depth > limits.max_schema_depth:
+            raise LimitError(
+                f"the schema nests objects and arrays more than {limits.max_schema_depth} deep",
+                limit="max_schema_depth",
+            )
     try:
         schema_json = json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)
     except (TypeError, ValueError) as e:
@@ -77,7 +91,13 @@ def compile_json_schema(
         )
     resources_json = json.dumps(dict(resources or {}), ensure_ascii=False) if resources else ""
     try:
-        compiler = SchemaCompiler(schema, resources=resources, lenient=lenient, limits=limits)
+        compiler = SchemaCompiler(
+            schema,
+            resources=resources,
+            lenient=lenient,
+            limits=limits,
+            strict_formats=strict_formats,
+        )
         lowerer = Lowerer(
             compiler,
             Layout(whitespace, indent, max_whitespace),
@@ -86,12 +106,35 @@ def compile_json_schema(
             any_order=property_order == "any",
         )
         return lowerer.run(compiler.root_term, schema_json, resources_json)
-    except RecursionError as e:
-        raise LimitError("the schema nests too deeply", limit="max_schema_depth") from e
+    except RecursionError as e:  # a backstop: the depth checks above should come first
+        raise LimitError(
+            "the schema nests too deeply for the compiler's stack", limit="max_schema_depth"
+        ) from e
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
         # a malformed schema that slipped past the keyword checks (a subschema that is a
         # number, say) tripped the resolver: name the place through the metaschema
         raise _malformed(schema, e) from e
+
+
+def _json_depth(doc: Any, cap: int) -> int:
+    """How deep objects and arrays nest in ``doc`` (the root container is at depth 0, a value
+    of its member at depth 1), counting no further than ``cap + 1``. Iterative: it runs before
+    anything recursive reads the document. O(size)."""
+    deepest = -1
+    stack: list[tuple[Any, int]] = [(doc, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > cap:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _malformed(schema: Any, cause: Exception) -> SchemaError:
@@ -114,6 +157,6 @@ def _malformed(schema: Any, cause: Exception) -> SchemaError:
         # valid by the metaschema: a compiler fault, reported as such rather than as bad input
         return SchemaError(f"the schema could not be compiled ({type(cause).__name__}: {cause})")
     path = [str(p) for p in err.path]
-    pointer = "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
+    pointer = json_pointer(path)
     keyword = next((p for p in reversed(path) if not p.isdigit()), None)
     return SchemaError(f"malformed schema: {err.message}", pointer=pointer, keyword=keyword)

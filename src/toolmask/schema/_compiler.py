@@ -5,30 +5,34 @@ its ``referencing`` resolver and JSON pointer), the expansion memo (term -> shap
 that say which keywords were left, wholly or partly, to the post-decode validator.
 
 Costs: each distinct term is expanded once; intersections are pairwise over the alternatives of
-each JSON type (bounded by ``_MAX_ALTS``); string and number constraints are DFA products bounded
-by ``Limits.max_dfa_states``.
+each JSON type, and alternatives that differ in one property's value are merged (so the count
+that ``Limits.max_alternatives`` bounds is what the grammar needs); string and number constraints
+are DFA products bounded by ``Limits.max_dfa_states``; the key regions of one object are refined
+pattern by pattern (bounded by ``Limits.max_key_regions``).
 """
 
 from __future__ import annotations
 
-import itertools
+import functools
 import json
+import logging
 import math
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
 from jsonschema import validators as js_validators
-from referencing._core import Resolver
 
+from toolmask._pointer import json_pointer
 from toolmask.errors import GrammarError, LimitError, SchemaError
-from toolmask.grammar._dfa import Dfa
+from toolmask.grammar._fsm import Dfa
 from toolmask.limits import Limits
 from toolmask.schema import _langs
 from toolmask.schema._keywords import KEYWORDS
@@ -55,19 +59,38 @@ from toolmask.schema._terms import (
     canonical,
     mk_and,
     mk_not,
+    mk_or,
 )
 
 __all__ = ["SchemaCompiler"]
 
-_MAX_ALTS = 64
-_MAX_PATTERN_PROPS = 6
-_MAX_ONEOF_EXACT = 8
+_log = logging.getLogger("toolmask.schema")
+_logged_formats: set[str] = set()
+_logged_lock = threading.Lock()
+
+
+def _log_unknown_format(name: str) -> None:
+    with _logged_lock:
+        if name in _logged_formats:
+            return
+        _logged_formats.add(name)
+    _log.warning(
+        "format %r is not known to toolmask: read as an annotation (JSON Schema 2020-12 "
+        "format-annotation vocabulary), it constrains nothing; strict_formats=True refuses it",
+        name,
+    )
+
+
+class Resolver(Protocol):
+    """What the compiler uses of a ``referencing`` resolver (``Registry.resolver()``): its
+    public methods only. ``lookup`` returns a ``Resolved`` (``.contents``, ``.resolver``)."""
+
+    def lookup(self, ref: str) -> Any: ...
+
+    def in_subresource(self, subresource: referencing.Resource[Any]) -> Resolver: ...
+
 
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
-
-
-def _esc(key: str | int) -> str:
-    return str(key).replace("~", "~0").replace("/", "~1")
 
 
 def _is_number(v: Any) -> bool:
@@ -105,16 +128,19 @@ class SchemaCompiler:
         resources: Mapping[str, Any] | None,
         lenient: bool,
         limits: Limits,
+        strict_formats: bool = False,
     ) -> None:
         self.root = schema
         self.lenient = lenient
+        self.strict_formats = strict_formats
         self.limits = limits
         self.deadline = time.monotonic() + limits.max_compile_seconds
-        self._locs: list[tuple[Any, Resolver[Any], str]] = []
-        self._loc_index: dict[tuple[int, str], int] = {}
+        self._locs: list[tuple[Any, Resolver, str]] = []
+        self._loc_index: dict[int, int] = {}
         self._keep: list[Any] = []
         self._memo: dict[Term, Shape] = {}
         self._in_progress: set[Term] = set()
+        self._loc_depth = 0  # Loc expansions open one inside another ($ref chains, allOf, ...)
         self.forced_over: set[tuple[str, str]] = set()
         self._validators: dict[int, Any] = {}
 
@@ -159,7 +185,7 @@ class SchemaCompiler:
     def loc(
         self,
         schema: Any,
-        resolver: Resolver[Any],
+        resolver: Resolver,
         pointer: str,
         *,
         enter_id: bool = True,
@@ -168,7 +194,9 @@ class SchemaCompiler:
             idv = schema["$id"]
             if isinstance(idv, str) and not idv.startswith("#"):
                 resolver = resolver.in_subresource(self._resource(schema))
-        key = (id(schema), str(resolver._base_uri))
+        # a schema object sits at one place in one resource, so its identity names the
+        # location (the schema dicts are kept alive by self._keep and the documents)
+        key = id(schema)
         idx = self._loc_index.get(key)
         if idx is None:
             if len(self._locs) >= self.limits.max_rules * 4:
@@ -212,7 +240,7 @@ class SchemaCompiler:
         v = self._validators.get(term.index)
         if v is None:
             schema, resolver, _ = self._locs[term.index]
-            v = self.validator_cls(  # type: ignore[call-arg]
+            v = _fast_enum(self.validator_cls)(
                 schema,
                 registry=self.registry,
                 _resolver=resolver,
@@ -239,11 +267,22 @@ class SchemaCompiler:
                 keyword="$ref",
             )
         self._in_progress.add(term)
+        is_loc = isinstance(term, Loc)
+        if is_loc:
+            self._loc_depth += 1
+            if self._loc_depth > self.limits.max_schema_depth:
+                raise LimitError(
+                    f"subschemas nest more than {self.limits.max_schema_depth} deep through "
+                    "$ref / allOf / anyOf / oneOf / not",
+                    limit="max_schema_depth",
+                )
         try:
             self.check_time()
             shape = self._expand(term)
         finally:
             self._in_progress.discard(term)
+            if is_loc:
+                self._loc_depth -= 1
         self._memo[term] = shape
         return shape
 
@@ -285,7 +324,12 @@ class SchemaCompiler:
             part = handler(self, schema, resolver, ptr)
             if part is not None:
                 parts.append(part)
-        shape = self.meet(loc, parts) if parts else SHAPE_TOP
+        if len(parts) == 1 and parts[0].literals is not None and _single_applicator(schema):
+            # a literal set from one applicator and nothing else: exact as it is (filtering it
+            # again by the whole location would cost O(values x branches) validations)
+            shape = parts[0]
+        else:
+            shape = self.meet(loc, parts) if parts else SHAPE_TOP
         if "unevaluatedProperties" in schema or "unevaluatedItems" in schema:
             shape = self._apply_unevaluated(schema, resolver, ptr, shape)
         return shape
@@ -297,7 +341,18 @@ class SchemaCompiler:
         warnings.warn(f"{ptr or '#'}: {msg}; left to the post-decode validator", stacklevel=2)
         self.force_over(ptr, kw)
 
-    def sub(self, schema: Any, resolver: Resolver[Any], ptr: str, *keys: str | int) -> Term:
+    def unknown_format(self, ptr: str, name: str) -> None:
+        """An unknown ``format``: a SchemaError with ``strict_formats``, else an annotation
+        (logged once per format name and process on the ``toolmask.schema`` logger)."""
+        if self.strict_formats:
+            raise SchemaError(
+                f"format {name!r} is not known (strict_formats: unknown formats are refused)",
+                pointer=ptr,
+                keyword="format",
+            )
+        _log_unknown_format(name)
+
+    def sub(self, schema: Any, resolver: Resolver, ptr: str, *keys: str | int) -> Term:
         """The term of a subschema; boolean subschemas are the constants TOP / BOTTOM."""
         node = schema
         for k in keys:
@@ -306,7 +361,7 @@ class SchemaCompiler:
             return TOP
         if node is False:
             return BOTTOM
-        return self.loc(node, resolver, ptr + "".join("/" + _esc(k) for k in keys))
+        return self.loc(node, resolver, ptr + json_pointer(keys))
 
     # -- literals -------------------------------------------------------------------------------
     def _literals_at(self, loc: Loc, schema: dict[str, Any], ptr: str) -> Shape:
@@ -343,11 +398,17 @@ class SchemaCompiler:
             kept = tuple(t for t in (base.literals or ()) if self.accepts(term, json.loads(t)))
             return Shape(literals=kept)
         out = SHAPE_TOP
-        for s in shapes:
+        # smallest first: a narrow shape (a bounded range, one alternative) keeps every later
+        # product small, where multiplying wide ones first can pass max_dfa_states for nothing.
+        # Shapes that declare object properties keep their order (it is the key order the
+        # grammar emits) and come last; the others declare none, so moving them changes no order
+        for s in sorted(shapes, key=_breadth):
             out = self.intersect(out, s)
             if out.is_empty():
-                return replace(SHAPE_BOTTOM, flags=flags)
-        return replace(out, flags=flags)
+                return replace(SHAPE_BOTTOM, flags=flags | out.flags)
+        # out.flags holds what the pairwise intersections added (a product that hit a cap and
+        # was left to the validator): dropping them would let an invalid value through
+        return replace(out, flags=flags | out.flags)
 
     def intersect(self, a: Shape, b: Shape) -> Shape:
         """Intersection of two type splits (literal shapes are converted first)."""
@@ -357,11 +418,6 @@ class SchemaCompiler:
         strs = self._pairs(a.strings, b.strings, self._str_and)
         arrs = self._pairs(a.arrays, b.arrays, self._arr_and)
         objs = self._pairs(a.objects, b.objects, self._obj_and)
-        for lst in (nums, strs, arrs, objs):
-            if len(lst) > _MAX_ALTS:
-                raise LimitError(
-                    "too many alternatives after merging allOf/anyOf", limit="max_rules"
-                )
         return Shape(
             null=a.null and b.null,
             booleans=a.booleans & b.booleans,
@@ -378,13 +434,34 @@ class SchemaCompiler:
         ys: tuple[Any, ...],
         fn: Callable[[Any, Any], tuple[Any, Flags] | None],
     ) -> list[tuple[Any, Flags]]:
-        out: list[tuple[Any, Flags]] = []
+        out: dict[Any, Flags] = {}
+        merged_at = self.limits.max_alternatives
         for x in xs:
             for y in ys:
                 self.check_time()
                 r = fn(x, y)
-                if r is not None and r[0] not in [o for o, _ in out]:
-                    out.append(r)
+                if r is not None and r[0] not in out:
+                    out[r[0]] = r[1]
+                    if len(out) > merged_at:
+                        out = self._merged(out)
+                        merged_at = max(2 * len(out), self.limits.max_alternatives)
+        if len(out) > 1:
+            out = self._merged(out)
+        return list(out.items())
+
+    def _merged(self, alts: dict[Any, Flags]) -> dict[Any, Flags]:
+        """``alts`` with the alternatives that differ in one property merged (see
+        :func:`_merge_alternatives`); LimitError when more than ``max_alternatives`` remain."""
+        kinds = {type(a) for a in alts}
+        out = alts
+        if kinds == {ObjAlt}:
+            flags = _join(list(alts.values()))  # a merged alternative carries all its parts' flags
+            out = {a: alts.get(a, flags) for a in _merge_alternatives(list(alts))}
+        if len(out) > self.limits.max_alternatives:
+            raise LimitError(
+                f"merging allOf / anyOf / oneOf / not gives {len(out)} alternatives of one type",
+                limit="max_alternatives",
+            )
         return out
 
     def union(self, shapes: list[Shape]) -> Shape:
@@ -392,20 +469,23 @@ class SchemaCompiler:
             return SHAPE_BOTTOM
         flags = _join([s.flags for s in shapes])
         if all(s.literals is not None for s in shapes):
-            vals: list[str] = []
+            vals: dict[str, None] = {}
             for s in shapes:
-                for t in s.literals or ():
-                    if t not in vals:
-                        vals.append(t)
+                vals.update(dict.fromkeys(s.literals or ()))
             return Shape(literals=tuple(vals), flags=flags)
         ss = [self.split(s) for s in shapes]
 
         def cat(xs: Iterable[tuple[Any, ...]]) -> tuple[Any, ...]:
-            out: list[Any] = []
+            out: dict[Any, None] = {}
             for tup in xs:
-                for x in tup:
-                    if x not in out:
-                        out.append(x)
+                out.update(dict.fromkeys(tup))
+            if len(out) > self.limits.max_alternatives:
+                out = dict.fromkeys(_merge_alternatives(list(out)))
+            if len(out) > self.limits.max_alternatives:
+                raise LimitError(
+                    f"anyOf / oneOf gives {len(out)} alternatives of one type",
+                    limit="max_alternatives",
+                )
             return tuple(out)
 
         nums = cat(s.numbers for s in ss)
@@ -478,14 +558,18 @@ class SchemaCompiler:
         integer = a.integer or b.integer
         if a.dfa is None and b.dfa is None:
             return NumAlt(None, integer), NO_FLAGS
-        d = (
-            a.dfa
-            if b.dfa is None
-            else b.dfa
-            if a.dfa is None
-            else a.dfa.intersect(b.dfa, limits=self.limits)
-        )
-        assert d is not None
+        if a.dfa is not None and b.dfa is not None:
+            try:
+                d = a.dfa.intersect(b.dfa, limits=self.limits)
+            except LimitError:
+                # products of remainder automata (multipleOf) past max_dfa_states: the grammar
+                # keeps one side, the post-decode validator checks the other
+                a, b = (a, b) if a.dfa.n_states <= b.dfa.n_states else (b, a)
+                return NumAlt(a.dfa, integer), self.flag_over("", "multipleOf")
+        else:
+            one = a.dfa if a.dfa is not None else b.dfa
+            assert one is not None
+            d = one
         if integer and (a.dfa is None or b.dfa is None):
             d = d.intersect(_langs.int_value(), limits=self.limits)
         if d.is_empty():
@@ -642,12 +726,18 @@ class SchemaCompiler:
         elif any(n.dfa is None and not n.integer for n in s.numbers):
             nums = ()
         else:
-            d = self._num_dfa(s.numbers[0])
-            for n in s.numbers[1:]:
-                d = d.union(self._num_dfa(n), limits=self.limits)
-            comp = _langs.num_noexp().intersect(d.complement(), limits=self.limits)
-            nums = () if comp.is_empty() else (NumAlt(comp, False),)
-            flags = flags | self.flag_under(self.pointer_of(term), "not")
+            try:
+                d = self._num_dfa(s.numbers[0])
+                for n in s.numbers[1:]:
+                    d = d.union(self._num_dfa(n), limits=self.limits)
+                comp = _langs.num_noexp().intersect(
+                    d.complement(limits=self.limits), limits=self.limits
+                )
+                nums = () if comp.is_empty() else (NumAlt(comp, False),)
+                flags = flags | self.flag_under(self.pointer_of(term), "not")
+            except LimitError:  # past max_dfa_states: any number, the validator checks
+                nums = (NumAlt(),)
+                flags = flags | self.flag_over(self.pointer_of(term), "not")
         # strings
         strs: tuple[StrAlt, ...]
         if not s.strings:
@@ -655,13 +745,17 @@ class SchemaCompiler:
         elif any(x.dfa is None for x in s.strings):
             strs = ()
         else:
-            d2 = s.strings[0].dfa
-            assert d2 is not None
-            for x in s.strings[1:]:
-                assert x.dfa is not None
-                d2 = d2.union(x.dfa, limits=self.limits)
-            c2 = d2.complement()
-            strs = () if c2.is_empty() else (StrAlt(c2),)
+            try:
+                d2 = s.strings[0].dfa
+                assert d2 is not None
+                for x in s.strings[1:]:
+                    assert x.dfa is not None
+                    d2 = d2.union(x.dfa, limits=self.limits)
+                c2 = d2.complement(limits=self.limits)
+                strs = () if c2.is_empty() else (StrAlt(c2),)
+            except LimitError:  # past max_dfa_states: any string, the validator checks
+                strs = (StrAlt(),)
+                flags = flags | self.flag_over(self.pointer_of(term), "not")
         arrs, f1 = self._container_complement(s.arrays, term, "arrays")
         objs, f2 = self._container_complement(s.objects, term, "objects")
         return Shape(
@@ -744,7 +838,7 @@ class SchemaCompiler:
 
     # -- unevaluated* ---------------------------------------------------------------------------
     def _apply_unevaluated(
-        self, schema: dict[str, Any], resolver: Resolver[Any], ptr: str, shape: Shape
+        self, schema: dict[str, Any], resolver: Resolver, ptr: str, shape: Shape
     ) -> Shape:
         if shape.literals is not None:
             return shape  # literal sets were filtered by the full schema already
@@ -791,7 +885,7 @@ class SchemaCompiler:
         return replace(shape, objects=objs, arrays=arrs)
 
     # -- resolution -----------------------------------------------------------------------------
-    def resolve(self, ref: Any, resolver: Resolver[Any], ptr: str, kw: str) -> Loc:
+    def resolve(self, ref: Any, resolver: Resolver, ptr: str, kw: str) -> Loc:
         if not isinstance(ref, str):
             raise SchemaError(f"{kw} must be a string", pointer=ptr, keyword=kw)
         try:
@@ -804,6 +898,121 @@ class SchemaCompiler:
             ) from e
         target_ptr = ref[1:] if ref.startswith("#/") else ref
         return self.loc(resolved.contents, resolved.resolver, target_ptr, enter_id=False)
+
+
+def _merge_alternatives(alts: list[Any]) -> list[Any]:
+    """Object alternatives that differ in one declared property only, merged into one.
+
+    Alternatives ``o1``, ``o2`` with the same keys, regions and counts whose properties agree
+    everywhere but at one key ``k`` (value ``v1`` / ``v2``, required ``r1`` / ``r2``) hold
+    together exactly the objects of one alternative with ``k``'s value ``v1 or v2``, required
+    iff ``r1 and r2``: a property constrains one key, so the union of the two products is the
+    product with the union at that key (regions constrain every key they match, so they are
+    never merged this way). This is the key-disjoint structure of real schemas: the branches of
+    a ``oneOf`` or the products of ``allOf`` of ``anyOf`` s usually differ in a few keys.
+    Repeated until nothing merges; the order of first appearance is kept. Other alternatives
+    (and literal objects) are returned unchanged. Cost: O(alternatives x properties) per round.
+    """
+    items = [a for a in alts if isinstance(a, ObjAlt) and a.literal is None]
+    if len(items) < 2:
+        return alts
+    rest = [a for a in alts if not (isinstance(a, ObjAlt) and a.literal is None)]
+    changed = True
+    while changed and len(items) > 1:
+        changed = False
+        slots: dict[tuple[Any, ...], int] = {}
+        merged: list[ObjAlt | None] = list(items)
+        dirty: set[int] = set()  # changed this round: their registered keys are stale
+        for i, o in enumerate(items):
+            skeleton = (tuple(p.name for p in o.props), o.regions, o.min_props, o.max_props)
+            for k, p in enumerate(o.props):
+                others = tuple(
+                    (q.value, q.required, q.evaluated) for j, q in enumerate(o.props) if j != k
+                )
+                key = (skeleton, k, p.evaluated, others)
+                j = slots.get(key)
+                if j is None or merged[j] is None or j in dirty:
+                    slots[key] = i
+                    continue
+                base = merged[j]
+                assert base is not None
+                q = base.props[k]
+                prop = Prop(p.name, mk_or(q.value, p.value), q.required and p.required, p.evaluated)
+                merged[j] = replace(base, props=(*base.props[:k], prop, *base.props[k + 1 :]))
+                merged[i] = None
+                dirty.add(j)
+                changed = True
+                break
+        items = list(dict.fromkeys(o for o in merged if o is not None))
+    return [*items, *rest]
+
+
+def _breadth(s: Shape) -> tuple[int, int, int]:
+    """Sort key for :meth:`SchemaCompiler.meet`: shapes without declared object properties
+    first, by how much they hold (alternatives, then automaton states); the rest after them,
+    in their given order (the key is equal for all of them and the sort is stable)."""
+    if any(o.props for o in s.objects):
+        return 1, 0, 0
+    alts = len(s.numbers) + len(s.strings) + len(s.arrays) + len(s.objects)
+    dfas = [x.dfa for x in s.numbers] + [x.dfa for x in s.strings]
+    return 0, alts, sum(d.n_states for d in dfas if d is not None)
+
+
+def _single_applicator(schema: dict[str, Any]) -> bool:
+    """Whether at most one applicator of ``schema`` gives a shape (and no unevaluated* keyword
+    needs the literal set filtered)."""
+    n = sum(kw in schema for kw in ("$ref", "allOf", "anyOf", "oneOf", "not"))
+    n += "if" in schema and ("then" in schema or "else" in schema)
+    return n <= 1 and "unevaluatedProperties" not in schema and "unevaluatedItems" not in schema
+
+
+def _json_key(v: Any) -> Any:
+    """A hashable key with ``_json_key(a) == _json_key(b)`` iff JSON Schema calls ``a`` and
+    ``b`` equal (``1 == 1.0``, ``True != 1``, objects unordered); floats compare exactly, as
+    Python's ``==`` does."""
+    if v is None or isinstance(v, (bool, str)):
+        return (type(v).__name__, v)
+    if isinstance(v, (int, float)):
+        return ("n", Decimal(v))
+    if isinstance(v, list):
+        return ("a", tuple(_json_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("o", frozenset((k, _json_key(x)) for k, x in v.items()))
+    return ("?", id(v))
+
+
+_ENUM_KEYS: dict[int, tuple[list[Any], frozenset[Any]]] = {}
+_ENUM_LOCK = threading.Lock()
+
+
+def _enum_keys(enums: list[Any]) -> frozenset[Any]:
+    with _ENUM_LOCK:
+        got = _ENUM_KEYS.get(id(enums))
+        if got is not None and got[0] is enums:
+            return got[1]
+    keys = frozenset(_json_key(v) for v in enums)
+    with _ENUM_LOCK:
+        if len(_ENUM_KEYS) >= 64:
+            _ENUM_KEYS.clear()
+        _ENUM_KEYS[id(enums)] = (enums, keys)  # the list is kept, so its id stays its own
+    return keys
+
+
+@functools.cache
+def _fast_enum(cls: Any) -> Any:
+    """``cls`` with an O(1) ``enum`` for large enums (jsonschema's is a linear scan, so
+    filtering an n-value enum by its own schema would cost n**2 comparisons)."""
+    from jsonschema.exceptions import ValidationError
+
+    plain = cls.VALIDATORS["enum"]
+
+    def enum(validator: Any, enums: Any, instance: Any, schema: Any) -> Any:
+        if not isinstance(enums, list) or len(enums) <= 16:
+            yield from plain(validator, enums, instance, schema)
+        elif _json_key(instance) not in _enum_keys(enums):
+            yield ValidationError(f"{instance!r} is not one of the {len(enums)} enum values")
+
+    return js_validators.extend(cls, {"enum": enum})  # type: ignore[no-untyped-call]
 
 
 def _min_opt(a: int | None, b: int | None) -> int | None:
@@ -823,10 +1032,10 @@ def _join(fs: list[Flags]) -> Flags:
 
 # -- keyword handlers: schema -> one Shape (other JSON types unconstrained) -----------------------
 
-Handler = Callable[[SchemaCompiler, dict[str, Any], Resolver[Any], str], Shape | None]
+Handler = Callable[[SchemaCompiler, dict[str, Any], Resolver, str], Shape | None]
 
 
-def _h_type(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+def _h_type(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     if "type" not in s:
         return None
     t = s["type"]
@@ -859,7 +1068,7 @@ def _only(shape_kw: dict[str, Any]) -> Shape:
     return replace(SHAPE_TOP, **shape_kw)
 
 
-def _h_number(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+def _h_number(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     kws = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
     if not any(k in s for k in kws):
         return None
@@ -926,8 +1135,8 @@ def _h_number(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
     return _only({"numbers": () if d.is_empty() else (NumAlt(d, integer),)})
 
 
-def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
-    if not any(k in s for k in ("minLength", "maxLength", "pattern", "format")):
+def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
+    if not any(k in s for k in ("minLength", "maxLength", "pattern")):
         return None
     flags = NO_FLAGS
     dfas: list[Dfa] = []
@@ -949,19 +1158,6 @@ def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
             dfas.append(_langs.pattern_dfa(p, c.limits))
         except GrammarError as e:
             raise SchemaError(f"pattern {p!r}: {e}", pointer=ptr, keyword="pattern") from e
-    if "format" in s:
-        from toolmask.schema._formats import FORMATS
-
-        name = s["format"]
-        spec = FORMATS.get(name) if isinstance(name, str) else None
-        if spec is None:
-            c.unsupported(ptr, "format", f"format {name!r} is not known")
-        else:
-            dfas.append(_langs.format_dfa(name))
-            if spec.relation == "superset":
-                flags = flags | c.flag_over(ptr, "format")
-            elif spec.relation == "subset":
-                flags = flags | c.flag_under(ptr, "format")
     if not dfas:
         return _only({"flags": flags})
     d = dfas[0]
@@ -973,7 +1169,46 @@ def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
     return _only({"strings": () if d.is_empty() else (StrAlt(d),), "flags": flags})
 
 
-def _h_array(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+def _h_format(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
+    """``format``: a known format constrains the type it applies to (strings: a language over
+    the decoded value; numbers: an integer range); an unknown one is an annotation (2020-12
+    format-annotation vocabulary) unless the compilation asks for ``strict_formats``."""
+    if "format" not in s:
+        return None
+    from toolmask.schema._formats import FORMATS
+
+    name = s["format"]
+    if not isinstance(name, str):
+        raise SchemaError(f"format must be a string, got {name!r}", pointer=ptr, keyword="format")
+    spec = FORMATS.get(name)
+    if spec is None:
+        c.unknown_format(ptr, name)
+        return None
+    if spec.applies_to == "number":
+        if spec.integers is None:
+            return None
+        lo, hi = spec.integers
+        d = _langs.number_range_dfa(
+            integer=True,
+            lo=Decimal(lo),
+            lo_excl=False,
+            hi=Decimal(hi),
+            hi_excl=False,
+            multiple_of=(),
+            limits=c.limits,
+        )
+        return _only({"numbers": (NumAlt(d, True),)})
+    if spec.regex is None:
+        return None
+    flags = NO_FLAGS
+    if spec.relation == "superset":
+        flags = c.flag_over(ptr, "format")
+    elif spec.relation == "subset":
+        flags = c.flag_under(ptr, "format")
+    return _only({"strings": (StrAlt(_langs.format_dfa(name)),), "flags": flags})
+
+
+def _h_array(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     kws = (
         "items",
         "prefixItems",
@@ -1024,7 +1259,7 @@ def _h_array(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -
     return _only({"arrays": (alt,), "flags": flags})
 
 
-def _h_object(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) -> Shape | None:
+def _h_object(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     kws = (
         "properties",
         "patternProperties",
@@ -1046,12 +1281,6 @@ def _h_object(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
             "patternProperties must be an object", pointer=ptr, keyword="patternProperties"
         )
     if props_kw or pats_kw or "additionalProperties" in s:
-        if len(pats_kw) > _MAX_PATTERN_PROPS:
-            raise SchemaError(
-                f"more than {_MAX_PATTERN_PROPS} patternProperties cannot be compiled exactly",
-                pointer=ptr,
-                keyword="patternProperties",
-            )
         pats: list[tuple[Dfa, Term]] = []
         for p in pats_kw:
             try:
@@ -1074,17 +1303,8 @@ def _h_object(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
             c.sub(s, r, ptr, "additionalProperties") if "additionalProperties" in s else TOP
         )
         addl_eval = "additionalProperties" in s
-        for mask in itertools.product((False, True), repeat=len(pats)):
-            keys: Dfa | None = None
-            terms: list[Term] = []
-            for (d, pt), inside in zip(pats, mask, strict=True):
-                dd = d if inside else d.complement()
-                keys = dd if keys is None else keys.intersect(dd, limits=c.limits)
-                if inside:
-                    terms.append(pt)
-            if keys is not None and keys.is_empty():
-                continue
-            if any(mask):
+        for keys, terms in _key_regions(c, pats):
+            if terms:
                 regions.append(Region(keys, mk_and(*terms), True))
             elif addl != BOTTOM:
                 regions.append(Region(keys, addl, addl_eval))
@@ -1128,9 +1348,41 @@ def _h_object(c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str) 
     return replace(SHAPE_TOP, objects=out.objects, flags=out.flags)
 
 
-def _h_dependencies(
-    c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str
-) -> Shape | None:
+def _key_regions(
+    c: SchemaCompiler, pats: list[tuple[Dfa, Term]]
+) -> list[tuple[Dfa | None, list[Term]]]:
+    """The non-empty regions the patterns split the key space into, each with the value terms
+    of the patterns that match its keys (no term: the keys no pattern matches).
+
+    Refinement, one pattern at a time: every region splits into its keys the pattern matches
+    and those it does not, and empty parts are dropped. n patterns give at most 2**n regions,
+    but only as many as there are distinct combinations of patterns that some key matches:
+    n + 1 for disjoint patterns (``^x-``, ``^[a-z]+$``, ...). Cost: two DFA products per region
+    and pattern; more than ``max_key_regions`` regions is a LimitError.
+    """
+    regions: list[tuple[Dfa | None, list[Term]]] = [(None, [])]
+    for d, pt in pats:
+        nxt: list[tuple[Dfa | None, list[Term]]] = []
+        outside = d.complement(limits=c.limits)
+        for keys, terms in regions:
+            c.check_time()
+            inside = d if keys is None else keys.intersect(d, limits=c.limits)
+            rest = outside if keys is None else keys.intersect(outside, limits=c.limits)
+            if not inside.is_empty():
+                nxt.append((inside, [*terms, pt]))
+            if not rest.is_empty():
+                nxt.append((rest, terms))
+        if len(nxt) > c.limits.max_key_regions:
+            raise LimitError(
+                f"patternProperties split the keys into more than {c.limits.max_key_regions} "
+                "regions",
+                limit="max_key_regions",
+            )
+        regions = nxt
+    return regions
+
+
+def _h_dependencies(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     deps: list[tuple[str, Any, str]] = []
     for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
         v = s.get(kw)
@@ -1161,9 +1413,7 @@ def _h_dependencies(
     return out
 
 
-def _h_applicators(
-    c: SchemaCompiler, s: dict[str, Any], r: Resolver[Any], ptr: str
-) -> Shape | None:
+def _h_applicators(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
     shapes: list[Shape] = []
     if "$ref" in s:
         shapes.append(c.expand(c.resolve(s["$ref"], r, ptr, "$ref")))
@@ -1211,7 +1461,7 @@ def _one_of(c: SchemaCompiler, terms: list[Term], ptr: str) -> Shape:
         return shapes[0]
     if _pairwise_disjoint(c, shapes):
         return c.union(shapes)
-    if len(terms) <= _MAX_ONEOF_EXACT:
+    if len(terms) <= c.limits.max_one_of_exact:
         try:
             branches: list[Shape] = []
             for i, t in enumerate(terms):
@@ -1224,6 +1474,15 @@ def _one_of(c: SchemaCompiler, terms: list[Term], ptr: str) -> Shape:
 
 
 def _pairwise_disjoint(c: SchemaCompiler, shapes: list[Shape]) -> bool:
+    """Whether no value can match two of ``shapes`` (then ``oneOf`` is their plain union).
+
+    Proved type by type: branches of different types; booleans, numbers or strings whose
+    literal sets or automata do not meet; arrays whose item counts cannot both hold; objects
+    told apart by a *discriminator*, a key every object alternative requires with a literal
+    value (``const`` / ``enum``) that no two branches share (the OpenAPI pattern). Anything else
+    is not proved disjoint. Cost: O(n**2) cheap checks, automaton products for strings and
+    numbers, and one pass over the object alternatives.
+    """
     if all(s.literals is not None for s in shapes):
         seen: set[str] = set()
         for s in shapes:
@@ -1233,38 +1492,99 @@ def _pairwise_disjoint(c: SchemaCompiler, shapes: list[Shape]) -> bool:
                 seen.add(t)
         return True
     splits = [c.split(s) for s in shapes]
-
-    def kinds(s: Shape) -> set[str]:
-        k = set()
-        if s.null:
-            k.add("null")
-        if s.booleans:
-            k.add("boolean")
-        if s.numbers:
-            k.add("number")
-        if s.strings:
-            k.add("string")
-        if s.arrays:
-            k.add("array")
-        if s.objects:
-            k.add("object")
-        return k
-
+    discriminated: bool | None = None
     for i in range(len(splits)):
         for j in range(i + 1, len(splits)):
-            common = kinds(splits[i]) & kinds(splits[j])
-            if not common:
-                continue
-            if common == {"boolean"} and not (splits[i].booleans & splits[j].booleans):
-                continue
-            return False
+            a, b = splits[i], splits[j]
+            if (a.null and b.null) or a.booleans & b.booleans:
+                return False
+            if not _dfas_disjoint(c, a.numbers, b.numbers):
+                return False
+            if not _dfas_disjoint(c, a.strings, b.strings):
+                return False
+            if not all(_counts_disjoint(x, y) for x in a.arrays for y in b.arrays):
+                return False
+            if a.objects and b.objects:
+                if discriminated is None:
+                    discriminated = _discriminated(c, [s.objects for s in splits if s.objects])
+                if not discriminated:
+                    return False
     return True
+
+
+def _dfas_disjoint(c: SchemaCompiler, xs: tuple[Any, ...], ys: tuple[Any, ...]) -> bool:
+    for x in xs:
+        for y in ys:
+            if x.dfa is None or y.dfa is None:
+                return False
+            try:
+                if not x.dfa.intersect(y.dfa, limits=c.limits).is_empty():
+                    return False
+            except LimitError:
+                return False
+    return True
+
+
+def _counts_disjoint(a: ArrAlt, b: ArrAlt) -> bool:
+    if a.literal is not None or b.literal is not None:
+        return a.literal is not None and b.literal is not None and a.literal != b.literal
+    return (a.max_items is not None and a.max_items < b.min_items) or (
+        b.max_items is not None and b.max_items < a.min_items
+    )
+
+
+def _discriminated(c: SchemaCompiler, branches: list[tuple[ObjAlt, ...]]) -> bool:
+    """Whether some key is required by every object alternative with literal values, and no
+    value belongs to two branches."""
+    keys: set[str] | None = None
+    for alts in branches:
+        for o in alts:
+            names = (
+                set(json.loads(o.literal))
+                if o.literal is not None
+                else {p.name for p in o.props if p.required}
+            )
+            keys = names if keys is None else keys & names
+    for key in sorted(keys or ()):
+        owner: dict[str, int] = {}
+        ok = True
+        for bi, alts in enumerate(branches):
+            values = _literal_values(c, alts, key)
+            if values is None or any(owner.get(v, bi) != bi for v in values):
+                ok = False
+                break
+            owner.update(dict.fromkeys(values, bi))
+        if ok:
+            return True
+    return False
+
+
+def _literal_values(c: SchemaCompiler, alts: tuple[ObjAlt, ...], key: str) -> set[str] | None:
+    """The canonical texts ``key`` may hold in ``alts``, or None when that is not a finite
+    literal set."""
+    out: set[str] = set()
+    for o in alts:
+        if o.literal is not None:
+            out.add(canonical(json.loads(o.literal)[key]))
+            continue
+        p = o.prop(key)
+        if p is None:
+            return None
+        try:
+            shape = c.expand(p.value)
+        except SchemaError:  # a term still being expanded (recursion): not provable here
+            return None
+        if shape.literals is None:
+            return None
+        out.update(shape.literals)
+    return out
 
 
 _HANDLERS: tuple[Handler, ...] = (
     _h_type,
     _h_number,
     _h_string,
+    _h_format,
     _h_array,
     _h_object,
     _h_dependencies,

@@ -77,7 +77,11 @@ KEYWORDS: dict[str, KeywordInfo] = {
     "minLength": KeywordInfo(_G, "code points; very large bounds go to the validator"),
     "maxLength": KeywordInfo(_G, "code points; very large bounds go to the validator"),
     "pattern": KeywordInfo(_G, "ECMA-262 regex, unanchored search semantics"),
-    "format": KeywordInfo(_G, "asserted; see toolmask.schema._formats.FORMATS"),
+    "format": KeywordInfo(
+        _G,
+        "known formats asserted exactly (toolmask.schema._formats.FORMATS); "
+        "an unknown format is an annotation unless strict_formats",
+    ),
     "contentEncoding": KeywordInfo(_A),
     "contentMediaType": KeywordInfo(_A),
     "contentSchema": KeywordInfo(_A),

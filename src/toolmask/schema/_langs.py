@@ -14,9 +14,10 @@ import re
 from decimal import Decimal
 
 from toolmask.grammar._charset import ANY_CHAR
-from toolmask.grammar._dfa import Dfa, multiple_of_dfa
+from toolmask.grammar._fsm import Dfa
 from toolmask.grammar._regex import regex_dfa
 from toolmask.limits import DEFAULT_LIMITS, Limits
+from toolmask.schema._json_text import multiple_of_dfa
 
 __all__ = [
     "any_string",
@@ -143,7 +144,9 @@ def _length_dfa(lo: int, hi: int | None) -> Dfa:
 def format_dfa(name: str) -> Dfa:
     from toolmask.schema._formats import FORMATS
 
-    return regex_dfa(FORMATS[name].regex, search=False)
+    rx = FORMATS[name].regex
+    assert rx is not None, f"format {name!r} has no string language"
+    return regex_dfa(rx, search=False)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from toolmask.errors import LimitError
 from toolmask.grammar._charset import ANY_CHAR
-from toolmask.grammar._dfa import Dfa, dfa_to_rules, encode_charset
+from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
     NOTHING,
@@ -43,6 +43,7 @@ from toolmask.grammar._ir import (
 )
 from toolmask.schema import _langs
 from toolmask.schema._compiler import SchemaCompiler
+from toolmask.schema._json_text import json_string_char
 from toolmask.schema._terms import (
     BOTTOM,
     TOP,
@@ -115,9 +116,9 @@ class Layout:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def json_string_char() -> Node:
+def any_json_string_char() -> Node:
     """One code point in canonical JSON string form (what json.dumps(ensure_ascii=False) writes)."""
-    return encode_charset(ANY_CHAR, "json_string")
+    return json_string_char(ANY_CHAR)
 
 
 class Lowerer:
@@ -192,7 +193,7 @@ class Lowerer:
     def shared(self, name: str) -> Node:
         if name not in self.rules:
             if name == "string":
-                body = seq(lit('"'), star(json_string_char()), lit('"'))
+                body = seq(lit('"'), star(any_json_string_char()), lit('"'))
             elif name == "integer":
                 body = seq(
                     opt(lit("-")), choice(lit("0"), seq(byte_class((0x31, 0x39)), star(_DIGIT)))
@@ -213,7 +214,9 @@ class Lowerer:
         if got is not None:
             return got
         prefix = self._fresh("s" if encoding == "json_string" else "n")
-        entry, rules = dfa_to_rules(dfa, prefix, encoding=encoding)
+        entry, rules = dfa_to_rules(
+            dfa, prefix, encoding=json_string_char if encoding == "json_string" else "raw"
+        )
         for r in rules:
             self._define(r.name, r.body)
         self._dfa_memo[key] = entry
@@ -463,6 +466,8 @@ class Lowerer:
         unordered = self.any_order and 1 < len(props) <= self.c.limits.max_any_order_properties
         if unordered:
             any_base = self._fresh("u")
+        elif len(props) > _FLAT_OBJECT:
+            _warm(rest, props, cap, hi)
         out: list[Node] = []
         if lo == 0 and not any(p.required for p in props):
             out.append(L.empty("{}"))
@@ -481,6 +486,28 @@ class Lowerer:
 
 
 _DIGIT = byte_class((0x30, 0x39))
+
+#: objects with more declared properties than this build their member chain from the last
+#: member back (the same rules; only the recursion is gone): an implementation detail, not a cap
+_FLAT_OBJECT = 64
+
+
+def _warm(rest: Any, props: list[Any], cap: int, hi: int | None) -> None:
+    """Call ``rest(i, c)`` for every reachable ``(i, c)`` from the last member back, so that
+    ``rest(0, 0)`` finds its successors memoised and recursion stays one level deep however
+    many properties an object declares (5,000 flat properties would pass Python's limit)."""
+    reach: list[set[int]] = [{0}]
+    for p in props:
+        nxt: set[int] = set()
+        for c in reach[-1]:
+            if hi is None or c < hi:
+                nxt.add(min(c + 1, cap))
+            if not p.required:
+                nxt.add(c)
+        reach.append(nxt)
+    for i in range(len(props), 0, -1):
+        for c in sorted(reach[i]):
+            rest(i, c)
 
 
 def flags_over(f: Flags) -> frozenset[tuple[str, str]]:

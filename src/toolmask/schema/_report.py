@@ -3,7 +3,8 @@
 Every keyword occurrence in the schema (found by walking the subschema positions the
 vocabulary defines) gets one row: ``grammar`` (the decoder cannot produce a violation),
 ``validator`` (left, wholly or partly, to the post-decode check: the compiled grammar lists it
-in its ``PostCheck``), ``annotation`` (constrains nothing), ``unsupported`` (only with
+in its ``PostCheck``), ``annotation`` (constrains nothing; also a ``format`` toolmask does not
+know, which JSON Schema 2020-12 reads as an annotation), ``unsupported`` (only with
 ``lenient=True``, where it is a warning and the validator checks it) or ``ignored`` (a keyword
 JSON Schema 2020-12 does not define).
 """
@@ -15,9 +16,16 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from toolmask._pointer import escape_token
+from toolmask.schema._formats import FORMATS
 from toolmask.schema._keywords import KEYWORDS
 
 __all__ = ["KeywordReport", "SchemaReport", "check_schema"]
+
+_UNKNOWN_FORMAT = (
+    "unknown format: an annotation (2020-12 format-annotation vocabulary); "
+    "strict_formats refuses it"
+)
 
 _SCHEMA: tuple[str, ...] = (
     "not",
@@ -70,21 +78,17 @@ class SchemaReport:
         }
 
 
-def _esc(part: str) -> str:
-    return part.replace("~", "~0").replace("/", "~1")
-
-
-def _occurrences(schema: Any, pointer: str, out: list[tuple[str, str]]) -> None:
+def _occurrences(schema: Any, pointer: str, out: list[tuple[str, str, Any]]) -> None:
     if not isinstance(schema, dict):
         return
     for key, value in schema.items():
-        out.append((pointer, key))
-        here = f"{pointer}/{_esc(key)}"
+        out.append((pointer, key, value))
+        here = f"{pointer}/{escape_token(key)}"
         if key in _SCHEMA:
             _occurrences(value, here, out)
         elif key in _SCHEMA_MAP and isinstance(value, dict):
             for name, sub in value.items():
-                _occurrences(sub, f"{here}/{_esc(name)}", out)
+                _occurrences(sub, f"{here}/{escape_token(name)}", out)
         elif key in _SCHEMA_LIST and isinstance(value, list):
             for i, sub in enumerate(value):
                 _occurrences(sub, f"{here}/{i}", out)
@@ -97,7 +101,7 @@ def _occurrences(schema: Any, pointer: str, out: list[tuple[str, str]]) -> None:
         elif key == "dependencies" and isinstance(value, dict):
             for name, sub in value.items():
                 if isinstance(sub, dict):
-                    _occurrences(sub, f"{here}/{_esc(name)}", out)
+                    _occurrences(sub, f"{here}/{escape_token(name)}", out)
 
 
 def check_schema(schema: Any, **options: Any) -> SchemaReport:
@@ -114,12 +118,17 @@ def check_schema(schema: Any, **options: Any) -> SchemaReport:
     post: set[tuple[str, str]] = set()
     for check in grammar.checks:
         post.update(check.keywords)
-    lenient_unsupported = {str(w.message) for w in caught}
-    found: list[tuple[str, str]] = []
+    notes = {str(w.message) for w in caught}
+    found: list[tuple[str, str, Any]] = []
     _occurrences(schema, "", found)
     rows: list[KeywordReport] = []
-    for pointer, keyword in found:
+    for pointer, keyword, value in found:
         info = KEYWORDS.get(keyword)
+        if keyword == "format" and isinstance(value, str) and value not in FORMATS:
+            # compilation succeeded, so strict_formats was off: an annotation
+            rows.append(KeywordReport(pointer or "/", keyword, "annotation", _UNKNOWN_FORMAT))
+            notes.add(f"{pointer or '#'}: format {value!r} is not known: an annotation")
+            continue
         if (pointer, keyword) in post:
             how = "validator"
             note = (info.note if info and info.note else "") or "checked after decoding"
@@ -130,7 +139,7 @@ def check_schema(schema: Any, **options: Any) -> SchemaReport:
         else:
             how, note = info.enforcement, info.note
         rows.append(KeywordReport(pointer or "/", keyword, how, note))
-    return SchemaReport(tuple(rows), len(grammar.rules), tuple(sorted(lenient_unsupported)))
+    return SchemaReport(tuple(rows), len(grammar.rules), tuple(sorted(notes)))
 
 
 def format_report(report: SchemaReport) -> str:

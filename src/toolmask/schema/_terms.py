@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
-from toolmask.grammar._dfa import Dfa
+from toolmask.grammar._fsm import Dfa
 
 __all__ = [
     "BOTTOM",

@@ -18,12 +18,14 @@ worker or the event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import json
 import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
@@ -74,6 +76,7 @@ def render_prompt(
     template: Template = render_chatml,
     *,
     reminder: bool = True,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> str:
     """The prompt of a request, rendered by ``template`` (the model's own chat template, or
     ChatML: :func:`toolmask.agent.default_template`).
@@ -85,8 +88,10 @@ def render_prompt(
     as a system message, so ``auto`` is decided where the model reads it (it depends on the
     tool list's presence only, never on ``tool_choice``). Every text the client sent has its control
     markers broken (:meth:`ToolTurn.sanitize`), so only the template's own markers are control
-    tokens. Raises :class:`APIError` (400) when the template refuses the conversation.
-    O(prompt length).
+    tokens. ``template_kwargs`` (the request's ``chat_template_kwargs`` and
+    ``reasoning_effort``: the thinking switch) go to a template that takes keyword arguments
+    (a Jinja template reads them as variables). Raises :class:`APIError` (400) when the
+    template refuses the conversation. O(prompt length).
     """
     turn = plan.turn or base
     msgs = [
@@ -103,10 +108,22 @@ def render_prompt(
     if plan.turn is not None and not knows_tools:
         decision = plan.turn.format.decision_prompt() if reminder else None
         msgs = with_tool_prompt(msgs, plan.tool_prompt, decision=decision)
+    kwargs = dict(template_kwargs or {})
     try:
+        if kwargs and _takes_kwargs(template):
+            return template(msgs, turn, **kwargs)
         return template(msgs, turn)
     except ChatTemplateError as e:
         raise APIError(400, str(e), param="messages", code="invalid_messages") from None
+
+
+def _takes_kwargs(template: Template) -> bool:
+    """Whether ``template`` accepts arbitrary keyword arguments (``**kwargs``)."""
+    try:
+        params = inspect.signature(template).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def _busy(e: QueueFull) -> APIError:
@@ -128,7 +145,10 @@ def _deltas_to_message(
     """The ``message`` of a non-streaming response: ``content`` and, for each final call id,
     the call as the stream announced it (same arguments text as a stream sends)."""
     calls: dict[int, dict[str, Any]] = {}
+    reasoning: list[str] = []
     for d in deltas:
+        if d.reasoning is not None:
+            reasoning.append(d.reasoning)
         if d.index is None:
             continue
         c = calls.setdefault(
@@ -146,6 +166,8 @@ def _deltas_to_message(
         "content": content if content or not tool_calls else None,
         "refusal": None,
     }
+    if reasoning:
+        msg["reasoning_content"] = "".join(reasoning)
     if tool_calls:
         msg["tool_calls"] = tool_calls
     return msg
@@ -155,7 +177,8 @@ def assemble(text: str, plan: Plan) -> tuple[dict[str, Any], bool]:
     """The response ``message`` for a finished completion ``text`` and whether it holds calls.
 
     Parsed with the same :class:`~toolmask.tools.StreamParser` a stream uses (one feed), so a
-    non-streaming reply and the reassembled stream of the same completion are equal."""
+    non-streaming reply and the reassembled stream of the same completion are equal; the
+    reasoning channel comes back as ``reasoning_content``."""
     if plan.turn is None:
         return {"role": "assistant", "content": text, "refusal": None}, False
     parser = plan.turn.stream_parser()
@@ -264,6 +287,7 @@ def create_app(
     engine: Engine | None = None,
     template: Template | None = None,
     fmt: str = "hermes",
+    strict_formats: bool = False,
     defaults: ServerDefaults = BUILTIN,
     tool_reminder: bool = True,
 ) -> FastAPI:
@@ -271,14 +295,15 @@ def create_app(
     ``aliases``). ``limits`` bound the compilation of every schema received; ``queue_size`` is
     how many requests may wait for the model (more: 429). ``template`` renders prompts
     (default: the model's own chat template, else ChatML); ``fmt`` is the wire format of
-    tool calls (default Hermes ``<tool_call>``). ``defaults`` fill the sampling parameters and
-    ``max_tokens`` a request leaves out (:class:`ServerDefaults`; ``toolmask serve`` resolves
-    them from the model's metadata and its flags). ``tool_reminder``: follow the last user
-    message with the format's decision prompt when the tool prompt is ours (see
-    :func:`render_prompt`). The engine's worker thread starts now and stops on the app's
-    shutdown."""
+    tool calls (default Hermes ``<tool_call>``); ``strict_formats`` answers 400 to a schema
+    with a ``format`` toolmask does not know (default: an annotation). ``defaults`` fill the
+    sampling parameters and ``max_tokens`` a request leaves out (:class:`ServerDefaults`;
+    ``toolmask serve`` resolves them from the model's metadata and its flags).
+    ``tool_reminder``: follow the last user message with the format's decision prompt when the
+    tool prompt is ours (see :func:`render_prompt`). The engine's worker thread starts now and
+    stops on the app's shutdown."""
     eng = engine or Engine(backend, queue_size=queue_size)
-    plans = PlanCache(backend.vocab, limits, fmt=fmt)
+    plans = PlanCache(backend.vocab, limits, fmt=fmt, strict_formats=strict_formats)
     base_turn = ToolTurn([], plans.fmt, special_tokens=plans.special_tokens)
     chat_template = template or default_template(backend)
     names = {model_name, *aliases}
@@ -377,7 +402,20 @@ def create_app(
         if req.model not in names:
             raise _unknown_model(req.model)
         plan = await anyio.to_thread.run_sync(plans.get, req, limiter=compile_limiter)
-        prompt = render_prompt(req.messages, plan, base_turn, chat_template, reminder=tool_reminder)
+        prompt = render_prompt(
+            req.messages,
+            plan,
+            base_turn,
+            chat_template,
+            reminder=tool_reminder,
+            template_kwargs=req.template_kwargs(),
+        )
+        if plan.turn is not None and plan.turn.format.prompt_opens_reasoning(prompt):
+            # the template prefilled the reasoning channel (<think>): grammar and parser start
+            # inside it (a second plan, cached like the first)
+            plan = await anyio.to_thread.run_sync(
+                functools.partial(plans.get, req, reasoning_open=True), limiter=compile_limiter
+            )
         events = _Events()
         job = Job(
             prompt,

@@ -4,9 +4,10 @@ compiled for the backend's vocabulary under the server's limits, and the tool pr
 :class:`PlanCache` maps ``(tools, tool_choice, parallel_tool_calls, response_format)`` to a
 :class:`Plan`, in a bounded LRU shared by every request; a request that failed to compile is
 cached too (as its :class:`APIError`), so repeating a hostile schema costs a dict lookup, not
-another run to the compile deadline. Below it, ``toolmask.compile`` and the schema compiler keep
-their own caches (automata, masks), so even a miss here reuses every mask already computed for
-the same tool schemas.
+another run to the compile deadline. Below it, the PlanCache's own
+:class:`~toolmask.GrammarCompiler` keeps compiled grammars, automata, masks and the tool layer's
+caches under the server limits' byte budget, so even a miss here reuses every mask already
+computed for the same tool schemas.
 
 Grammar shapes (``J`` the response-format JSON grammar, ``C`` the calls of the turn)::
 
@@ -27,8 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from toolmask._compile import CompiledGrammar
-from toolmask._compile import compile as tm_compile
+from toolmask._compile import CompiledGrammar, GrammarCompiler
 from toolmask.errors import LimitError, SchemaError, ToolmaskError
 from toolmask.grammar._ir import Grammar, Rule, choice
 from toolmask.limits import Limits
@@ -104,34 +104,52 @@ class PlanCache:
     """
 
     def __init__(
-        self, vocab: Vocabulary, limits: Limits, size: int = 128, fmt: str = "hermes"
+        self,
+        vocab: Vocabulary,
+        limits: Limits,
+        size: int = 128,
+        fmt: str = "hermes",
+        *,
+        strict_formats: bool = False,
     ) -> None:
         self.vocab = vocab
         self.limits = limits
+        #: an unknown ``format`` in a schema is a 400 instead of an annotation (``serve
+        #: --strict-formats``; see :func:`toolmask.schema.compile_json_schema`)
+        self.strict_formats = strict_formats
         #: the wire format of tool calls (a name of :data:`toolmask.tools.FORMATS`)
         self.fmt = get_format(fmt).name
         self.size = size
         self.special_tokens = sorted(set(vocab.special.values()))
+        #: owns every compile-side cache of this server (bounded by limits.max_cache_bytes)
+        self.compiler = GrammarCompiler(limits=limits)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, Plan | APIError] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        # load what a first compilation imports lazily (the format checkers, the validator
+        # factory) now, so that time never counts against a request's max_compile_seconds
+        compile_json_schema({"type": "string", "format": "email"}, limits=limits)
 
     @staticmethod
-    def key(req: ChatRequest) -> str:
+    def key(req: ChatRequest, reasoning_open: bool = False) -> str:
         return json.dumps(
             [
                 [t.to_openai() for t in req.tools],
                 req.tool_choice,
                 req.parallel_tool_calls,
                 req.response_format.key(),
+                req.thinking,
+                reasoning_open,
             ],
             sort_keys=True,
             ensure_ascii=False,
         )
 
-    def get(self, req: ChatRequest) -> Plan:
-        key = self.key(req)
+    def get(self, req: ChatRequest, *, reasoning_open: bool = False) -> Plan:
+        """``reasoning_open``: the rendered prompt ends inside the format's reasoning channel
+        (:meth:`WireFormat.prompt_opens_reasoning`), so the grammar and the parser start there."""
+        key = self.key(req, reasoning_open)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -139,7 +157,8 @@ class PlanCache:
                 self.hits += 1
         if hit is None:
             try:
-                hit = self._build(req)
+                with self.compiler.activate():
+                    hit = self._build(req, reasoning_open)
             except APIError as e:
                 hit = e
             with self._lock:
@@ -152,7 +171,10 @@ class PlanCache:
         return hit
 
     # -- building ---------------------------------------------------------------------------------
-    def _build(self, req: ChatRequest) -> Plan:
+    def _schema_options(self) -> dict[str, Any]:
+        return {"limits": self.limits, "strict_formats": self.strict_formats}
+
+    def _build(self, req: ChatRequest, reasoning_open: bool = False) -> Plan:
         turn: ToolTurn | None = None
         if req.tools:
             turn = ToolTurn(
@@ -161,7 +183,9 @@ class PlanCache:
                 req.tool_choice if req.tool_choice is not None else "auto",
                 parallel_tool_calls=req.parallel_tool_calls,
                 special_tokens=self.special_tokens,
-                schema_options={"limits": self.limits},
+                schema_options=self._schema_options(),
+                reasoning=req.thinking,
+                reasoning_open=reasoning_open,
             )
         rf = req.response_format
         json_grammar = self._json_grammar(rf) if rf.kind != "text" else None
@@ -175,7 +199,7 @@ class PlanCache:
     def _json_grammar(self, rf: ResponseFormat) -> Grammar:
         schema = rf.schema if rf.kind == "json_schema" else JSON_OBJECT_SCHEMA
         try:
-            return compile_json_schema(schema, whitespace="compact", limits=self.limits)
+            return compile_json_schema(schema, whitespace="compact", **self._schema_options())
         except Exception as e:  # a hostile or broken schema must not take the server down
             raise schema_error(
                 e,
@@ -204,10 +228,13 @@ class PlanCache:
         return Grammar((Rule("root", choice(j_ref, c_ref)), *j_rules, *c_rules))
 
     def _tool_error(self, req: ChatRequest, e: Exception) -> APIError:
-        """Attribute a turn-grammar failure to the first tool whose schema fails alone."""
+        """Attribute a turn-grammar failure to the first tool whose schema fails alone (not
+        after a compile timeout: compiling again would take as long again)."""
+        if isinstance(e, LimitError) and e.limit == "max_compile_seconds":
+            return schema_error(e, param="tools", what="the tools")
         for i, t in enumerate(req.tools):
             try:
-                compile_json_schema(t.parameters, whitespace="compact", limits=self.limits)
+                compile_json_schema(t.parameters, whitespace="compact", **self._schema_options())
             except Exception as err:
                 return schema_error(
                     err, param=f"tools[{i}].function.parameters", what=f"tool {t.name!r}"
@@ -218,7 +245,7 @@ class PlanCache:
         self, grammar: Grammar, req: ChatRequest, vocab: Vocabulary | None
     ) -> CompiledGrammar:
         try:
-            return tm_compile(grammar, vocab, limits=self.limits)
+            return self.compiler.compile(grammar, vocab, limits=self.limits)
         except ToolmaskError as e:
             param = "response_format" if req.response_format.kind != "text" else "tools"
             raise schema_error(e, param=param, what=param) from None

@@ -121,6 +121,24 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     stream: bool = False
     include_usage: bool = False
+    #: the thinking switch, passed to the chat template: ``reasoning_effort`` (``"none"``
+    #: turns reasoning off) and ``chat_template_kwargs`` (e.g. ``{"enable_thinking": false}``)
+    reasoning_effort: str | None = None
+    chat_template_kwargs: Mapping[str, Any] | None = None
+
+    @property
+    def thinking(self) -> bool:
+        """Whether the turn may reason (off with ``reasoning_effort: "none"`` or
+        ``chat_template_kwargs: {"enable_thinking": false}``)."""
+        kw = self.chat_template_kwargs or {}
+        return self.reasoning_effort != "none" and kw.get("enable_thinking") is not False
+
+    def template_kwargs(self) -> dict[str, Any]:
+        """What the chat template is given besides the messages and tools."""
+        out = dict(self.chat_template_kwargs or {})
+        if self.reasoning_effort is not None:
+            out.setdefault("reasoning_effort", self.reasoning_effort)
+        return out
 
 
 # -- primitive readers ----------------------------------------------------------------------------
@@ -396,6 +414,27 @@ def _n(v: object) -> int:
     return n
 
 
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
+
+
+def _reasoning_effort(v: object) -> str:
+    if v not in REASONING_EFFORTS:
+        raise bad_request(
+            f"Invalid value for 'reasoning_effort': {v!r}; expected one of "
+            f"{list(REASONING_EFFORTS)}.",
+            "reasoning_effort",
+            "invalid_value",
+        )
+    assert isinstance(v, str)
+    return v
+
+
+def _template_kwargs(v: object) -> Mapping[str, Any]:
+    _expect(v, dict, "an object", "chat_template_kwargs")
+    assert isinstance(v, dict)
+    return dict(v)
+
+
 def _model(v: object) -> str:
     _expect(v, str, "a string", "model")
     assert isinstance(v, str)
@@ -422,6 +461,8 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "n": ("", _n),
     "stream": ("stream", lambda v: _bool(v, "stream")),
     "stream_options": ("include_usage", _stream_options),
+    "reasoning_effort": ("reasoning_effort", _reasoning_effort),
+    "chat_template_kwargs": ("chat_template_kwargs", _template_kwargs),
     # accepted and ignored: bookkeeping fields that do not change the completion
     "user": ("", lambda v: _expect(v, str, "a string", "user")),
     "metadata": ("", lambda v: _expect(v, dict, "an object", "metadata")),

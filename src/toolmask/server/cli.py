@@ -95,6 +95,12 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
         "function (only used when the model's chat template does not advertise tools itself)",
     )
     s.add_argument(
+        "--strict-formats",
+        action="store_true",
+        help="a schema with a format toolmask does not know is a 400 "
+        "(default: the format is an annotation, as JSON Schema 2020-12 says)",
+    )
+    s.add_argument(
         "--log-level",
         default="info",
         choices=("debug", "info", "warning", "error"),
@@ -162,6 +168,7 @@ def run_serve(args: argparse.Namespace) -> int:
         model_name=name,
         queue_size=args.queue_size,
         fmt=args.format,
+        strict_formats=args.strict_formats,
         defaults=defaults,
         tool_reminder=args.tool_reminder,
     )

@@ -1,15 +1,26 @@
-"""The turn grammar: tools x tool_choice x parallel x wire format -> one :class:`Grammar`.
+"""The turn grammar: tools x tool_choice x parallel x wire format x reasoning -> one
+:class:`Grammar`.
 
 Shape (``[]`` optional, names as in the printed grammar)::
 
-    none      root ::= prose
-    auto      root ::= prose [calls]                  (llama3_json: prose_nb [calls] | bare_calls)
-    required  root ::= calls                          (llama3_json: calls | bare_calls)
+    root      ::= head body
+    head      ::= [reasoning_start text reasoning_end]   the format's reasoning channel
+                | text reasoning_end                      the prompt opened it (reasoning_open)
+    none      body ::= prose
+    auto      body ::= prose [calls]              (llama3_json: prose_nb [calls] | bare_calls)
+    required  body ::= ws calls                   (llama3_json: calls | bare_calls)
     calls     one call per block:  block (ws block)* ws       (parallel off: block ws)
               list formats:  open [ call (sep call)* ] close ws  (parallel off: one call)
     ws        ::= [ \t\n\r]{0,max_trailing_ws}
     call      ::= call_0 | call_1 | ...               one alternative per callable tool
-    call_i    ::= '{"name": "<tool i>", "arguments": ' a<i>_root '}'
+    call_i    ::= '{"name": "<tool i>", "arguments": ' a<i>_root '}'   or the format's own
+                  encoding (WireFormat.call_grammar: XML parameters, name-then-arguments, ...)
+
+Reasoning is a channel: the model reasons freely first (``text`` avoids only the channel's
+close marker), then ``tool_choice`` applies to what follows, so ``required`` means "reason,
+then call". A turn without reasoning may not start with the channel's open marker either
+(the parser would read it as reasoning). Harmony (gpt-oss) writes its turn as messages and
+builds it itself (:meth:`WireFormat.turn_grammar`).
 
 The end follows the model: after the last block, whitespace and then the end of the turn are
 always allowed (models write ``</tool_call>\n`` before their end-of-turn token), and another
@@ -28,13 +39,10 @@ sees text) never finds a call that the grammar did not mean.
 
 from __future__ import annotations
 
-import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolmask.grammar._dfa import Dfa, dfa_to_rules
+from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
     Grammar,
@@ -49,62 +57,59 @@ from toolmask.grammar._ir import (
     seq,
     star,
 )
-from toolmask.schema import compile_json_schema
 from toolmask.tools._choice import ToolChoice
-from toolmask.tools._rename import prefix_rules
 from toolmask.tools._spec import Tool
 from toolmask.tools.formats._base import WireFormat
+from toolmask.tools.formats._gen import Kit, arguments_grammar
 
 __all__ = ["build_call_grammar", "build_turn_grammar", "prose_rules"]
 
-_SCHEMA_CACHE_SIZE = 256
-_schema_cache: OrderedDict[tuple[str, str], Grammar] = OrderedDict()
-_schema_lock = threading.Lock()
+_WS_SET = " \t\r\n"
 
 
 def _arguments_grammar(tool: Tool, options: Mapping[str, Any]) -> Grammar:
-    """``compile_json_schema(tool.parameters, **options)``, cached by (schema, options) JSON."""
-    key = (
-        json.dumps(tool.parameters, sort_keys=True),
-        json.dumps(dict(options), sort_keys=True, default=repr),
-    )
-    with _schema_lock:
-        hit = _schema_cache.get(key)
-        if hit is not None:
-            _schema_cache.move_to_end(key)
-            return hit
-    g = compile_json_schema(tool.parameters, **options)
-    with _schema_lock:
-        _schema_cache[key] = g
-        while len(_schema_cache) > _SCHEMA_CACHE_SIZE:
-            _schema_cache.popitem(last=False)
-    return g
+    """``compile_json_schema(tool.parameters, **options)``, cached by (schema, options) JSON in
+    the active GrammarCompiler (``Limits.max_schema_grammars`` entries)."""
+    return arguments_grammar(tool.parameters, options)
 
 
-def prose_rules(fmt: WireFormat, *, at_start: bool) -> tuple[Node, tuple[Rule, ...]]:
-    """Free text that does not contain ``fmt``'s trigger text (rules named ``prose_s<i>``).
+def prose_rules(
+    fmt: WireFormat, *, at_start: bool, name: str = "prose"
+) -> tuple[Node, tuple[Rule, ...]]:
+    """Free text that contains none of ``fmt``'s parse triggers (rules named ``<name>_s<i>``).
 
-    With ``at_start`` and a format whose blocks may start bare (``{`` at the start of the
-    reply), the text must also not start with ``{``. Cost: a DFA of len(trigger) + 2 states.
+    With ``at_start``: a format whose blocks may start bare (``{`` at the start of the reply)
+    also may not start with ``bare_start``, and a format with a reasoning channel may not start
+    with its open marker (after whitespace), which the parser would read as reasoning. Cost: a
+    DFA of about the triggers' total length in states.
     """
     anything = Dfa.any_string()
-    dfa = anything.concat(Dfa.literal(fmt.trigger_text)).concat(anything).complement()
+    dfa = anything
+    for t in fmt.parse_triggers():
+        dfa = dfa.intersect(anything.concat(Dfa.literal(t)).concat(anything).complement())
     if at_start and fmt.bare_at_start:
-        dfa = dfa.intersect(Dfa.literal("{").concat(anything).complement())
-    return dfa_to_rules(dfa, "prose", encoding="raw")
+        dfa = dfa.intersect(Dfa.literal(fmt.bare_start).concat(anything).complement())
+    if at_start and fmt.reasoning_start:
+        ws = Dfa.literals(list(_WS_SET)).star()
+        starts = ws.concat(Dfa.literal(fmt.reasoning_start)).concat(anything)
+        dfa = dfa.intersect(starts.complement())
+    return dfa_to_rules(dfa, name, encoding="raw")
 
 
-def _calls(
-    fmt: WireFormat, call: Node, *, parallel: bool, special_tokens: frozenset[str], bare: bool
-) -> Node:
+def _ws(fmt: WireFormat) -> Node:
+    return repeat(byte_class(0x20, 0x09, 0x0A, 0x0D), 0, fmt.max_trailing_ws)
+
+
+def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool) -> Node:
     """The block(s) holding the calls, then the trailing whitespace before the end of the turn;
     ``bare`` leaves out the first block's opener."""
-    ws = repeat(byte_class(0x20, 0x09, 0x0A, 0x0D), 0, fmt.max_trailing_ws)
-    opener = fmt.open_node(special_tokens)
-    closer = fmt.close_node(special_tokens) if fmt.close else lit(fmt.before_close)
+    ws = _ws(fmt)
+    opener = fmt.open_node(kit.special_tokens)
+    closer = fmt.close_node(kit.special_tokens) if fmt.close else lit(fmt.before_close)
     first = EMPTY if bare else opener
-    if fmt.separator:  # all calls in one block
-        inner = seq(call, star(seq(lit(fmt.separator_text), call))) if parallel else call
+    if fmt.separator or fmt.list_calls:  # all calls in one block
+        sep = lit(fmt.separator_text) if fmt.separator else ws
+        inner = seq(call, star(seq(sep, call))) if parallel else call
         return seq(first, lit(fmt.list_open), inner, lit(fmt.list_close), closer, ws)
     body = seq(lit(fmt.list_open), call, lit(fmt.list_close), closer)
     if not parallel:
@@ -112,21 +117,26 @@ def _calls(
     return seq(first, body, star(seq(ws, opener, body)), ws)
 
 
-def _call_rules(
-    tools: Sequence[Tool], fmt: WireFormat, schema_options: Mapping[str, Any]
-) -> tuple[Node, list[Rule]]:
-    rules: list[Rule] = []
-    alts: list[Node] = []
+def _kit(fmt: WireFormat, special_tokens: frozenset[str], schema_options: Mapping[str, Any]) -> Kit:
     options = {**fmt.argument_options, **schema_options}
-    for i, tool in enumerate(tools):
-        entry, args_rules = prefix_rules(_arguments_grammar(tool, options), f"a{i}_")
-        rules.extend(args_rules)
-        layout = str(options.get("whitespace", "compact"))
-        max_ws = int(options.get("max_whitespace", 4))
-        rules.append(Rule(f"call_{i}", fmt.call_node(tool.name, entry, layout, max_ws)))
-        alts.append(RuleRef(f"call_{i}"))
-    rules.append(Rule("call", choice(*alts)))
-    return RuleRef("call"), rules
+    layout = str(options.get("whitespace", "compact"))
+    extra = () if "whitespace" in schema_options else fmt.extra_layouts
+    layouts = (layout, *(x for x in extra if x != layout))
+    return Kit(options, special_tokens, layouts)
+
+
+def _head(fmt: WireFormat, kit: Kit, *, reasoning: bool, reasoning_open: bool) -> Node | None:
+    """The reasoning the turn starts with: required when the prompt opened the channel,
+    optional when the format has an open marker (and ``reasoning``), else None."""
+    if not fmt.reasoning_end:
+        return None
+    text = kit.text_without((fmt.reasoning_end,))
+    end = kit.marker(fmt.reasoning_end)
+    if reasoning_open:
+        return seq(text, end)
+    if reasoning and fmt.reasoning_start:
+        return seq(_ws(fmt), kit.marker(fmt.reasoning_start), text, end)
+    return None
 
 
 def build_turn_grammar(
@@ -137,41 +147,77 @@ def build_turn_grammar(
     parallel: bool = True,
     special_tokens: frozenset[str] = frozenset(),
     schema_options: Mapping[str, Any] | None = None,
+    reasoning: bool = True,
+    reasoning_open: bool = False,
 ) -> Grammar:
     """The grammar of one assistant turn (see the module docstring for its shape).
 
     ``tools`` are all advertised tools; ``tool_choice`` says which may be called. Markers in
-    ``special_tokens`` become :class:`Special` nodes. Raises :class:`SchemaError` for a tool
-    schema that cannot be compiled. Cost: one schema compilation per distinct (schema, options),
-    cached; the rest is linear in the tool count.
+    ``special_tokens`` become :class:`Special` nodes. ``reasoning``: the turn may start with
+    the format's reasoning channel (formats that have one); ``reasoning_open``: the prompt
+    ended inside the channel (:meth:`WireFormat.prompt_opens_reasoning`), so the turn starts
+    with reasoning and its close marker. Raises :class:`SchemaError` for a tool schema that
+    cannot be compiled. Cost: one schema compilation per distinct (schema, options), cached;
+    the rest is linear in the tool count (times 2**parameters, at most 2**8, for formats that
+    write parameters one by one in any order).
     """
+    if not fmt.has_grammar:
+        from toolmask.errors import ToolError
+
+        raise ToolError(
+            f"format {fmt.name!r} parses replies but has no generation grammar yet",
+            where="format",
+        )
     callable_names = set(tool_choice.callable([t.name for t in tools]))
     chosen = [t for t in tools if t.name in callable_names]
     mode = tool_choice.mode if chosen else "none"
+    kit = _kit(fmt, special_tokens, schema_options or {})
+    head = _head(fmt, kit, reasoning=reasoning, reasoning_open=reasoning_open)
+    call_refs = [kit.add(f"call_{i}", fmt.call_grammar(t, i, kit)) for i, t in enumerate(chosen)]
+    custom = fmt.turn_grammar(kit, call_refs, mode, parallel=parallel, reasoning=reasoning)
+    if custom is not None:
+        return Grammar((Rule("root", custom), *kit.rules))
     out: list[Rule] = []
-    prose: Node = EMPTY
+    # prose right at the start (no reasoning written) and prose after the reasoning
+    prose_first: Node = EMPTY
+    prose_after: Node = EMPTY
     if mode != "required":
-        prose, rules = prose_rules(fmt, at_start=True)
+        prose_first, rules = prose_rules(fmt, at_start=True)
         out.extend(rules)
+        if head is not None:
+            prose_after, rules = prose_rules(fmt, at_start=False, name="prose_r")
+            out.extend(rules)
     if mode == "none":
-        return Grammar((Rule("root", prose), *out))
-    call, call_rules = _call_rules(chosen, fmt, schema_options or {})
-    out.extend(call_rules)
-    calls = _calls(fmt, call, parallel=parallel, special_tokens=special_tokens, bare=False)
+        if head is None:
+            return Grammar((Rule("root", prose_first), *out, *kit.rules))
+        alts = [seq(head, prose_after)]
+        if not reasoning_open:
+            alts.append(prose_first)
+        return Grammar((Rule("root", choice(*alts)), *out, *kit.rules))
+    call = kit.add("call", choice(*call_refs))
+    out.append(Rule("calls", _calls(fmt, call, parallel=parallel, kit=kit, bare=False)))
     bare = None
     if fmt.bare_at_start:
-        bare = _calls(fmt, call, parallel=parallel, special_tokens=special_tokens, bare=True)
-    out.append(Rule("calls", calls))
-    if bare is not None:
+        bare = _calls(fmt, call, parallel=parallel, kit=kit, bare=True)
         out.append(Rule("bare_calls", bare))
-    alts: list[Node] = []
-    if mode == "auto":
-        alts.append(seq(prose, opt(RuleRef("calls"))))
+
+    def body(prose: Node) -> Node:
+        alts: list[Node] = []
+        if mode == "auto":
+            alts.append(seq(prose, opt(RuleRef("calls"))))
+        else:
+            alts.append(seq(_ws(fmt), RuleRef("calls")))
+        if bare is not None:
+            alts.append(RuleRef("bare_calls"))
+        return choice(*alts)
+
+    if head is None:
+        root = body(prose_first)
+    elif reasoning_open:
+        root = seq(head, body(prose_after))
     else:
-        alts.append(RuleRef("calls"))
-    if bare is not None:
-        alts.append(RuleRef("bare_calls"))
-    return Grammar((Rule("root", choice(*alts)), *out))
+        root = choice(seq(head, body(prose_after)), body(prose_first))
+    return Grammar((Rule("root", root), *out, *kit.rules))
 
 
 def build_call_grammar(
@@ -200,4 +246,5 @@ def build_call_grammar(
         parallel=parallel,
         special_tokens=special_tokens,
         schema_options=schema_options,
+        reasoning=False,
     )

@@ -27,11 +27,13 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolmask.tools.formats._base import WireFormat
+from toolmask.tools.formats._blocks import Block as _Block
+from toolmask.tools.formats._blocks import Call as _Call
 
 __all__ = [
     "MalformedBlock",
@@ -92,11 +94,14 @@ class MalformedBlock:
 
 @dataclass(frozen=True, slots=True)
 class ParsedTurn:
-    """The parse of one assistant reply (see the module docstring for the contract)."""
+    """The parse of one assistant reply (see the module docstring for the contract).
+    ``reasoning`` is the text of the reasoning channel (``<think>...</think>``, Harmony's
+    analysis channel, ...), stripped of surrounding whitespace; ``""`` when there is none."""
 
     content: str
     calls: tuple[ToolCall, ...] = ()
     malformed: tuple[MalformedBlock, ...] = ()
+    reasoning: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +117,13 @@ class StreamDelta:
     id: str | None = None
     name: str | None = None
     arguments: str | None = None
+    #: a piece of the reasoning channel (then ``content`` and ``index`` are None)
+    reasoning: str | None = None
 
     def to_openai(self) -> dict[str, Any]:
         """The ``delta`` object of a ``chat.completion.chunk``."""
+        if self.reasoning is not None:
+            return {"reasoning_content": self.reasoning}
         if self.index is None:
             return {"content": self.content or ""}
         call: dict[str, Any] = {"index": self.index}
@@ -165,24 +174,8 @@ def _json_end(text: str, i: int) -> int | None:
                 return j
 
 
-def _skip_ws(text: str, i: int) -> int:
-    n = len(text)
-    while i < n and text[i] in _WS:
-        i += 1
-    return i
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _loads(text: str) -> tuple[Any, str | None]:
-    try:
-        return json.loads(text, parse_constant=_reject_constant), None
-    except json.JSONDecodeError as e:
-        return None, f"invalid JSON: {e.msg} at char {e.pos}"
-    except (ValueError, RecursionError) as e:
-        return None, f"invalid JSON: {e}"
+from toolmask.tools.formats._blocks import loads as _loads  # noqa: E402
+from toolmask.tools.formats._blocks import skip_ws as _skip_ws  # noqa: E402
 
 
 def _read_call(obj: Any, fmt: WireFormat) -> tuple[str, dict[str, Any]] | str:
@@ -211,26 +204,8 @@ def _read_call(obj: Any, fmt: WireFormat) -> tuple[str, dict[str, Any]] | str:
 
 
 @dataclass(slots=True)
-class _Call:
-    """A call inside a block. ``stream`` is its arguments text as the stream sends it: the raw
-    text when the envelope reads name-then-``{``, else (complete calls only) canonical JSON."""
-
-    name: str | None
-    stream: str
-    args: dict[str, Any] | None = None  # None while incomplete
-
-
-@dataclass(slots=True)
-class _Block:
-    status: str  # "ok" | "bad" | "pending"
-    end: int = 0
-    calls: list[_Call] = field(default_factory=list)
-    reason: str = ""
-
-
-@dataclass(slots=True)
 class _Item:
-    kind: str  # "prose" | "calls" | "bad"
+    kind: str  # "prose" | "calls" | "bad" | "reasoning"
     text: str = ""
     calls: list[_Call] = field(default_factory=list)
     start: int = 0  # char offset of a block
@@ -242,6 +217,8 @@ class _State:
     pos: int = 0
     after_block: bool = False
     items: list[_Item] = field(default_factory=list)
+    #: "start" (reasoning may open), "reasoning" (inside the channel), "body"
+    phase: str = "start"
 
 
 @dataclass(slots=True)
@@ -249,27 +226,89 @@ class _Pending:
     prose: str
     calls: list[_Call]
     block_start: int
+    reasoning: str = ""
 
 
 class _Scanner:
     """The block/prose scanner for one wire format (see the module docstring)."""
 
-    def __init__(self, fmt: WireFormat) -> None:
+    def __init__(
+        self,
+        fmt: WireFormat,
+        *,
+        reasoning_open: bool = False,
+        schemas: Mapping[str, Any] | None = None,
+    ) -> None:
         self.fmt = fmt
         self.trigger = fmt.trigger_text
+        self.triggers = fmt.parse_triggers()
+        self.reasoning_open = reasoning_open and bool(fmt.reasoning_end)
+        self.schemas = schemas
+
+    def _reasoning(self, text: str, st: _State, *, final: bool) -> _Pending | None:
+        """The reasoning channel at the start of the reply: opened by the prompt
+        (``reasoning_open``) or by the reply's first non-blank text (``reasoning_start``)."""
+        fmt = self.fmt
+        if st.phase == "start":
+            if self.reasoning_open:
+                rest = text[_skip_ws(text, 0) :]
+                skips = fmt.reasoning_skips
+                if not final and any(t.startswith(rest) for t in skips):
+                    return _Pending("", [], -1)
+                st.phase = "body" if any(rest.startswith(t) for t in skips) else "reasoning"
+            elif fmt.reasoning_start:
+                i = _skip_ws(text, 0)
+                rest = text[i:]
+                if rest.startswith(fmt.reasoning_start):
+                    st.phase = "reasoning"
+                    st.pos = i + len(fmt.reasoning_start)
+                elif not final and fmt.reasoning_start.startswith(rest):
+                    return _Pending("", [], -1)
+                else:
+                    st.phase = "body"
+            else:
+                st.phase = "body"
+        if st.phase != "reasoning":
+            return None
+        end = fmt.reasoning_end
+        k = text.find(end, st.pos)
+        if k < 0:
+            seg = text[st.pos :]
+            if final:
+                body = seg.strip(_WS)
+                if body:
+                    st.items.append(_Item("reasoning", body))
+                st.pos = len(text)
+                st.phase = "body"
+                return None
+            hold = _held(seg, end)
+            return _Pending("", [], -1, reasoning=seg[: len(seg) - hold].strip(_WS))
+        body = text[st.pos : k].strip(_WS)
+        if body:
+            st.items.append(_Item("reasoning", body))
+        st.pos = k + len(end)
+        st.after_block = True
+        st.phase = "body"
+        return None
 
     def scan(self, text: str, st: _State, *, final: bool) -> _Pending | None:
         """Advance ``st`` over the decided part of ``text``; return what is still undecided
         (``None`` when ``final``, which decides everything)."""
+        if st.phase != "body":
+            pending = self._reasoning(text, st, final=final)
+            if pending is not None or st.phase != "body":
+                return pending
         while True:
             pos = st.pos
-            k, bare = self._find(text, pos)
+            k, bare = self._find(text, pos, st)
             if k is None:
                 seg = text[pos:]
                 if final:
                     self._prose(st, seg, rstrip=False)
                     st.pos = len(text)
                     return None
+                if self._bare_possible(st) and self.fmt.bare_start.startswith(seg.lstrip(_WS)):
+                    return _Pending("", [], -1)  # may still become a bare block
                 hold = self._held(seg)
                 safe = seg[: len(seg) - hold].rstrip(_WS)
                 return _Pending(safe.lstrip(_WS) if st.after_block else safe, [], -1)
@@ -280,7 +319,12 @@ class _Scanner:
                 return _Pending(safe.lstrip(_WS) if st.after_block else safe, block.calls, k)
             if block.status == "ok":
                 self._prose(st, seg, rstrip=True)
-                st.items.append(_Item("calls", calls=block.calls, start=k))
+                if block.calls:
+                    st.items.append(_Item("calls", calls=block.calls, start=k))
+                elif block.text_kind == "reasoning" and block.text:
+                    st.items.append(_Item("reasoning", block.text))
+                elif block.text_kind == "prose" and block.text:
+                    st.items.append(_Item("prose", block.text))
                 st.after_block = True
             else:
                 self._prose(st, seg, rstrip=False)
@@ -296,19 +340,24 @@ class _Scanner:
         if seg:
             st.items.append(_Item("prose", seg))
 
-    def _find(self, text: str, pos: int) -> tuple[int | None, bool]:
-        if pos == 0 and self.fmt.bare_at_start and text.startswith("{"):
-            return 0, True
-        k = text.find(self.trigger, pos)
-        return (None, False) if k < 0 else (k, False)
+    def _bare_possible(self, st: _State) -> bool:
+        return self.fmt.bare_at_start and all(it.kind == "reasoning" for it in st.items)
+
+    def _find(self, text: str, pos: int, st: _State) -> tuple[int | None, bool]:
+        if self._bare_possible(st):
+            i = _skip_ws(text, pos)
+            if text.startswith(self.fmt.bare_start, i):
+                return i, True
+        best: int | None = None
+        for t in self.triggers:
+            k = text.find(t, pos)
+            if k >= 0 and (best is None or k < best):
+                best = k
+        return best, False
 
     def _held(self, seg: str) -> int:
-        """Length of the longest suffix of ``seg`` that is a proper prefix of the trigger."""
-        t = self.trigger
-        for h in range(min(len(t) - 1, len(seg)), 0, -1):
-            if seg.endswith(t[:h]):
-                return h
-        return 0
+        """Length of the longest suffix of ``seg`` that is a proper prefix of a trigger."""
+        return max(_held(seg, t) for t in self.triggers)
 
     def _bad(self, text: str, k: int, reason: str, final: bool) -> _Block:
         """A malformed block at ``k``: it extends to the first close marker after the opener,
@@ -324,6 +373,9 @@ class _Scanner:
 
     def _block(self, text: str, k: int, *, bare: bool, final: bool) -> _Block:
         fmt = self.fmt
+        custom = fmt.read_block(text, k, final=final, bare=bare, schemas=self.schemas)
+        if custom is not None:
+            return custom
         n = len(text)
         calls: list[_Call] = []
 
@@ -409,6 +461,14 @@ class _Scanner:
         return _Call(name, text[a:limit]), end
 
 
+def _held(seg: str, t: str) -> int:
+    """Length of the longest suffix of ``seg`` that is a proper prefix of ``t``."""
+    for h in range(min(len(t) - 1, len(seg)), 0, -1):
+        if seg.endswith(t[:h]):
+            return h
+    return 0
+
+
 def _byte_offsets(text: str, starts: list[int]) -> Iterator[int]:
     """UTF-8 byte offsets of ascending char offsets ``starts``; O(len(text))."""
     done_chars = 0
@@ -427,8 +487,11 @@ def _assemble(text: str, items: list[_Item], ids: Callable[[int, _Item, int], st
         zip((id(b) for b in bad), _byte_offsets(text, [b.start for b in bad]), strict=True)
     )
     malformed: list[MalformedBlock] = []
+    reasoning: list[str] = []
     for it in items:
-        if it.kind == "prose":
+        if it.kind == "reasoning":
+            reasoning.append(it.text)
+        elif it.kind == "prose":
             content.append(it.text)
         elif it.kind == "bad":
             content.append(it.text)
@@ -437,13 +500,26 @@ def _assemble(text: str, items: list[_Item], ids: Callable[[int, _Item, int], st
             for j, c in enumerate(it.calls):
                 assert c.name is not None and c.args is not None
                 calls.append(ToolCall(ids(len(calls), it, j), c.name, c.args))
-    return ParsedTurn("".join(content), tuple(calls), tuple(malformed))
+    return ParsedTurn("".join(content), tuple(calls), tuple(malformed), "\n\n".join(reasoning))
 
 
-def parse_turn(text: str, fmt: WireFormat, *, id_factory: IdFactory = random_call_id) -> ParsedTurn:
-    """Parse a finished reply (see the module docstring). O(len(text)); never raises on text."""
+def parse_turn(
+    text: str,
+    fmt: WireFormat,
+    *,
+    id_factory: IdFactory = random_call_id,
+    reasoning_open: bool = False,
+    schemas: Mapping[str, Any] | None = None,
+) -> ParsedTurn:
+    """Parse a finished reply (see the module docstring). O(len(text)); never raises on text.
+
+    ``reasoning_open``: the prompt ended inside the reasoning channel (a template that
+    prefills ``<think>``; see :meth:`WireFormat.prompt_opens_reasoning`), so the reply starts
+    with reasoning. ``schemas`` (tool name -> parameters schema) types the values of formats
+    that write parameters as raw text (XML parameters): strings stay text, others are JSON.
+    """
     st = _State()
-    _Scanner(fmt).scan(text, st, final=True)
+    _Scanner(fmt, reasoning_open=reasoning_open, schemas=schemas).scan(text, st, final=True)
     return _assemble(text, st.items, lambda n, _it, _j: id_factory(n))
 
 
@@ -462,8 +538,17 @@ class StreamParser:
     first undecided item, so a reply costs O(n * undecided length) at worst, O(n) typically.
     """
 
-    def __init__(self, fmt: WireFormat, *, id_factory: IdFactory = random_call_id) -> None:
-        self._scanner = _Scanner(fmt)
+    def __init__(
+        self,
+        fmt: WireFormat,
+        *,
+        id_factory: IdFactory = random_call_id,
+        reasoning_open: bool = False,
+        schemas: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._scanner = _Scanner(fmt, reasoning_open=reasoning_open, schemas=schemas)
+        self._reasoning = ""  # decided reasoning so far
+        self._reasoning_sent = 0
         self._ids = id_factory
         self._text = ""
         self._st = _State()
@@ -513,12 +598,20 @@ class StreamParser:
         items = self._st.items
         # newly decided items: content and calls
         for it in items[self._n_items_content :]:
-            if it.kind == "calls":
+            if it.kind == "reasoning":
+                self._reasoning += ("\n\n" if self._reasoning else "") + it.text
+            elif it.kind == "calls":
                 for j, c in enumerate(it.calls):
                     self._decided_calls.append((it.start, j, c))
             else:
                 self._content += it.text
         self._n_items_content = len(items)
+        reasoning = self._reasoning
+        if pending is not None and pending.reasoning:
+            reasoning += ("\n\n" if reasoning else "") + pending.reasoning
+        if len(reasoning) > self._reasoning_sent:  # reasoning only grows
+            out.append(StreamDelta(reasoning=reasoning[self._reasoning_sent :]))
+            self._reasoning_sent = len(reasoning)
         content = self._content + (pending.prose if pending is not None else "")
         if len(content) > self._content_sent:  # content only grows (see the module docstring)
             out.append(StreamDelta(content=content[self._content_sent :]))
@@ -527,8 +620,8 @@ class StreamParser:
         if pending is not None:
             live.extend((pending.block_start, j, c) for j, c in enumerate(pending.calls))
         for start, j, c in live:
-            if c.name is None:
-                break
+            if c.name is None or c.args is None:
+                break  # a call is announced once complete: a cut-off call is never sent
             key = (start, j)
             hit = self._announced.get(key)
             if hit is None:

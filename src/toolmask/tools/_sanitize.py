@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from toolmask._cache import active_compiler
 from toolmask.tools.formats._base import WireFormat, get_format
 
 __all__ = ["BREAK", "sanitize_tool_output"]
@@ -29,9 +30,6 @@ def _pattern(markers: frozenset[str]) -> re.Pattern[str]:
     return re.compile("|".join([*alts, _PIPE_TOKEN]))
 
 
-_cache: dict[frozenset[str], re.Pattern[str]] = {}
-
-
 def sanitize_tool_output(
     text: str, fmt: str | WireFormat, *, special_tokens: Iterable[str] = ()
 ) -> str:
@@ -43,12 +41,10 @@ def sanitize_tool_output(
     repeated only when markers overlap (``ab`` and ``bc`` in ``abc``).
     """
     markers = frozenset(m for m in (*get_format(fmt).markers(), *special_tokens) if len(m) > 1)
-    pat = _cache.get(markers)
+    cache = active_compiler().cache("tools.sanitizer_patterns", limit="max_sanitizer_patterns")
+    pat: re.Pattern[str] | None = cache.get(markers)
     if pat is None:
-        pat = _pattern(markers)
-        if len(_cache) > 64:
-            _cache.clear()
-        _cache[markers] = pat
+        pat = cache.put(markers, _pattern(markers))
     for _ in range(len(text) + 1):
         new = pat.sub(lambda m: m.group()[0] + BREAK + m.group()[1:], text)
         if new == text:

@@ -47,6 +47,12 @@ class ToolTurn:
     order). ``id_factory`` makes call ids from the call index
     (:func:`random_call_id`, or :func:`sequential_call_id` for reproducible ids).
 
+    Reasoning: with ``reasoning`` (the default) the grammar lets a format with a reasoning
+    channel (``<think>``, ``[THINK]``, Harmony's analysis channel) reason first, then applies
+    ``tool_choice`` to what follows. ``reasoning_open``: the prompt ended inside the channel
+    (a template that prefills ``<think>``; see :meth:`WireFormat.prompt_opens_reasoning` and
+    :meth:`for_prompt`), so the reply starts with reasoning; grammar and parser both know it.
+
     Invariant: :meth:`prompt` depends on the tool list and format only, never on
     ``tool_choice`` or ``parallel_tool_calls``, so a prefix cache stays valid across turns.
     """
@@ -61,6 +67,8 @@ class ToolTurn:
         special_tokens: Iterable[str] = (),
         schema_options: Mapping[str, Any] | None = None,
         id_factory: IdFactory = random_call_id,
+        reasoning: bool = True,
+        reasoning_open: bool = False,
     ) -> None:
         self.tools: tuple[Tool, ...] = tuple(_as_tool(t) for t in tools)
         seen: set[str] = set()
@@ -74,6 +82,8 @@ class ToolTurn:
         self.special_tokens: frozenset[str] = frozenset(special_tokens)
         self.schema_options: dict[str, Any] = dict(schema_options or {})
         self.id_factory = id_factory
+        self.reasoning = bool(reasoning)
+        self.reasoning_open = bool(reasoning_open) and bool(self.format.reasoning_end)
 
     # -- views ------------------------------------------------------------------------------------
     @property
@@ -108,7 +118,33 @@ class ToolTurn:
             parallel=self.parallel_tool_calls,
             special_tokens=self.special_tokens,
             schema_options=self.schema_options,
+            reasoning=self.reasoning,
+            reasoning_open=self.reasoning_open,
         )
+
+    def for_prompt(self, prompt: str) -> ToolTurn:
+        """This turn with ``reasoning_open`` read from the prompt the reply continues (what
+        the chat template's generation prompt ends with); ``self`` when it does not change."""
+        is_open = self.format.prompt_opens_reasoning(prompt)
+        if is_open == self.reasoning_open:
+            return self
+        other = ToolTurn(
+            self.tools,
+            self.format,
+            self.tool_choice,
+            parallel_tool_calls=self.parallel_tool_calls,
+            special_tokens=self.special_tokens,
+            schema_options=self.schema_options,
+            id_factory=self.id_factory,
+            reasoning=self.reasoning,
+            reasoning_open=is_open,
+        )
+        return other
+
+    @functools.cached_property
+    def schemas(self) -> dict[str, Any]:
+        """Tool name -> parameters schema (types raw parameter values when parsing)."""
+        return {t.name: t.parameters for t in self.tools}
 
     def call_grammar(self) -> Grammar:
         """The grammar from the trigger on: the calls block(s) only, for lazy-grammar engines.
@@ -125,13 +161,31 @@ class ToolTurn:
         )
 
     # -- parsing and checking ---------------------------------------------------------------------
-    def parse(self, text: str) -> ParsedTurn:
-        """Parse a finished reply into content, calls and malformed blocks (never raises)."""
-        return parse_turn(text, self.format, id_factory=self.id_factory)
+    def _open(self, prompt: str | None) -> bool:
+        if prompt is None:
+            return self.reasoning_open
+        return self.format.prompt_opens_reasoning(prompt)
 
-    def stream_parser(self) -> StreamParser:
-        """A fresh :class:`StreamParser` for one streamed reply."""
-        return StreamParser(self.format, id_factory=self.id_factory)
+    def parse(self, text: str, *, prompt: str | None = None) -> ParsedTurn:
+        """Parse a finished reply into reasoning, content, calls and malformed blocks (never
+        raises). ``prompt``: the text the reply continues; when given, it says whether the
+        reply starts inside the reasoning channel (else :attr:`reasoning_open` does)."""
+        return parse_turn(
+            text,
+            self.format,
+            id_factory=self.id_factory,
+            reasoning_open=self._open(prompt),
+            schemas=self.schemas,
+        )
+
+    def stream_parser(self, *, prompt: str | None = None) -> StreamParser:
+        """A fresh :class:`StreamParser` for one streamed reply (``prompt`` as in :meth:`parse`)."""
+        return StreamParser(
+            self.format,
+            id_factory=self.id_factory,
+            reasoning_open=self._open(prompt),
+            schemas=self.schemas,
+        )
 
     def validate(self, call: Any) -> list[CallError]:
         """Problems of one call: unknown or not-allowed tool, arguments invalid for the schema."""

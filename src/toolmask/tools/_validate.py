@@ -1,20 +1,23 @@
 """Checking a parsed call against its tool: name allowed, arguments valid under the full schema.
 
 The grammar enforces most of a schema while decoding; the keywords it leaves to post-decode
-checks (and every keyword, for output that was not constrained) are checked here with
-``jsonschema`` (draft 2020-12, format assertions on). Each problem is a :class:`CallError` with
-the instance path and schema path; :func:`render_errors` turns a list of them into the short
-message shown to the model (``missing required args ['title'] for tool 'x'``).
+checks (and every keyword, for output that was not constrained) are checked here by the
+validator ``CompiledGrammar.validate`` uses too (:func:`toolmask.schema.schema_validator`: the
+schema's dialect, toolmask's exact format checks), so the two agree on every value. Each
+problem is a :class:`CallError` with the instance path and schema path; :func:`render_errors`
+turns a list of them into the short message shown to the model (``missing required args
+['title'] for tool 'x'``).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolmask._cache import active_compiler
+from toolmask._pointer import json_pointer
 from toolmask.tools._parser import ToolCall
 from toolmask.tools._spec import Tool
 
@@ -43,27 +46,16 @@ class CallError:
         return render_errors([self])
 
 
-def _pointer(parts: Iterable[object]) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-_validators: dict[str, Any] = {}
-_validators_lock = threading.Lock()
-
-
 def _validator(schema: Mapping[str, Any]) -> Any:
+    """A jsonschema validator for ``schema``, cached by its JSON in the active GrammarCompiler
+    (``Limits.max_validators`` entries)."""
     key = json.dumps(schema, sort_keys=True)
-    with _validators_lock:
-        v = _validators.get(key)
+    cache = active_compiler().cache("tools.validators", limit="max_validators")
+    v = cache.get(key)
     if v is None:
-        from jsonschema import Draft202012Validator
+        from toolmask.schema import schema_validator
 
-        cls = Draft202012Validator
-        v = cls(schema, format_checker=cls.FORMAT_CHECKER)
-        with _validators_lock:
-            if len(_validators) > 512:
-                _validators.clear()
-            _validators[key] = v
+        v = cache.put(key, schema_validator(schema))
     return v
 
 
@@ -106,8 +98,8 @@ def validate_call(
                 name,
                 str(err.validator),
                 err.message,
-                _pointer(err.absolute_path),
-                _pointer(err.absolute_schema_path),
+                json_pointer(err.absolute_path),
+                json_pointer(err.absolute_schema_path),
                 detail,
             )
         )

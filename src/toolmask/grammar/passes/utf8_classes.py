@@ -19,7 +19,7 @@ replace, in every :class:`Choice`, the alternatives that are code-point classes 
 
 from __future__ import annotations
 
-from toolmask.grammar._charset import CharSet, utf8_node
+from toolmask.grammar._charset import UTF8_CONTINUATION, UTF8_LENGTHS, CharSet, utf8_node
 from toolmask.grammar._ir import (
     ByteClass,
     Bytes,
@@ -32,6 +32,7 @@ from toolmask.grammar._ir import (
     choice,
 )
 from toolmask.grammar.passes._walk import rebuild
+from toolmask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
     "Product",
@@ -45,18 +46,20 @@ __all__ = [
 Product = tuple[int, ...]
 """A set of fixed-length byte strings: position ``i`` holds any byte of the mask ``p[i]``."""
 
-_CONT = ((1 << 0x40) - 1) << 0x80  # 0x80..0xBF
-_ASCII = (1 << 0x80) - 1
-# lead-byte masks per encoded length, and the value bits the lead byte carries
+
+def _byte_mask(lo: int, hi: int) -> int:
+    return ((1 << (hi - lo + 1)) - 1) << lo
+
+
+_CONT = _byte_mask(*UTF8_CONTINUATION)  # 0x80..0xBF
+# lead-byte masks per encoded length, and the value bits the lead byte carries (0x7F for ASCII;
+# 0x1F, 0x0F, 0x07 after the 110 / 1110 / 11110 prefixes), from the one UTF-8 table
 _LEADS = {
-    1: (_ASCII, 0x7F),
-    2: (((1 << 30) - 1) << 0xC2, 0x1F),  # C2..DF
-    3: (((1 << 16) - 1) << 0xE0, 0x0F),  # E0..EF
-    4: (((1 << 5) - 1) << 0xF0, 0x07),  # F0..F4
+    n: (_byte_mask(lo, hi), 0x7F if n == 1 else 0xFF >> (n + 1))
+    for n, (_, _, lo, hi) in UTF8_LENGTHS.items()
 }
-_MIN_CP = {1: 0, 2: 0x80, 3: 0x800, 4: 0x10000}
+_MIN_CP = {n: first for n, (first, _, _, _) in UTF8_LENGTHS.items()}
 _SURROGATES = CharSet.range(0xD800, 0xDFFF)
-_MAX_RANGES = 1 << 16
 
 
 def lead_length(mask: int) -> int | None:
@@ -115,13 +118,16 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def decode_product(product: Product) -> CharSet | None:
+def decode_product(product: Product, *, limits: Limits = DEFAULT_LIMITS) -> CharSet | None:
     """The code points whose UTF-8 encodings are exactly ``product``, or ``None``.
 
     ``None`` unless the product is one whole character: a lead-byte set of one length ``n``
     followed by ``n - 1`` continuation sets, with no overlong form, surrogate or code point above
-    U+10FFFF in the product. An empty byte set decodes to the empty CharSet.
+    U+10FFFF in the product. An empty byte set decodes to the empty CharSet. A product whose set
+    would have more than ``limits.max_class_ranges`` ranges (continuation sets with holes
+    multiply them) is ``None`` too: the caller keeps the bytes as they are.
     """
+    max_ranges = limits.max_class_ranges
     if not product or len(product) > 4:
         return None
     n = len(product)
@@ -139,13 +145,13 @@ def decode_product(product: Product) -> CharSet | None:
         if conts == [(0, 0x3F)]:
             nxt = [(lo << 6, (hi << 6) | 0x3F) for lo, hi in values]
         else:
-            if sum(hi - lo + 1 for lo, hi in values) * len(conts) > _MAX_RANGES:
+            if sum(hi - lo + 1 for lo, hi in values) * len(conts) > max_ranges:
                 return None
             for lo, hi in values:
                 for v in range(lo, hi + 1):
                     nxt.extend(((v << 6) | a, (v << 6) | b) for a, b in conts)
         values = _merge(nxt)
-        if len(values) > _MAX_RANGES:
+        if len(values) > max_ranges:
             return None
     if values[0][0] < _MIN_CP[n] or values[-1][1] > 0x10FFFF:
         return None
@@ -155,7 +161,7 @@ def decode_product(product: Product) -> CharSet | None:
     return cs
 
 
-def charset_of(node: Node) -> CharSet | None:
+def charset_of(node: Node, *, limits: Limits = DEFAULT_LIMITS) -> CharSet | None:
     """The CharSet ``cs`` with ``L(node) == L(utf8_node(cs))``, or ``None`` if there is none.
 
     A node is a code-point class when its language is finite, flat (see :func:`products`) and
@@ -166,7 +172,7 @@ def charset_of(node: Node) -> CharSet | None:
         return None if prods is None else CharSet()
     out = CharSet()
     for p in prods:
-        cs = decode_product(p)
+        cs = decode_product(p, limits=limits)
         if cs is None:
             return None
         out = out | cs

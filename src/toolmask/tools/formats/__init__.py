@@ -1,22 +1,49 @@
 """Tool-call wire formats, one module each, registered by name in :data:`FORMATS`.
 
-``hermes`` (Qwen, Hermes, SmolLM), ``llama3_json`` (Llama 3.x), ``mistral`` (Mistral v3
-tokenizers), ``phi4_mini`` (Phi-4-mini) and ``functools`` (prompt-injected, any model).
+``hermes`` (Qwen, Hermes, SmolLM), ``qwen3`` (hermes with ``<think>``), ``qwen3_xml``
+(Qwen3-Coder, Qwen3.5+), ``gpt_oss`` (Harmony), ``deepseek_v3`` / ``deepseek_v31`` /
+``deepseek_dsml``, ``kimi_k2`` / ``kimi_k3``, ``glm``, ``llama3_json`` (Llama 3.x),
+``llama4_pythonic``, ``mistral`` (Mistral v3 tokenizers), ``mistral_v11`` (v11+ ``[TOOL_CALLS]
+name[ARGS]``), ``gemma4``, ``phi4_mini`` (Phi-4-mini) and ``functools`` (prompt-injected).
 """
 
 from __future__ import annotations
 
-from toolmask.tools.formats import functools, hermes, llama3_json, mistral, phi4_mini
+from toolmask.tools.formats import (
+    deepseek,
+    functools,
+    gemma4,
+    glm,
+    gpt_oss,
+    hermes,
+    kimi,
+    llama3_json,
+    llama4_pythonic,
+    mistral,
+    mistral_v11,
+    phi4_mini,
+    qwen3,
+    qwen3_xml,
+)
 from toolmask.tools.formats._base import FORMATS, WireFormat, get_format, register_format
 
 __all__ = [
     "FORMATS",
     "WireFormat",
+    "deepseek",
     "functools",
+    "gemma4",
     "get_format",
+    "glm",
+    "gpt_oss",
     "hermes",
+    "kimi",
     "llama3_json",
+    "llama4_pythonic",
     "mistral",
+    "mistral_v11",
     "phi4_mini",
+    "qwen3",
+    "qwen3_xml",
     "register_format",
 ]

@@ -18,10 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from toolmask.errors import ToolError
-from toolmask.grammar._ir import Node, Special, byte_class, lit, repeat, seq
+from toolmask.grammar._ir import Node, Special, byte_class, lit, opt, repeat, seq
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._blocks import Block
+    from toolmask.tools.formats._gen import Kit
 
 __all__ = ["FORMATS", "WireFormat", "get_format", "register_format"]
 
@@ -37,8 +39,20 @@ class WireFormat:
     close: ClassVar[str] = ""
     #: text whose appearance starts a block; defaults to ``open``
     trigger: ClassVar[str] = ""
-    #: a block may also start, without ``open``, at the very start of the output with ``{``
+    #: a block may also start, without ``open``, at the very start of the output (after
+    #: reasoning and whitespace) with ``bare_start``
     bare_at_start: ClassVar[bool] = False
+    bare_start: ClassVar[str] = "{"
+    #: further texts that start a block when the parser reads a reply (never generated: e.g.
+    #: Qwen3-Coder's ``<function=`` written without ``<tool_call>``)
+    extra_triggers: ClassVar[tuple[str, ...]] = ()
+    #: the reasoning channel: the marker that opens it at the start of the reply ("" = the
+    #: channel is only ever opened by the prompt) and the marker that closes it ("" = the
+    #: format has no reasoning channel)
+    reasoning_start: ClassVar[str] = ""
+    reasoning_end: ClassVar[str] = ""
+    #: texts that, first in a channel the prompt opened, show the model skipped reasoning
+    reasoning_skips: ClassVar[tuple[str, ...]] = ()
     #: fixed text the grammar puts right after ``open`` / right before ``close``
     after_open: ClassVar[str] = ""
     before_close: ClassVar[str] = ""
@@ -55,6 +69,15 @@ class WireFormat:
     #: whitespace bytes (``[ \t\n\r]``) allowed after the last block before the end of the turn,
     #: and between blocks: models write ``</tool_call>\n`` and then end their turn
     max_trailing_ws: ClassVar[int] = 4
+    #: whether the turn grammar (generation) supports this format
+    has_grammar: ClassVar[bool] = True
+    #: one block holds every call of the turn, each call with its own markers and nothing
+    #: between them (Kimi's and DeepSeek's sections); ``separator`` says the same for JSON lists
+    list_calls: ClassVar[bool] = False
+    #: further JSON layouts the grammar admits for arguments, besides
+    #: ``argument_options["whitespace"]``: the models of a family that write both ``json.dumps``
+    #: spacing and compact JSON (``("compact",)``); ignored when ``schema_options`` set one
+    extra_layouts: ClassVar[tuple[str, ...]] = ()
     #: keys of the call object
     name_key: ClassVar[str] = "name"
     args_key: ClassVar[str] = "arguments"
@@ -76,8 +99,47 @@ class WireFormat:
 
     def markers(self) -> tuple[str, ...]:
         """Every control-marker text of this format and its chat template, longest first."""
-        found = {m for m in (self.open, self.close, self.trigger, *self.template_markers) if m}
+        found = {
+            m
+            for m in (
+                self.open,
+                self.close,
+                self.trigger,
+                self.reasoning_start,
+                self.reasoning_end,
+                *self.extra_triggers,
+                *self.template_markers,
+            )
+            if m
+        }
         return tuple(sorted(found, key=lambda m: (-len(m), m)))
+
+    def parse_triggers(self) -> tuple[str, ...]:
+        """The texts whose first appearance starts a block when parsing."""
+        return tuple(t for t in (self.trigger_text, *self.extra_triggers) if t)
+
+    def prompt_opens_reasoning(self, prompt: str) -> bool:
+        """Whether a prompt (what the chat template's generation prompt ends with) leaves the
+        reasoning channel open, so that the reply starts inside it (Qwen3 thinking models,
+        GLM 4.7, Kimi K2 thinking prefill ``<think>``)."""
+        if not self.reasoning_end or not self.reasoning_start:
+            return False
+        tail = prompt.rstrip(" \t\r\n")
+        start = self.reasoning_start.rstrip(" \t\r\n")
+        return bool(start) and tail.endswith(start)
+
+    def read_block(
+        self,
+        text: str,
+        k: int,
+        *,
+        final: bool,
+        bare: bool = False,
+        schemas: Mapping[str, Any] | None = None,
+    ) -> Block | None:
+        """Read the block whose trigger is at ``text[k]`` (see :mod:`._blocks`); ``None`` (the
+        default) means a JSON call object inside markers, read by the generic scanner."""
+        return None
 
     def decision_prompt(self) -> str:
         """A one-line reminder, placed right after the user's request, that makes ``auto`` an
@@ -100,10 +162,12 @@ class WireFormat:
         A ``trigger`` longer than ``open`` (``functools[``) is ``open`` followed by the start of
         what the grammar emits next (``list_open``), so it is not emitted again here.
         """
-        return seq(self.marker_node(self.open, special_tokens), lit(self.after_open))
+        return seq(self.marker_node(self.open, special_tokens), _spacing(self.after_open))
 
     def close_node(self, special_tokens: frozenset[str]) -> Node:
-        return seq(lit(self.before_close), self.marker_node(self.close, special_tokens))
+        """``before_close`` then the ``close`` marker; whitespace-only fixed text around the
+        markers is optional (``<tool_call>{...}</tool_call>`` is seen too)."""
+        return seq(_spacing(self.before_close), self.marker_node(self.close, special_tokens))
 
     def call_node(
         self, name: str, arguments: Node, whitespace: str = "spaced", max_ws: int = 4
@@ -126,6 +190,25 @@ class WireFormat:
             arguments,
             lit("}"),
         )
+
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """The grammar of one call of ``tool`` (the ``index``-th callable tool) inside a block:
+        by default the JSON call object :meth:`call_node` around the arguments grammar of the
+        tool's schema. Formats that write calls otherwise (XML parameters, name-then-arguments)
+        override this; rules they need go through ``kit`` (named with ``f"a{index}_"``)."""
+        args = kit.json(tool.parameters, f"a{index}_")
+        layout = str(kit.options.get("whitespace", "compact"))
+        max_ws = int(kit.options.get("max_whitespace", 4))
+        return self.call_node(tool.name, args, layout, max_ws)
+
+    def turn_grammar(
+        self, kit: Kit, calls: Sequence[Node], mode: str, *, parallel: bool, reasoning: bool
+    ) -> Node | None:
+        """The whole turn for formats whose turns are not prose-then-blocks (Harmony's
+        messages); ``None`` (the default) means the generic shape of :mod:`toolmask.tools._grammar`.
+        ``calls`` are the callable tools' call rules, ``mode`` ``none``/``auto``/``required``,
+        ``reasoning`` whether the turn may start with reasoning."""
+        return None
 
     def render_tools(self, tools: Sequence[Tool]) -> str:
         """The prompt text that advertises ``tools`` (system prompt or template section).
@@ -166,6 +249,13 @@ class WireFormat:
 
     def __repr__(self) -> str:
         return f"<wire format {self.name!r}>"
+
+
+def _spacing(text: str) -> Node:
+    """Fixed text around a marker: optional when it is whitespace only."""
+    if text and not text.strip():
+        return opt(lit(text))
+    return lit(text)
 
 
 def tool_json_lines(tools: Sequence[Tool]) -> str:

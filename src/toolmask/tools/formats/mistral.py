@@ -24,6 +24,8 @@ __all__ = ["Mistral"]
 @register_format("mistral")
 class Mistral(WireFormat):
     open = "[TOOL_CALLS]"
+    #: the v3 template writes ``[TOOL_CALLS] [``; the space is optional
+    after_open = " "
     list_open = "["
     list_close = "]"
     separator = ","

@@ -18,18 +18,16 @@ Costs (n states, a atoms): subset/product construction O(n * a) dictionary opera
 closure work; minimisation O(a * n log n); :meth:`Dfa.accepts` O(len(s) * log(edges)).
 
 :func:`dfa_to_rules` lowers a DFA to right-linear rules, encoding each code point either as raw
-UTF-8 (``encoding="raw"``) or as the canonical JSON string escape of ``json.dumps(s,
-ensure_ascii=False)`` (``encoding="json_string"``). See ``docs/strings.md``.
+UTF-8 (``encoding="raw"``) or with an encoder the caller passes (the schema compiler's writes
+the canonical JSON string escape, ``toolmask.schema._json_text``). See ``docs/strings.md``.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Literal
 
 from toolmask.errors import LimitError
@@ -40,7 +38,6 @@ from toolmask.grammar._ir import (
     Node,
     Rule,
     RuleRef,
-    byte_class,
     choice,
     iter_nodes,
     lit,
@@ -62,11 +59,8 @@ __all__ = [
     "dfa_to_node",
     "dfa_to_rules",
     "encode_charset",
-    "json_string_node",
-    "multiple_of_dfa",
 ]
 
-Encoding = Literal["raw", "json_string"]
 
 #: ECMA-262 ``\w`` (without the ``i`` flag): the characters a word boundary looks at
 WORD_CHARS = CharSet.of([(0x30, 0x39), (0x41, 0x5A), 0x5F, (0x61, 0x7A)])
@@ -77,6 +71,7 @@ BOL = 1  #: ``^``: at the start of the string
 EOL = 2  #: ``$``: at the end of the string
 WORD_BOUNDARY = 3  #: ``\b``
 NOT_WORD_BOUNDARY = 4  #: ``\B``
+LOOKAHEAD = 16  #: ``LOOKAHEAD + k``: passes lookahead ``k`` of :attr:`Nfa.looks`
 
 # contexts: the character before (prev) / after (next) the current position
 _EDGE = 0  # start of string (prev) or end of string (next)
@@ -98,14 +93,18 @@ class Nfa:
 
     ``chars[q]`` lists ``(CharSet, target)`` edges, ``eps[q]`` lists ``(condition, target)``
     edges where condition is one of :data:`EPS`, :data:`BOL`, :data:`EOL`, :data:`WORD_BOUNDARY`,
-    :data:`NOT_WORD_BOUNDARY`. There is one start and one accepting state.
+    :data:`NOT_WORD_BOUNDARY`, or ``LOOKAHEAD + k`` for the lookahead ``looks[k] = (start,
+    accept, negative)``: a fragment of this NFA (without lookaheads of its own) that the rest of
+    the input, from where the edge is passed, must (``negative``: must not) start with a match
+    of. There is one start and one accepting state.
     """
 
-    __slots__ = ("accept", "chars", "eps", "start")
+    __slots__ = ("accept", "chars", "eps", "looks", "start")
 
     def __init__(self) -> None:
         self.chars: list[list[tuple[CharSet, int]]] = []
         self.eps: list[list[tuple[int, int]]] = []
+        self.looks: list[tuple[int, int, bool]] = []
         self.start = 0
         self.accept = 0
 
@@ -123,6 +122,11 @@ class Nfa:
 
     def add_eps(self, p: int, q: int, cond: int = EPS) -> None:
         self.eps[p].append((cond, q))
+
+    def add_lookahead(self, p: int, q: int, start: int, accept: int, *, negative: bool) -> None:
+        """An epsilon edge ``p -> q`` guarded by the lookahead fragment ``start .. accept``."""
+        self.looks.append((start, accept, negative))
+        self.eps[p].append((LOOKAHEAD + len(self.looks) - 1, q))
 
     def add_dfa(self, dfa: Dfa) -> tuple[int, int]:
         """Copy ``dfa`` in; returns its (entry, exit) states (exit reached by epsilon)."""
@@ -634,6 +638,8 @@ def _combine(mode: str, fa: bool, fb: bool) -> bool:
 
 
 def _determinize(nfa: Nfa, limits: Limits) -> Dfa:
+    if nfa.looks:
+        return _determinize_lookahead(nfa, limits)
     conds = {c for row in nfa.eps for c, _ in row}
     has_word = bool(conds & {WORD_BOUNDARY, NOT_WORD_BOUNDARY})
     has_bol = BOL in conds
@@ -743,162 +749,25 @@ def _determinize(nfa: Nfa, limits: Limits) -> Dfa:
     return _minimize(atoms, trans, finals)
 
 
-# -- multipleOf --------------------------------------------------------------------------------
-
-_DIGITS = CharSet.range(0x30, 0x39)
-
-
-def multiple_of_dfa(k: Decimal, *, integer_only: bool, limits: Limits = DEFAULT_LIMITS) -> Dfa:
-    """JSON number text without exponent whose value is a multiple of ``k`` (> 0).
-
-    Language: ``-?(0|[1-9][0-9]*)(\\.[0-9]+)?``; with ``integer_only`` the fraction, if present,
-    must be all zeros (``1.0`` is an integer in JSON Schema). Writing ``k = m * 10**-s`` with
-    ``m`` a positive integer, ``x`` is a multiple of ``k`` iff ``x * 10**s`` is an integer
-    divisible by ``m``: states track the remainder of the digits read so far modulo ``m`` and how
-    many fraction digits (up to ``s``) were read; fraction digits past the ``s``-th must be ``0``.
-    About ``m * (s + 3)`` states before minimisation; more than ``max_dfa_states`` is a
-    :class:`LimitError`.
-    """
-    k = Decimal(k)
-    if not k.is_finite() or k <= 0:
-        raise ValueError(f"multipleOf must be a positive finite number, not {k}")
-    _sign, digits, exp = k.normalize().as_tuple()
-    assert isinstance(exp, int)
-    m = int("".join(map(str, digits)))
-    if exp >= 0:
-        if exp > 10_000:
-            raise LimitError("multipleOf is too large", limit="max_dfa_states")
-        m *= 10**exp
-        s = 0
-    else:
-        s = -exp
-
-    # states: ("start",), ("neg",), ("zero",), ("int", r), ("dot", r), ("frac", r, j)
-    index: dict[tuple[object, ...], int] = {}
-    order: list[tuple[object, ...]] = []
-    edges: list[list[tuple[CharSet, int]]] = []
-    finals: set[int] = set()
-    cap = limits.max_dfa_states
-    frac_digits = CharSet.of("0") if integer_only else _DIGITS
-
-    def sid(key: tuple[object, ...]) -> int:
-        j = index.get(key)
-        if j is None:
-            j = len(order)
-            if j >= cap:
-                raise _limit_error(limits)
-            index[key] = j
-            order.append(key)
-            edges.append([])
-        return j
-
-    def divisible(r: int, pending: int) -> bool:
-        return r * pow(10, pending, m) % m == 0
-
-    def digit_edges(src: int, digits_cs: CharSet, kind: str, r: int, j: int = 0) -> None:
-        for lo, hi in digits_cs.ranges:
-            for cp in range(lo, hi + 1):
-                nr = (r * 10 + cp - 0x30) % m
-                key = ("int", nr) if kind == "int" else ("frac", nr, j + 1)
-                edges[src].append((CharSet.of([cp]), sid(key)))
-
-    sid(("start",))
-    i = 0
-    while i < len(order):
-        key = order[i]
-        kind = key[0]
-        if kind in ("start", "neg"):
-            if kind == "start":
-                edges[i].append((CharSet.of("-"), sid(("neg",))))
-            edges[i].append((CharSet.of("0"), sid(("zero",))))
-            digit_edges(i, CharSet.range(0x31, 0x39), "int", 0)
-        elif kind == "zero":  # a leading 0 takes no more integer digits
-            finals.add(i)
-            edges[i].append((CharSet.of("."), sid(("dot", 0))))
-        elif kind == "int":
-            r = key[1]
-            assert isinstance(r, int)
-            if divisible(r, s):
-                finals.add(i)
-            edges[i].append((CharSet.of("."), sid(("dot", r))))
-            digit_edges(i, _DIGITS, "int", r)
-        else:  # "dot" (no fraction digit yet) or "frac"
-            r = key[1]
-            j = 0 if kind == "dot" else key[2]
-            assert isinstance(r, int) and isinstance(j, int)
-            if kind == "frac" and divisible(r, s - j):
-                finals.add(i)
-            if j < s:
-                digit_edges(i, frac_digits, "frac", r, j)
-            else:  # past the s-th fraction digit only zeros keep x * 10**s an integer
-                edges[i].append((CharSet.of("0"), sid(("frac", r, s))))
-        i += 1
-    return Dfa(tuple(tuple(_merge_edges(es)) for es in edges), frozenset(finals)).minimize()
-
-
-def _merge_edges(es: list[tuple[CharSet, int]]) -> list[tuple[CharSet, int]]:
-    by_t: dict[int, list[CharSet]] = {}
-    for cs, t in es:
-        by_t.setdefault(t, []).append(cs)
-    return [(_union(v), t) for t, v in by_t.items()]
-
-
 # -- lowering to IR -----------------------------------------------------------------------------
 
-_SHORT_ESCAPES = {0x22: '"', 0x5C: "\\", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
-_JSON_SPECIAL = CharSet.of([(0, 0x1F), 0x22, 0x5C])
-
-
-def json_string_node(cs: CharSet) -> Node:
-    """IR for one code point of ``cs`` written as ``json.dumps(ensure_ascii=False)`` writes it.
-
-    ``"`` and ``\\`` and U+0000..U+001F are escaped (``\\b \\f \\n \\r \\t`` where they exist,
-    else ``\\u00xx`` in lowercase hex); every other code point is raw UTF-8 (surrogates dropped).
-    """
-    special = cs & _JSON_SPECIAL
-    alts: list[Node] = []
-    plain = cs - _JSON_SPECIAL
-    if plain:
-        alts.append(utf8_node(plain))
-    short = [
-        ord(_SHORT_ESCAPES[cp])
-        for lo, hi in special.ranges
-        for cp in range(lo, hi + 1)
-        if cp in _SHORT_ESCAPES
-    ]
-    if short:
-        alts.append(seq(lit("\\"), byte_class(*short)))
-    hexes: dict[str, list[int]] = {}
-    for lo, hi in special.ranges:
-        for cp in range(lo, hi + 1):
-            if cp not in _SHORT_ESCAPES:
-                h = f"{cp:02x}"
-                hexes.setdefault(h[0], []).append(ord(h[1]))
-    if hexes:
-        alts.append(
-            seq(lit("\\u00"), choice(*(seq(lit(hi), byte_class(*lo)) for hi, lo in hexes.items())))
-        )
-    return choice(*alts) if alts else NOTHING
+#: how one code point of a class is written: :func:`encode_charset` for raw UTF-8 (``"raw"``),
+#: or a caller's encoder (``toolmask.schema._json_text.json_string_char`` writes the canonical
+#: JSON string escape), given a CharSet and returning its IR
+Encoding = Literal["raw"] | Callable[[CharSet], Node]
 
 
 @functools.lru_cache(maxsize=4096)
-def encode_charset(cs: CharSet, encoding: Encoding) -> Node:
-    """One code point of ``cs`` in the given encoding (``raw`` UTF-8 or canonical JSON string).
-
-    A single code point becomes a literal (so that :func:`seq` fuses neighbouring literals)."""
+def encode_charset(cs: CharSet, encoding: Encoding = "raw") -> Node:
+    """One code point of ``cs`` in ``encoding``: raw UTF-8, a single code point as a literal
+    (so that :func:`seq` fuses neighbouring literals); or ``encoding(cs)``."""
+    if encoding != "raw":
+        return encoding(cs)
     if len(cs.ranges) == 1 and cs.ranges[0][0] == cs.ranges[0][1]:
         cp = cs.ranges[0][0]
         if not 0xD800 <= cp <= 0xDFFF:
-            text = chr(cp)
-            if encoding == "json_string":
-                text = json.dumps(text, ensure_ascii=False)[1:-1]
-            if encoding in ("raw", "json_string"):
-                return lit(text)
-    if encoding == "raw":
-        return utf8_node(cs)
-    if encoding == "json_string":
-        return json_string_node(cs)
-    raise ValueError(f"unknown encoding {encoding!r}")
+            return lit(chr(cp))
+    return utf8_node(cs)
 
 
 def _node_size(n: Node) -> int:
@@ -1033,3 +902,182 @@ def dfa_to_node(dfa: Dfa, *, encoding: Encoding = "raw", max_nodes: int = 2_000)
     if _node_size(result) > max_nodes:
         return None
     return result
+
+
+# -- lookahead ---------------------------------------------------------------------------------
+
+#: one pending lookahead: its index and the (epsilon-closed, or just stepped) states of its
+#: fragment
+_Obligation = tuple[int, frozenset[int]]
+#: one run of the main automaton: its state and the lookaheads it still has to honour
+_Thread = tuple[int, frozenset[_Obligation]]
+
+
+def _determinize_lookahead(nfa: Nfa, limits: Limits) -> Dfa:
+    """Subset construction for an NFA with lookahead edges (see :class:`Nfa`).
+
+    A lookahead reads the same input as the main automaton from the position it is passed, so
+    a run of the main automaton carries its *obligations*: for each lookahead it passed and that
+    is not settled yet, the states the lookahead's fragment has reached. A DFA state is the set
+    of such runs (plus the previous code point's context, for anchors and word boundaries). At
+    each position the runs are epsilon-closed under that context; an obligation whose fragment
+    reaches its accepting state is settled there: a positive one is met (dropped), a negative
+    one is broken (the run dies). Reading a code point steps every run and its obligations; a
+    positive obligation with no fragment state left kills its run, a negative one is met. At the
+    end of the input a run accepts when it is in the accepting state with no positive
+    obligation pending. So ``X(?=B)Y`` is ``X`` followed by ``Y... ∩ B.*`` and ``(?!B)`` the
+    complement, computed on the fly, also inside repetitions (``((?!ab).)*``): the language
+    stays regular and the DFA exact. Costs as subset construction, over runs instead of states.
+    """
+    conds = {c for row in nfa.eps for c, _ in row if c < LOOKAHEAD}
+    has_word = bool(conds & {WORD_BOUNDARY, NOT_WORD_BOUNDARY})
+    has_bol = BOL in conds
+    sets = [cs for row in nfa.chars for cs, _ in row]
+    if has_word:
+        sets.append(WORD_CHARS)
+    atoms, members = _atomize(sets)
+    groups = (_NONWORD, _WORD) if has_word else (_NONWORD,)
+    atom_ctx = [_WORD if has_word and a.ranges[0][0] in WORD_CHARS else _NONWORD for a in atoms]
+    chars, eps, looks, acc = nfa.chars, nfa.eps, nfa.looks, nfa.accept
+    # per NFA state: atom -> targets
+    step_of: list[dict[int, list[int]]] = []
+    for edges in chars:
+        by_atom: dict[int, list[int]] = {}
+        for cs, t in edges:
+            for a in members[cs]:
+                by_atom.setdefault(a, []).append(t)
+        step_of.append(by_atom)
+    sink = -1
+    if not eps[acc] and any(t == acc and cs == ANY_CHAR for cs, t in chars[acc]):
+        sink = acc  # search mode: once here, the rest of the input does not matter
+
+    def norm(ctx: int) -> int:
+        if ctx == _WORD and not has_word:
+            return _NONWORD
+        if ctx == _EDGE and not has_bol:
+            return _NONWORD
+        return ctx
+
+    def passes(cond: int, prev: int, nxt: int) -> bool:
+        if cond == EPS:
+            return True
+        if cond == BOL:
+            return prev == _EDGE
+        if cond == EOL:
+            return nxt == _EDGE
+        if cond == WORD_BOUNDARY:
+            return (prev == _WORD) != (nxt == _WORD)
+        return (prev == _WORD) == (nxt == _WORD)
+
+    def close_plain(states: frozenset[int], prev: int, nxt: int) -> frozenset[int]:
+        seen = set(states)
+        stack = list(states)
+        while stack:
+            q = stack.pop()
+            for cond, t in eps[q]:
+                if t not in seen and passes(cond, prev, nxt):
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def settle(obs: frozenset[_Obligation], prev: int, nxt: int) -> frozenset[_Obligation] | None:
+        out: list[_Obligation] = []
+        for k, states in obs:
+            closed = close_plain(states, prev, nxt)
+            if looks[k][1] in closed:
+                if looks[k][2]:
+                    return None  # a negative lookahead matched here: the run dies
+                continue  # a positive one is met
+            out.append((k, closed))
+        return frozenset(out)
+
+    def close(threads: frozenset[_Thread], prev: int, nxt: int) -> set[_Thread]:
+        seen: set[_Thread] = set()
+        stack: list[_Thread] = []
+        for q, obs in threads:
+            settled = settle(obs, prev, nxt)
+            if settled is not None:
+                stack.append((q, settled))
+        while stack:
+            th = stack.pop()
+            if th in seen:
+                continue
+            seen.add(th)
+            q, obs = th
+            for cond, t in eps[q]:
+                if cond < LOOKAHEAD:
+                    if passes(cond, prev, nxt):
+                        stack.append((t, obs))
+                    continue
+                k = cond - LOOKAHEAD
+                start, accept, negative = looks[k]
+                body = close_plain(frozenset({start}), prev, nxt)
+                if accept in body:
+                    if not negative:
+                        stack.append((t, obs))  # met at once
+                    continue  # a negative one is broken at once
+                stack.append((t, obs | {(k, body)}))
+        return seen
+
+    def step_states(states: frozenset[int], a: int) -> frozenset[int]:
+        return frozenset(t for q in states for t in step_of[q].get(a, ()))
+
+    start_key: tuple[frozenset[_Thread], int] = (
+        frozenset({(nfa.start, frozenset())}),
+        norm(_EDGE),
+    )
+    index: dict[tuple[frozenset[_Thread], int], int] = {start_key: 0}
+    order = [start_key]
+    trans: list[list[int]] = []
+    finals: set[int] = set()
+    n_atoms = len(atoms)
+    cap = limits.max_dfa_states
+    sink_thread: _Thread = (sink, frozenset())
+    i = 0
+    while i < len(order):
+        cur, prev = order[i]
+        row = [-1] * n_atoms
+        for q, obs in close(cur, prev, _EDGE):
+            if q == acc and not any(not looks[k][2] for k, _ in obs):
+                finals.add(i)
+                break
+        for g in groups:
+            closed = close(cur, prev, g)
+            for a in range(n_atoms):
+                if atom_ctx[a] != g:
+                    continue
+                nxt_threads: set[_Thread] = set()
+                for q, obs in closed:
+                    targets = step_of[q].get(a)
+                    if not targets:
+                        continue
+                    stepped: list[_Obligation] = []
+                    alive = True
+                    for k, states in obs:
+                        moved = step_states(states, a)
+                        if moved:
+                            stepped.append((k, moved))
+                        elif not looks[k][2]:
+                            alive = False  # a positive lookahead can no longer match
+                            break
+                    if alive:
+                        fo = frozenset(stepped)
+                        nxt_threads.update((t, fo) for t in targets)
+                if not nxt_threads:
+                    continue
+                key = (
+                    (frozenset({sink_thread}), _NONWORD)
+                    if sink_thread in nxt_threads
+                    else (frozenset(nxt_threads), norm(g))
+                )
+                j = index.get(key)
+                if j is None:
+                    j = len(order)
+                    if j >= cap:
+                        raise _limit_error(limits)
+                    index[key] = j
+                    order.append(key)
+                row[a] = j
+        trans.append(row)
+        i += 1
+    return _minimize(atoms, trans, finals)

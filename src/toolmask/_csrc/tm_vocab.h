@@ -1,0 +1,709 @@
+/* The vocabulary index: flat token tries and the run tables shared by every grammar.
+ *
+ * A port of the data side of toolmask/mask/_compute.py (VocabIndex, TokenTrie, run_tables):
+ *
+ *  - Trie: text tokens in depth-first order (byte, depth, skip = index past the subtree, the
+ *    ids ending at the node); a walk is one loop that jumps to skip[i] at a dead byte.
+ *  - per token: the class of its first character (an ASCII byte, FIRST_MB for a complete
+ *    multi-byte UTF-8 character, FIRST_OTHER for a partial or invalid one), its length, and
+ *    the number of characters in its tail; per byte, the length of the UTF-8 character that
+ *    starts there (0: not a well-formed character).
+ *  - run tables, per vocabulary and run class (a set of ASCII bytes, plus every complete
+ *    multi-byte character when utf8): for each token the tail character where it first
+ *    leaves the run; "base" bitmasks of the tokens whose whole tail stays in the run (shared
+ *    by every position and grammar that has the run: the cross-position cache of string
+ *    bodies); tries of the exit suffixes grouped by exit character.
+ *
+ * Shared tables are reference counted: a position's cached mask holds the tables it uses, and
+ * the bounded caches here only drop tables nobody holds.
+ */
+#ifndef TM_VOCAB_H
+#define TM_VOCAB_H
+
+#define FIRST_MB 128
+#define FIRST_OTHER 129
+#define TAIL_NONE 0xFFFF
+#define TAIL_MB 1
+#define TAIL_BAD 2
+#define LOOP_MIN_ASCII 8
+/* a run's chain is followed this many characters at most; tokens that stay in the run longer
+ * are walked from there (the continuation trie), so a maxLength of 1000 costs what 16 does */
+#define CHAIN_CAP 16
+#define TABLE_MIN_NODES 4096
+
+typedef struct {
+    int32_t n, max_depth;
+    uint8_t *byte;
+    uint16_t *depth;
+    int32_t *skip;
+    int32_t *ends; /* offset into end_ids of [count, ids...], or -1 */
+    IVec end_ids;
+    int32_t lo[256], hi[256];
+} Trie;
+
+static void trie_free(Trie *t) {
+    free(t->byte);
+    free(t->depth);
+    free(t->skip);
+    free(t->ends);
+    VFREE(t->end_ids);
+    memset(t, 0, sizeof(*t));
+}
+
+static int64_t trie_bytes(const Trie *t) { return (int64_t)t->n * 15 + VBYTES(t->end_ids); }
+
+/* sorting (data, id) items by bytes, then id: MSD radix sort on the byte at depth d (items
+ * shorter than d+1 first), insertion sort for small groups. O(total bytes examined). */
+typedef struct {
+    int32_t off, len, id;
+} TItem;
+
+static int titem_less(const uint8_t *pool, const TItem *a, const TItem *b, int32_t d) {
+    int32_t la = a->len - d, lb = b->len - d, n = la < lb ? la : lb;
+    int c = n > 0 ? memcmp(pool + a->off + d, pool + b->off + d, (size_t)n) : 0;
+    if (c) return c < 0;
+    if (la != lb) return la < lb;
+    return a->id < b->id;
+}
+
+static void titem_sort(const uint8_t *pool, TItem *items, int32_t n, int32_t d, TItem *tmp) {
+    while (n > 1) {
+        if (n <= 24) {
+            for (int32_t i = 1; i < n; i++) {
+                TItem x = items[i];
+                int32_t j = i - 1;
+                while (j >= 0 && titem_less(pool, &x, &items[j], d)) {
+                    items[j + 1] = items[j];
+                    j--;
+                }
+                items[j + 1] = x;
+            }
+            return;
+        }
+        int32_t count[257];
+        memset(count, 0, sizeof(count));
+        for (int32_t i = 0; i < n; i++) count[items[i].len > d ? pool[items[i].off + d] + 1 : 0]++;
+        int32_t start[258];
+        start[0] = 0;
+        for (int k = 0; k < 257; k++) start[k + 1] = start[k] + count[k];
+        int32_t fill[257];
+        memcpy(fill, start, sizeof(fill));
+        for (int32_t i = 0; i < n; i++) tmp[fill[items[i].len > d ? pool[items[i].off + d] + 1 : 0]++] = items[i];
+        memcpy(items, tmp, (size_t)n * sizeof(TItem));
+        /* ended items: by id */
+        if (count[0] > 1) {
+            for (int32_t i = 1; i < count[0]; i++) {
+                TItem x = items[i];
+                int32_t j = i - 1;
+                while (j >= 0 && items[j].id > x.id) {
+                    items[j + 1] = items[j];
+                    j--;
+                }
+                items[j + 1] = x;
+            }
+        }
+        /* recurse on all buckets but the largest, loop on the largest */
+        int big = 1;
+        for (int k = 2; k < 257; k++)
+            if (count[k] > count[big]) big = k;
+        for (int k = 1; k < 257; k++)
+            if (k != big && count[k] > 1) titem_sort(pool, items + start[k], count[k], d + 1, tmp);
+        items += start[big];
+        n = count[big];
+        d++;
+    }
+}
+
+/* build from items whose bytes live in pool (items are sorted in place) */
+static void trie_build(Trie *t, const uint8_t *pool, TItem *items, int32_t n) {
+    memset(t, 0, sizeof(*t));
+    TItem *tmp = tm_xmalloc((size_t)(n ? n : 1) * sizeof(TItem));
+    titem_sort(pool, items, n, 0, tmp);
+    free(tmp);
+    VEC(uint8_t) byte = {0};
+    VEC(uint16_t) depth = {0};
+    IVec skip = {0}, ends = {0}, path = {0};
+    const uint8_t *prev = NULL;
+    int32_t prevlen = 0;
+    for (int32_t k = 0; k < n; k++) {
+        const uint8_t *data = pool + items[k].off;
+        int32_t len = items[k].len;
+        if (len <= 0) continue;
+        if (prev && len == prevlen && memcmp(prev, data, (size_t)len) == 0 && path.n) {
+            int32_t node = path.a[path.n - 1];
+            t->end_ids.a[ends.a[node]]++;
+            VPUSH(t->end_ids, items[k].id);
+            continue;
+        }
+        int32_t lcp = 0, lim = prev ? (prevlen < len ? prevlen : len) : 0;
+        while (lcp < lim && prev[lcp] == data[lcp]) lcp++;
+        while (path.n > lcp) skip.a[path.a[--path.n]] = byte.n;
+        for (int32_t d = lcp; d < len; d++) {
+            VPUSH(path, byte.n);
+            VPUSH(byte, data[d]);
+            VPUSH(depth, (uint16_t)(d + 1 > 65535 ? 65535 : d + 1));
+            VPUSH(ends, -1);
+            VPUSH(skip, 0);
+        }
+        int32_t node = path.a[path.n - 1];
+        ends.a[node] = t->end_ids.n;
+        VPUSH(t->end_ids, 1);
+        VPUSH(t->end_ids, items[k].id);
+        if (len > t->max_depth) t->max_depth = len;
+        prev = data;
+        prevlen = len;
+    }
+    while (path.n) skip.a[path.a[--path.n]] = byte.n;
+    t->n = byte.n;
+    t->byte = byte.a ? byte.a : tm_xmalloc(1);
+    t->depth = depth.a ? depth.a : tm_xmalloc(2);
+    t->skip = skip.a ? skip.a : tm_xmalloc(4);
+    t->ends = ends.a ? ends.a : tm_xmalloc(4);
+    VFREE(path);
+    for (int b = 0; b < 256; b++) t->lo[b] = t->hi[b] = 0;
+    int32_t i = 0;
+    while (i < t->n) {
+        t->lo[t->byte[i]] = i;
+        t->hi[t->byte[i]] = t->skip[i];
+        i = t->skip[i];
+    }
+}
+
+/* ---- run tables ------------------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t run[2]; /* ASCII bytes of the run */
+    uint8_t utf8;
+} RunKey;
+
+typedef struct BaseMask {
+    RunKey key;
+    uint64_t firsts[2];
+    uint8_t mb;
+    int32_t steps; /* -1: unbounded */
+    int32_t refs;
+    uint64_t last_use;
+    uint32_t *bits; /* words */
+    int32_t count;
+} BaseMask;
+
+typedef struct ExitTries {
+    RunKey key;
+    M256 exits;
+    uint64_t firsts[2];
+    uint8_t mb;
+    int32_t refs;
+    uint64_t last_use;
+    int32_t np;    /* tries[p] for p < np (= CHAIN_CAP + 1) */
+    Trie **tries;  /* NULL where empty */
+    Trie *cont;    /* tokens with more than CHAIN_CAP tail characters in the run (whether
+                      they leave it later or not): their suffix from tail character CHAIN_CAP;
+                      NULL if none */
+    int64_t bytes;
+} ExitTries;
+
+typedef struct {
+    int32_t size, words, ntext;
+    uint8_t *text;
+    int32_t *tok_off, *tok_len;
+    uint8_t *flat;
+    int64_t nflat;
+    int16_t *first_cls;
+    uint8_t *first_len;
+    uint16_t *tail_chars;
+    uint8_t *clen;
+    int32_t max_tail_chars;
+    uint64_t *tailset;  /* per token: the ASCII bytes of its tail (2 words) */
+    uint8_t *tailflags; /* per token: TAIL_MB (a complete multi-byte character in the tail),
+                           TAIL_BAD (a byte of no complete character in the tail) */
+    Trie trie, partial;
+    int32_t dcount[256][17]; /* nodes of bucket b at depth <= d (d <= 16) */
+    /* candidates for the shared tables: tokens by first byte (text tokens with a complete
+     * first character), tokens by ASCII byte present in the tail (inv[128]: any byte >= 0x80),
+     * tokens with more than CHAIN_CAP tail characters */
+    int32_t byfirst_off[257];
+    int32_t *byfirst;
+    int32_t inv_off[130];
+    int32_t *inv;
+    IVec longtoks;
+    int32_t *mark; /* per token stamp, for deduplicating candidates */
+    int32_t mark_stamp;
+    /* shared tables */
+    VEC(BaseMask *) bases;
+    VEC(ExitTries *) exits;
+    uint64_t clock;
+    int32_t max_tables;
+    int64_t table_bytes;
+} Vocab;
+
+static int utf8_len(uint8_t lead) {
+    if (lead >= 0xC2 && lead <= 0xDF) return 2;
+    if (lead >= 0xE0 && lead <= 0xEF) return 3;
+    if (lead >= 0xF0 && lead <= 0xF4) return 4;
+    return 0;
+}
+
+/* is data[0..n) one well-formed UTF-8 character of n >= 2 bytes (RFC 3629) */
+static int utf8_valid(const uint8_t *d, int n) {
+    uint8_t c0 = d[0];
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (n == 2) return c0 >= 0xC2 && c0 <= 0xDF && d[1] >= 0x80 && d[1] <= 0xBF;
+    if (c0 == 0xE0) lo = 0xA0;
+    if (c0 == 0xED) hi = 0x9F;
+    if (c0 == 0xF0) lo = 0x90;
+    if (c0 == 0xF4) hi = 0x8F;
+    if (d[1] < lo || d[1] > hi) return 0;
+    for (int i = 2; i < n; i++)
+        if (d[i] < 0x80 || d[i] > 0xBF) return 0;
+    return 1;
+}
+
+static void vocab_free(Vocab *v) {
+    free(v->text);
+    free(v->tok_off);
+    free(v->tok_len);
+    free(v->flat);
+    free(v->first_cls);
+    free(v->first_len);
+    free(v->tail_chars);
+    free(v->clen);
+    free(v->tailset);
+    free(v->tailflags);
+    free(v->byfirst);
+    free(v->inv);
+    VFREE(v->longtoks);
+    free(v->mark);
+    trie_free(&v->trie);
+    trie_free(&v->partial);
+    for (int32_t i = 0; i < v->bases.n; i++) {
+        free(v->bases.a[i]->bits);
+        free(v->bases.a[i]);
+    }
+    VFREE(v->bases);
+    for (int32_t i = 0; i < v->exits.n; i++) {
+        ExitTries *e = v->exits.a[i];
+        for (int32_t p = 0; p < e->np; p++)
+            if (e->tries[p]) {
+                trie_free(e->tries[p]);
+                free(e->tries[p]);
+            }
+        free(e->tries);
+        if (e->cont) {
+            trie_free(e->cont);
+            free(e->cont);
+        }
+        free(e);
+    }
+    VFREE(v->exits);
+}
+
+/* tokens: token bytes per id (text ids only; others empty) */
+static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_t *lens,
+                       const uint8_t *flat, int64_t nflat, int32_t max_tables) {
+    memset(v, 0, sizeof(*v));
+    v->size = size;
+    v->words = (size + 31) / 32;
+    v->max_tables = max_tables;
+    v->text = tm_xmalloc((size_t)(size ? size : 1));
+    memcpy(v->text, text, (size_t)size);
+    v->tok_off = tm_xmalloc((size_t)(size ? size : 1) * sizeof(int32_t));
+    v->tok_len = tm_xmalloc((size_t)(size ? size : 1) * sizeof(int32_t));
+    v->flat = tm_xmalloc((size_t)(nflat ? nflat : 1));
+    memcpy(v->flat, flat, (size_t)nflat);
+    v->nflat = nflat;
+    v->first_cls = tm_xmalloc((size_t)(size ? size : 1) * sizeof(int16_t));
+    v->first_len = tm_xcalloc((size_t)(size ? size : 1), 1);
+    v->tail_chars = tm_xcalloc((size_t)(size ? size : 1), sizeof(uint16_t));
+    v->clen = tm_xcalloc((size_t)(nflat ? nflat : 1), 1);
+    v->tailset = tm_xcalloc((size_t)(size ? size : 1) * 2, sizeof(uint64_t));
+    v->tailflags = tm_xcalloc((size_t)(size ? size : 1), 1);
+    int64_t off = 0;
+    TItem *items = tm_xmalloc((size_t)(size ? size : 1) * sizeof(TItem));
+    TItem *partial = tm_xmalloc((size_t)(size ? size : 1) * sizeof(TItem));
+    int32_t ni = 0, np = 0;
+    for (int32_t i = 0; i < size; i++) {
+        v->tok_off[i] = (int32_t)off;
+        v->tok_len[i] = lens[i];
+        v->first_cls[i] = FIRST_OTHER;
+        const uint8_t *t = flat + off;
+        int32_t n = lens[i];
+        if (n > 0 && text[i]) {
+            v->ntext++;
+            int32_t j = 0, chars = 0;
+            while (j < n) {
+                uint8_t c = t[j];
+                int sz = c < 0x80 ? 1 : utf8_len(c);
+                if (sz && j + sz <= n && (sz == 1 || utf8_valid(t + j, sz))) {
+                    v->clen[off + j] = (uint8_t)sz;
+                } else {
+                    sz = 1;
+                    v->clen[off + j] = 0;
+                }
+                if (j == 0) {
+                    if (v->clen[off] && sz >= 1) {
+                        v->first_cls[i] = t[0] < 0x80 ? t[0] : FIRST_MB;
+                        v->first_len[i] = (uint8_t)sz;
+                    }
+                } else if (!v->clen[off + j]) {
+                    v->tailflags[i] |= TAIL_BAD;
+                } else if (sz > 1) {
+                    v->tailflags[i] |= TAIL_MB;
+                } else {
+                    v->tailset[2 * i + (c >> 6)] |= 1ULL << (c & 63);
+                }
+                j += sz;
+                chars++;
+            }
+            int32_t tail = chars - 1;
+            v->tail_chars[i] = (uint16_t)(tail > 65534 ? 65534 : tail);
+            if (tail > v->max_tail_chars) v->max_tail_chars = tail;
+            TItem it = {(int32_t)off, n, i};
+            items[ni++] = it;
+            if (v->first_cls[i] == FIRST_OTHER) partial[np++] = it;
+        }
+        off += n;
+    }
+    trie_build(&v->trie, v->flat, items, ni);
+    trie_build(&v->partial, v->flat, partial, np);
+    free(items);
+    free(partial);
+    /* candidate lists */
+    memset(v->byfirst_off, 0, sizeof(v->byfirst_off));
+    memset(v->inv_off, 0, sizeof(v->inv_off));
+    for (int32_t i = 0; i < size; i++) {
+        if (v->first_cls[i] == FIRST_OTHER) continue;
+        v->byfirst_off[flat[v->tok_off[i]] + 1]++;
+        for (int c = 0; c < 128; c++)
+            if ((v->tailset[2 * i + (c >> 6)] >> (c & 63)) & 1) v->inv_off[c + 1]++;
+        if (v->tailflags[i]) v->inv_off[129]++;
+        if (v->tail_chars[i] > CHAIN_CAP) VPUSH(v->longtoks, i);
+    }
+    for (int b = 0; b < 256; b++) v->byfirst_off[b + 1] += v->byfirst_off[b];
+    for (int c = 0; c < 129; c++) v->inv_off[c + 1] += v->inv_off[c];
+    v->byfirst = tm_xmalloc((size_t)(v->byfirst_off[256] + 1) * sizeof(int32_t));
+    v->inv = tm_xmalloc((size_t)(v->inv_off[129] + 1) * sizeof(int32_t));
+    {
+        int32_t fill_f[256], fill_i[129];
+        memcpy(fill_f, v->byfirst_off, sizeof(fill_f));
+        memcpy(fill_i, v->inv_off, sizeof(fill_i));
+        for (int32_t i = 0; i < size; i++) {
+            if (v->first_cls[i] == FIRST_OTHER) continue;
+            v->byfirst[fill_f[flat[v->tok_off[i]]]++] = i;
+            for (int w = 0; w < 2; w++) {
+                uint64_t x = v->tailset[2 * i + w];
+                while (x) {
+                    int c = w * 64 + __builtin_ctzll(x);
+                    x &= x - 1;
+                    v->inv[fill_i[c]++] = i;
+                }
+            }
+            if (v->tailflags[i]) v->inv[fill_i[128]++] = i;
+        }
+    }
+    v->mark = tm_xcalloc((size_t)(size ? size : 1), sizeof(int32_t));
+    /* depth profile per bucket (walk cost estimates) */
+    for (int b = 0; b < 256; b++) {
+        for (int32_t i = v->trie.lo[b]; i < v->trie.hi[b]; i++)
+            if (v->trie.depth[i] <= 16) v->dcount[b][v->trie.depth[i]]++;
+        for (int d = 1; d <= 16; d++) v->dcount[b][d] += v->dcount[b][d - 1];
+    }
+}
+
+/* nodes a walk of bucket b visits at most when tokens can only survive max_depth bytes */
+static int64_t vocab_walk_estimate(const Vocab *v, int b, int64_t max_depth) {
+    if (max_depth > 16) return v->trie.hi[b] - v->trie.lo[b];
+    return v->dcount[b][max_depth < 1 ? 1 : max_depth];
+}
+
+static int64_t vocab_bytes(const Vocab *v) {
+    int64_t n = (int64_t)v->size * (1 + 4 + 4 + 2 + 1 + 2 + 17 + 4 + 4) + v->nflat * 2;
+    n += (int64_t)v->inv_off[129] * 4 + VBYTES(v->longtoks);
+    n += trie_bytes(&v->trie) + trie_bytes(&v->partial);
+    return n + v->table_bytes;
+}
+
+static int runkey_eq(const RunKey *a, const RunKey *b) {
+    return a->run[0] == b->run[0] && a->run[1] == b->run[1] && a->utf8 == b->utf8;
+}
+
+static inline int run_has(const RunKey *k, uint8_t c) { return (int)((k->run[c >> 6] >> (c & 63)) & 1); }
+
+/* drop unreferenced tables, least recently used first, while more than max_tables are held */
+static void vocab_trim(Vocab *v) {
+    for (;;) {
+        int32_t total = v->bases.n + v->exits.n;
+        if (total <= v->max_tables) return;
+        uint64_t best = UINT64_MAX;
+        int which = -1;
+        int32_t at = -1;
+        for (int32_t i = 0; i < v->bases.n; i++)
+            if (!v->bases.a[i]->refs && v->bases.a[i]->last_use < best) {
+                best = v->bases.a[i]->last_use;
+                which = 1;
+                at = i;
+            }
+        for (int32_t i = 0; i < v->exits.n; i++)
+            if (!v->exits.a[i]->refs && v->exits.a[i]->last_use < best) {
+                best = v->exits.a[i]->last_use;
+                which = 2;
+                at = i;
+            }
+        if (which < 0) return;
+        if (which == 1) {
+            BaseMask *b = v->bases.a[at];
+            v->table_bytes -= (int64_t)v->words * 4;
+            free(b->bits);
+            free(b);
+            v->bases.a[at] = v->bases.a[--v->bases.n];
+        } else {
+            ExitTries *e = v->exits.a[at];
+            v->table_bytes -= e->bytes;
+            for (int32_t p = 0; p < e->np; p++)
+                if (e->tries[p]) {
+                    trie_free(e->tries[p]);
+                    free(e->tries[p]);
+                }
+            free(e->tries);
+            if (e->cont) {
+                trie_free(e->cont);
+                free(e->cont);
+            }
+            free(e);
+            v->exits.a[at] = v->exits.a[--v->exits.n];
+        }
+    }
+}
+
+/* does the tail of token i stay in the run? (its byte set and flags; no pass over bytes) */
+static inline int tail_in_run(const Vocab *v, const RunKey *key, int32_t i) {
+    if ((v->tailset[2 * i] & ~key->run[0]) | (v->tailset[2 * i + 1] & ~key->run[1])) return 0;
+    uint8_t f = v->tailflags[i];
+    return !(f & TAIL_BAD) && (!(f & TAIL_MB) || key->utf8);
+}
+
+/* byte offset of tail character k of token i */
+static int32_t tail_char_offset(const Vocab *v, int32_t i, int32_t k) {
+    const uint8_t *cl = v->clen + v->tok_off[i];
+    int32_t n = v->tok_len[i], j = v->first_len[i];
+    while (k > 0 && j < n) {
+        j += cl[j] ? cl[j] : 1;
+        k--;
+    }
+    return j;
+}
+
+/* where the tail of token i first leaves the run: tail character index and byte offset */
+static void tail_exit(const Vocab *v, const RunKey *key, int32_t i, int32_t *chr, int32_t *at) {
+    const uint8_t *t = v->flat + v->tok_off[i];
+    const uint8_t *cl = v->clen + v->tok_off[i];
+    int32_t n = v->tok_len[i], j = v->first_len[i], k = 0;
+    while (j < n) {
+        uint8_t c = t[j];
+        int sz = cl[j];
+        int inside = c < 0x80 ? run_has(key, c) : (sz > 1 && key->utf8);
+        if (!inside) break;
+        j += sz ? sz : 1;
+        k++;
+    }
+    *chr = k;
+    *at = j;
+}
+
+/* candidates: the tokens whose first character is selected (firsts, or a complete multi-byte
+ * one when mb), or, when exits is given and that is fewer, the tokens whose tail holds a byte
+ * of exits (deduplicated); plus the long tokens when with_long. Costs O(candidates). */
+static void vocab_candidates(Vocab *v, const uint64_t firsts[2], int mb, const M256 *exits, int with_long,
+                             IVec *out) {
+    out->n = 0;
+    int64_t nf = 0, ne = 0;
+    for (int b = 0; b < 128; b++)
+        if ((firsts[b >> 6] >> (b & 63)) & 1) nf += v->byfirst_off[b + 1] - v->byfirst_off[b];
+    if (mb) nf += v->byfirst_off[256] - v->byfirst_off[0xC2];
+    int use_exits = 0;
+    if (exits) {
+        for (int c = 0; c < 128; c++)
+            if (m_test(exits, c)) ne += v->inv_off[c + 1] - v->inv_off[c];
+        M256 hi = m_and(*exits, M_HIGH);
+        if (!m_zero(&hi)) ne += v->inv_off[129] - v->inv_off[128];
+        use_exits = ne < nf;
+    }
+    if (++v->mark_stamp == INT32_MAX) {
+        memset(v->mark, 0, (size_t)v->size * sizeof(int32_t));
+        v->mark_stamp = 1;
+    }
+    int32_t stamp = v->mark_stamp;
+#define CAND(id)                          \
+    do {                                  \
+        int32_t _i = (id);                \
+        if (v->mark[_i] != stamp) {       \
+            v->mark[_i] = stamp;          \
+            VPUSH(*out, _i);              \
+        }                                 \
+    } while (0)
+    if (use_exits) {
+        for (int c = 0; c < 128; c++)
+            if (m_test(exits, c))
+                for (int32_t k = v->inv_off[c]; k < v->inv_off[c + 1]; k++) CAND(v->inv[k]);
+        M256 hi = m_and(*exits, M_HIGH);
+        if (!m_zero(&hi))
+            for (int32_t k = v->inv_off[128]; k < v->inv_off[129]; k++) CAND(v->inv[k]);
+    } else {
+        for (int b = 0; b < 128; b++)
+            if ((firsts[b >> 6] >> (b & 63)) & 1)
+                for (int32_t k = v->byfirst_off[b]; k < v->byfirst_off[b + 1]; k++) CAND(v->byfirst[k]);
+        if (mb)
+            for (int32_t k = v->byfirst_off[0xC2]; k < v->byfirst_off[256]; k++) CAND(v->byfirst[k]);
+    }
+    if (with_long)
+        for (int32_t k = 0; k < v->longtoks.n; k++) CAND(v->longtoks.a[k]);
+#undef CAND
+}
+
+static inline int sel_has(const uint64_t firsts[2], uint8_t mb, int16_t cls) {
+    if (cls < 128) return (int)((firsts[cls >> 6] >> (cls & 63)) & 1);
+    return cls == FIRST_MB && mb;
+}
+
+/* tokens whose first character is selected and whose tail stays in the run (and has fewer
+ * than steps characters, unless steps < 0) */
+static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2], int mb, int32_t steps) {
+    if (steps > v->max_tail_chars) steps = -1;
+    for (int32_t i = 0; i < v->bases.n; i++) {
+        BaseMask *b = v->bases.a[i];
+        if (runkey_eq(&b->key, key) && b->firsts[0] == firsts[0] && b->firsts[1] == firsts[1] &&
+            b->mb == mb && b->steps == steps) {
+            b->last_use = ++v->clock;
+            b->refs++;
+            return b;
+        }
+    }
+    BaseMask *b = tm_xcalloc(1, sizeof(BaseMask));
+    b->key = *key;
+    b->firsts[0] = firsts[0];
+    b->firsts[1] = firsts[1];
+    b->mb = (uint8_t)mb;
+    b->steps = steps;
+    b->bits = tm_xcalloc((size_t)(v->words ? v->words : 1), sizeof(uint32_t));
+    IVec cand = {0};
+    vocab_candidates(v, firsts, mb, NULL, 0, &cand);
+    for (int32_t k = 0; k < cand.n; k++) {
+        int32_t i = cand.a[k];
+        int16_t cls = v->first_cls[i];
+        if (cls == FIRST_OTHER || !sel_has(firsts, (uint8_t)mb, cls)) continue;
+        if (steps >= 0 && v->tail_chars[i] >= steps) continue;
+        if (!tail_in_run(v, key, i)) continue;
+        b->bits[i >> 5] |= 1u << (i & 31);
+        b->count++;
+    }
+    VFREE(cand);
+    b->refs = 1;
+    b->last_use = ++v->clock;
+    v->table_bytes += (int64_t)v->words * 4;
+    VPUSH(v->bases, b);
+    vocab_trim(v);
+    return b;
+}
+
+/* are the tables for this run already built? (then using them costs nothing) */
+static inline int exits_match(const ExitTries *e, const RunKey *key, const M256 *exits, const uint64_t firsts[2],
+                              int mb) {
+    return runkey_eq(&e->key, key) && m_eq(&e->exits, exits) && e->firsts[0] == firsts[0] &&
+           e->firsts[1] == firsts[1] && e->mb == mb;
+}
+
+static int vocab_has_tables(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
+    for (int32_t i = 0; i < v->exits.n; i++)
+        if (exits_match(v->exits.a[i], key, exits, firsts, mb)) return 1;
+    return 0;
+}
+
+/* tries of the suffixes of tokens leaving the run at tail character p through a byte of
+ * exits (tokens with a complete first character; the caller filters by first character) */
+static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
+    for (int32_t i = 0; i < v->exits.n; i++) {
+        ExitTries *e = v->exits.a[i];
+        if (exits_match(e, key, exits, firsts, mb)) {
+            e->last_use = ++v->clock;
+            e->refs++;
+            return e;
+        }
+    }
+    ExitTries *e = tm_xcalloc(1, sizeof(ExitTries));
+    e->key = *key;
+    e->exits = *exits;
+    e->firsts[0] = firsts[0];
+    e->firsts[1] = firsts[1];
+    e->mb = (uint8_t)mb;
+    e->np = CHAIN_CAP + 1;
+    e->tries = tm_xcalloc((size_t)e->np, sizeof(Trie *));
+    int32_t *count = tm_xcalloc((size_t)e->np, sizeof(int32_t));
+    /* the kept exits: (exit character, item); p = -1 for the continuation trie */
+    typedef struct {
+        int32_t p;
+        TItem it;
+    } PItem;
+    VEC(PItem) kept = {0};
+    TItem *cont = NULL;
+    int32_t ncont = 0;
+    VEC(TItem) contv = {0};
+    IVec cand = {0};
+    vocab_candidates(v, firsts, mb, exits, 1, &cand);
+    for (int32_t k = 0; k < cand.n; k++) {
+        int32_t i = cand.a[k];
+        if (v->first_cls[i] == FIRST_OTHER || !sel_has(firsts, (uint8_t)mb, v->first_cls[i])) continue;
+        int32_t chr, at;
+        if (tail_in_run(v, key, i)) {
+            if (v->tail_chars[i] <= CHAIN_CAP) continue;
+            chr = v->tail_chars[i];
+        } else {
+            tail_exit(v, key, i, &chr, &at);
+        }
+        if (chr > CHAIN_CAP) { /* outlasts the chain: continue from tail character CHAIN_CAP */
+            int32_t off = tail_char_offset(v, i, CHAIN_CAP);
+            TItem it = {v->tok_off[i] + off, v->tok_len[i] - off, i};
+            VPUSH(contv, it);
+            continue;
+        }
+        int32_t pos = v->tok_off[i] + at;
+        if (at >= v->tok_len[i] || !m_test(exits, v->flat[pos])) continue;
+        PItem x = {chr, {pos, v->tok_len[i] - at, i}};
+        VPUSH(kept, x);
+        count[chr]++;
+    }
+    cont = contv.a;
+    ncont = contv.n;
+    VFREE(cand);
+    int32_t total = kept.n;
+    TItem *items = tm_xmalloc((size_t)(total ? total : 1) * sizeof(TItem));
+    int32_t *start = tm_xcalloc((size_t)(e->np + 1), sizeof(int32_t));
+    for (int32_t p = 0; p < e->np; p++) start[p + 1] = start[p] + count[p];
+    int32_t *fill = tm_xmalloc((size_t)(e->np ? e->np : 1) * sizeof(int32_t));
+    memcpy(fill, start, (size_t)e->np * sizeof(int32_t));
+    for (int32_t k = 0; k < kept.n; k++) items[fill[kept.a[k].p]++] = kept.a[k].it;
+    VFREE(kept);
+    e->bytes = (int64_t)e->np * 8;
+    for (int32_t p = 0; p < e->np; p++) {
+        if (!count[p]) continue;
+        e->tries[p] = tm_xmalloc(sizeof(Trie));
+        trie_build(e->tries[p], v->flat, items + start[p], count[p]);
+        e->bytes += trie_bytes(e->tries[p]);
+    }
+    if (ncont) {
+        e->cont = tm_xmalloc(sizeof(Trie));
+        trie_build(e->cont, v->flat, cont, ncont);
+        e->bytes += trie_bytes(e->cont);
+    }
+    free(cont);
+    free(items);
+    free(start);
+    free(fill);
+    free(count);
+    e->refs = 1;
+    e->last_use = ++v->clock;
+    v->table_bytes += e->bytes;
+    VPUSH(v->exits, e);
+    vocab_trim(v);
+    return e;
+}
+
+#endif

@@ -1,0 +1,131 @@
+"""Token masks through the compiled kernel: the vocabulary index and the per-grammar mask cache.
+
+:class:`NativeVocabIndex` holds a vocabulary's tries and shared run tables in C
+(``toolmask._native.Vocab``); :class:`NativeMaskCache` computes and caches the masks of one
+automaton over it (``toolmask._native.Masks``): per position, what the position decides on its
+own, and per state the composition (see ``docs/masks.md``). Same interface as the pure-Python
+:class:`~toolmask.mask.MaskCache` and :class:`~toolmask.mask.VocabIndex`, which stay the
+reference the tests compare against.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from toolmask._kernel import native_module
+
+if TYPE_CHECKING:
+    from toolmask.vocab import Vocabulary
+
+__all__ = ["NativeMaskCache", "NativeVocabIndex"]
+
+#: shared run tables (run classes, base bitmasks, exit tries) kept per vocabulary
+NATIVE_TABLES = 256
+
+
+class NativeVocabIndex:
+    """A vocabulary's token tries, per-token character tables and shared run tables (in C).
+
+    Cost: about 0.1 s and 11 MB for a 151k vocabulary (one sort of the token bytes and a pass
+    over them); run tables are added on first use, V/8 bytes per base bitmask.
+    """
+
+    __slots__ = ("eos", "native", "size", "special_by_text", "text", "vocab", "words")
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        self.vocab = vocab
+        self.size = vocab.vocab_size
+        self.words = (self.size + 31) // 32
+        tb = vocab.token_bytes
+        #: 1 for a text token (its bytes can be matched), else 0
+        self.text = bytes(1 if tb[i] else 0 for i in range(self.size))
+        self.native: Any = native_module().Vocab(tb, self.text, NATIVE_TABLES)
+        by_text: dict[str, list[int]] = {}
+        for tid, s in vocab.special.items():
+            by_text.setdefault(s, []).append(tid)
+        self.special_by_text: dict[str, tuple[int, ...]] = {k: tuple(v) for k, v in by_text.items()}
+        self.eos: tuple[int, ...] = tuple(sorted(vocab.eos_ids))
+        self._prewarm()
+
+    def _prewarm(self) -> None:
+        """Build the run tables of a plain JSON string body now (part of the index's setup
+        cost, ~2 ms for 151k tokens): nearly every tool schema has such strings, and these
+        tables are shared by every position and grammar that has them."""
+        from toolmask.automaton._native import build_native_automaton
+        from toolmask.grammar._ir import Grammar
+
+        g = Grammar.from_json_schema({"type": "string"})
+        a = build_native_automaton(g)
+        masks = native_module().Masks(a, self.native, [], (), 1 << 24)
+        out = np.empty(self.words, dtype=np.int32)
+        for prefix in (b'"', b'"a'):
+            s = a.advance_bytes(a.initial, prefix)
+            if s is not None:
+                masks.fill(s, out)
+
+    def memory_bytes(self) -> int:
+        """Bytes held: tries, token tables and the shared run tables built so far."""
+        return int(self.native.memory_bytes()) + len(self.text)
+
+    def __repr__(self) -> str:
+        return f"NativeVocabIndex({self.native.info()})"
+
+
+class NativeMaskCache:
+    """Masks of one automaton over one vocabulary, computed and cached by the kernel.
+
+    ``fill(state, out)`` writes the state's bitmask; ``get(state)`` returns it as a new
+    read-only array. Bounded by ``max_bytes`` (everything is dropped when it is passed, then
+    refilled on demand). Thread-safe (the kernel runs under the GIL). Cost of a cached state:
+    one copy of ceil(V/32) words plus the few ids it adds.
+    """
+
+    __slots__ = ("automaton", "index", "native")
+
+    def __init__(self, automaton: Any, index: NativeVocabIndex, max_bytes: int) -> None:
+        self.automaton = automaton
+        self.index = index
+        special_ids = [index.special_by_text.get(t, ()) for t in automaton.texts]
+        self.native: Any = native_module().Masks(
+            automaton, index.native, special_ids, index.eos, max_bytes
+        )
+
+    def fill(self, state: Any, out: npt.NDArray[np.int32]) -> None:
+        """Write the bitmask of ``state`` into ``out`` (int32, ceil(V/32) words)."""
+        self.native.fill(state, out)
+
+    def get(self, state: Any) -> npt.NDArray[np.int32]:
+        """The bitmask of ``state`` as a new read-only array."""
+        out = np.empty(self.index.words, dtype=np.int32)
+        self.native.fill(state, out)
+        out.setflags(write=False)
+        return out
+
+    def advance_token(self, state: Any, tid: int) -> Any:
+        """The state after text token ``tid``'s bytes, or None."""
+        return self.native.advance_token(state, tid)
+
+    @property
+    def hits(self) -> int:
+        return int(self.native.stats()["hits"])
+
+    @property
+    def misses(self) -> int:
+        return int(self.native.stats()["misses"])
+
+    def stats(self) -> dict[str, int]:
+        """Counters (hits, misses, positions computed, exact walks) and cached bytes."""
+        return dict(self.native.stats())
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the cached masks (the shared run tables count with the index)."""
+        return int(self.native.memory_bytes())
+
+    def clear(self) -> None:
+        self.native.clear()
+
+    def __len__(self) -> int:
+        return int(self.native.stats()["states"])

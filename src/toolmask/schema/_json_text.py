@@ -1,0 +1,177 @@
+"""JSON text in the grammar: how a string's code points and a number's multiples are written.
+
+JSON-specific languages that the code-point automata of ``toolmask.grammar`` know nothing about:
+
+* :func:`json_string_char` / :func:`json_string_node`: one code point of a class as
+  ``json.dumps(s, ensure_ascii=False)`` writes it inside a string (the canonical escapes), the
+  encoder the lowerer passes to :func:`~toolmask.grammar._fsm.dfa_to_rules`;
+* :func:`multiple_of_dfa`: the exponent-free JSON number texts whose value is a multiple of
+  ``k`` (``multipleOf``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from decimal import Decimal
+
+from toolmask.errors import LimitError
+from toolmask.grammar._charset import CharSet, utf8_node
+from toolmask.grammar._fsm import Dfa
+from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, lit, seq
+from toolmask.limits import DEFAULT_LIMITS, Limits
+
+__all__ = ["json_string_char", "json_string_node", "multiple_of_dfa"]
+
+# -- strings -----------------------------------------------------------------------------------
+
+_SHORT_ESCAPES = {0x22: '"', 0x5C: "\\", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
+_JSON_SPECIAL = CharSet.of([(0, 0x1F), 0x22, 0x5C])
+
+
+def json_string_node(cs: CharSet) -> Node:
+    """IR for one code point of ``cs`` written as ``json.dumps(ensure_ascii=False)`` writes it.
+
+    ``"`` and ``\\`` and U+0000..U+001F are escaped (``\\b \\f \\n \\r \\t`` where they exist,
+    else ``\\u00xx`` in lowercase hex); every other code point is raw UTF-8 (surrogates dropped).
+    """
+    special = cs & _JSON_SPECIAL
+    alts: list[Node] = []
+    plain = cs - _JSON_SPECIAL
+    if plain:
+        alts.append(utf8_node(plain))
+    short = [
+        ord(_SHORT_ESCAPES[cp])
+        for lo, hi in special.ranges
+        for cp in range(lo, hi + 1)
+        if cp in _SHORT_ESCAPES
+    ]
+    if short:
+        alts.append(seq(lit("\\"), byte_class(*short)))
+    hexes: dict[str, list[int]] = {}
+    for lo, hi in special.ranges:
+        for cp in range(lo, hi + 1):
+            if cp not in _SHORT_ESCAPES:
+                h = f"{cp:02x}"
+                hexes.setdefault(h[0], []).append(ord(h[1]))
+    if hexes:
+        alts.append(
+            seq(lit("\\u00"), choice(*(seq(lit(hi), byte_class(*lo)) for hi, lo in hexes.items())))
+        )
+    return choice(*alts) if alts else NOTHING
+
+
+@functools.lru_cache(maxsize=4096)
+def json_string_char(cs: CharSet) -> Node:
+    """:func:`json_string_node`, with a single code point as one literal (its escape)."""
+    if len(cs.ranges) == 1 and cs.ranges[0][0] == cs.ranges[0][1]:
+        cp = cs.ranges[0][0]
+        if not 0xD800 <= cp <= 0xDFFF:
+            return lit(json.dumps(chr(cp), ensure_ascii=False)[1:-1])
+    return json_string_node(cs)
+
+
+# -- multipleOf --------------------------------------------------------------------------------
+
+_DIGITS = CharSet.range(0x30, 0x39)
+
+
+def multiple_of_dfa(k: Decimal, *, integer_only: bool, limits: Limits = DEFAULT_LIMITS) -> Dfa:
+    """JSON number text without exponent whose value is a multiple of ``k`` (> 0).
+
+    Language: ``-?(0|[1-9][0-9]*)(\\.[0-9]+)?``; with ``integer_only`` the fraction, if present,
+    must be all zeros (``1.0`` is an integer in JSON Schema). Writing ``k = m * 10**-s`` with
+    ``m`` a positive integer, ``x`` is a multiple of ``k`` iff ``x * 10**s`` is an integer
+    divisible by ``m``: states track the remainder of the digits read so far modulo ``m`` and how
+    many fraction digits (up to ``s``) were read; fraction digits past the ``s``-th must be ``0``.
+    About ``m * (s + 3)`` states before minimisation; more than ``max_dfa_states`` is a
+    :class:`LimitError`.
+    """
+    k = Decimal(k)
+    if not k.is_finite() or k <= 0:
+        raise ValueError(f"multipleOf must be a positive finite number, not {k}")
+    _sign, digits, exp = k.normalize().as_tuple()
+    assert isinstance(exp, int)
+    m = int("".join(map(str, digits)))
+    if exp >= 0:
+        if exp > len(str(limits.max_dfa_states)):
+            # the remainders modulo m * 10**exp alone pass max_dfa_states
+            raise LimitError(
+                f"multipleOf {k} needs more than {limits.max_dfa_states} states",
+                limit="max_dfa_states",
+            )
+        m *= 10**exp
+        s = 0
+    else:
+        s = -exp
+
+    # states: ("start",), ("neg",), ("zero",), ("int", r), ("dot", r), ("frac", r, j)
+    index: dict[tuple[object, ...], int] = {}
+    order: list[tuple[object, ...]] = []
+    edges: list[list[tuple[CharSet, int]]] = []
+    finals: set[int] = set()
+    cap = limits.max_dfa_states
+    frac_digits = CharSet.of("0") if integer_only else _DIGITS
+
+    def sid(key: tuple[object, ...]) -> int:
+        j = index.get(key)
+        if j is None:
+            j = len(order)
+            if j >= cap:
+                raise LimitError(
+                    f"multipleOf {k} needs more than {cap} states", limit="max_dfa_states"
+                )
+            index[key] = j
+            order.append(key)
+            edges.append([])
+        return j
+
+    def divisible(r: int, pending: int) -> bool:
+        return r * pow(10, pending, m) % m == 0
+
+    def digit_edges(src: int, digits_cs: CharSet, kind: str, r: int, j: int = 0) -> None:
+        for lo, hi in digits_cs.ranges:
+            for cp in range(lo, hi + 1):
+                nr = (r * 10 + cp - 0x30) % m
+                key = ("int", nr) if kind == "int" else ("frac", nr, j + 1)
+                edges[src].append((CharSet.of([cp]), sid(key)))
+
+    sid(("start",))
+    i = 0
+    while i < len(order):
+        key = order[i]
+        kind = key[0]
+        if kind in ("start", "neg"):
+            if kind == "start":
+                edges[i].append((CharSet.of("-"), sid(("neg",))))
+            edges[i].append((CharSet.of("0"), sid(("zero",))))
+            digit_edges(i, CharSet.range(0x31, 0x39), "int", 0)
+        elif kind == "zero":  # a leading 0 takes no more integer digits
+            finals.add(i)
+            edges[i].append((CharSet.of("."), sid(("dot", 0))))
+        elif kind == "int":
+            r = key[1]
+            assert isinstance(r, int)
+            if divisible(r, s):
+                finals.add(i)
+            edges[i].append((CharSet.of("."), sid(("dot", r))))
+            digit_edges(i, _DIGITS, "int", r)
+        else:  # "dot" (no fraction digit yet) or "frac"
+            r = key[1]
+            j = 0 if kind == "dot" else key[2]
+            assert isinstance(r, int) and isinstance(j, int)
+            if kind == "frac" and divisible(r, s - j):
+                finals.add(i)
+            if j < s:
+                digit_edges(i, frac_digits, "frac", r, j)
+            else:  # past the s-th fraction digit only zeros keep x * 10**s an integer
+                edges[i].append((CharSet.of("0"), sid(("frac", r, s))))
+        i += 1
+    return Dfa(tuple(tuple(_merge_edges(es)) for es in edges), frozenset(finals)).minimize()
+
+
+def _merge_edges(es: list[tuple[CharSet, int]]) -> list[tuple[CharSet, int]]:
+    by_t: dict[int, list[CharSet]] = {}
+    for cs, t in es:
+        by_t.setdefault(t, []).append(cs)
+    return [(CharSet.from_ranges(r for c in v for r in c.ranges), t) for t, v in by_t.items()]

@@ -1,0 +1,245 @@
+"""Grammar pieces the formats build their calls from: the toolkit of the turn grammar.
+
+A format describes one call with :meth:`~toolmask.tools.formats.WireFormat.call_grammar`, given
+a :class:`Kit`: it asks the kit for the markers (``Special`` when the vocabulary has them as
+single tokens), the JSON grammar of a schema (compiled by :func:`compile_json_schema` with the
+format's argument options, renamed into the turn grammar, cached), free text that avoids some
+stop strings (for raw XML parameter values and reasoning), and XML-style parameter lists (each
+declared parameter at most once, in any order, the required ones enforced).
+
+Every rule the kit makes is collected in :attr:`Kit.rules`; rule names are unique per kit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolmask._cache import active_compiler
+from toolmask.grammar._charset import CharSet
+from toolmask.grammar._fsm import Dfa, dfa_to_rules
+from toolmask.grammar._ir import (
+    EMPTY,
+    Grammar,
+    Node,
+    Rule,
+    RuleRef,
+    Special,
+    byte_class,
+    choice,
+    lit,
+    opt,
+    repeat,
+    seq,
+)
+from toolmask.schema import compile_json_schema
+from toolmask.tools._rename import prefix_rules
+
+__all__ = ["MAX_ANY_ORDER_PARAMS", "Kit", "arguments_grammar", "schema_types"]
+
+#: parameter lists longer than this keep the schema's order (any order costs 2**n rules)
+MAX_ANY_ORDER_PARAMS = 8
+
+WS = byte_class(0x20, 0x09, 0x0A, 0x0D)
+
+
+def arguments_grammar(schema: Any, options: Mapping[str, Any]) -> Grammar:
+    """``compile_json_schema(schema, **options)``, cached by (schema, options) JSON in the
+    active GrammarCompiler (``Limits.max_schema_grammars`` entries)."""
+    key = (
+        json.dumps(schema, sort_keys=True),
+        json.dumps(dict(options), sort_keys=True, default=repr),
+    )
+    cache = active_compiler().cache("tools.schema_grammars", limit="max_schema_grammars")
+    hit: Grammar | None = cache.get(key)
+    if hit is not None:
+        return hit
+    return cache.put(key, compile_json_schema(schema, **options))  # type: ignore[no-any-return]
+
+
+def schema_types(schema: Any) -> set[str]:
+    """The JSON types a (sub)schema admits, from ``type``, ``anyOf``/``oneOf``, ``enum`` and
+    ``const``; empty when it does not say (any value)."""
+    if not isinstance(schema, Mapping):
+        return set()
+    t = schema.get("type")
+    out = {t} if isinstance(t, str) else {x for x in t if isinstance(x, str)} if t else set()
+    for key in ("anyOf", "oneOf"):
+        for sub in schema.get(key) or ():
+            out |= schema_types(sub)
+    values = list(schema.get("enum") or ())
+    if "const" in schema:
+        values.append(schema["const"])
+    if values and not out:
+        out |= {_json_type(v) for v in values}
+    return out
+
+
+def _json_type(v: object) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if v is None:
+        return "null"
+    if isinstance(v, list):
+        return "array"
+    return "object" if isinstance(v, dict) else "string"
+
+
+@dataclass
+class Kit:
+    """What a format needs to write its part of a turn grammar (see the module docstring).
+
+    ``options``: the arguments' :func:`compile_json_schema` options; ``layouts``: the
+    whitespace layouts admitted for JSON values (the first is ``options["whitespace"]``; a
+    format whose models write both ``json.dumps`` spacing and compact JSON lists both).
+    """
+
+    options: Mapping[str, Any]
+    special_tokens: frozenset[str] = frozenset()
+    layouts: tuple[str, ...] = ()
+    rules: list[Rule] = field(default_factory=list)
+    _names: set[str] = field(default_factory=set)
+    _texts: dict[tuple[str, ...], Node] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.layouts:
+            self.layouts = (str(self.options.get("whitespace", "compact")),)
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def add(self, name: str, body: Node) -> RuleRef:
+        """Add rule ``name`` (unique within this kit) and return a reference to it."""
+        if name in self._names:
+            raise ValueError(f"rule {name!r} defined twice")
+        self._names.add(name)
+        self.rules.append(Rule(name, body))
+        return RuleRef(name)
+
+    def marker(self, text: str) -> Node:
+        """``Special(text)`` if ``text`` is a special token of the vocabulary, else its bytes."""
+        if text and text in self.special_tokens:
+            return Special(text)
+        return lit(text)
+
+    def ws(self, hi: int = 4, lo: int = 0) -> Node:
+        return repeat(WS, lo, hi)
+
+    # -- values -----------------------------------------------------------------------------------
+    def json(self, schema: Any, prefix: str) -> Node:
+        """The JSON grammar of ``schema`` in every admitted layout (rules ``prefix...``)."""
+        alts: list[Node] = []
+        for j, layout in enumerate(self.layouts):
+            options = {**self.options, "whitespace": layout}
+            name = prefix if len(self.layouts) == 1 else f"{prefix}{j}_"
+            entry, rules = prefix_rules(arguments_grammar(schema, options), name)
+            for r in rules:
+                self.add(r.name, r.body)
+            alts.append(entry)
+        return choice(*alts)
+
+    def text_without(self, stops: Sequence[str], *, nonempty: bool = False) -> Node:
+        """Any UTF-8 text that contains none of ``stops`` (a DFA lowered to rules; shared by
+        every use of the same stops). O(sum of the stops' lengths) states."""
+        key = (*stops, "+" if nonempty else "*")
+        hit = self._texts.get(key)
+        if hit is not None:
+            return hit
+        anything = Dfa.any_string()
+        dfa = Dfa.epsilon().complement() if nonempty else anything
+        for s in stops:
+            dfa = dfa.intersect(anything.concat(Dfa.literal(s)).concat(anything).complement())
+        name = f"text{len(self._texts)}"
+        entry, rules = dfa_to_rules(dfa, name, encoding="raw")
+        for r in rules:
+            self.add(r.name, r.body)
+        self._texts[key] = entry
+        return entry
+
+    def chars(self, excluded: str, *, lo: int = 1) -> Node:
+        """One or more characters, none of them in ``excluded`` (names, ids)."""
+        key = (excluded, str(lo), "chars")
+        hit = self._texts.get(key)
+        if hit is not None:
+            return hit
+        cs = CharSet.of(ord(c) for c in excluded).complement()
+        dfa = Dfa.char(cs).concat(Dfa.char(cs).star())
+        if lo == 0:
+            dfa = dfa.union(Dfa.epsilon())
+        entry, rules = dfa_to_rules(dfa, f"chars{len(self._texts)}", encoding="raw")
+        self._texts[key] = entry
+        for r in rules:
+            self.add(r.name, r.body)
+        return entry
+
+    def raw_value(self, schema: Any, root: Any, prefix: str, raw: Node) -> Node:
+        """A parameter value written as raw text (XML-parameter formats): a string parameter
+        is the text itself (``raw``; an ``enum``/``const`` of strings is its literal values),
+        any other type is JSON for its subschema; a boolean may also be written ``True`` /
+        ``False`` (Python literals, as some templates render them)."""
+        types = schema_types(schema)
+        if isinstance(schema, Mapping):
+            values = list(schema.get("enum") or ())
+            if "const" in schema:
+                values = [schema["const"]]
+            if values and all(isinstance(v, str) for v in values):
+                return choice(*(lit(v) for v in values))
+        if not types or "string" in types:
+            return raw
+        sub = dict(schema) if isinstance(schema, Mapping) else {}
+        if isinstance(root, Mapping):
+            for k in ("$defs", "definitions"):
+                if k in root and k not in sub:
+                    sub[k] = root[k]
+        node = self.json(sub, prefix)
+        if types == {"boolean"}:
+            return choice(node, lit("True"), lit("False"))
+        return node
+
+    def params(
+        self,
+        schema: Any,
+        prefix: str,
+        param: Callable[[str, Node], Node],
+        raw: Node,
+        free: Callable[[], Node] | None = None,
+    ) -> Node:
+        """The parameters of a tool schema written one by one (``param(key, value)``): each
+        declared parameter at most once, the required ones present, in any order (schema order
+        beyond :data:`MAX_ANY_ORDER_PARAMS`). An object schema that declares no properties
+        but allows others gets ``free()`` (any key, raw value) repeated."""
+        props = schema.get("properties") if isinstance(schema, Mapping) else None
+        props = props if isinstance(props, Mapping) else {}
+        required = set(schema.get("required") or ()) if isinstance(schema, Mapping) else set()
+        keys = list(props)
+        if not keys:
+            extra = (
+                schema.get("additionalProperties", True) if isinstance(schema, Mapping) else True
+            )
+            if free is not None and extra is not False:
+                return repeat(free(), 0, None)
+            return EMPTY
+        nodes = [
+            self.add(
+                f"{prefix}p{j}", param(k, self.raw_value(props[k], schema, f"{prefix}v{j}_", raw))
+            )
+            for j, k in enumerate(keys)
+        ]
+        if len(keys) > MAX_ANY_ORDER_PARAMS:
+            return seq(*(n if k in required else opt(n) for k, n in zip(keys, nodes, strict=True)))
+        req_mask = sum(1 << j for j, k in enumerate(keys) if k in required)
+        n = len(keys)
+        for mask in range(1 << n):
+            alts: list[Node] = [
+                seq(nodes[j], RuleRef(f"{prefix}s{mask | (1 << j)}"))
+                for j in range(n)
+                if not mask & (1 << j)
+            ]
+            if mask & req_mask == req_mask:
+                alts.append(EMPTY)
+            self.add(f"{prefix}s{mask}", choice(*alts))
+        return RuleRef(f"{prefix}s0")

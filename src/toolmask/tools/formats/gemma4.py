@@ -1,0 +1,189 @@
+"""``gemma4``: Gemma 4: ``call:NAME{...}`` in Gemma's object notation between ``<|tool_call>`` and
+``<tool_call|>``; strings are quoted with ``<|"|>``, keys are bare; reasoning in the thought
+channel ``<|channel>thought ... <channel|>``::
+
+    <|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
+from toolmask.tools.formats._blocks import Block, done, skip_ws, tools_prompt
+
+if TYPE_CHECKING:
+    from toolmask.tools._spec import Tool
+
+__all__ = ["Gemma4", "dump_value", "read_value"]
+
+Q = '<|"|>'
+
+
+class _Incomplete(Exception):
+    pass
+
+
+class _Bad(Exception):
+    pass
+
+
+def read_value(text: str, i: int) -> tuple[Any, int]:
+    """The value at ``text[i]`` and its end; ``_Incomplete`` when the text ends first."""
+    i = skip_ws(text, i)
+    n = len(text)
+    if i >= n:
+        raise _Incomplete
+    if text.startswith(Q, i):
+        e = text.find(Q, i + len(Q))
+        if e < 0:
+            raise _Incomplete
+        return text[i + len(Q) : e], e + len(Q)
+    c = text[i]
+    if c == "{":
+        obj: dict[str, Any] = {}
+        i = skip_ws(text, i + 1)
+        if text.startswith("}", i):
+            return obj, i + 1
+        while True:
+            i = skip_ws(text, i)
+            if i >= n:
+                raise _Incomplete
+            if text.startswith(Q, i):
+                key, i = read_value(text, i)
+                i = skip_ws(text, i)
+                if i >= n:
+                    raise _Incomplete
+                if text[i] != ":":
+                    raise _Bad("expected ':'")
+            else:
+                colon = text.find(":", i)
+                if colon < 0:
+                    raise _Incomplete
+                key = text[i:colon].strip()
+                if not key or any(ch in key for ch in "{}[],<"):
+                    raise _Bad("a bad key")
+                i = colon
+            obj[str(key)], i = read_value(text, i + 1)
+            i = skip_ws(text, i)
+            if i >= n:
+                raise _Incomplete
+            if text[i] == ",":
+                i += 1
+                continue
+            if text[i] == "}":
+                return obj, i + 1
+            raise _Bad("expected ',' or '}'")
+    if c == "[":
+        arr: list[Any] = []
+        i = skip_ws(text, i + 1)
+        if text.startswith("]", i):
+            return arr, i + 1
+        while True:
+            v, i = read_value(text, i)
+            arr.append(v)
+            i = skip_ws(text, i)
+            if i >= n:
+                raise _Incomplete
+            if text[i] == ",":
+                i += 1
+                continue
+            if text[i] == "]":
+                return arr, i + 1
+            raise _Bad("expected ',' or ']'")
+    j = i
+    while j < n and text[j] not in ",}]<" and text[j] not in " \t\r\n":
+        j += 1
+    if j >= n:
+        raise _Incomplete
+    word = text[i:j]
+    try:
+        return json.loads(word), j
+    except ValueError:
+        raise _Bad(f"a bare value {word!r}") from None
+
+
+def dump_value(v: object) -> str:
+    if isinstance(v, str):
+        return Q + v + Q
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{k}:{dump_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(dump_value(x) for x in v) + "]"
+    return json.dumps(v)
+
+
+@register_format("gemma4")
+class Gemma4(WireFormat):
+    has_grammar = False
+    open = "<|tool_call>"
+    close = "<tool_call|>"
+    block_sep = ""
+    reasoning_start = "<|channel>thought"
+    reasoning_end = "<channel|>"
+    template_markers = (
+        "<bos>",
+        "<eos>",
+        "<|turn>",
+        "<turn|>",
+        "<|tool_call>",
+        "<tool_call|>",
+        "<|tool_response>",
+        "<tool_response|>",
+        "<|tool>",
+        "<tool|>",
+        Q,
+        "<|channel>",
+        "<channel|>",
+        "<|think|>",
+    )
+
+    def read_block(
+        self,
+        text: str,
+        k: int,
+        *,
+        final: bool,
+        bare: bool = False,
+        schemas: Mapping[str, Any] | None = None,
+    ) -> Block | None:
+        i = skip_ws(text, k + len(self.open))
+        rest = text[i : i + 5]
+        if not text.startswith("call:", i):
+            if not final and "call:".startswith(rest):
+                return Block("pending")
+            return self._bad(text, k, "expected call:NAME{", final)
+        b = text.find("{", i)
+        if b < 0:
+            return Block("pending") if not final else self._bad(text, k, "truncated", final)
+        name = text[i + 5 : b].strip()
+        try:
+            args, j = read_value(text, b)
+        except _Incomplete:
+            if final:
+                return Block("bad", len(text), reason="truncated: the reply ends inside a call")
+            return Block("pending")
+        except _Bad as e:
+            return self._bad(text, k, str(e), final)
+        j = skip_ws(text, j)
+        if text.startswith(self.close, j):
+            if not name:
+                return Block("bad", j + len(self.close), reason="the call has no name")
+            return Block("ok", j + len(self.close), [done(name, args)])
+        if not final and self.close.startswith(text[j:]):
+            return Block("pending")
+        return self._bad(text, k, f"expected {self.close!r}", final)
+
+    def _bad(self, text: str, k: int, reason: str, final: bool) -> Block:
+        c = text.find(self.close, k)
+        if c >= 0:
+            return Block("bad", c + len(self.close), reason=reason)
+        return Block("bad", len(text), reason=reason) if final else Block("pending")
+
+    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
+        return "".join(f"{self.open}call:{n}{dump_value(a)}{self.close}" for n, a in calls)
+
+    def render_tools(self, tools: Sequence[Tool]) -> str:
+        return tools_prompt(tool_json_lines(tools), self.render_call("NAME", {"key": "value"}))

@@ -1,0 +1,237 @@
+"""Kimi: ``kimi_k2`` (K2, K2.5/K2.6: section tokens, the name inside the call id
+``functions.NAME:IDX``) and ``kimi_k3`` (K3: XTML control tokens), both with reasoning::
+
+    <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0
+    <|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>
+
+    <|open|>tools<|sep|><|open|>call tool="calc" index="1"<|sep|>
+    <|open|>argument key="x" type="number"<|sep|>1<|close|>argument<|sep|>
+    <|close|>call<|sep|><|close|>tools<|sep|>
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolmask.grammar._ir import Node, byte_range, lit, opt, repeat, seq
+from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
+from toolmask.tools.formats._blocks import (
+    Block,
+    closed_block,
+    coerce_value,
+    done,
+    loads,
+    param_schema,
+    tools_prompt,
+)
+
+if TYPE_CHECKING:
+    from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._gen import Kit
+
+__all__ = ["KimiK2", "KimiK3"]
+
+_K2_CALL = re.compile(
+    r"\s*<\|tool_call_begin\|>\s*(?:functions\.)?([^\s<:]+?)(?::\d+)?\s*"
+    r"<\|tool_call_argument_begin\|>\s*(.*?)\s*<\|tool_call_end\|>\s*",
+    re.S,
+)
+
+
+@register_format("kimi_k2")
+class KimiK2(WireFormat):
+    open = "<|tool_calls_section_begin|>"
+    close = "<|tool_calls_section_end|>"
+    block_sep = ""
+    list_calls = True
+    extra_layouts = ("compact",)
+    reasoning_start = "<think>"
+    reasoning_end = "</think>"
+    template_markers = (
+        "<|im_end|>",
+        "<|im_user|>",
+        "<|im_assistant|>",
+        "<|im_system|>",
+        "<|im_middle|>",
+        "<|tool_calls_section_begin|>",
+        "<|tool_calls_section_end|>",
+        "<|tool_call_begin|>",
+        "<|tool_call_end|>",
+        "<|tool_call_argument_begin|>",
+        "<think>",
+        "</think>",
+    )
+
+    def read_block(
+        self,
+        text: str,
+        k: int,
+        *,
+        final: bool,
+        bare: bool = False,
+        schemas: Mapping[str, Any] | None = None,
+    ) -> Block | None:
+        got = closed_block(text, k, len(self.open), self.close, final)
+        if isinstance(got, Block):
+            return got
+        inner_end, end = got
+        pos = k + len(self.open)
+        calls = []
+        while text[pos:inner_end].strip():
+            m = _K2_CALL.match(text, pos, inner_end)
+            if m is None:
+                return Block("bad", end, reason="expected a complete tool call")
+            args, err = loads(m.group(2))
+            if err is not None or not isinstance(args, dict):
+                return Block("bad", end, reason=err or "the arguments must be a JSON object")
+            calls.append(done(m.group(1), args))
+            pos = m.end()
+        return Block("ok", end, calls)  # an empty section is no call, not text
+
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}
+        <|tool_call_end|>`` (IDX counts the calls of the conversation: any number here)."""
+        return seq(
+            kit.marker("<|tool_call_begin|>"),
+            lit(f"functions.{tool.name}:"),
+            repeat(byte_range(0x30, 0x39), 1, 4),
+            opt(lit(" ")),
+            kit.marker("<|tool_call_argument_begin|>"),
+            kit.json(tool.parameters, f"a{index}_"),
+            kit.marker("<|tool_call_end|>"),
+        )
+
+    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
+        body = "".join(
+            f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>"
+            f"{self.dump_arguments(a)}<|tool_call_end|>"
+            for i, (n, a) in enumerate(calls)
+        )
+        return self.open + body + self.close
+
+    def render_tools(self, tools: Sequence[Tool]) -> str:
+        return tools_prompt(tool_json_lines(tools), self.render_call("{name}", {"{arg}": "..."}))
+
+
+_K3_TAG = re.compile(r"<\|(open|close)\|>([^<]*?)<\|sep\|>", re.S)
+_K3_ATTR = re.compile(r'(\w+)="([^"]*)"')
+
+
+@register_format("kimi_k3")
+class KimiK3(WireFormat):
+    has_grammar = False
+    open = "<|open|>tools<|sep|>"
+    close = "<|close|>tools<|sep|>"
+    extra_triggers = ("<|open|>", "<|close|>")
+    block_sep = ""
+    reasoning_start = "<|open|>think<|sep|>"
+    reasoning_end = "<|close|>think<|sep|>"
+    reasoning_skips = ("<|open|>response<|sep|>", "<|open|>tools<|sep|>")
+    template_markers = ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>")
+
+    def read_block(
+        self,
+        text: str,
+        k: int,
+        *,
+        final: bool,
+        bare: bool = False,
+        schemas: Mapping[str, Any] | None = None,
+    ) -> Block | None:
+        m = _K3_TAG.match(text, k)
+        if m is None:
+            if not final and "<|sep|>" not in text[k:]:
+                return Block("pending")
+            return Block("bad", k + len("<|open|>"), reason="expected <|open|>TAG<|sep|>")
+        kind, head = m.group(1), m.group(2).strip()
+        tag = head.split(None, 1)[0] if head else ""
+        if kind == "close":  # the end of a section the prompt opened
+            return Block("ok", m.end())
+        closer = f"<|close|>{tag}<|sep|>"
+        if tag != "tools" and final and text.find(closer, m.end()) < 0:  # cut off: keep it
+            kind_of = "reasoning" if tag == "think" else "prose"
+            body = text[m.end() :]
+            return Block(
+                "ok", len(text), text_kind=kind_of, text=body.strip() if tag == "think" else body
+            )
+        got = closed_block(text, k, m.end() - k, closer, final)
+        if isinstance(got, Block):
+            return got
+        inner_end, end = got
+        inner = text[m.end() : inner_end]
+        if tag == "think":
+            return Block("ok", end, text_kind="reasoning", text=inner.strip())
+        if tag != "tools":
+            return Block("ok", end, text_kind="prose", text=inner)
+        calls = []
+        pos = m.end()
+        while text[pos:inner_end].strip():
+            c = _K3_TAG.match(text, _skip(text, pos))
+            if c is None or c.group(1) != "open" or not c.group(2).startswith("call"):
+                return Block("bad", end, reason="expected <|open|>call ...<|sep|>")
+            attrs = {a: html.unescape(v) for a, v in _K3_ATTR.findall(c.group(2))}
+            name = attrs.get("tool", "")
+            call_end = text.find("<|close|>call<|sep|>", c.end(), inner_end)
+            if call_end < 0 or not name:
+                return Block("bad", end, reason="a call without a tool name or its close tag")
+            args: dict[str, Any] = {}
+            p = c.end()
+            while text[p:call_end].strip():
+                a = _K3_TAG.match(text, _skip(text, p))
+                if a is None or a.group(1) != "open" or not a.group(2).startswith("argument"):
+                    return Block("bad", end, reason="expected <|open|>argument ...<|sep|>")
+                at = {a: html.unescape(v) for a, v in _K3_ATTR.findall(a.group(2))}
+                a_end = text.find("<|close|>argument<|sep|>", a.end(), call_end)
+                if a_end < 0 or "key" not in at:
+                    return Block("bad", end, reason="an argument without a key or close tag")
+                raw = text[a.end() : a_end]
+                typ = at.get("type")
+                schema = {"type": typ} if typ else param_schema(schemas, name, at["key"])
+                if typ in ("object", "array"):
+                    value, err = loads(raw)
+                    args[at["key"]] = raw if err is not None else value
+                else:
+                    args[at["key"]] = coerce_value(raw, schema)
+                p = a_end + len("<|close|>argument<|sep|>")
+            calls.append(done(name, args))
+            pos = call_end + len("<|close|>call<|sep|>")
+        if not calls:
+            return Block("bad", end, reason="an empty tools section")
+        return Block("ok", end, calls)
+
+    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
+        out = [self.open]
+        for i, (name, arguments) in enumerate(calls, 1):
+            out.append(f'<|open|>call tool="{name}" index="{i}"<|sep|>')
+            for key, v in (arguments if isinstance(arguments, dict) else {}).items():
+                typ = _type_name(v)
+                val = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+                out.append(f'<|open|>argument key="{key}" type="{typ}"<|sep|>{val}')
+                out.append("<|close|>argument<|sep|>")
+            out.append("<|close|>call<|sep|>")
+        return "".join(out) + self.close
+
+    def render_tools(self, tools: Sequence[Tool]) -> str:
+        return tools_prompt(tool_json_lines(tools), self.render_call("{name}", {"{arg}": "..."}))
+
+
+def _skip(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _type_name(v: object) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int | float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if v is None:
+        return "null"
+    return "array" if isinstance(v, list) else "object"

@@ -1,0 +1,202 @@
+"""The compiled kernel against the pure-Python reference, state by state.
+
+Each check computes the mask of the same automaton state with both backends and requires equal
+bitmasks (and equal acceptance of the next token): on every state of the forced instances and
+run-table schemas of ``test_masks.py`` (Qwen3, Llama-3, o200k), on the states of valid instances
+and of seeded random walks over a sample of the JSONSchemaBench dev corpus (``data/``), on the
+any-JSON grammar, whose nested values sit on stacks with bases (the escapes of position-local
+masks are resolved per stack), and on grammars where the stack caps make the kernel fall back to
+its exact walk. ``test_backend.py`` fails when the kernel is not what ``tm.compile`` uses.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import toolmask as tm
+from tests.mask.test_masks import INSTANCES, RUN_SCHEMAS, SCHEMAS
+from toolmask.grammar._ir import Grammar, Rule, RuleRef, choice, lit, seq
+from toolmask.mask import backend
+from toolmask.vocab import Vocabulary
+
+pytestmark = pytest.mark.skipif(
+    backend() != "native", reason="the compiled kernel is not built or TOOLMASK_BACKEND=python"
+)
+
+DATA = json.loads((Path(__file__).parent / "data" / "jsonschemabench_sample.json").read_text())
+PYTHON = tm.GrammarCompiler(backend="python")
+
+
+@pytest.fixture(scope="module")
+def native() -> tm.GrammarCompiler:
+    return tm.GrammarCompiler(backend="native")
+
+
+@pytest.fixture(scope="module", params=["qwen3", "llama3", "o200k"])
+def vocab(request: pytest.FixtureRequest) -> Vocabulary:
+    return Vocabulary.from_quicktok(request.param)
+
+
+def _pair(
+    g: Grammar, vocab: Vocabulary, native: tm.GrammarCompiler, limits: tm.Limits | None = None
+) -> tuple[tm.Matcher, tm.Matcher]:
+    lim = limits or tm.DEFAULT_LIMITS
+    n = native.compile(g, vocab, limits=lim)
+    p = PYTHON.compile(g, vocab, limits=lim)
+    assert n.backend == "native" and p.backend == "python"
+    return n.matcher(), p.matcher()
+
+
+def _same(n: tm.Matcher, p: tm.Matcher, vocab: Vocabulary, where: object) -> np.ndarray:
+    got, want = n.mask(), p.mask()
+    if not np.array_equal(got, want):
+        diff = np.flatnonzero(np.unpackbits((got ^ want).view(np.uint8), bitorder="little"))
+        extra = [vocab.token_bytes[t] for t in diff if (int(got[t >> 5]) >> (t & 31)) & 1]
+        missing = [vocab.token_bytes[t] for t in diff if not (int(got[t >> 5]) >> (t & 31)) & 1]
+        pytest.fail(f"{where}: kernel allows {extra[:10]} more, misses {missing[:10]}")
+    return got
+
+
+def _force(n: tm.Matcher, p: tm.Matcher, vocab: Vocabulary, data: bytes, where: str) -> None:
+    """Walk both matchers byte by byte through ``data``, comparing every state's mask."""
+    for i in range(len(data) + 1):
+        _same(n, p, vocab, (where, data[:i]))
+        if i < len(data):
+            assert n.accept_bytes(data[i : i + 1]) == p.accept_bytes(data[i : i + 1]) is True
+
+
+def _random_walk(
+    n: tm.Matcher, p: tm.Matcher, vocab: Vocabulary, rng: random.Random, steps: int, where: str
+) -> None:
+    """Seeded walk by tokens: pick an allowed token (a third of the time the last allowed id,
+    often a long token), accept it on both sides, compare every state."""
+    for k in range(steps):
+        mask = _same(n, p, vocab, (where, k))
+        ids = np.flatnonzero(np.unpackbits(mask.view(np.uint8), bitorder="little"))
+        ids = ids[ids < vocab.vocab_size]
+        if not ids.size or n.is_finished():
+            return
+        tid = int(ids[-1]) if rng.random() < 1 / 3 else int(rng.choice(ids.tolist()))
+        assert n.accept_token(tid) == p.accept_token(tid) is True, (where, k, tid)
+
+
+@pytest.mark.parametrize("which", range(len(INSTANCES)))
+def test_forced_instances(vocab: Vocabulary, native: tm.GrammarCompiler, which: int) -> None:
+    si, value = INSTANCES[which]
+    n, p = _pair(tm.Grammar.from_json_schema(SCHEMAS[si]), vocab, native)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    _force(n, p, vocab, text, f"instance {which}")
+    eos = min(vocab.eos_ids)
+    assert n.accept_token(eos) and p.accept_token(eos)
+
+
+@pytest.mark.parametrize("which", range(len(RUN_SCHEMAS)))
+def test_run_schemas(vocab: Vocabulary, native: tm.GrammarCompiler, which: int) -> None:
+    schema, texts = RUN_SCHEMAS[which]
+    g = tm.Grammar.from_json_schema(schema)
+    for text in texts:
+        n, p = _pair(g, vocab, native)
+        _force(n, p, vocab, text.encode(), text)
+
+
+@pytest.mark.parametrize("entry", DATA, ids=[e["name"] for e in DATA])
+def test_corpus_sample(native: tm.GrammarCompiler, entry: dict[str, Any]) -> None:
+    vocab = _qwen3()
+    g = tm.Grammar.from_json_schema(entry["schema"])
+    for doc in entry["instances"]:
+        n, p = _pair(g, vocab, native)
+        for tid in vocab.encode_greedy(doc.encode()):
+            _same(n, p, vocab, (entry["name"], n.n_accepted))
+            assert n.accept_token(tid) and p.accept_token(tid)
+        _same(n, p, vocab, (entry["name"], "end"))
+    rng = random.Random(entry["name"])
+    for walk in range(2):
+        n, p = _pair(g, vocab, native)
+        _random_walk(n, p, vocab, rng, 40, f"{entry['name']} walk {walk}")
+
+
+def test_any_json_nested(vocab: Vocabulary, native: tm.GrammarCompiler) -> None:
+    """Nested values are calls of the generic value rule: states have stacks with bases, so
+    the masks use the per-position local results with escapes resolved per base."""
+    g = tm.Grammar.json()
+    docs = [json.dumps(e["schema"], separators=(",", ":")) for e in DATA[:6]]
+    docs += ['{"a":[1,[2,[3,{"b":[-0.5e+3,true,null,"x\\"y\\n é"]}]]],"c":{}}', "[[[[[[]]]]]]"]
+    for doc in docs:
+        n, p = _pair(g, vocab, native)
+        _force(n, p, vocab, doc.encode(), doc[:40])
+    rng = random.Random(7)
+    for walk in range(3):
+        n, p = _pair(g, vocab, native)
+        _random_walk(n, p, vocab, rng, 60, f"any-json walk {walk}")
+
+
+def test_stack_caps_fall_back_to_the_exact_walk(native: tm.GrammarCompiler) -> None:
+    """Where max_stacks / max_stack_depth could act on a whole state differently from its
+    stacks one by one, the kernel computes that state's mask by the exact walk: still equal."""
+    words = [b"a", b"b", b"aa", b"ab", b"aab", b"abb", b"aaab", b"bb", b"aaaa"]
+    vocab = Vocabulary.from_token_bytes([*words, b"<e>"], eos_ids=[len(words)], special_ids=[9])
+    ambiguous = Grammar(
+        (
+            Rule(
+                "x",
+                choice(seq(lit("a"), RuleRef("x"), lit("b")), seq(lit("a"), RuleRef("x")), lit("")),
+            ),
+        ),
+        "x",
+    )
+    nested = Grammar((Rule("r", choice(seq(lit("a"), RuleRef("r"), lit("b")), lit(""))),), "r")
+    for g, lim in [
+        (ambiguous, tm.Limits(max_stacks=8, max_stack_depth=1_000)),
+        (nested, tm.Limits(max_stack_depth=6)),
+    ]:
+        for text in [b"a" * 12 + b"b" * 12, b"aaaaab"]:
+            n, p = _pair(g, vocab, native, lim)
+            for i in range(len(text) + 1):
+                _same(n, p, vocab, (text[:i], lim))
+                if i < len(text) and not (
+                    n.accept_bytes(text[i : i + 1]) and p.accept_bytes(text[i : i + 1])
+                ):
+                    break
+    assert any(
+        c.masks is not None and c.masks.stats()["exact_walks"] for c in native._compiled.values()
+    )
+
+
+def test_small_vocabulary_brute_force(native: tm.GrammarCompiler) -> None:
+    """Every token of a small vocabulary, on every state of a document: the kernel's mask is
+    exactly the set of tokens accept_bytes takes."""
+    words = [b"{", b"}", b'"', b'"c', b"ity", b'":', b'":"', b"P", b"ar", b"is", b'"}', b",", b" "]
+    words += [bytes([b]) for b in range(32, 127) if bytes([b]) not in words]
+    words += ["é".encode()[:1], "é".encode()[1:], "é".encode(), "東".encode()]
+    vocab = Vocabulary.from_token_bytes(
+        [*words, b"<eos>"], eos_ids=[len(words)], special_ids=[len(words)]
+    )
+    c = native.compile(tm.Grammar.from_json_schema(SCHEMAS[0]), vocab)
+    text = '{"city":"Pé東is"}'.encode()
+    m = c.matcher()
+    for i in range(len(text) + 1):
+        want = set()
+        for t, w in enumerate(words):
+            probe = c.matcher()
+            if probe.accept_bytes(text[:i]) and probe.accept_bytes(w):
+                want.add(t)
+        if m.is_accepting():
+            want.add(len(words))
+        assert set(m.allowed_token_ids().tolist()) == want, text[:i]
+        if i < len(text):
+            assert m.accept_bytes(text[i : i + 1])
+
+
+_QWEN3: list[Vocabulary] = []
+
+
+def _qwen3() -> Vocabulary:
+    if not _QWEN3:
+        _QWEN3.append(Vocabulary.from_quicktok("qwen3"))
+    return _QWEN3[0]

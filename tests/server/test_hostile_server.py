@@ -1,0 +1,105 @@
+"""The hostile schemas of ``tests/schema/hostile_cases.py`` through the HTTP API.
+
+Each case goes to the app (FastAPI's test client, a backend that answers "ok" without a model)
+as a ``response_format`` schema, and the wrapped object ones also as a tool's parameters. Every
+request must be answered: 200 (it compiled, and the backend ran), or a 400 that says what and
+where: ``invalid_schema`` with the JSON pointer, ``schema_too_complex`` with the ``Limits``
+field, ``invalid_json`` for a body nested past what a JSON parser takes. Meanwhile, another
+thread keeps asking ``/health`` and a plain chat: the server must answer those while it
+compiles (compilation runs off the event loop). The compile-time cap is lowered to 2 s so the
+file runs in bounded time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+import toolmask as tm
+
+pytest.importorskip("fastapi")
+
+from fastapi.testclient import TestClient
+
+from tests.schema.hostile_cases import CASES
+from tests.server.test_defaults import Recorder
+from toolmask.server._app import create_app
+
+LIMITS = dataclasses.replace(tm.SERVER_LIMITS, max_compile_seconds=2.0)
+USER = [{"role": "user", "content": "hi"}]
+
+
+def _body(**fields: Any) -> bytes:
+    """The request JSON; the deepest cases nest past the encoder's default recursion limit."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 50_000))
+    try:
+        return json.dumps({"model": "m", "messages": USER, **fields}).encode()
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _check(name: str, r: Any) -> str:
+    """The outcome of one hostile request, after checking it is a clear one."""
+    if r.status_code == 200:
+        assert r.json()["choices"][0]["message"]["content"] == "ok", (name, r.text)
+        return "compiled"
+    assert r.status_code == 400, (name, r.status_code, r.text[:300])
+    err = r.json()["error"]
+    assert err["message"], name
+    if err["code"] == "invalid_schema":
+        assert err["pointer"].startswith("#"), (name, err)
+    elif err["code"] == "schema_too_complex":
+        assert err["limit"] in {f.name for f in dataclasses.fields(tm.Limits)}, (name, err)
+    else:
+        assert err["code"] == "invalid_json" and "recursion" in err["message"], (name, err)
+    return str(err["code"])
+
+
+def test_hostile_schemas_get_clear_answers_and_the_server_stays_responsive() -> None:
+    app = create_app(Recorder(), model_name="m", limits=LIMITS)
+    outcomes: dict[str, str] = {}
+    side: list[int] = []
+    done = threading.Event()
+    with TestClient(app) as client:
+
+        def bystander() -> None:
+            while not done.is_set():
+                side.append(client.get("/health").status_code)
+                r = client.post("/v1/chat/completions", json={"model": "m", "messages": USER})
+                side.append(r.status_code)
+
+        t = threading.Thread(target=bystander)
+        t.start()
+        try:
+            for name, build in CASES:
+                schema = build()
+                rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+                r = client.post(
+                    "/v1/chat/completions",
+                    content=_body(response_format=rf),
+                    headers={"content-type": "application/json"},
+                )
+                outcomes[name] = _check(name, r)
+                params = {"type": "object", "properties": {"x": schema}, "required": ["x"]}
+                tool = {"type": "function", "function": {"name": "f", "parameters": params}}
+                r = client.post(
+                    "/v1/chat/completions",
+                    content=_body(tools=[tool], tool_choice="required"),
+                    headers={"content-type": "application/json"},
+                )
+                _check(name + " (tool)", r)
+        finally:
+            done.set()
+            t.join(60)
+    assert side and set(side) == {200}, side
+    # the cases that must be refused under any limits are refused, located
+    assert outcomes["backreference"] == "invalid_schema"
+    assert outcomes["ref_cycle"] == "invalid_schema"
+    assert outcomes["deep_regex_groups"] == "schema_too_complex"
+    assert outcomes["catastrophic_regex"] == "compiled"
