@@ -150,7 +150,8 @@ def test_grammar_mode_never_lets_prose_through() -> None:
     t = Agent(b, [add], mode="grammar", max_steps=2).run("2 + 3?")
     first = t[2]
     assert first.raw != "The answer is 5." and first.raw is not None
-    assert first.raw.startswith("<tool_call>")  # the grammar required a call
+    assert first.raw.lstrip().startswith("<tool_call>")  # the grammar required a call
+    assert first.tool_calls and not first.content.strip()  # no prose around it
 
 
 def test_configurable_answer_tool() -> None:
