@@ -217,8 +217,8 @@ def _print_turns(messages: Sequence[Any], *, raw: bool) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from toolmask.agent import Agent
-    from toolmask.agent.demo_tools import demo_tools
+    from toolmask.agent import Agent, PoolFilter
+    from toolmask.agent.demo_tools import DEMO_MARKERS, demo_tools
 
     backend = _load_backend(args.model)
     grammar = args.mode == "grammar"
@@ -226,6 +226,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         backend,
         demo_tools(args.dir),
         mode=args.mode,
+        policy=PoolFilter(DEMO_MARKERS) if grammar else None,
         tool_choice="required" if grammar else args.tool_choice,
         answer_after=1 if grammar else 0,
         max_steps=args.max_steps,
@@ -377,8 +378,9 @@ def _parser() -> argparse.ArgumentParser:
         "--mode",
         default="grammar",
         choices=("grammar", "prose"),
-        help="grammar (default): every step is a call, final_answer ends the run, and a tool "
-        "must run before it; prose: --tool-choice each step, prose ends the run",
+        help="grammar (default): every step is a call, final_answer ends the run, a tool must "
+        "run before it, and a tool is offered only when the question has one of its words; "
+        "prose: --tool-choice each step, prose ends the run",
     )
     d.add_argument("--tool-choice", default="auto", type=_tool_choice, help="prose mode only")
     d.add_argument("--max-steps", type=int, default=4)

@@ -12,9 +12,29 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from toolmask.tools import Tool
 
-__all__ = ["demo_tools"]
+__all__ = ["DEMO_MARKERS", "demo_tools"]
 
 MAX_READ = 4000
+
+#: the words of each demo tool's domain, for :class:`~toolmask.agent.PoolFilter`: a tool is in
+#: the pool only when the question has one of its words (the best mode of bench/convergence.py)
+DEMO_MARKERS: dict[str, list[str]] = {
+    "calculate": [
+        "plus",
+        "minus",
+        "times",
+        "divided",
+        "divide",
+        "multiply",
+        "add",
+        "subtract",
+        "sum",
+        "total",
+    ],
+    "current_time": ["time", "clock", "now", "date", "today"],
+    "list_files": ["files", "folder", "directory", "list", "ls"],
+    "read_file": ["read", "file", "contents", "says"],
+}
 
 
 def calculate(a: str, op: Literal["add", "sub", "mul", "div"], b: str) -> str:
