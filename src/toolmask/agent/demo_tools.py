@@ -3,6 +3,7 @@ and listing / reading files under one directory (nothing outside it is reachable
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from decimal import Decimal, InvalidOperation, getcontext
 from pathlib import Path
@@ -11,9 +12,29 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from toolmask.tools import Tool
 
-__all__ = ["demo_tools"]
+__all__ = ["DEMO_MARKERS", "demo_tools"]
 
 MAX_READ = 4000
+
+#: the words of each demo tool's domain, for :class:`~toolmask.agent.PoolFilter`: a tool is in
+#: the pool only when the question has one of its words (the best mode of bench/convergence.py)
+DEMO_MARKERS: dict[str, list[str]] = {
+    "calculate": [
+        "plus",
+        "minus",
+        "times",
+        "divided",
+        "divide",
+        "multiply",
+        "add",
+        "subtract",
+        "sum",
+        "total",
+    ],
+    "current_time": ["time", "clock", "now", "date", "today"],
+    "list_files": ["files", "folder", "directory", "list", "ls"],
+    "read_file": ["read", "file", "contents", "says"],
+}
 
 
 def calculate(a: str, op: Literal["add", "sub", "mul", "div"], b: str) -> str:
@@ -81,4 +102,22 @@ def demo_tools(root: str | Path) -> list[Tool]:
         return p.read_text(encoding="utf-8", errors="replace")[:MAX_READ]
 
     fns: list[Any] = [calculate, current_time, list_files, read_file]
-    return [Tool.from_function(f) for f in fns]
+    return [_bounded(Tool.from_function(f)) for f in fns]
+
+
+#: what the grammar enforces on the demo's string arguments beyond their type: numbers look
+#: like numbers, zone names like zone names, and no string runs to ``max_tokens``
+BOUNDS: dict[str, dict[str, Any]] = {
+    "a": {"pattern": r"^-?[0-9]+(\.[0-9]+)?$"},
+    "b": {"pattern": r"^-?[0-9]+(\.[0-9]+)?$"},
+    "timezone": {"pattern": r"^[A-Za-z_]+(/[A-Za-z_+-]+)*$", "maxLength": 40},
+    "directory": {"minLength": 1, "maxLength": 100},
+    "path": {"minLength": 1, "maxLength": 100},
+}
+
+
+def _bounded(tool: Tool) -> Tool:
+    props = {
+        k: {**v, **BOUNDS.get(k, {})} for k, v in tool.parameters.get("properties", {}).items()
+    }
+    return dataclasses.replace(tool, parameters={**tool.parameters, "properties": props})

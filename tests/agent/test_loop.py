@@ -1,0 +1,382 @@
+"""The loop's modes, policies and guards on a scripted model (no GGUF).
+
+``Scripted`` is a real :class:`DecodingBackend` over a byte vocabulary whose logits prefer the
+next byte of a scripted completion, so the real decode loop runs under the real mask: a script
+the grammar forbids comes out changed (the tests compare), and the prompt and KV-prefix
+bookkeeping are the backend's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import toolmask as tm
+from toolmask.agent import (
+    ANSWER_TOOL,
+    Agent,
+    Message,
+    PoolFilter,
+    StateMachine,
+    Transcript,
+    expand_tool_patterns,
+)
+from toolmask.backends import DecodingBackend
+from toolmask.errors import ToolError
+from toolmask.tools import ToolCall
+
+EOS = 0
+TOKENS: list[bytes | None] = [None, *(bytes([b]) for b in range(256))]
+VOCAB = tm.Vocabulary.from_token_bytes(TOKENS, eos_ids=[EOS], special_texts={EOS: "<eos>"})
+
+
+class Scripted(DecodingBackend):
+    """Prefers, at every step, the next byte of the current scripted completion, then EOS."""
+
+    def __init__(self, script: list[str]) -> None:
+        self.vocab = VOCAB
+        self.n_ctx = 1 << 16
+        self.script = list(script)
+        self.current = b""
+        self.context: list[int] = []
+        self.prompt_len = 0
+        self.prompts: list[str] = []
+        self.reused: list[int] = []
+
+    def _sync_prompt(self, prompt: list[int]) -> int:
+        common = 0
+        for a, b in zip(self.context, prompt, strict=False):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(prompt) - 1)
+        self.context = list(prompt)
+        self.prompt_len = len(prompt)
+        self.prompts.append(bytes(t - 1 for t in prompt).decode())
+        self.reused.append(common)
+        self.current = self.script.pop(0).encode() if self.script else b""
+        return common
+
+    def _feed(self, tokens: list[int]) -> None:
+        self.context.extend(tokens)
+
+    def _logits(self) -> Any:
+        done = len(self.context) - self.prompt_len
+        row = np.full(len(TOKENS), -10.0, dtype=np.float32)
+        row[self.current[done] + 1 if done < len(self.current) else EOS] = 5.0
+        return row
+
+    def _encode(self, text: str) -> list[int]:
+        return [b + 1 for b in text.encode()]
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._encode(text)
+
+
+def call(name: str, args: str) -> str:
+    return f'<tool_call>\n{{"name": "{name}", "arguments": {args}}}\n</tool_call>'
+
+
+def answer(text: str) -> str:
+    return call("final_answer", f'{{"answer": "{text}"}}')
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: First.
+        b: Second.
+    """
+    return a + b
+
+
+def shell(command: str) -> str:
+    """Run a shell command.
+
+    Args:
+        command: The command.
+    """
+    raise AssertionError("the shell must not run")
+
+
+def browser_open(url: str) -> str:
+    """Open a page.
+
+    Args:
+        url: The address.
+    """
+    return f"opened {url}"
+
+
+def browser_read() -> str:
+    """Read the open page."""
+    return "the page says 42"
+
+
+def flaky(x: int) -> int:
+    """Fail.
+
+    Args:
+        x: Anything.
+    """
+    raise RuntimeError("disk on fire")
+
+
+def raw_of(t: Transcript) -> list[str | None]:
+    return [m.raw for m in t if m.role == "assistant"]
+
+
+# -- grammar mode -------------------------------------------------------------------------------
+
+
+def test_grammar_mode_ends_on_the_answer_tool() -> None:
+    script = [call("add", '{"a": 2, "b": 3}'), answer("5")]
+    b = Scripted(script)
+    agent = Agent(b, [add], mode="grammar")
+    t = agent.run("2 + 3?")
+    assert raw_of(t) == script  # the mask let the script through unchanged
+    assert t.outcome.stop == "answer" and t.outcome.answer == "5"
+    assert t.outcome.tools == ("add",) and t.outcome.steps == 2
+    assert [m.content for m in t if m.role == "tool"] == ["5", "5"]
+    assert "final_answer" in agent.system  # advertised like any tool
+    assert t.outcome.tokens == sum(m.meta["tokens"] for m in t if m.role == "assistant")
+
+
+def test_grammar_mode_never_lets_prose_through() -> None:
+    b = Scripted(["The answer is 5.", answer("5")])
+    t = Agent(b, [add], mode="grammar", max_steps=2).run("2 + 3?")
+    first = t[2]
+    assert first.raw != "The answer is 5." and first.raw is not None
+    assert first.raw.lstrip().startswith("<tool_call>")  # the grammar required a call
+    assert first.tool_calls and not first.content.strip()  # no prose around it
+
+
+def test_configurable_answer_tool() -> None:
+    def reply(text: str, confidence: int) -> str:
+        """Reply.
+
+        Args:
+            text: The reply.
+            confidence: 0 to 10.
+        """
+        return f"{text} ({confidence}/10)"
+
+    script = [call("reply", '{"text": "five", "confidence": 9}')]
+    t = Agent(Scripted(script), [add], mode="grammar", answer_tool=reply).run("2 + 3?")
+    assert t.outcome.answer == "five (9/10)" and t.outcome.stop == "answer"
+
+
+def test_prose_mode_is_unchanged() -> None:
+    t = Agent(Scripted(["It is 5."]), [add]).run("2 + 3?")
+    assert t.outcome.stop == "prose" and t.outcome.answer == "It is 5."
+    assert ANSWER_TOOL.name not in Agent(Scripted([]), [add]).system
+
+
+def test_unknown_mode_is_an_error() -> None:
+    with pytest.raises(ToolError, match="mode"):
+        Agent(Scripted([]), [add], mode="chat")  # type: ignore[arg-type]
+
+
+def test_unconstrained_parses_only() -> None:
+    b = Scripted(["The answer is 5."])
+    t = Agent(b, [add], mode="grammar", constrained=False, max_steps=1).run("2 + 3?")
+    assert raw_of(t) == ["The answer is 5."]  # nothing forced it into a call
+    assert t.outcome.stop == "max_steps" and t.outcome.answer is None
+
+
+# -- guards -------------------------------------------------------------------------------------
+
+
+def test_repeated_call_with_same_result_is_blocked_and_stops() -> None:
+    same = call("add", '{"a": 2, "b": 3}')
+    b = Scripted([same, same, same, same])
+    t = Agent(b, [add], mode="grammar", max_consecutive_blocked=2, max_steps=6).run("2 + 3?")
+    assert t.outcome.stop == "blocked" and t.outcome.steps == 3
+    assert t.outcome.answer is None
+    assert "2 blocked steps in a row" in t.outcome.message
+    assert "repeated, same result" in t.outcome.message
+    notes = [m.content for m in t if m.role == "tool"]
+    assert notes[0] == "5" and "same call gave the same result" in notes[1]
+
+
+def test_a_repeat_with_a_new_result_is_not_blocked() -> None:
+    box = {"n": 0}
+
+    def tick() -> int:
+        """Count."""
+        box["n"] += 1
+        return box["n"]
+
+    same = call("tick", "{}")
+    t = Agent(Scripted([same, same, same]), [tick], mode="grammar", max_steps=3).run("go")
+    assert t.outcome.stop == "max_steps" and t.outcome.blocked == ()
+
+
+def test_tool_errors_are_blocked() -> None:
+    b = Scripted([call("flaky", '{"x": 1}'), call("flaky", '{"x": 2}')])
+    t = Agent(b, [flaky], mode="grammar", max_consecutive_blocked=2).run("go")
+    assert t.outcome.stop == "blocked"
+    assert "RuntimeError: disk on fire" in t.outcome.message
+    assert next(m.content for m in t if m.role == "tool").startswith("error: RuntimeError")
+
+
+def test_validator_errors_go_back_and_count_as_blocked() -> None:
+    spec = {
+        "type": "function",
+        "function": {
+            "name": "pick",
+            "parameters": {
+                "type": "object",
+                "properties": {"xs": {"type": "array", "items": {"type": "integer"}}},
+                "required": ["xs"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    # uniqueItems is checked after decoding, not by the grammar (see toolmask check)
+    spec["function"]["parameters"]["properties"]["xs"]["uniqueItems"] = True  # type: ignore[index]
+    bad = call("pick", '{"xs": [1, 1]}')
+    b = Scripted([bad, bad, answer("x")])
+    agent = Agent(b, [spec], functions={"pick": lambda xs: xs}, mode="grammar")
+    t = agent.run("pick")
+    tool_msgs = [m for m in t if m.role == "tool"]
+    assert tool_msgs[0].content.startswith("error:") and "/xs" in tool_msgs[0].content
+    assert tool_msgs[0].name == "pick" and tool_msgs[0].tool_call_id is not None
+    assert t.outcome.stop == "blocked" and "invalid" in t.outcome.message
+
+
+def test_a_good_step_resets_the_counter() -> None:
+    b = Scripted(
+        [call("flaky", '{"x": 1}'), call("add", '{"a": 1, "b": 1}'), call("flaky", '{"x": 2}')]
+    )
+    t = Agent(b, [flaky, add], mode="grammar", max_steps=3).run("go")
+    assert t.outcome.stop == "max_steps" and len(t.outcome.blocked) == 2
+
+
+def test_a_cut_turn_is_blocked_in_grammar_mode() -> None:
+    long = call("add", '{"a": 1111111111111111, "b": 2}')
+    b = Scripted([long, long])
+    t = Agent(b, [add], mode="grammar", max_tokens=20).run("go")
+    assert t.outcome.stop == "blocked" and "cut at max_tokens" in t.outcome.message
+
+
+# -- policies -----------------------------------------------------------------------------------
+
+
+def test_expand_patterns() -> None:
+    names = ["browser_open", "browser_read", "shell", "add"]
+    assert expand_tool_patterns(["browser_*"], names) == ["browser_open", "browser_read"]
+    assert expand_tool_patterns(["*", "!browser_*"], names) == ["shell", "add"]
+    with pytest.raises(ToolError, match="matches no tool"):
+        expand_tool_patterns(["web_*"], names)
+
+
+def _run_state_machine(script: list[str]) -> tuple[Scripted, Transcript, Agent]:
+    machine = StateMachine(
+        {"start": ["browser_open"], "open": ["browser_*", "final_answer"], "read": []},
+        start="start",
+        transitions={"start": {"browser_open": "open"}, "open": {"browser_read": "read"}},
+    )
+    b = Scripted(script)
+    agent = Agent(b, [shell, browser_open, browser_read], mode="grammar", policy=machine)
+    return b, agent.run("what does example.org say?"), agent
+
+
+def test_state_machine_narrows_the_mask_and_keeps_the_prompt() -> None:
+    script = [
+        call("browser_open", '{"url": "example.org"}'),
+        call("browser_read", "{}"),
+        answer("42"),
+    ]
+    b, t, agent = _run_state_machine(script)
+    assert raw_of(t) == script and t.outcome.answer == "42"
+    allowed = [m.meta["allowed"] for m in t if m.role == "assistant"]
+    assert allowed == [
+        ["browser_open"],
+        ["browser_open", "browser_read", "final_answer"],
+        ["final_answer"],  # the state allows nothing: the answer tool alone, so the run can end
+    ]
+    # each step's prompt extends the previous one byte for byte, whatever the allowed set
+    for before, after in zip(b.prompts, b.prompts[1:], strict=False):
+        assert after.startswith(before)
+    assert all(r > 0 for r in b.reused[1:])
+    # the prompt under another allowed set is the same text
+    base = agent.template(t[:2], agent._base)
+    assert base == b.prompts[0]
+
+
+def test_state_machine_forbids_tools_outside_the_state() -> None:
+    _b, t, _ = _run_state_machine([call("shell", '{"command": "ls"}')])
+    first = t[2]  # shell was masked: the first name the grammar allowed is taken instead
+    assert first.raw is not None and first.raw.startswith('<tool_call>\n{"name": "browser_open"')
+    assert all(c.name != "shell" for m in t if m.role == "assistant" for c in m.tool_calls)
+
+
+def test_state_machine_ignores_failed_calls_and_checks_its_table() -> None:
+    m = StateMachine({"a": ["x"], "b": ["y"]}, start="a", transitions={"a": {"x": "b"}})
+    ok = ToolCall("call_1", "x", {})
+    bad = ToolCall("call_2", "x", {})
+    run = [
+        Message("user", "go"),
+        Message("assistant", tool_calls=(bad,)),
+        Message("tool", "error: no", tool_call_id="call_2"),
+    ]
+    assert m.state_at(run) == "a"
+    run += [Message("assistant", tool_calls=(ok,)), Message("tool", "fine", tool_call_id="call_1")]
+    assert m.state_at(run) == "b" and m(0, run) == ["y"]
+    assert m.state_at([*run, Message("user", "again")]) == "a"  # a new run starts over
+    with pytest.raises(ToolError, match="unknown state 'c'"):
+        StateMachine({"a": ["x"]}, start="a", transitions={"a": {"x": "c"}})
+    with pytest.raises(ToolError, match="start state"):
+        StateMachine({"a": ["x"]}, start="z")
+    by_fn = StateMachine({"a": ["x"], "b": ["y"]}, "a", lambda s, c: "b" if c.name == "x" else None)
+    assert by_fn.state_at(run[:1] + run[3:5]) == "b"
+
+
+def test_pool_filter_matches_whole_words() -> None:
+    f = PoolFilter({"shell": ["shell", "terminal"], "browser_*": ["web", "page"]})
+    assert f.excluded("open a terminal") == ["browser_*"]
+    assert f.excluded("the webpage and the shellfish") == ["shell", "browser_*"]  # not words
+    assert f.excluded("read the WEB page in the Shell") == []
+    assert f(0, [Message("user", "add 2 and 3")]) == ["*", "!shell", "!browser_*"]
+    assert f(0, [Message("user", "use the shell and the web")]) is None
+    with pytest.raises(ToolError, match="empty"):
+        PoolFilter({"shell": []})
+
+
+def test_pool_filter_in_the_loop_masks_escape_hatches() -> None:
+    script = [call("shell", '{"command": "echo 5"}'), answer("5")]
+    agent = Agent(
+        Scripted(script),
+        [add, shell],
+        mode="grammar",
+        policy=PoolFilter({"shell": ["shell", "command"]}),
+    )
+    t = agent.run("2 + 3?")
+    assert t[2].tool_calls[0].name == "add"  # shell masked: no marker in the question
+    assert t[2].meta["allowed"] == ["add", "final_answer"]
+    assert "shell" in agent.system  # still advertised
+
+
+def test_policies_intersect() -> None:
+    agent = Agent(
+        Scripted([]),
+        [add, shell, browser_open],
+        mode="grammar",
+        policy=[lambda s, t: ["add", "shell"], PoolFilter({"shell": ["shell"]})],
+    )
+    assert agent.allowed(0, [Message("user", "hi")]) == ["add"]
+
+
+def test_answer_after_masks_the_answer_until_a_tool_ran() -> None:
+    script = [answer("6"), call("flaky", '{"x": 1}'), call("add", '{"a": 2, "b": 3}'), answer("5")]
+    b = Scripted(script)
+    t = Agent(b, [add, flaky], mode="grammar", answer_after=1, max_consecutive_blocked=3).run("?")
+    allowed = [m.meta["allowed"] for m in t if m.role == "assistant"]
+    assert allowed[:3] == [["add", "flaky"]] * 3  # a failed tool does not count
+    assert allowed[3] == ["add", "flaky", "final_answer"]
+    assert t[2].tool_calls[0].name != "final_answer"  # the scripted early answer was masked
+    assert t.outcome.stop == "answer" and t.outcome.answer == "5"
