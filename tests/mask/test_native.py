@@ -3,7 +3,8 @@
 Each check computes the mask of the same automaton state with both backends and requires equal
 bitmasks (and equal acceptance of the next token): on every state of the forced instances and
 run-table schemas of ``test_masks.py`` (Qwen3, Llama-3, o200k), on the states of valid instances
-and of seeded random walks over a sample of the JSONSchemaBench dev corpus (``data/``), on the
+and of seeded random walks over a sample of the JSONSchemaBench dev corpus (``data/``) and over
+a strided sample of every vendored split (``tests/data``), on the
 any-JSON grammar, whose nested values sit on stacks with bases (the escapes of position-local
 masks are resolved per stack), and on grammars where the stack caps make the kernel fall back to
 its exact walk. ``test_backend.py`` fails when the kernel is not what ``tm.compile`` uses.
@@ -21,6 +22,7 @@ import pytest
 
 import toolmask as tm
 from tests.mask.test_masks import INSTANCES, RUN_SCHEMAS, SCHEMAS
+from tests.vendored import BENCH_SPLITS, bench_records
 from toolmask.grammar._ir import Grammar, Rule, RuleRef, choice, lit, seq
 from toolmask.mask import backend
 from toolmask.vocab import Vocabulary
@@ -121,6 +123,31 @@ def test_corpus_sample(native: tm.GrammarCompiler, entry: dict[str, Any]) -> Non
         _random_walk(n, p, vocab, rng, 40, f"{entry['name']} walk {walk}")
 
 
+#: random walks over the whole vendored JSONSchemaBench dev corpus (tests/data): every
+#: WALK_STRIDE-th record of each split, in name order
+WALK_STRIDE = 60
+
+
+@pytest.mark.parametrize("split", BENCH_SPLITS)
+def test_corpus_random_walks(native: tm.GrammarCompiler, split: str) -> None:
+    """Seeded random walks (Llama-3 vocabulary) on a strided sample of each vendored split:
+    the two backends agree on every state a walk visits. Schemas that do not compile (on both
+    backends alike) are counted, not walked."""
+    vocab = _llama3()
+    records = bench_records(split)[::WALK_STRIDE]
+    walked = 0
+    for rec in records:
+        try:
+            g = tm.Grammar.from_json_schema(rec.schema)
+            n, p = _pair(g, vocab, native)
+        except tm.ToolmaskError:
+            continue
+        rng = random.Random(rec.name)
+        _random_walk(n, p, vocab, rng, 30, rec.name)
+        walked += 1
+    assert walked >= len(records) // 2, (split, walked, len(records))
+
+
 def test_any_json_nested(vocab: Vocabulary, native: tm.GrammarCompiler) -> None:
     """Nested values are calls of the generic value rule: states have stacks with bases, so
     the masks use the per-position local results with escapes resolved per base."""
@@ -194,6 +221,13 @@ def test_small_vocabulary_brute_force(native: tm.GrammarCompiler) -> None:
 
 
 _QWEN3: list[Vocabulary] = []
+_LLAMA3: list[Vocabulary] = []
+
+
+def _llama3() -> Vocabulary:
+    if not _LLAMA3:
+        _LLAMA3.append(Vocabulary.from_quicktok("llama3"))
+    return _LLAMA3[0]
 
 
 def _qwen3() -> Vocabulary:
