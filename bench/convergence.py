@@ -25,7 +25,10 @@ Modes (greedy decoding, the same tools advertised in the same prompt format):
   escape hatches out of the mask unless the question has their markers;
 * ``grammar+markers``: the same filter with markers for every tool (the words of its domain,
   ``DOMAIN_MARKERS``, written per tool, not per task): a tool is in the pool only when the
-  question has one of its words. The prompt still advertises every tool.
+  question has one of its words. The prompt still advertises every tool;
+* ``grammar+markers+act-once``: the same, and a :class:`~toolmask.agent.StateMachine` that
+  allows ``final_answer`` alone once one tool has run without error (it cannot pass the tasks
+  that need two or more steps).
 
 The grammar modes run with ``answer_after=1`` (``--answer-after``): ``final_answer`` is masked
 until a tool has run without error.
@@ -59,7 +62,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from toolmask.agent import Agent, PoolFilter, Transcript  # noqa: E402
+from toolmask.agent import Agent, PoolFilter, StateMachine, Transcript  # noqa: E402
 
 NOW = dt.datetime(2025, 3, 14, 15, 30, tzinfo=dt.UTC)
 NUMBER = r"^-?[0-9]+(\.[0-9]+)?$"
@@ -539,7 +542,23 @@ def right(answer: str | None, expected: str) -> bool:
 
 # -- the modes ----------------------------------------------------------------------------------
 
-MODES = ("unconstrained", "auto", "required", "grammar", "grammar+pool", "grammar+markers")
+MODES = (
+    "unconstrained",
+    "auto",
+    "required",
+    "grammar",
+    "grammar+pool",
+    "grammar+markers",
+    "grammar+markers+act-once",
+)
+
+#: grammar+markers+act-once: a state machine that allows the answer tool alone once one tool
+#: has run without error (right for the one-step tasks, too short for the others)
+ACT_ONCE = StateMachine(
+    {"act": ["*", "!final_answer"], "answer": ["final_answer"]},
+    start="act",
+    transitions={"act": {"*": "answer"}},
+)
 
 
 def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], args: Any) -> Agent:
@@ -553,11 +572,13 @@ def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], a
         return Agent(backend, specs, constrained=False, **common)
     if mode in ("auto", "required"):
         return Agent(backend, specs, tool_choice=mode, **common)
-    policy = None
+    policy: Any = None
     if mode == "grammar+pool":
         policy = PoolFilter(MARKERS)
     elif mode == "grammar+markers":
         policy = PoolFilter({**MARKERS, **DOMAIN_MARKERS})
+    elif mode == "grammar+markers+act-once":
+        policy = [PoolFilter({**MARKERS, **DOMAIN_MARKERS}), ACT_ONCE]
     return Agent(
         backend, specs, mode="grammar", policy=policy, answer_after=args.answer_after, **common
     )

@@ -218,7 +218,7 @@ def _print_turns(messages: Sequence[Any], *, raw: bool) -> None:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from toolmask.agent import Agent, PoolFilter
-    from toolmask.agent.demo_tools import DEMO_MARKERS, demo_tools
+    from toolmask.agent.demo_tools import ACT_ONCE, DEMO_MARKERS, demo_tools
 
     backend = _load_backend(args.model)
     grammar = args.mode == "grammar"
@@ -226,7 +226,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         backend,
         demo_tools(args.dir),
         mode=args.mode,
-        policy=PoolFilter(DEMO_MARKERS) if grammar else None,
+        policy=[PoolFilter(DEMO_MARKERS), ACT_ONCE] if grammar else None,
         tool_choice="required" if grammar else args.tool_choice,
         answer_after=1 if grammar else 0,
         max_steps=args.max_steps,
@@ -378,8 +378,8 @@ def _parser() -> argparse.ArgumentParser:
         "--mode",
         default="grammar",
         choices=("grammar", "prose"),
-        help="grammar (default): every step is a call, final_answer ends the run, a tool must "
-        "run before it, and a tool is offered only when the question has one of its words; "
+        help="grammar (default): every step is a call; a tool is offered only when the "
+        "question has one of its words; one tool runs, then final_answer ends the run; "
         "prose: --tool-choice each step, prose ends the run",
     )
     d.add_argument("--tool-choice", default="auto", type=_tool_choice, help="prose mode only")

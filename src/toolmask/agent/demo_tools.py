@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from toolmask.agent._policy import StateMachine
 from toolmask.tools import Tool
 
-__all__ = ["DEMO_MARKERS", "demo_tools"]
+__all__ = ["ACT_ONCE", "DEMO_MARKERS", "demo_tools"]
 
 MAX_READ = 4000
 
@@ -67,6 +68,15 @@ def current_time(timezone: str) -> str:
     except (ZoneInfoNotFoundError, ValueError) as e:
         raise ValueError(f"unknown time zone {timezone!r}") from e
     return dt.datetime.now(zone).isoformat(timespec="seconds")
+
+
+#: one tool, then the answer: ``final_answer`` is masked until a tool has run without error,
+#: then it is the only tool allowed (the demo's questions each need one tool)
+ACT_ONCE = StateMachine(
+    {"act": ["*", "!final_answer"], "answer": ["final_answer"]},
+    start="act",
+    transitions={"act": {"*": "answer"}},
+)
 
 
 def demo_tools(root: str | Path) -> list[Tool]:
