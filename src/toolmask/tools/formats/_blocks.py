@@ -24,6 +24,7 @@ __all__ = [
     "loads",
     "param_schema",
     "python_value",
+    "schema_types",
     "skip_ws",
 ]
 
@@ -145,16 +146,21 @@ def param_schema(schemas: Mapping[str, Any] | None, tool: str, param: str) -> An
     return props.get(param) if isinstance(props, Mapping) else None
 
 
-def _types(schema: Any) -> set[str]:
+def schema_types(schema: Any) -> set[str]:
+    """The JSON types a (sub)schema admits, from ``type``, ``anyOf``/``oneOf``, ``enum`` and
+    ``const``; empty when it does not say (any value)."""
     if not isinstance(schema, Mapping):
         return set()
     t = schema.get("type")
     out = {t} if isinstance(t, str) else {x for x in t if isinstance(x, str)} if t else set()
     for key in ("anyOf", "oneOf"):
         for sub in schema.get(key) or ():
-            out |= _types(sub)
-    if "enum" in schema and not out:
-        out |= {_json_type(v) for v in schema["enum"]}
+            out |= schema_types(sub)
+    values = list(schema.get("enum") or ())
+    if "const" in schema:
+        values.append(schema["const"])
+    if values and not out:
+        out |= {_json_type(v) for v in values}
     return out
 
 
@@ -176,7 +182,7 @@ def coerce_value(raw: str, schema: Any) -> Any:
     """A parameter value written as raw text (XML-parameter formats): a string parameter keeps
     the text; any other type is read as JSON (then as a Python literal), else stays text.
     Without a schema, JSON is tried and the text is the fallback."""
-    types = _types(schema)
+    types = schema_types(schema)
     if types == {"string"}:
         return raw
     value, err = loads(raw)

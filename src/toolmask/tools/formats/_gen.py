@@ -36,6 +36,7 @@ from toolmask.grammar._ir import (
 )
 from toolmask.schema import compile_json_schema
 from toolmask.tools._rename import prefix_rules
+from toolmask.tools.formats._blocks import schema_types
 
 __all__ = ["MAX_ANY_ORDER_PARAMS", "Kit", "arguments_grammar", "schema_types"]
 
@@ -57,38 +58,6 @@ def arguments_grammar(schema: Any, options: Mapping[str, Any]) -> Grammar:
     if hit is not None:
         return hit
     return cache.put(key, compile_json_schema(schema, **options))  # type: ignore[no-any-return]
-
-
-def schema_types(schema: Any) -> set[str]:
-    """The JSON types a (sub)schema admits, from ``type``, ``anyOf``/``oneOf``, ``enum`` and
-    ``const``; empty when it does not say (any value)."""
-    if not isinstance(schema, Mapping):
-        return set()
-    t = schema.get("type")
-    out = {t} if isinstance(t, str) else {x for x in t if isinstance(x, str)} if t else set()
-    for key in ("anyOf", "oneOf"):
-        for sub in schema.get(key) or ():
-            out |= schema_types(sub)
-    values = list(schema.get("enum") or ())
-    if "const" in schema:
-        values.append(schema["const"])
-    if values and not out:
-        out |= {_json_type(v) for v in values}
-    return out
-
-
-def _json_type(v: object) -> str:
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if v is None:
-        return "null"
-    if isinstance(v, list):
-        return "array"
-    return "object" if isinstance(v, dict) else "string"
 
 
 @dataclass

@@ -32,6 +32,7 @@ from toolmask.tools.formats._blocks import (
     done,
     loads,
     param_schema,
+    schema_types,
     tools_prompt,
 )
 
@@ -251,8 +252,6 @@ class DeepSeekDsml(WireFormat):
             return seq(lit(f'<{d}parameter name="{key}" string="'), value, lit(f"{end}\n"))
 
         def value_for(key: str) -> Node:
-            from toolmask.tools.formats._gen import schema_types
-
             schema = props.get(key)
             types = schema_types(schema)
             alts: list[Node] = []
