@@ -18,10 +18,19 @@ from decimal import Decimal
 from toolmask.errors import LimitError
 from toolmask.grammar._charset import CharSet, utf8_node
 from toolmask.grammar._fsm import Dfa
-from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, lit, seq
+from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, lit, repeat, seq
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["json_string_char", "json_string_node", "multiple_of_dfa"]
+__all__ = ["JSON_WS", "json_string_char", "json_string_node", "json_ws", "multiple_of_dfa"]
+
+#: the four whitespace bytes JSON allows between tokens (RFC 8259: space, tab, LF, CR)
+JSON_WS = byte_class(0x20, 0x09, 0x0A, 0x0D)
+
+
+def json_ws(hi: int | None, lo: int = 0) -> Node:
+    """``lo`` to ``hi`` bytes of JSON whitespace (``hi=None``: unbounded)."""
+    return repeat(JSON_WS, lo, hi)
+
 
 # -- strings -----------------------------------------------------------------------------------
 

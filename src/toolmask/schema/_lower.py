@@ -43,7 +43,7 @@ from toolmask.grammar._ir import (
 )
 from toolmask.schema import _langs
 from toolmask.schema._compiler import SchemaCompiler
-from toolmask.schema._json_text import json_string_char
+from toolmask.schema._json_text import json_string_char, json_ws
 from toolmask.schema._terms import (
     BOTTOM,
     TOP,
@@ -70,7 +70,7 @@ class Layout:
     max_ws: int = 4
 
     def ws(self) -> Node:
-        return repeat(byte_class(0x20, 0x09, 0x0A, 0x0D), 0, self.max_ws)
+        return json_ws(self.max_ws)
 
     def open(self, bracket: str, depth: int) -> Node:
         if self.mode == "indent":

@@ -49,14 +49,13 @@ from toolmask.grammar._ir import (
     Node,
     Rule,
     RuleRef,
-    byte_class,
     choice,
     lit,
     opt,
-    repeat,
     seq,
     star,
 )
+from toolmask.schema._json_text import json_ws
 from toolmask.tools._choice import ToolChoice
 from toolmask.tools._spec import Tool
 from toolmask.tools.formats._base import WireFormat
@@ -97,7 +96,7 @@ def prose_rules(
 
 
 def _ws(fmt: WireFormat) -> Node:
-    return repeat(byte_class(0x20, 0x09, 0x0A, 0x0D), 0, fmt.max_trailing_ws)
+    return json_ws(fmt.max_trailing_ws)
 
 
 def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool) -> Node:

@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from toolmask.errors import ToolError
-from toolmask.grammar._ir import Node, Special, byte_class, lit, opt, repeat, seq
+from toolmask.grammar._ir import Node, Special, lit, opt, seq
+from toolmask.schema._json_text import json_ws
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
@@ -178,7 +179,7 @@ class WireFormat:
         ``{\n  "name": ...`` some models write)."""
         name_text = json.dumps(name, ensure_ascii=False)
         if whitespace == "flexible":
-            ws = repeat(byte_class(0x20, 0x09, 0x0A, 0x0D), 0, max_ws)
+            ws = json_ws(max_ws)
             return seq(
                 lit("{"), ws, lit(json.dumps(self.name_key)), ws, lit(":"), ws, lit(name_text),
                 ws, lit(","), ws, lit(json.dumps(self.args_key)), ws, lit(":"), ws,

@@ -27,7 +27,6 @@ from toolmask.grammar._ir import (
     Rule,
     RuleRef,
     Special,
-    byte_class,
     choice,
     lit,
     opt,
@@ -35,6 +34,7 @@ from toolmask.grammar._ir import (
     seq,
 )
 from toolmask.schema import compile_json_schema
+from toolmask.schema._json_text import json_ws
 from toolmask.tools._rename import prefix_rules
 from toolmask.tools.formats._blocks import schema_types
 
@@ -42,8 +42,6 @@ __all__ = ["MAX_ANY_ORDER_PARAMS", "Kit", "arguments_grammar", "schema_types"]
 
 #: parameter lists longer than this keep the schema's order (any order costs 2**n rules)
 MAX_ANY_ORDER_PARAMS = 8
-
-WS = byte_class(0x20, 0x09, 0x0A, 0x0D)
 
 
 def arguments_grammar(schema: Any, options: Mapping[str, Any]) -> Grammar:
@@ -96,7 +94,7 @@ class Kit:
         return lit(text)
 
     def ws(self, hi: int = 4, lo: int = 0) -> Node:
-        return repeat(WS, lo, hi)
+        return json_ws(hi, lo)
 
     # -- values -----------------------------------------------------------------------------------
     def json(self, schema: Any, prefix: str) -> Node:
