@@ -30,9 +30,11 @@ sequence when the grammar is finished.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -61,6 +63,8 @@ __all__ = [
     "Generation",
     "GrammarStoppingCriteria",
     "Transformers",
+    "cache_dir",
+    "export_hf",
 ]
 
 _INSTALL = "pip install 'toolmask[transformers]'"
@@ -234,6 +238,76 @@ def _tokenizer_from_gguf(g: GgufFile) -> Any:
         pad_token=text("padding"),
         chat_template=m.get("tokenizer.chat_template"),
     )
+
+
+# -- export ---------------------------------------------------------------------------------------
+def cache_dir() -> Path:
+    """Where toolmask caches files it derives (``$TOOLMASK_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/toolmask``, else ``~/.cache/toolmask``)."""
+    env = os.environ.get("TOOLMASK_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "toolmask"
+
+
+#: the files a Hugging Face folder written by :func:`export_hf` holds (checked on a cache hit)
+_HF_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+
+
+def export_hf(
+    gguf: str | os.PathLike[str] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    dtype: str = "float32",
+) -> Path:
+    """A Hugging Face model folder (``config.json``, ``generation_config.json``,
+    ``model.safetensors``, ``tokenizer.json``, ``tokenizer_config.json`` with the chat
+    template) of a GGUF file, for engines that load HF folders only (vLLM).
+
+    ``gguf``: the file (default: the embedded SmolLM2, :func:`default_model_path`). ``out``:
+    the folder (default: ``cache_dir()/hf/<file stem>-<dtype>-<digest of path, size and
+    mtime>``). A folder that already holds every file is returned as is (cached on first use:
+    about 5 s and 540 MB of float32 for SmolLM2-135M, written once); otherwise it is written
+    to a temporary sibling and renamed into place, so a crash never leaves a half folder. The
+    weights come from :meth:`Transformers.from_gguf` (the GGUF's own tokenizer and
+    pre-tokenizer, see the module docstring), dequantised to ``dtype`` (``"float32"``,
+    ``"bfloat16"`` or ``"float16"``).
+    """
+    torch = _import_torch()
+    if dtype not in ("float32", "bfloat16", "float16"):
+        raise ToolmaskError(f"export_hf: dtype must be float32, bfloat16 or float16, not {dtype!r}")
+    if gguf is None:
+        from toolmask.backends.llama_cpp import default_model_path
+
+        gguf = default_model_path()
+    src = Path(gguf).resolve()
+    if not src.is_file():
+        raise ToolmaskError(f"no GGUF model at {src}")
+    if out is None:
+        st = src.stat()
+        digest = hashlib.sha256(f"{src}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()
+        out = cache_dir() / "hf" / f"{src.stem}-{dtype}-{digest[:12]}"
+    dest = Path(out)
+    if all((dest / f).is_file() for f in _HF_FILES):
+        return dest
+    backend = Transformers.from_gguf(src, dtype=getattr(torch, dtype))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+    try:
+        model, tok = backend.model, backend.tokenizer
+        model.generation_config.eos_token_id = sorted(backend.vocab.eos_ids)
+        if backend.vocab.bos_id is not None:
+            model.generation_config.bos_token_id = backend.vocab.bos_id
+        model.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
 
 
 # -- stopping -------------------------------------------------------------------------------------
