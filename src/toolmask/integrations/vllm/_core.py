@@ -1,0 +1,297 @@
+"""What the vLLM logits processors share, with no vLLM import: reading a request's turn spec,
+compiling it (cached across requests), and keeping one matcher per batch slot.
+
+A request opts in with ``SamplingParams.extra_args["toolmask"]`` (``vllm_xargs`` over HTTP,
+where only flat values pass: there the spec is a JSON string). The spec is an object with the
+fields of an OpenAI chat request that shape the reply, read by the server's own validator
+(:func:`toolmask.server._protocol.parse_chat_request`) so that errors read the same:
+
+``tools`` (OpenAI tool list), ``tool_choice``, ``parallel_tool_calls``, ``response_format``,
+``reasoning_effort``, ``chat_template_kwargs``, plus ``format`` (the wire format, a name of
+:data:`toolmask.tools.FORMATS`; default :data:`DEFAULT_FORMAT`) and ``reasoning_open`` (the
+prompt ends inside the format's reasoning channel).
+
+The grammar is built by :class:`toolmask.server.PlanCache` (the same shapes as ``toolmask
+serve``), one cache per wire format, all sharing a vocabulary and :data:`SERVER_LIMITS`, so a
+repeated request shape costs one canonical JSON dump and a dict lookup.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from toolmask._compile import CompiledGrammar, Matcher
+from toolmask.limits import SERVER_LIMITS, Limits
+from toolmask.server._plans import PlanCache
+from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request
+from toolmask.tools import FORMATS
+from toolmask.vocab import Vocabulary
+
+__all__ = [
+    "DEFAULT_FORMAT",
+    "EXTRA_ARGS_KEY",
+    "BatchConstrainer",
+    "TurnSpec",
+    "byte_vocabulary",
+    "read_spec",
+]
+
+log = logging.getLogger("toolmask.vllm")
+
+#: the key of ``SamplingParams.extra_args`` that holds a request's turn spec
+EXTRA_ARGS_KEY = "toolmask"
+#: the wire format of a spec without ``format``
+DEFAULT_FORMAT = "hermes"
+#: the spec fields that go to the chat-request validator as they are
+_REQUEST_FIELDS = (
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "reasoning_effort",
+    "chat_template_kwargs",
+)
+_OWN_FIELDS = ("format", "reasoning_open")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSpec:
+    """A validated turn spec: the chat request's reply-shaping fields, the wire format and
+    whether the prompt opens the reasoning channel."""
+
+    request: ChatRequest
+    fmt: str = DEFAULT_FORMAT
+    reasoning_open: bool = False
+
+
+def read_spec(extra_args: Mapping[str, Any] | None) -> TurnSpec | None:
+    """The turn spec of a request's ``extra_args``, or None when it carries none.
+
+    Raises ValueError (vLLM answers HTTP 400) naming the field at fault: a spec that is not
+    an object or JSON text of one, an unknown field, an unknown format, or any error
+    :func:`~toolmask.server._protocol.parse_chat_request` reports for the request fields."""
+    if not extra_args or EXTRA_ARGS_KEY not in extra_args:
+        return None
+    raw = extra_args[EXTRA_ARGS_KEY]
+    if isinstance(raw, str | bytes):
+        try:
+            raw = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"extra_args.{EXTRA_ARGS_KEY}: not valid JSON ({e})") from None
+    if not isinstance(raw, Mapping):
+        raise ValueError(
+            f"extra_args.{EXTRA_ARGS_KEY} must be an object (or JSON text of one), "
+            f"not {type(raw).__name__}"
+        )
+    unknown = sorted(set(raw) - set(_REQUEST_FIELDS) - set(_OWN_FIELDS))
+    if unknown:
+        raise ValueError(
+            f"extra_args.{EXTRA_ARGS_KEY}: unknown field {unknown[0]!r}; known: "
+            + ", ".join(_REQUEST_FIELDS + _OWN_FIELDS)
+        )
+    fmt = raw.get("format", DEFAULT_FORMAT)
+    if fmt not in FORMATS:
+        raise ValueError(
+            f"extra_args.{EXTRA_ARGS_KEY}.format: unknown wire format {fmt!r}; known: "
+            + ", ".join(sorted(FORMATS))
+        )
+    opens = raw.get("reasoning_open", False)
+    if not isinstance(opens, bool):
+        raise ValueError(f"extra_args.{EXTRA_ARGS_KEY}.reasoning_open must be a boolean")
+    body: dict[str, Any] = {"model": "-", "messages": [{"role": "user", "content": "-"}]}
+    body.update({k: raw[k] for k in _REQUEST_FIELDS if k in raw})
+    try:
+        req = parse_chat_request(body)
+    except APIError as e:
+        raise ValueError(f"extra_args.{EXTRA_ARGS_KEY}: {e.message}") from None
+    return TurnSpec(req, FORMATS[fmt].name, opens)
+
+
+_BYTE_VOCAB: Vocabulary | None = None
+
+
+def byte_vocabulary() -> Vocabulary:
+    """A 256-token vocabulary (one token per byte): what :meth:`BatchConstrainer.check`
+    compiles against where the model's vocabulary is not at hand (vLLM's front end)."""
+    global _BYTE_VOCAB
+    if _BYTE_VOCAB is None:
+        _BYTE_VOCAB = Vocabulary.from_token_bytes([bytes([b]) for b in range(256)])
+    return _BYTE_VOCAB
+
+
+class Planner:
+    """One :class:`PlanCache` per wire format over one vocabulary (thread-safe)."""
+
+    def __init__(self, vocab: Vocabulary, limits: Limits = SERVER_LIMITS) -> None:
+        self.vocab = vocab
+        self.limits = limits
+        self._caches: dict[str, PlanCache] = {}
+        self._lock = threading.Lock()
+
+    def cache(self, fmt: str) -> PlanCache:
+        with self._lock:
+            pc = self._caches.get(fmt)
+            if pc is None:
+                pc = self._caches[fmt] = PlanCache(self.vocab, self.limits, fmt=fmt)
+            return pc
+
+    def compile(self, spec: TurnSpec) -> CompiledGrammar | None:
+        """The spec's grammar for this vocabulary (None: unconstrained). Raises ValueError
+        with the server's 400 message for a schema that does not compile."""
+        try:
+            plan = self.cache(spec.fmt).get(spec.request, reasoning_open=spec.reasoning_open)
+        except APIError as e:
+            where = f" (at {e.param})" if e.param else ""
+            raise ValueError(f"extra_args.{EXTRA_ARGS_KEY}{where}: {e.message}") from None
+        return plan.compiled
+
+
+_CHECKER: Planner | None = None
+_CHECKER_LOCK = threading.Lock()
+
+
+def check_spec(extra_args: Mapping[str, Any] | None) -> None:
+    """Validate a request's spec fully, schemas included (compiled byte-level, cached): the
+    body of both processors' ``validate_params``. Raises ValueError."""
+    global _CHECKER
+    spec = read_spec(extra_args)
+    if spec is None:
+        return
+    with _CHECKER_LOCK:
+        if _CHECKER is None:
+            _CHECKER = Planner(byte_vocabulary())
+    _CHECKER.compile(spec)
+
+
+class _Slot:
+    """One constrained request in one batch slot."""
+
+    __slots__ = ("broken", "fed", "future", "matcher", "output")
+
+    def __init__(self, future: Future[CompiledGrammar | None], output: Sequence[int] | None):
+        self.future: Future[CompiledGrammar | None] | None = future
+        self.matcher: Matcher | None = None
+        #: vLLM's live list of the request's output ids (V1), or None (V2 feeds explicitly)
+        self.output = output
+        self.fed = 0  # output tokens fed to the matcher
+        self.broken = False  # a token was rejected: the request is no longer constrained
+
+
+class BatchConstrainer:
+    """Matchers by batch slot, and the batch bitmask.
+
+    ``add(slot, spec, output)`` starts compiling on a worker thread (a cache hit returns at
+    once) so the compile overlaps the forward pass; the first :meth:`fill` that needs it waits.
+    ``remove`` / ``move`` / ``swap`` follow vLLM's batch updates. :meth:`fill` feeds each
+    slot's new output tokens to its matcher and writes the rows of the constrained slots into
+    one ``int32[rows, W]`` array: per step and request, the tokens' automaton steps and one
+    mask copy (cached by state), nothing else in Python.
+
+    A token the matcher rejects (something after the processor changed the logits, or a
+    request resumed with output the grammar does not admit) drops the constraint of that
+    request with a warning: a matcher never raises on model output.
+    """
+
+    def __init__(self, vocab: Vocabulary, limits: Limits = SERVER_LIMITS) -> None:
+        self.vocab = vocab
+        self.planner = Planner(vocab, limits)
+        self.words = (vocab.vocab_size + 31) // 32
+        self.slots: dict[int, _Slot] = {}
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolmask-compile")
+        self._bitmask = np.zeros((0, self.words), dtype=np.int32)
+
+    def _compile(self, spec: TurnSpec) -> CompiledGrammar | None:
+        return self.planner.compile(spec)
+
+    def add(self, slot: int, spec: TurnSpec | None, output: Sequence[int] | None = None) -> bool:
+        """Track ``slot`` under ``spec`` (None: drop whatever the slot held). True if the
+        slot is constrained."""
+        self.slots.pop(slot, None)
+        if spec is None:
+            return False
+        self.slots[slot] = _Slot(self._pool.submit(self._compile, spec), output)
+        return True
+
+    def remove(self, slot: int) -> None:
+        self.slots.pop(slot, None)
+
+    def move(self, src: int, dst: int) -> None:
+        """The request in ``src`` moves to ``dst`` (whatever ``dst`` held is gone)."""
+        s = self.slots.pop(src, None)
+        self.slots.pop(dst, None)
+        if s is not None:
+            self.slots[dst] = s
+
+    def swap(self, a: int, b: int) -> None:
+        sa, sb = self.slots.pop(a, None), self.slots.pop(b, None)
+        if sa is not None:
+            self.slots[b] = sa
+        if sb is not None:
+            self.slots[a] = sb
+
+    def _ready(self, slot: int, s: _Slot) -> Matcher | None:
+        if s.future is not None:
+            fut, s.future = s.future, None
+            try:
+                compiled = fut.result()
+            except Exception as e:  # validate_params passed, so this is a limit of this vocab
+                log.warning("slot %d: unconstrained, its grammar did not compile: %s", slot, e)
+                s.broken = True
+                return None
+            if compiled is None:
+                s.broken = True  # the spec asks for no constraint (text, no tools)
+                return None
+            s.matcher = compiled.matcher()
+        return None if s.broken else s.matcher
+
+    def feed(self, slot: int, tokens: Sequence[int]) -> None:
+        """Feed ``tokens`` (the slot's next output tokens) to its matcher."""
+        s = self.slots.get(slot)
+        if s is None:
+            return
+        m = self._ready(slot, s)
+        s.fed += len(tokens)
+        if m is None:
+            return
+        for t in tokens:
+            if not m.accept_token(int(t)):
+                log.warning(
+                    "slot %d: token %d is outside the grammar; the request is unconstrained "
+                    "from here", slot, t
+                )
+                s.broken = True
+                return
+
+    def catch_up(self, slot: int) -> None:
+        """Feed the slot's live output list (V1) from where it was left."""
+        s = self.slots.get(slot)
+        if s is not None and s.output is not None and len(s.output) > s.fed:
+            self.feed(slot, s.output[s.fed :])
+
+    def fill(self, rows: Sequence[tuple[int, int]]) -> npt.NDArray[np.int32]:
+        """The bitmask of ``rows`` (pairs of logits row and slot; constrained slots only), as
+        ``int32[len(rows), W]``; a row whose slot is unconstrained by now is all ones."""
+        n = len(rows)
+        if self._bitmask.shape[0] < n:
+            self._bitmask = np.zeros((max(n, 2 * self._bitmask.shape[0]), self.words), np.int32)
+        bm = self._bitmask[:n]
+        for i, (_, slot) in enumerate(rows):
+            s = self.slots[slot]
+            m = self._ready(slot, s)
+            if m is None:
+                bm[i].fill(-1)
+            else:
+                m.fill_bitmask(bm, i)
+        return bm
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

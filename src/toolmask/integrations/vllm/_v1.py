@@ -1,0 +1,95 @@
+"""The V1 logits processor (``vllm/v1/sample/logits_processor/interface.py``): the interface
+of the model runner vLLM uses today, on CPU and GPU."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from vllm.v1.sample.logits_processor import (  # type: ignore[import-not-found, unused-ignore]
+    BatchUpdate,
+    LogitsProcessor,
+    MoveDirectionality,
+)
+
+from toolmask.integrations.vllm._core import BatchConstrainer, check_spec, read_spec
+from toolmask.integrations.vllm._vocab import vocabulary_from_tokenizer
+from toolmask.sampling import apply_bitmask
+from toolmask.vocab import Vocabulary
+
+__all__ = ["ToolmaskLogitsProcessor", "model_vocabulary"]
+
+
+def model_vocabulary(vllm_config: Any) -> Vocabulary:
+    """The vocabulary of the model vLLM serves: vLLM's own tokenizer, the logits width of the
+    model config, the stop ids of its generation config."""
+    from vllm.tokenizers import (  # type: ignore[import-not-found, unused-ignore]
+        cached_tokenizer_from_config,
+    )
+
+    mc = vllm_config.model_config
+    gen = mc.try_get_generation_config() or {}
+    eos = gen.get("eos_token_id")
+    eos_ids: Iterable[int] = eos if isinstance(eos, list) else ([eos] if eos is not None else [])
+    return vocabulary_from_tokenizer(
+        cached_tokenizer_from_config(mc), int(mc.get_vocab_size()), eos_ids
+    )
+
+
+class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ignore]
+    """toolmask's masks inside vLLM's V1 sampler, for requests whose
+    ``SamplingParams.extra_args`` carry a turn spec (see :mod:`._core`); other requests are
+    untouched. Load with ``LLM(..., logits_processors=[ToolmaskLogitsProcessor])`` or
+    ``vllm serve --logits-processors toolmask.integrations.vllm:ToolmaskLogitsProcessor``.
+
+    Not argmax-invariant (it changes which token is greedy), so vLLM calls it for greedy
+    requests too. Cost per step: the batch update's bookkeeping, each constrained request's new
+    tokens through its matcher and one mask copy, then one masked fill over the constrained
+    rows.
+    """
+
+    def __init__(self, vllm_config: Any, device: Any, is_pin_memory: bool) -> None:
+        self.device = device
+        self.constrainer = BatchConstrainer(model_vocabulary(vllm_config))
+
+    @classmethod
+    def validate_params(cls, sampling_params: Any) -> None:
+        """ValueError (HTTP 400) for a spec that does not read or whose schemas do not
+        compile (compiled byte-level here, cached; the model's vocabulary is not at hand in
+        vLLM's front end)."""
+        check_spec(sampling_params.extra_args)
+
+    def is_argmax_invariant(self) -> bool:
+        return False
+
+    def update_state(self, batch_update: BatchUpdate | None) -> None:
+        c = self.constrainer
+        if batch_update is not None:
+            for slot in batch_update.removed:
+                c.remove(slot)
+            for slot, params, _prompt, output in batch_update.added:
+                c.add(slot, read_spec(params.extra_args), output)
+            for a, b, how in batch_update.moved:
+                if how == MoveDirectionality.SWAP:
+                    c.swap(a, b)
+                else:
+                    c.move(a, b)
+        for slot in c.slots:
+            c.catch_up(slot)
+
+    def apply(self, logits: Any) -> Any:
+        c = self.constrainer
+        if not c.slots:
+            return logits
+        rows = sorted((slot, slot) for slot in c.slots if slot < logits.shape[0])
+        if not rows:
+            return logits
+        bm = c.fill(rows)
+        idx = [r for r, _ in rows]
+        if len(idx) == logits.shape[0]:
+            return apply_bitmask(logits, bm, inplace=True)
+        import torch  # type: ignore[import-not-found, unused-ignore]
+
+        sel = torch.tensor(idx, device=logits.device)
+        logits[sel] = apply_bitmask(logits[sel], bm, inplace=True)
+        return logits
