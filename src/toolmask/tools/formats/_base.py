@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from toolmask.errors import ToolError
-from toolmask.grammar._ir import Node, Special, lit, opt, seq
+from toolmask.grammar._ir import Node, Special, lit, seq
 from toolmask.schema._json_text import json_ws
 
 if TYPE_CHECKING:
@@ -163,12 +163,19 @@ class WireFormat:
         A ``trigger`` longer than ``open`` (``functools[``) is ``open`` followed by the start of
         what the grammar emits next (``list_open``), so it is not emitted again here.
         """
-        return seq(self.marker_node(self.open, special_tokens), _spacing(self.after_open))
+        return seq(
+            self.marker_node(self.open, special_tokens),
+            _spacing(self.after_open, self.max_trailing_ws),
+        )
 
     def close_node(self, special_tokens: frozenset[str]) -> Node:
         """``before_close`` then the ``close`` marker; whitespace-only fixed text around the
-        markers is optional (``<tool_call>{...}</tool_call>`` is seen too)."""
-        return seq(_spacing(self.before_close), self.marker_node(self.close, special_tokens))
+        markers is any whitespace up to ``max_trailing_ws`` bytes (``<tool_call>{...}</tool_call>``
+        is seen too, and small models often write a blank line before the closer)."""
+        return seq(
+            _spacing(self.before_close, self.max_trailing_ws),
+            self.marker_node(self.close, special_tokens),
+        )
 
     def call_node(
         self, name: str, arguments: Node, whitespace: str = "spaced", max_ws: int = 4
@@ -252,10 +259,12 @@ class WireFormat:
         return f"<wire format {self.name!r}>"
 
 
-def _spacing(text: str) -> Node:
-    """Fixed text around a marker: optional when it is whitespace only."""
+def _spacing(text: str, max_ws: int) -> Node:
+    """Fixed text around a marker: when it is whitespace only, any JSON whitespace from none up
+    to ``max_ws`` bytes (at least its own length), so a model's own spacing there is never
+    removed; other text is literal."""
     if text and not text.strip():
-        return opt(lit(text))
+        return json_ws(max(max_ws, len(text)))
     return lit(text)
 
 
