@@ -200,7 +200,7 @@ class SchemaCompiler:
         idx = self._loc_index.get(key)
         if idx is None:
             if len(self._locs) >= self.limits.max_rules * 4:
-                raise LimitError("too many subschemas", limit="max_rules")
+                raise LimitError("too many subschemas", limit="max_rules", pointer=pointer)
             idx = len(self._locs)
             self._locs.append((schema, resolver, pointer))
             self._loc_index[key] = idx
@@ -210,6 +210,20 @@ class SchemaCompiler:
     def pointer_of(self, term: Term) -> str:
         if isinstance(term, Loc):
             return self._locs[term.index][2]
+        return ""
+
+    def where(self, term: Term) -> str:
+        """The pointer of the first location inside ``term`` (``allOf`` parts merged into one
+        term sit at their first part's location); ``""`` when there is none."""
+        stack = [term]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, Loc):
+                return self._locs[t.index][2]
+            if isinstance(t, Not):
+                stack.append(t.item)
+            elif isinstance(t, (And, Or)):
+                stack.extend(reversed(sorted(t.items, key=repr)))
         return ""
 
     def check_time(self) -> None:
@@ -275,10 +289,15 @@ class SchemaCompiler:
                     f"subschemas nest more than {self.limits.max_schema_depth} deep through "
                     "$ref / allOf / anyOf / oneOf / not",
                     limit="max_schema_depth",
+                    pointer=self.pointer_of(term),
                 )
         try:
             self.check_time()
             shape = self._expand(term)
+        except LimitError as e:  # a cap hit inside: it is located at the innermost location
+            if is_loc:
+                e.at(self.pointer_of(term))
+            raise
         finally:
             self._in_progress.discard(term)
             if is_loc:
@@ -310,7 +329,7 @@ class SchemaCompiler:
                 pointer=ptr,
             )
         if ptr.count("/") > self.limits.max_schema_depth:
-            raise LimitError("schema nesting too deep", limit="max_schema_depth")
+            raise LimitError("schema nesting too deep", limit="max_schema_depth", pointer=ptr)
         for kw in schema:
             info = KEYWORDS.get(kw)
             if info is not None and info.enforcement == "unsupported":

@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from toolmask._pointer import json_pointer
 from toolmask.grammar._ir import EMPTY, Node, choice, lit, opt, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
@@ -238,12 +239,12 @@ class DeepSeekDsml(WireFormat):
             if not types or "string" in types:
                 alts.append(seq(lit('true">'), raw))
             if types - {"string"} or not types:
-                sub = dict(schema) if isinstance(schema, Mapping) else {}
-                for k in ("$defs", "definitions"):
-                    if k in tool.parameters:
-                        sub.setdefault(k, tool.parameters[k])
+                from toolmask.tools.formats._gen import with_defs
+
                 j = list(props).index(key)
-                alts.append(seq(lit('false">'), kit.json(sub, f"a{index}_j{j}_")))
+                sub = with_defs(schema, tool.parameters)
+                at = json_pointer(("properties", key))
+                alts.append(seq(lit('false">'), kit.json(sub, f"a{index}_j{j}_", at=at)))
             return choice(*alts)
 
         def free() -> Node:
