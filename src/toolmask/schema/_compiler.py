@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, Protocol
+from urllib.parse import quote
 
 import referencing
 import referencing.exceptions
@@ -89,6 +90,11 @@ class Resolver(Protocol):
 
     def in_subresource(self, subresource: referencing.Resource[Any]) -> Resolver: ...
 
+
+#: the URI the root document is also registered under when it has no ``$id``
+_ROOT_ALIAS = "urn:toolmask:root"
+#: the keywords that make a subschema depend on where it sits
+_REF_KEYWORDS = frozenset({"$ref", "$dynamicRef", "$recursiveRef"})
 
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 
@@ -171,6 +177,13 @@ class SchemaCompiler:
         root_res = self._resource(schema)
         root_uri = root_res.id() or ""
         registry = registry.with_resource(root_uri, root_res)
+        # the documents by a URI that names them in a $ref (a root without $id is "" to its
+        # own refs, which no $ref from outside can name: it gets an alias, see _as_ref)
+        self._documents = [(root_uri or _ROOT_ALIAS, schema), *(resources or {}).items()]
+        if not root_uri:
+            registry = registry.with_resource(_ROOT_ALIAS, root_res)
+        self._uris: dict[int, str] | None = None  # by id(subschema), see _as_ref
+        self._with_refs: set[int] = set()
         self.registry = registry.crawl()
         self.root_resolver = self.registry.resolver(base_uri=root_uri)
         self.root_term = self.loc(schema, self.root_resolver, "")
@@ -253,11 +266,12 @@ class SchemaCompiler:
             return not self.accepts(term.item, value)
         v = self._validators.get(term.index)
         if v is None:
-            schema, resolver, _ = self._locs[term.index]
+            schema = self._locs[term.index][0]
+            if isinstance(schema, bool):
+                return schema
             v = _fast_enum(self.validator_cls)(
-                schema,
+                self._as_ref(schema),
                 registry=self.registry,
-                _resolver=resolver,
                 format_checker=self.format_checker,
             )
             self._validators[term.index] = v
@@ -267,6 +281,41 @@ class SchemaCompiler:
             return False
         except Exception:  # jsonschema cannot evaluate it: treat as not provably valid
             return False
+
+    def _as_ref(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """What to validate the subschema ``schema`` as, with jsonschema's public API (which
+        takes no resolver): a subschema with a reference in it becomes a ``$ref`` to a URI
+        that names it in :attr:`registry` (its document's URI and its JSON pointer there;
+        ``referencing`` enters the resources with their own ``$id`` on the way), so that its
+        refs resolve against the resource around it; one without is itself (where it sits
+        changes nothing). The index is built on first use: O(size of the documents)."""
+        if self._uris is None:
+            self._uris, self._with_refs = {}, set()
+            order: list[tuple[int, int]] = []  # (a dict, the dict it sits in), parents first
+            for uri, doc in self._documents:
+                stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+                while stack:
+                    node, ptr, parent = stack.pop()
+                    if isinstance(node, dict):
+                        self._uris.setdefault(id(node), f"{uri}#{quote(ptr, safe='/~')}")
+                        order.append((id(node), parent))
+                        if not _REF_KEYWORDS.isdisjoint(node):
+                            self._with_refs.add(id(node))
+                        parent = id(node)
+                        items: Iterable[tuple[Any, Any]] = node.items()
+                    else:
+                        items = enumerate(node)
+                    stack.extend(
+                        (child, ptr + json_pointer((key,)), parent)
+                        for key, child in items
+                        if isinstance(child, (dict, list))
+                    )
+            for node_id, parent in reversed(order):
+                if node_id in self._with_refs:
+                    self._with_refs.add(parent)
+        if id(schema) in self._with_refs:
+            return {"$ref": self._uris[id(schema)]}
+        return schema
 
     # -- expansion --------------------------------------------------------------------------------
     def expand(self, term: Term) -> Shape:
