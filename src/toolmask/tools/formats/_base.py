@@ -138,9 +138,28 @@ class WireFormat:
         bare: bool = False,
         schemas: Mapping[str, Any] | None = None,
     ) -> Block | None:
-        """Read the block whose trigger is at ``text[k]`` (see :mod:`._blocks`); ``None`` (the
-        default) means a JSON call object inside markers, read by the generic scanner."""
-        return None
+        """Read the block whose trigger is at ``text[k]`` (see :mod:`._blocks`). The default:
+        for a format that overrides :meth:`read_inner`, the block from ``open`` to the first
+        ``close`` (pending or truncated while the text ends before it), its inner text read by
+        ``read_inner``; else ``None``: a JSON call object inside markers, read by the generic
+        scanner."""
+        if type(self).read_inner is WireFormat.read_inner:
+            return None
+        from toolmask.tools.formats._blocks import Block, closed_block
+
+        got = closed_block(text, k, len(self.open), self.close, final)
+        if isinstance(got, Block):
+            return got
+        inner_end, end = got
+        return self.read_inner(text, k + len(self.open), inner_end, end, schemas)
+
+    def read_inner(
+        self, text: str, start: int, inner_end: int, end: int, schemas: Mapping[str, Any] | None
+    ) -> Block:
+        """The block whose calls are ``text[start:inner_end]``, in the format's own syntax,
+        between ``open`` and ``close`` (the block ends at ``end``). A format whose blocks are
+        read so overrides this instead of :meth:`read_block`."""
+        raise NotImplementedError
 
     def decision_prompt(self) -> str:
         """A one-line reminder, placed right after the user's request, that makes ``auto`` an
