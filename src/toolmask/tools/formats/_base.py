@@ -182,12 +182,22 @@ class WireFormat:
         A ``trigger`` longer than ``open`` (``functools[``) is ``open`` followed by the start of
         what the grammar emits next (``list_open``), so it is not emitted again here.
         """
-        return seq(self.marker_node(self.open, special_tokens), _spacing(self.after_open))
+        return seq(
+            self.marker_node(self.open, special_tokens),
+            _spacing(self.after_open, len(self.after_open)),
+        )
 
     def close_node(self, special_tokens: frozenset[str]) -> Node:
-        """``before_close`` then the ``close`` marker; whitespace-only fixed text around the
-        markers is optional (``<tool_call>{...}</tool_call>`` is seen too)."""
-        return seq(_spacing(self.before_close), self.marker_node(self.close, special_tokens))
+        """``before_close`` then the ``close`` marker. Whitespace-only fixed text around the
+        markers is optional (``<tool_call>{...}</tool_call>`` is seen too); before the closer it
+        is any whitespace up to ``max_trailing_ws`` bytes, as small models often write a blank
+        line there. After the opener it stays at most its own length: a blank line admitted
+        there led SmolLM2 off its path (the meter's removals per step rose from 19% to 26% under
+        ``required``)."""
+        return seq(
+            _spacing(self.before_close, self.max_trailing_ws),
+            self.marker_node(self.close, special_tokens),
+        )
 
     def call_node(
         self, name: str, arguments: Node, whitespace: str = "spaced", max_ws: int = 4
@@ -271,10 +281,12 @@ class WireFormat:
         return f"<wire format {self.name!r}>"
 
 
-def _spacing(text: str) -> Node:
-    """Fixed text around a marker: optional when it is whitespace only."""
+def _spacing(text: str, max_ws: int) -> Node:
+    """Fixed text around a marker: when it is whitespace only, its own text or none (``max_ws``
+    at most its length), else any JSON whitespace up to ``max_ws`` bytes; other text is
+    literal."""
     if text and not text.strip():
-        return opt(lit(text))
+        return opt(lit(text)) if max_ws <= len(text) else json_ws(max_ws)
     return lit(text)
 
 
