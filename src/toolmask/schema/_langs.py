@@ -13,8 +13,9 @@ import functools
 import re
 from decimal import Decimal
 
+from toolmask._cache import compiler_memo
 from toolmask.grammar._charset import ANY_CHAR
-from toolmask.grammar._fsm import Dfa
+from toolmask.grammar._fsm import Dfa, dfa_bytes
 from toolmask.grammar._regex import regex_dfa
 from toolmask.limits import DEFAULT_LIMITS, Limits
 from toolmask.schema._json_text import multiple_of_dfa
@@ -135,7 +136,7 @@ def length_dfa(lo: int, hi: int | None) -> Dfa:
     return _length_dfa(lo, hi)
 
 
-@functools.cache
+@compiler_memo("schema.length_dfas", limit="max_language_memos", entry_bytes=dfa_bytes)
 def _length_dfa(lo: int, hi: int | None) -> Dfa:
     return Dfa.length(lo, hi, ANY_CHAR)
 
@@ -149,7 +150,8 @@ def format_dfa(name: str) -> Dfa:
     return regex_dfa(rx, search=False)
 
 
-@functools.lru_cache(maxsize=1024)
+@compiler_memo("schema.key_complements", limit="max_language_memos", entry_bytes=dfa_bytes)
 def not_names(names: frozenset[str]) -> Dfa:
-    """Every string except the given names (keys outside the declared properties)."""
+    """Every string except the given names (keys outside the declared properties). Memoised
+    in the active GrammarCompiler."""
     return Dfa.literals(sorted(names)).complement()
