@@ -408,3 +408,57 @@ def test_no_decision_prompt_when_the_mask_decides_or_when_asked() -> None:
         backend = agent.backend
         assert isinstance(backend, Scripted)
         assert "Reply with <tool_call>" not in backend.prompts[0]
+
+
+# -- choosing the tool by its whole name's likelihood -------------------------------------------
+
+
+def add_days(date: str, days: int) -> str:
+    """A date plus days.
+
+    Args:
+        date: YYYY-MM-DD.
+        days: How many.
+    """
+    return f"{date}+{days}"
+
+
+def test_backend_score_is_the_sum_of_log_softmax() -> None:
+    b = Scripted(["ab", "ab"])
+    context = b.tokenize("Q:")
+    good, bad = b.score(context, [b.tokenize("ab"), b.tokenize("ax")])
+    # Scripted's logits: 5.0 for the preferred byte, -10.0 for every other token
+    hit = 5.0 - float(np.log(np.exp(5.0) + (len(TOKENS) - 1) * np.exp(-10.0)))
+    miss = -10.0 - float(np.log(np.exp(5.0) + (len(TOKENS) - 1) * np.exp(-10.0)))
+    assert good == pytest.approx(2 * hit) and bad == pytest.approx(hit + miss)
+    assert b.reused[-1] == len(context) - 1  # the context's KV prefix is reused
+
+
+@pytest.mark.parametrize("meant", ["add", "add_days"])
+def test_likelihood_picks_the_name_the_model_means_with_the_same_prompt(meant: str) -> None:
+    """The scripted model means ``meant`` when asked for the whole name (its scripts for the
+    two scoring passes); the step is then decoded under that tool alone, and the prompt is
+    the one the default choice renders."""
+    args = '{"a": 2, "b": 3}' if meant == "add" else '{"date": "2025-01-01", "days": 3}'
+    script = [call(meant, args)] * 2 + [call(meant, args)]
+    b = Scripted(script)
+    agent = Agent(b, [add_days, add], mode="grammar", answer_after=1, name_choice="likelihood")
+    t = agent.run("2 + 3?", max_steps=1)
+    step = t[2]
+    scores = step.meta["name_scores"]
+    assert set(scores) == {"add_days", "add"} and max(scores, key=scores.get) == meant
+    assert step.meta["allowed"] == [meant] and step.tool_calls[0].name == meant
+    plain = Scripted([call(meant, args)])
+    Agent(plain, [add_days, add], mode="grammar", answer_after=1).run("2 + 3?", max_steps=1)
+    assert b.prompts[-1] == plain.prompts[0]  # the mask changed, the prompt did not
+
+
+def test_likelihood_leaves_prose_steps_and_single_tools_alone() -> None:
+    b = Scripted(["It is 5."])
+    t = Agent(b, [add_days, add], name_choice="likelihood").run("2 + 3?")
+    assert t[2].meta["name_scores"] == {} and len(b.prompts) == 1  # auto: nothing scored
+    b = Scripted([call("add", '{"a": 2, "b": 3}')])
+    t = Agent(b, [add], tool_choice="required", name_choice="likelihood").run("?", max_steps=1)
+    assert t[2].meta["name_scores"] == {} and len(b.prompts) == 1  # one tool: nothing to choose
+    with pytest.raises(ToolError, match="name_choice"):
+        Agent(b, [add], name_choice="best")  # type: ignore[arg-type]

@@ -44,6 +44,7 @@ __all__ = [
     "ChatTemplateError",
     "LoopMode",
     "Message",
+    "NameChoice",
     "Outcome",
     "PoolFilter",
     "StateMachine",
@@ -202,6 +203,8 @@ GRAMMAR_SYSTEM = (
 )
 
 LoopMode = Literal["prose", "grammar"]
+#: how a required step picks its tool: decoded token by token, or by the whole name's likelihood
+NameChoice = Literal["decode", "likelihood"]
 StopReason = Literal["answer", "prose", "blocked", "max_steps"]
 
 
@@ -264,6 +267,12 @@ class Agent:
     not advertise tools), the format's one-line decision prompt
     (:meth:`WireFormat.decision_prompt`) follows the user's message, as ``toolmask serve``
     renders it; the model still decides, at its first token.
+    ``name_choice="likelihood"``: where a step must call a tool (grammar mode, ``required``) and
+    more than one tool is allowed, the backend scores each allowed tool's name as the format
+    writes it (the model's own log-probability of the whole name after the prompt, unmasked)
+    and the call is decoded under the best one alone; ``"decode"`` (default) decodes the name
+    token by token like the rest, where a common first token (``add``) can commit the model to
+    a tool it did not mean (``add_days`` for a sum). The prompt is the same either way.
 
     A step is *blocked* when every call in it failed: the validator rejected it, the tool
     raised, or it repeated an earlier identical call and got the same result; in grammar mode
@@ -292,9 +301,16 @@ class Agent:
         constrained: bool = True,
         answer_after: int = 0,
         reminder: bool = True,
+        name_choice: NameChoice = "decode",
     ) -> None:
         if mode not in ("prose", "grammar"):
             raise ToolError(f"unknown agent mode {mode!r}: use 'prose' or 'grammar'", where="mode")
+        if name_choice not in ("decode", "likelihood"):
+            raise ToolError(
+                f"unknown name_choice {name_choice!r}: use 'decode' or 'likelihood'",
+                where="name_choice",
+            )
+        self.name_choice: NameChoice = name_choice
         self.mode: LoopMode = mode
         self.backend = backend
         tool_list = list(tools)
@@ -375,6 +391,9 @@ class Agent:
         names = self.allowed(step, transcript)
         if names is None:
             return self._base
+        return self._turn_of(names)
+
+    def _turn_of(self, names: Sequence[str]) -> ToolTurn:
         turn = self._turns.get(tuple(names))
         if turn is None:
             choice = {
@@ -392,9 +411,13 @@ class Agent:
         ``reused_prefix`` (prompt tokens whose KV cache was reused) and ``allowed`` (the tool
         names the grammar allowed)."""
         turn = self._turn_for(step, transcript)
-        compiled = tm_compile(turn.grammar(), self.backend.vocab) if self.constrained else None
         msgs = with_decision(transcript, self._decision)
-        prompt = self.backend.tokenize(self.template(msgs, turn))
+        text = self.template(msgs, turn)
+        prompt = self.backend.tokenize(text)
+        scores: dict[str, float] = {}
+        if self.name_choice == "likelihood" and self.constrained:
+            turn, scores = self._choose_name(turn, text, prompt)
+        compiled = tm_compile(turn.grammar(), self.backend.vocab) if self.constrained else None
         gen = self.backend.generate(
             prompt, compiled, max_tokens=self.max_tokens, sampling=self.sampling
         )
@@ -412,10 +435,45 @@ class Agent:
                 "prompt_tokens": gen.prompt_tokens,
                 "reused_prefix": gen.reused_prefix,
                 "allowed": list(turn.tool_choice.callable([t.name for t in turn.tools])),
+                "name_scores": scores,
             },
         )
         transcript.append(msg)
         return msg, parsed, turn
+
+    def _choose_name(
+        self, turn: ToolTurn, text: str, prompt: list[int]
+    ) -> tuple[ToolTurn, dict[str, float]]:
+        """``name_choice="likelihood"``: the turn narrowed to the allowed tool whose name, as
+        the format writes it after the prompt (its opener, the name and the byte after it, so
+        that ``add`` and ``add_days`` differ), the model finds most likely; the turn unchanged
+        where the step may answer in prose, one tool is allowed, or the backend cannot score.
+        Every name is scored from the same context (the prompt's tokens that all candidates
+        share), so the sums compare."""
+        score = getattr(self.backend, "score", None)
+        if score is None or self.tool_choice != "required":  # grammar mode is required too
+            return turn, {}
+        names = list(turn.tool_choice.callable([t.name for t in turn.tools]))
+        if len(names) < 2:
+            return turn, {}
+        seqs = []
+        for name in names:
+            written = turn.format.render_calls([(name, {})])
+            at = written.find(name)
+            piece = written[: at + len(name) + 1] if at >= 0 else written
+            seqs.append(self.backend.tokenize(text + piece))
+        shared = len(prompt)
+        for seq in seqs:
+            k = 0
+            while k < min(shared, len(seq)) and seq[k] == prompt[k]:
+                k += 1
+            shared = k
+        if shared == 0:
+            return turn, {}
+        sums = score(prompt[:shared], [seq[shared:] for seq in seqs])
+        scores = {n: round(float(v), 3) for n, v in zip(names, sums, strict=True)}
+        best = max(names, key=lambda n: scores[n])
+        return self._turn_of([best]), scores
 
     def run(
         self, user: str, *, history: Sequence[Message] = (), max_steps: int | None = None

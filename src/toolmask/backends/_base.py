@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -212,6 +212,26 @@ class DecodingBackend(ABC):
                 break
             out.append(t)
             pos += len(piece)
+        return out
+
+    def score(self, context: list[int], continuations: Sequence[list[int]]) -> list[float]:
+        """The model's own log-probability of each continuation after ``context``: the sum over
+        its tokens of the unmasked log-softmax. The context's KV prefix is reused; each
+        continuation costs one forward pass per token (plus the context's last token)."""
+        if not context:
+            raise ToolmaskError("the context is empty")
+        out: list[float] = []
+        for cont in continuations:
+            total = 0.0
+            if cont:
+                self._sync_prompt(context)
+            for i, token in enumerate(cont):
+                if i:
+                    self._feed([cont[i - 1]])
+                row = np.asarray(self._logits(), dtype=np.float64)
+                top = float(row.max())
+                total += float(row[token]) - top - float(np.log(np.exp(row - top).sum()))
+            out.append(total)
         return out
 
     def generate(
