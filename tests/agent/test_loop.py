@@ -437,10 +437,12 @@ def test_backend_score_is_the_sum_of_log_softmax() -> None:
 @pytest.mark.parametrize("meant", ["add", "add_days"])
 def test_likelihood_picks_the_name_the_model_means_with_the_same_prompt(meant: str) -> None:
     """The scripted model means ``meant`` when asked for the whole name (its scripts for the
-    two scoring passes); the step is then decoded under that tool alone, and the prompt is
-    the one the default choice renders."""
+    two scoring passes, which start after what the candidates share: the prompt and
+    ``<tool_call>\n{"name": "add``); the step is then decoded under that tool alone, and the
+    prompt is the one the default choice renders."""
     args = '{"a": 2, "b": 3}' if meant == "add" else '{"date": "2025-01-01", "days": 3}'
-    script = [call(meant, args)] * 2 + [call(meant, args)]
+    shared = len('<tool_call>\n{"name": "add')
+    script = [call(meant, args)[shared:]] * 2 + [call(meant, args)]
     b = Scripted(script)
     agent = Agent(b, [add_days, add], mode="grammar", answer_after=1, name_choice="likelihood")
     t = agent.run("2 + 3?", max_steps=1)

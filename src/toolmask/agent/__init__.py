@@ -448,8 +448,8 @@ class Agent:
         the format writes it after the prompt (its opener, the name and the byte after it, so
         that ``add`` and ``add_days`` differ), the model finds most likely; the turn unchanged
         where the step may answer in prose, one tool is allowed, or the backend cannot score.
-        Every name is scored from the same context (the prompt's tokens that all candidates
-        share), so the sums compare."""
+        Every name is scored from the same context (the tokens all candidates share: the
+        prompt and the format's opener), so the sums compare."""
         score = getattr(self.backend, "score", None)
         if score is None or self.tool_choice != "required":  # grammar mode is required too
             return turn, {}
@@ -462,15 +462,15 @@ class Agent:
             at = written.find(name)
             piece = written[: at + len(name) + 1] if at >= 0 else written
             seqs.append(self.backend.tokenize(text + piece))
-        shared = len(prompt)
-        for seq in seqs:
+        shared = min(len(seq) for seq in seqs) - 1  # each keeps at least one token to score
+        for seq in seqs[1:]:
             k = 0
-            while k < min(shared, len(seq)) and seq[k] == prompt[k]:
+            while k < shared and seq[k] == seqs[0][k]:
                 k += 1
             shared = k
         if shared == 0:
             return turn, {}
-        sums = score(prompt[:shared], [seq[shared:] for seq in seqs])
+        sums = score(seqs[0][:shared], [seq[shared:] for seq in seqs])
         scores = {n: round(float(v), 3) for n, v in zip(names, sums, strict=True)}
         best = max(names, key=lambda n: scores[n])
         return self._turn_of([best]), scores
