@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from toolmask.automaton import Automaton, State
+from toolmask.grammar._charset import ANY_CHAR, UTF8_LEAD_LENGTH, utf8_sequences
 from toolmask.limits import DEFAULT_LIMITS
 from toolmask.mask._trie import TokenTrie
 
@@ -52,28 +53,11 @@ FIRST_OTHER = 129
 _MISS = object()
 
 # UTF-8 well-formed multi-byte characters: lead range, then continuation ranges (RFC 3629)
-_UTF8: tuple[tuple[tuple[int, int], ...], ...] = (
-    ((0xC2, 0xDF), (0x80, 0xBF)),
-    ((0xE0, 0xE0), (0xA0, 0xBF), (0x80, 0xBF)),
-    ((0xE1, 0xEC), (0x80, 0xBF), (0x80, 0xBF)),
-    ((0xED, 0xED), (0x80, 0x9F), (0x80, 0xBF)),
-    ((0xEE, 0xEF), (0x80, 0xBF), (0x80, 0xBF)),
-    ((0xF0, 0xF0), (0x90, 0xBF), (0x80, 0xBF), (0x80, 0xBF)),
-    ((0xF1, 0xF3), (0x80, 0xBF), (0x80, 0xBF), (0x80, 0xBF)),
-    ((0xF4, 0xF4), (0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF)),
+_UTF8: tuple[tuple[tuple[int, int], ...], ...] = tuple(
+    tuple(s) for s in utf8_sequences(ANY_CHAR) if len(s) > 1
 )
 #: intermediate states followed while checking that every UTF-8 character loops
 _UTF8_FRONTIER_CAP = 8
-
-
-def _utf8_len(lead: int) -> int:
-    if 0xC2 <= lead <= 0xDF:
-        return 2
-    if 0xE0 <= lead <= 0xEF:
-        return 3
-    if 0xF0 <= lead <= 0xF4:
-        return 4
-    return 0
 
 
 class VocabIndex:
@@ -120,7 +104,7 @@ class VocabIndex:
             j = 0
             while j < n:
                 c = t[j]
-                size = 1 if c < 0x80 else _utf8_len(c)
+                size = 1 if c < 0x80 else UTF8_LEAD_LENGTH[c]
                 if size and j + size <= n and (size == 1 or _is_char(t[j : j + size])):
                     ok[j : j + size] = b"\x01" * size
                     starts.append((j, size))
