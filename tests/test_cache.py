@@ -91,3 +91,40 @@ def test_lru_cache_measures_entries_when_stored() -> None:
     assert c.pop_oldest() == "yyy" and c.nbytes() == 1
     c.clear()
     assert c.nbytes() == 0
+
+
+RUNS = {
+    "type": "object",
+    "properties": {
+        "a": {"type": "string"},
+        "b": {"type": "string", "pattern": "^[a-z ]+$"},
+        "c": {"type": "string", "format": "date"},
+        "d": {"type": "integer"},
+    },
+    "required": ["a", "b", "c", "d"],
+}
+RUNS_TEXT = b'{"a":"hello world, here we go","b":"just lower case","c":"2024-02-29","d":12345}'
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_run_tables_are_bounded_by_the_limits(backend: str) -> None:
+    """``Limits.max_run_tables`` bounds the run tables a vocabulary index keeps; the masks do
+    not depend on it."""
+    from toolmask.mask import backend as built
+    from toolmask.vocab import Vocabulary
+
+    if backend == "native" and built() != "native":
+        pytest.skip("the compiled kernel is not built")
+    vocab = Vocabulary.from_quicktok("qwen3")
+    g = tm.Grammar.from_json_schema(RUNS)
+    one = tm.GrammarCompiler(
+        backend=backend, limits=dataclasses.replace(tm.DEFAULT_LIMITS, max_run_tables=1)
+    )
+    free = tm.GrammarCompiler(backend=backend)
+    m1, m2 = one.compile(g, vocab).matcher(), free.compile(g, vocab).matcher()
+    for i in range(len(RUNS_TEXT)):
+        assert (m1.mask() == m2.mask()).all(), RUNS_TEXT[:i]
+        assert m1.accept_bytes(RUNS_TEXT[i : i + 1]) and m2.accept_bytes(RUNS_TEXT[i : i + 1])
+    if backend == "python":
+        assert len(one.vocab_index(vocab)._runs) == 1
+        assert len(free.vocab_index(vocab)._runs) > 1

@@ -139,15 +139,19 @@ class GrammarCompiler:
 
     def vocab_index(self, vocab: Vocabulary) -> Any:
         """The index of ``vocab`` for this backend (tries, token tables, run tables), built
-        once per fingerprint and kept in the ``max_vocab_indexes`` LRU."""
+        once per fingerprint and kept in the ``max_vocab_indexes`` LRU (each keeps
+        ``max_run_tables`` run tables)."""
+        tables = self.limits.max_run_tables
         if self.backend == "native":
             from toolmask.mask._native import NativeVocabIndex
 
-            build: Callable[[], Any] = lambda: NativeVocabIndex(vocab)  # noqa: E731
+            build: Callable[[], Any] = lambda: NativeVocabIndex(  # noqa: E731
+                vocab, max_run_tables=tables
+            )
         else:
             from toolmask.mask import VocabIndex
 
-            build = lambda: VocabIndex(vocab)  # noqa: E731
+            build = lambda: VocabIndex(vocab, max_run_tables=tables)  # noqa: E731
         return self._indexes.get_or_build(vocab.fingerprint, build)
 
     # -- caches -----------------------------------------------------------------------------------

@@ -98,8 +98,21 @@ class Limits:
     #: fraction-digit regexes of number bounds, the unknown format names already warned about
     #: (each warned about once while it is kept); counted in max_cache_bytes
     max_memo_entries: int = 4096
+    #: shared run tables (run classes, base bitmasks, exit tries) kept per vocabulary index,
+    #: least recently used dropped first; a table a position still holds stays (cost: a
+    #: dropped one is rebuilt, one pass over the token bytes; V/8 bytes per base bitmask)
+    max_run_tables: int = 256
     #: longest run Matcher.forced_bytes returns (cost: one transition per byte)
     max_forced_bytes: int = 4096
+
+    # -- requests (toolmask serve) ---------------------------------------------------------
+    #: bytes of one request body, answered 413 past it before parsing (protects memory)
+    max_request_bytes: int = 8 * 1024 * 1024
+    #: stop sequences one request may give (OpenAI's own limit is 4; cost: each is searched
+    #: for in every decoded chunk)
+    max_stop_sequences: int = 4
+    #: characters of one stop sequence (cost: the text held back while a stop may be forming)
+    max_stop_chars: int = 256
 
 
 DEFAULT_LIMITS = Limits()

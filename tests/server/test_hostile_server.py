@@ -123,3 +123,29 @@ def test_hostile_schemas_get_clear_answers_and_the_server_stays_responsive() -> 
     assert tool_outcomes["backreference"] == "invalid_schema at #/properties/x"
     for name in ("deep_regex_groups", "product_of_any_ofs", "overlapping_pattern_properties"):
         assert tool_outcomes[name] == "schema_too_complex at #/properties/x", name
+
+
+def test_request_caps_are_limits_fields() -> None:
+    """The body size and the stop sequences are bounded by the server's ``Limits``, and the
+    answer names the field; raising a field raises the cap."""
+    small = dataclasses.replace(
+        tm.SERVER_LIMITS, max_request_bytes=2_000, max_stop_sequences=2, max_stop_chars=5
+    )
+    with TestClient(create_app(Recorder(), model_name="m", limits=small)) as client:
+        big = _body(user="x" * 3_000)
+        r = client.post(
+            "/v1/chat/completions", content=big, headers={"content-type": "application/json"}
+        )
+        assert r.status_code == 413 and "Limits.max_request_bytes" in r.text
+        r = client.post("/v1/chat/completions", content=_body(stop=["a", "b", "c"]))
+        assert r.status_code == 400 and "Limits.max_stop_sequences" in r.text
+        assert r.json()["error"]["param"] == "stop"
+        r = client.post("/v1/chat/completions", content=_body(stop=["a", "abcdef"]))
+        assert r.status_code == 400 and "Limits.max_stop_chars" in r.text
+        assert r.json()["error"]["param"] == "stop[1]"
+        r = client.post("/v1/chat/completions", content=_body(stop=["a", "b"]))
+        assert r.status_code == 200, r.text
+    wide = dataclasses.replace(tm.SERVER_LIMITS, max_stop_sequences=6)
+    with TestClient(create_app(Recorder(), model_name="m", limits=wide)) as client:
+        r = client.post("/v1/chat/completions", content=_body(stop=list("abcdef")))
+        assert r.status_code == 200, r.text

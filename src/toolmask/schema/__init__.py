@@ -17,7 +17,7 @@ from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar._ir import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
 from toolmask.schema._keywords import KEYWORDS, KeywordInfo
-from toolmask.schema._validate import schema_validator
+from toolmask.schema._validate import dialect_of, schema_validator
 
 __all__ = ["KEYWORDS", "KeywordInfo", "compile_json_schema", "schema_validator"]
 
@@ -149,15 +149,9 @@ def _too_deep(doc: Any, cap: int) -> list[str | int] | None:
 def _malformed(schema: Any, cause: Exception) -> SchemaError:
     """A located :class:`SchemaError` for a schema that broke the compiler: the metaschema's
     best-matching error (its JSON pointer and keyword), else the cause itself at the root."""
-    from jsonschema import validators
     from jsonschema.exceptions import best_match
 
-    try:
-        cls = validators.validator_for(
-            schema if isinstance(schema, dict) else {}, default=validators.Draft202012Validator
-        )
-    except Exception:  # a $schema that is not a URI string: check against 2020-12
-        cls = validators.Draft202012Validator
+    cls = dialect_of(schema)
     try:
         err = best_match(cls(cls.META_SCHEMA).iter_errors(schema))
     except Exception:  # the metaschema walk itself failed: fall back to the cause

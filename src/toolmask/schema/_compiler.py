@@ -62,6 +62,7 @@ from toolmask.schema._terms import (
     mk_not,
     mk_or,
 )
+from toolmask.schema._validate import dialect_of
 
 __all__ = ["SchemaCompiler"]
 
@@ -165,13 +166,7 @@ class SchemaCompiler:
                 spec = referencing.jsonschema.DRAFT202012
         self.spec = spec
         self.draft4 = isinstance(schema, dict) and "draft-04" in str(schema.get("$schema", ""))
-        try:
-            self.validator_cls = js_validators.validator_for(
-                schema if isinstance(schema, dict) else {},
-                default=js_validators.Draft202012Validator,
-            )
-        except Exception:  # an unknown $schema URI: read it as 2020-12
-            self.validator_cls = js_validators.Draft202012Validator
+        self.validator_cls = dialect_of(schema)
         registry: referencing.Registry[Any] = referencing.Registry()
         for uri, doc in (resources or {}).items():
             registry = registry.with_resource(uri, self._resource(doc))

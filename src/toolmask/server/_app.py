@@ -60,13 +60,17 @@ __all__ = ["assemble", "create_app", "render_prompt"]
 
 log = logging.getLogger("toolmask.server")
 
-#: largest request body read, in bytes (a bigger one is answered 413 before parsing)
-MAX_BODY_BYTES = 8 * 1024 * 1024
 #: how often a waiting request checks that its client is still connected, in seconds
 POLL_S = 0.25
 
 
 # -- prompt and result ----------------------------------------------------------------------------
+
+
+def _too_large(max_body: int) -> APIError:
+    return APIError(
+        413, f"The request body is larger than {max_body} bytes (Limits.max_request_bytes)."
+    )
 
 
 def render_prompt(
@@ -377,19 +381,21 @@ def create_app(
             code="model_not_found",
         )
 
+    max_body = limits.max_request_bytes
+
     async def read_body(request: Request) -> bytes:
         try:
             size = int(request.headers.get("content-length") or 0)
         except ValueError:
             raise APIError(400, "The Content-Length header is not a number.") from None
-        if size > MAX_BODY_BYTES:
-            raise APIError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+        if size > max_body:
+            raise _too_large(max_body)
         chunks: list[bytes] = []
         total = 0
         async for chunk in request.stream():
             total += len(chunk)
-            if total > MAX_BODY_BYTES:
-                raise APIError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+            if total > max_body:
+                raise _too_large(max_body)
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -398,7 +404,7 @@ def create_app(
         t0 = time.monotonic()
         if eng.full:  # refused before the body is read or a grammar compiled: cheap under load
             raise _busy(eng.reject())
-        req = parse_chat_request(await read_body(request))
+        req = parse_chat_request(await read_body(request), limits=limits)
         if req.model not in names:
             raise _unknown_model(req.model)
         plan = await anyio.to_thread.run_sync(plans.get, req, limiter=compile_limiter)
