@@ -123,6 +123,17 @@ class ByteClass:
 @dataclass(frozen=True, slots=True)
 class Seq:
     items: tuple[Node, ...]
+    _hash: int = field(default=-1, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = hash((Seq, self.items))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[Node, ...]]]:
+        return (Seq, (self.items,))
 
     def __str__(self) -> str:
         if not self.items:
@@ -133,6 +144,17 @@ class Seq:
 @dataclass(frozen=True, slots=True)
 class Choice:
     items: tuple[Node, ...]
+    _hash: int = field(default=-1, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = hash((Choice, self.items))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[Node, ...]]]:
+        return (Choice, (self.items,))
 
     def __str__(self) -> str:
         if not self.items:
@@ -145,10 +167,21 @@ class Repeat:
     item: Node
     min: int = 0
     max: int | None = None
+    _hash: int = field(default=-1, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.min < 0 or (self.max is not None and self.max < self.min):
             raise ValueError(f"bad repetition bounds {{{self.min},{self.max}}}")
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = hash((Repeat, self.item, self.min, self.max))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self) -> tuple[type, tuple[Node, int, int | None]]:
+        return (Repeat, (self.item, self.min, self.max))
 
     def __str__(self) -> str:
         inner = _wrap(self.item, Repeat)
@@ -236,9 +269,23 @@ class Grammar:
             by_name[r.name] = r
         if self.start not in by_name:
             raise GrammarError(f"start rule {self.start!r} is not defined")
+        # every node object once: subtrees are shared (a character class in every rule of a
+        # string's DFA, a key tree), so this is O(distinct node objects), not O(tree size)
+        seen: set[int] = set()
         for r in self.rules:
-            for n in iter_nodes(r.body):
-                if isinstance(n, RuleRef) and n.name not in by_name:
+            stack: list[Node] = [r.body]
+            while stack:
+                n = stack.pop()
+                if type(n) is Seq or type(n) is Choice:
+                    for it in n.items:
+                        if id(it) not in seen:
+                            seen.add(id(it))
+                            stack.append(it)
+                elif type(n) is Repeat:
+                    if id(n.item) not in seen:
+                        seen.add(id(n.item))
+                        stack.append(n.item)
+                elif type(n) is RuleRef and n.name not in by_name:
                     raise GrammarError(f"rule {r.name!r} refers to undefined rule {n.name!r}")
         object.__setattr__(self, "_by_name", by_name)
 
