@@ -16,22 +16,26 @@ so it is bounded by ``Limits.max_any_order_properties`` (beyond it, schema order
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolmask.errors import LimitError
-from toolmask.grammar._charset import ANY_CHAR
+from toolmask.grammar._charset import ANY_CHAR, CharSet
 from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
     NOTHING,
+    Choice,
     Grammar,
     Node,
     PostCheck,
+    Repeat,
     Rule,
     RuleRef,
+    Seq,
     byte_class,
     choice,
     lit,
@@ -214,11 +218,12 @@ class Lowerer:
         if got is not None:
             return got
         prefix = self._fresh("s" if encoding == "json_string" else "n")
-        entry, rules = dfa_to_rules(
-            dfa, prefix, encoding=json_string_char if encoding == "json_string" else "raw"
-        )
-        for r in rules:
-            self._define(r.name, r.body)
+        lowered = _lowered_dfa(dfa, encoding)
+        entry = lowered.entry
+        if lowered.rules:
+            entry = lowered.named(entry, lowered.entry_plan, prefix)
+            for r, plan in zip(lowered.rules, lowered.plans, strict=True):
+                self._define(prefix + r.name[1:], lowered.named(r.body, plan, prefix))
         self._dfa_memo[key] = entry
         return entry
 
@@ -479,13 +484,164 @@ class Lowerer:
         if keys is None and not names:
             return self.shared("string")
         if keys is None:
+            body = other_keys_body(frozenset(names), self.c.limits.max_dfa_states)
+            if body is not None:
+                if KEY_REST not in self.rules:
+                    self._define(KEY_REST, star(any_json_string_char()))
+                return seq(lit('"'), body, lit('"'))
             d = _langs.not_names(frozenset(names))
-        else:
-            d = keys.intersect(_langs.not_names(frozenset(names)), limits=self.c.limits)
+            return seq(lit('"'), self.dfa_node(d, "json_string"), lit('"'))
+        d = keys.intersect(_langs.not_names(frozenset(names)), limits=self.c.limits)
         return seq(lit('"'), self.dfa_node(d, "json_string"), lit('"'))
 
 
 _DIGIT = byte_class((0x30, 0x39))
+
+# -- DFAs lowered once per process ----------------------------------------------------------------
+
+#: the placeholder prefix of the rule names of a cached lowering (never a name the lowerer makes)
+_PLACEHOLDER = "\0"
+#: where the rule references sit in a node: None (nowhere), _REF (the node is one), or the
+#: positions of the items that hold some, each with its own plan
+_Plan = Any
+_REF = "ref"
+
+
+def _plan(node: Node, memo: dict[int, _Plan]) -> _Plan:
+    """Where the references sit in ``node``; ``memo`` (by node id) walks a shared subtree (a
+    character's encoding, in every rule of a DFA) once."""
+    got = memo.get(id(node), memo)
+    if got is not memo:
+        return got
+    plan: _Plan = None
+    if isinstance(node, RuleRef):
+        plan = _REF
+    elif isinstance(node, (Seq, Choice)):
+        subs = ((i, _plan(it, memo)) for i, it in enumerate(node.items))
+        plan = tuple((i, p) for i, p in subs if p) or None
+    elif isinstance(node, Repeat):
+        sub = _plan(node.item, memo)
+        plan = ((0, sub),) if sub else None
+    memo[id(node)] = plan
+    return plan
+
+
+@dataclass(frozen=True, slots=True)
+class _LoweredDfa:
+    """:func:`dfa_to_rules` of one DFA with placeholder rule names, and where the names sit."""
+
+    entry: Node
+    entry_plan: _Plan
+    rules: tuple[Rule, ...]
+    plans: tuple[_Plan, ...]
+
+    @staticmethod
+    def named(node: Node, plan: _Plan, prefix: str) -> Node:
+        """``node`` with every placeholder name ``\\0_sK`` renamed ``{prefix}_sK``: the nodes on
+        the way to a reference are rebuilt (same classes, same items), the rest is shared."""
+        if plan is None:
+            return node
+        if plan == _REF:
+            assert isinstance(node, RuleRef)
+            return RuleRef(prefix + node.name[1:])
+        if isinstance(node, Repeat):
+            return Repeat(_LoweredDfa.named(node.item, plan[0][1], prefix), node.min, node.max)
+        assert isinstance(node, (Seq, Choice))
+        items = list(node.items)
+        for i, sub in plan:
+            items[i] = _LoweredDfa.named(items[i], sub, prefix)
+        return type(node)(tuple(items))
+
+
+@functools.lru_cache(maxsize=512)
+def _lowered_dfa(dfa: Dfa, encoding: Literal["raw", "json_string"]) -> _LoweredDfa:
+    """The lowering of ``dfa`` (the same for every schema that meets it: formats, lengths,
+    patterns), computed once; :meth:`Lowerer.dfa_node` renames its rules. Bounded LRU."""
+    entry, rules = dfa_to_rules(
+        dfa, _PLACEHOLDER, encoding=json_string_char if encoding == "json_string" else "raw"
+    )
+    memo: dict[int, _Plan] = {}
+    plans = tuple(_plan(r.body, memo) for r in rules)
+    return _LoweredDfa(entry, _plan(entry, memo), rules, plans)
+
+
+_ASCII = CharSet.range(0, 0x7F)
+
+
+#: the rule every key tree's off-trie branches continue in (one rule, so one automaton region
+#: for the rest of every undeclared key: any JSON string body)
+KEY_REST = "key_rest"
+
+
+@functools.lru_cache(maxsize=4096)
+def _off_trie(kids: tuple[int, ...]) -> tuple[Node, ...]:
+    """The alternatives of a key-trie node for the characters off the trie (not in ``kids``),
+    each followed by the free string body: ASCII and non-ASCII apart, so that the non-ASCII one
+    is the same object for every node whose children are ASCII."""
+    off = ANY_CHAR - CharSet.of(list(kids))
+    body = RuleRef(KEY_REST)
+    return tuple(seq(json_string_char(part), body) for part in (off & _ASCII, off - _ASCII) if part)
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_char_lit(cp: int) -> Node:
+    return json_string_char(CharSet.of([cp]))
+
+
+#: names longer than this go through the DFA route (the tree below nests one level per character)
+_MAX_TREE_NAME = 64
+
+
+@functools.lru_cache(maxsize=1024)
+def other_keys_body(names: frozenset[str], max_nodes: int) -> Node | None:
+    """The JSON string body of every key except ``names`` (an object's undeclared keys), or
+    None when a name is longer than ``_MAX_TREE_NAME`` or the trie of the names has
+    ``max_nodes`` nodes or more (the caller then takes the DFA route, which raises the
+    ``max_dfa_states`` LimitError where it applies).
+
+    The language of ``_langs.not_names(names)`` written directly, without building and
+    complementing its DFA: a tree over the trie of the names, where a character off the trie
+    leads to the free string body (the rule ``KEY_REST``, which the caller defines) and the
+    end of the key is allowed where no name ends. Each
+    character is written as :func:`json_string_char` writes it (canonical escapes), so the tree
+    is deterministic. The characters off the trie are split into ASCII and the rest, so that the
+    non-ASCII part (the same whenever the names are ASCII) is one shared node object. Cost:
+    O(total length of the names) nodes; cached by the set of names.
+    """
+    if any(len(name) > _MAX_TREE_NAME for name in names):
+        return None
+    children: list[dict[int, int]] = [{}]
+    ends: set[int] = set()
+    for name in names:
+        if len(children) >= max_nodes:
+            return None
+        node = 0
+        for ch in name:
+            cp = ord(ch)
+            nxt = children[node].get(cp)
+            if nxt is None:
+                nxt = len(children)
+                children.append({})
+                children[node][cp] = nxt
+            node = nxt
+        ends.add(node)
+    built: list[Node | None] = [None] * len(children)
+    # children have larger numbers than their parent: build from the last node back
+    for v in range(len(children) - 1, -1, -1):
+        kids = children[v]
+        order = sorted(kids)
+        alts = list(_off_trie(tuple(order)))
+        for cp in order:
+            sub = built[kids[cp]]
+            assert sub is not None
+            alts.append(seq(_json_char_lit(cp), sub))
+        if v not in ends:
+            alts.append(EMPTY)
+        built[v] = choice(*alts)
+    root = built[0]
+    assert root is not None
+    return root
+
 
 #: objects with more declared properties than this build their member chain from the last
 #: member back (the same rules; only the recursion is gone): an implementation detail, not a cap
