@@ -278,7 +278,12 @@ class Grammar:
                 n = stack.pop()
                 if type(n) is Seq or type(n) is Choice:
                     for it in n.items:
-                        if id(it) not in seen:
+                        if type(it) is Bytes or type(it) is ByteClass:
+                            continue
+                        if type(it) is RuleRef:
+                            if it.name not in by_name:
+                                raise _undefined(r.name, it.name)
+                        elif id(it) not in seen:
                             seen.add(id(it))
                             stack.append(it)
                 elif type(n) is Repeat:
@@ -286,7 +291,7 @@ class Grammar:
                         seen.add(id(n.item))
                         stack.append(n.item)
                 elif type(n) is RuleRef and n.name not in by_name:
-                    raise GrammarError(f"rule {r.name!r} refers to undefined rule {n.name!r}")
+                    raise _undefined(r.name, n.name)
         object.__setattr__(self, "_by_name", by_name)
 
     # -- access -------------------------------------------------------------------------------
@@ -363,6 +368,10 @@ class Grammar:
         from toolmask.grammar._lark import to_lark
 
         return to_lark(self)
+
+
+def _undefined(rule: str, ref: str) -> GrammarError:
+    return GrammarError(f"rule {rule!r} refers to undefined rule {ref!r}")
 
 
 # -- smart constructors -------------------------------------------------------------------------

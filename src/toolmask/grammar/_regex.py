@@ -40,6 +40,7 @@ from toolmask.grammar._fsm import (
     WORD_BOUNDARY,
     WORD_CHARS,
     Dfa,
+    Encoding,
     Nfa,
     dfa_to_node,
     dfa_to_rules,
@@ -56,6 +57,7 @@ __all__ = [
     "grammar_from_regex",
     "parse_regex",
     "regex_dfa",
+    "regex_direct_node",
     "regex_node",
     "regex_rules",
 ]
@@ -632,13 +634,17 @@ def _build(node: RNode, nfa: Nfa) -> tuple[int, int]:
     return s, e
 
 
-def _regex_nfa(ast: RNode, *, search: bool, limits: Limits) -> Nfa:
+def _check_size(ast: RNode, limits: Limits) -> None:
     cap = max(8 * limits.max_dfa_states, 1_000)
     if _nfa_size(ast, cap) > cap:
         raise LimitError(
             f"regex needs more than {cap} automaton states (counted repetition too large)",
             limit="max_dfa_states",
         )
+
+
+def _regex_nfa(ast: RNode, *, search: bool, limits: Limits) -> Nfa:
+    _check_size(ast, limits)
     nfa = Nfa()
     if search:
         pre = nfa.add_state()
@@ -700,16 +706,32 @@ def _has_assertions(node: RNode) -> bool:
     return False
 
 
-def _direct_ir(node: RNode) -> Node:
+def _direct_ir(node: RNode, encoding: Encoding = "raw") -> Node:
     if isinstance(node, RChars):
-        return encode_charset(node.cs, "raw")
+        return encode_charset(node.cs, encoding)
     if isinstance(node, RCat):
-        return seq(*(_direct_ir(i) for i in node.items))
+        return seq(*(_direct_ir(i, encoding) for i in node.items))
     if isinstance(node, RAlt):
-        return choice(*(_direct_ir(i) for i in node.items))
+        return choice(*(_direct_ir(i, encoding) for i in node.items))
     if isinstance(node, RRepeat):
-        return repeat(_direct_ir(node.item), node.min, node.max)
+        return repeat(_direct_ir(node.item, encoding), node.min, node.max)
     raise AssertionError("assertions have no direct IR")
+
+
+def regex_direct_node(
+    pattern: str, *, encoding: Encoding = "raw", limits: Limits = DEFAULT_LIMITS
+) -> Node | None:
+    """The full-match language of ``pattern`` as one IR node built from its syntax tree
+    (linear in the pattern; no automaton is built), each code point written in ``encoding``;
+    None when the pattern has inner anchors, word boundaries or lookaheads (they need its DFA:
+    :func:`regex_dfa`). Raises what :func:`regex_dfa` raises before it determinises: syntax
+    errors and the NFA size bound. The automaton determinises the node lazily, so a pattern
+    whose DFA would blow up should not come here: callers use it for vetted patterns (known
+    formats, generated number ranges)."""
+    ast = parse_regex(pattern, limits=limits)
+    _check_size(ast, limits)  # the bound regex_dfa checks first, so both routes refuse alike
+    ast = _strip_outer_anchors(ast)
+    return None if _has_assertions(ast) else _direct_ir(ast, encoding)
 
 
 def _assertion_free(pattern: str, limits: Limits) -> RNode | None:

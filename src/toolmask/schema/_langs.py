@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 
 from toolmask.grammar._charset import ANY_CHAR
 from toolmask.grammar._fsm import Dfa
-from toolmask.grammar._regex import regex_dfa
+from toolmask.grammar._regex import regex_dfa, regex_direct_node
 from toolmask.limits import DEFAULT_LIMITS, Limits
 from toolmask.schema._json_text import multiple_of_dfa
 
 __all__ = [
+    "RangeLang",
     "any_string",
+    "dfa_and",
     "int_plain",
     "int_value",
     "num_noexp",
     "number_literal_dfa",
     "number_range_dfa",
     "pattern_dfa",
+    "range_lang",
     "string_literals_dfa",
 ]
 
@@ -109,6 +113,50 @@ def number_range_dfa(
     return d
 
 
+@dataclass(frozen=True, slots=True)
+class RangeLang:
+    """A number range's language kept as regexes, its DFA built only when an intersection,
+    union or complement needs it (``regex_dfa(rx)``, what :func:`number_range_dfa` builds
+    for the same range without ``multipleOf``)."""
+
+    #: every exponent-free spelling of the values in range (integers: with ``.0+`` too)
+    rx: str
+    #: integers: the spellings a grammar writes (no fraction); None for a number range
+    plain: str | None
+
+
+@functools.lru_cache(maxsize=1024)
+def range_lang(
+    *,
+    integer: bool,
+    lo: Decimal | None,
+    lo_excl: bool,
+    hi: Decimal | None,
+    hi_excl: bool,
+    limits: Limits = DEFAULT_LIMITS,
+) -> RangeLang | None:
+    """The range (at least one bound) as a :class:`RangeLang`, None when it is empty. Raises
+    what ``number_range_dfa`` raises before it determinises (the regex's syntax limits and
+    NFA bound), so both routes refuse the same schemas. Cached."""
+    from toolmask.schema._numbers import integer_regex, number_regex
+
+    assert lo is not None or hi is not None
+    plain: str | None = None
+    if integer:
+        ilo = None if lo is None else _int_ceil(lo, lo_excl)
+        ihi = None if hi is None else _int_floor(hi, hi_excl)
+        rx = integer_regex(ilo, ihi)
+        plain = integer_regex(ilo, ihi, fraction=False)
+    else:
+        rx = number_regex(lo, lo_excl, hi, hi_excl)
+    if rx is None:
+        return None
+    for r in (rx, plain):
+        if r is not None:
+            regex_direct_node(r, limits=limits)  # validation only: raises like regex_dfa
+    return RangeLang(rx, plain)
+
+
 def _int_ceil(x: Decimal, excl: bool) -> int:
     i = int(x.to_integral_value(rounding="ROUND_CEILING"))
     if excl and Decimal(i) == x:
@@ -147,6 +195,14 @@ def format_dfa(name: str) -> Dfa:
     rx = FORMATS[name].regex
     assert rx is not None, f"format {name!r} has no string language"
     return regex_dfa(rx, search=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def dfa_and(a: Dfa, b: Dfa, limits: Limits = DEFAULT_LIMITS) -> Dfa:
+    """``a.intersect(b)``, cached: the same constraints meet in schema after schema (an integer
+    range and the integer spelling, a format and a length), and a product plus minimisation
+    costs more than hashing both automata. Raises what ``intersect`` raises (not cached)."""
+    return a.intersect(b, limits=limits)
 
 
 @functools.lru_cache(maxsize=1024)

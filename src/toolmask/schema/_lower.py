@@ -45,6 +45,7 @@ from toolmask.grammar._ir import (
     seq,
     star,
 )
+from toolmask.grammar._regex import regex_direct_node
 from toolmask.schema import _langs
 from toolmask.schema._compiler import SchemaCompiler
 from toolmask.schema._json_text import json_string_char, json_ws
@@ -263,16 +264,33 @@ class Lowerer:
         return lit(self.layout.render(value, depth))
 
     def number(self, n: NumAlt) -> Node:
-        if n.dfa is None:
+        if n.rng is not None:
+            rx = n.rng.plain if n.integer else n.rng.rx
+            assert rx is not None
+            node = _range_node(rx)
+            if node is not None:
+                return node
+        if n.is_any:
             return self.shared("integer" if n.integer else "number")
-        d = n.dfa
+        d = n.lang(self.c.limits)
+        assert d is not None
         if n.integer:
-            d = d.intersect(_langs.int_plain(), limits=self.c.limits)
+            d = _langs.dfa_and(d, _langs.int_plain(), self.c.limits)
         return self.dfa_node(d, "raw")
 
     def string(self, s: StrAlt) -> Node:
+        if s.fmt is not None:
+            node = _format_node(s.fmt)
+            if node is None:
+                node = self.dfa_node(_langs.format_dfa(s.fmt), "json_string")
+            return seq(lit('"'), node, lit('"'))
         if s.dfa is None:
             return self.shared("string")
+        bounds = _length_only(s.dfa)
+        if bounds is not None:
+            # minLength / maxLength alone: a repetition of one character, not a rule per length
+            lo, hi = bounds
+            return seq(lit('"'), repeat(any_json_string_char(), lo, hi), lit('"'))
         return seq(lit('"'), self.dfa_node(s.dfa, "json_string"), lit('"'))
 
     # arrays
@@ -484,18 +502,65 @@ class Lowerer:
         if keys is None and not names:
             return self.shared("string")
         if keys is None:
-            body = other_keys_body(frozenset(names), self.c.limits.max_dfa_states)
-            if body is not None:
-                if KEY_REST not in self.rules:
-                    self._define(KEY_REST, star(any_json_string_char()))
+            tree = other_keys_body(frozenset(names), self.c.limits.max_dfa_states)
+            if tree is not None:
+                body, uses = tree
+                for name in sorted(uses - self.rules.keys()):
+                    self._define(name, key_rest_rules()[name])
                 return seq(lit('"'), body, lit('"'))
             d = _langs.not_names(frozenset(names))
             return seq(lit('"'), self.dfa_node(d, "json_string"), lit('"'))
-        d = keys.intersect(_langs.not_names(frozenset(names)), limits=self.c.limits)
+        d = _langs.dfa_and(keys, _langs.not_names(frozenset(names)), self.c.limits)
         return seq(lit('"'), self.dfa_node(d, "json_string"), lit('"'))
 
 
 _DIGIT = byte_class((0x30, 0x39))
+
+
+@functools.cache
+def _format_node(name: str) -> Node | None:
+    """A known format's string body straight from its regex's syntax tree (JSON-escaped code
+    points), or None when the regex needs its DFA (inner anchors): no automaton is built at
+    compile time, the matcher determinises it lazily. Known formats only: their regexes are
+    vetted (a user's pattern keeps the DFA route, whose size limits are checked at compile
+    time). Cached per format."""
+    from toolmask.schema._formats import FORMATS
+
+    rx = FORMATS[name].regex
+    assert rx is not None
+    return regex_direct_node(rx, encoding=json_string_char)
+
+
+@functools.lru_cache(maxsize=1024)
+def _range_node(rx: str) -> Node | None:
+    """A number range's spellings straight from its regex (``RangeLang``: generated, vetted
+    regexes), raw bytes. Cached per regex."""
+    return regex_direct_node(rx)
+
+
+#: the longest length bound written as a repetition (beyond it, a rule per length: a repetition
+#: is unrolled by the automaton and bounded by ``Limits.max_repeat_unroll``)
+_MAX_LENGTH_REPEAT = 128
+
+
+def _length_only(dfa: Dfa) -> tuple[int, int | None] | None:
+    """``(lo, hi)`` when ``dfa`` is exactly "any ``lo`` to ``hi`` characters" (``Dfa.length``:
+    a chain of states on every code point, final from ``lo`` on, the last one looping when
+    unbounded) with ``hi`` at most ``_MAX_LENGTH_REPEAT``; else None. O(states)."""
+    edges = dfa.edges
+    n = len(edges)
+    if n > _MAX_LENGTH_REPEAT + 1:
+        return None
+    for i, es in enumerate(edges[:-1]):
+        if len(es) != 1 or es[0][0] != ANY_CHAR or es[0][1] != i + 1:
+            return None
+    last = edges[-1]
+    if last and (len(last) != 1 or last[0][0] != ANY_CHAR or last[0][1] != n - 1):
+        return None
+    if not dfa.finals or dfa.finals != frozenset(range(min(dfa.finals), n)):
+        return None
+    return min(dfa.finals), (n - 1 if not last else None)
+
 
 # -- DFAs lowered once per process ----------------------------------------------------------------
 
@@ -568,19 +633,54 @@ def _lowered_dfa(dfa: Dfa, encoding: Literal["raw", "json_string"]) -> _LoweredD
 _ASCII = CharSet.range(0, 0x7F)
 
 
-#: the rule every key tree's off-trie branches continue in (one rule, so one automaton region
-#: for the rest of every undeclared key: any JSON string body)
+#: the rules the off-trie branches of every key tree continue in, one rule each so that the
+#: automaton builds their positions once per grammar (an inlined copy is shared by every
+#: reference with the same continuation), not once per trie node: the rest of an undeclared key
+#: (any JSON string body); an escaped character (a control character, a quote, a backslash)
+#: then the rest; a non-ASCII character then the rest
 KEY_REST = "key_rest"
+KEY_REST_ESC = "key_rest_esc"
+KEY_REST_MB = "key_rest_mb"
+
+#: the characters JSON writes as themselves in ASCII, those it escapes, and the non-ASCII ones
+_PLAIN_ASCII = CharSet.range(0x20, 0x7F) - CharSet.of('"\\')
+_ESCAPED = CharSet.range(0, 0x1F) | CharSet.of('"\\')
+_NON_ASCII = ANY_CHAR - CharSet.range(0, 0x7F)
+
+
+def key_rest_rules() -> dict[str, Node]:
+    """The bodies of ``KEY_REST``, ``KEY_REST_ESC`` and ``KEY_REST_MB``."""
+    rest = RuleRef(KEY_REST)
+    return {
+        KEY_REST: star(any_json_string_char()),
+        KEY_REST_ESC: seq(json_string_char(_ESCAPED), rest),
+        KEY_REST_MB: seq(json_string_char(_NON_ASCII), rest),
+    }
 
 
 @functools.lru_cache(maxsize=4096)
-def _off_trie(kids: tuple[int, ...]) -> tuple[Node, ...]:
+def _off_trie(kids: tuple[int, ...]) -> tuple[tuple[Node, ...], frozenset[str]]:
     """The alternatives of a key-trie node for the characters off the trie (not in ``kids``),
-    each followed by the free string body: ASCII and non-ASCII apart, so that the non-ASCII one
-    is the same object for every node whose children are ASCII."""
+    each followed by the rest of the key, and the key rules they use: the printable ASCII ones
+    as one byte class, the escaped ones and the non-ASCII ones through their shared rule unless
+    a child is one of them (then written out)."""
     off = ANY_CHAR - CharSet.of(list(kids))
-    body = RuleRef(KEY_REST)
-    return tuple(seq(json_string_char(part), body) for part in (off & _ASCII, off - _ASCII) if part)
+    rest = RuleRef(KEY_REST)
+    alts: list[Node] = []
+    uses = {KEY_REST}
+    plain = off & _PLAIN_ASCII
+    if plain:
+        alts.append(seq(json_string_char(plain), rest))
+    for part, whole, rule in (
+        (off & _ESCAPED, _ESCAPED, KEY_REST_ESC),
+        (off & _NON_ASCII, _NON_ASCII, KEY_REST_MB),
+    ):
+        if part == whole:
+            alts.append(RuleRef(rule))
+            uses.add(rule)
+        elif part:
+            alts.append(seq(json_string_char(part), rest))
+    return tuple(alts), frozenset(uses)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -593,7 +693,7 @@ _MAX_TREE_NAME = 64
 
 
 @functools.lru_cache(maxsize=1024)
-def other_keys_body(names: frozenset[str], max_nodes: int) -> Node | None:
+def other_keys_body(names: frozenset[str], max_nodes: int) -> tuple[Node, frozenset[str]] | None:
     """The JSON string body of every key except ``names`` (an object's undeclared keys), or
     None when a name is longer than ``_MAX_TREE_NAME`` or the trie of the names has
     ``max_nodes`` nodes or more (the caller then takes the DFA route, which raises the
@@ -601,11 +701,10 @@ def other_keys_body(names: frozenset[str], max_nodes: int) -> Node | None:
 
     The language of ``_langs.not_names(names)`` written directly, without building and
     complementing its DFA: a tree over the trie of the names, where a character off the trie
-    leads to the free string body (the rule ``KEY_REST``, which the caller defines) and the
-    end of the key is allowed where no name ends. Each
-    character is written as :func:`json_string_char` writes it (canonical escapes), so the tree
-    is deterministic. The characters off the trie are split into ASCII and the rest, so that the
-    non-ASCII part (the same whenever the names are ASCII) is one shared node object. Cost:
+    leads to the free string body (the key rules of :func:`_off_trie`; the second value names
+    the ones the tree uses, which the caller defines from :func:`key_rest_rules`) and the end
+    of the key is allowed where no name ends. Each character is written as
+    :func:`json_string_char` writes it (canonical escapes), so the tree is deterministic. Cost:
     O(total length of the names) nodes; cached by the set of names.
     """
     if any(len(name) > _MAX_TREE_NAME for name in names):
@@ -626,11 +725,14 @@ def other_keys_body(names: frozenset[str], max_nodes: int) -> Node | None:
             node = nxt
         ends.add(node)
     built: list[Node | None] = [None] * len(children)
+    uses: set[str] = set()
     # children have larger numbers than their parent: build from the last node back
     for v in range(len(children) - 1, -1, -1):
         kids = children[v]
         order = sorted(kids)
-        alts = list(_off_trie(tuple(order)))
+        off, used = _off_trie(tuple(order))
+        uses |= used
+        alts = list(off)
         for cp in order:
             sub = built[kids[cp]]
             assert sub is not None
@@ -640,7 +742,7 @@ def other_keys_body(names: frozenset[str], max_nodes: int) -> Node | None:
         built[v] = choice(*alts)
     root = built[0]
     assert root is not None
-    return root
+    return root, frozenset(uses)
 
 
 #: objects with more declared properties than this build their member chain from the last
