@@ -56,6 +56,7 @@ __all__ = [
     "final_answer",
     "render_chatml",
     "render_tool_calls",
+    "with_decision",
     "with_tool_prompt",
 ]
 
@@ -95,6 +96,14 @@ def with_tool_prompt(
         msgs[0] = Message("system", f"{msgs[0].content}\n\n{tool_prompt}")
     else:
         msgs.insert(0, Message("system", f"{system}\n\n{tool_prompt}"))
+    return with_decision(msgs, decision)
+
+
+def with_decision(messages: Sequence[Message], decision: str | None) -> list[Message]:
+    """``messages`` with the one-line ``decision`` prompt as a system message right after the
+    last user message (unchanged when ``decision`` is empty or there is no user message).
+    Later turns come after it, so a longer run extends the text of a shorter one."""
+    msgs = list(messages)
     if decision:
         last_user = max((i for i, m in enumerate(msgs) if m.role == "user"), default=-1)
         if last_user >= 0:
@@ -251,6 +260,10 @@ class Agent:
     :mod:`toolmask.agent._policy`); the answer tool is a tool like the others there (a set left
     empty allows the answer tool alone, so the run can end).
     ``constrained=False`` decodes without a grammar and only parses (a baseline).
+    ``reminder``: under ``tool_choice="auto"`` with toolmask's tool prompt (a template that does
+    not advertise tools), the format's one-line decision prompt
+    (:meth:`WireFormat.decision_prompt`) follows the user's message, as ``toolmask serve``
+    renders it; the model still decides, at its first token.
 
     A step is *blocked* when every call in it failed: the validator rejected it, the tool
     raised, or it repeated an earlier identical call and got the same result; in grammar mode
@@ -278,6 +291,7 @@ class Agent:
         template: Template | None = None,
         constrained: bool = True,
         answer_after: int = 0,
+        reminder: bool = True,
     ) -> None:
         if mode not in ("prose", "grammar"):
             raise ToolError(f"unknown agent mode {mode!r}: use 'prose' or 'grammar'", where="mode")
@@ -323,6 +337,8 @@ class Agent:
         self.answer_after = answer_after if mode == "grammar" else 0
         self._base = base
         self._turns: dict[tuple[str, ...], ToolTurn] = {}
+        auto = mode == "prose" and tool_choice == "auto" and bool(tool_prompt)
+        self._decision = base.format.decision_prompt() if reminder and auto else None
 
     @property
     def policy(self) -> ToolPolicy | None:
@@ -377,7 +393,8 @@ class Agent:
         names the grammar allowed)."""
         turn = self._turn_for(step, transcript)
         compiled = tm_compile(turn.grammar(), self.backend.vocab) if self.constrained else None
-        prompt = self.backend.tokenize(self.template(transcript, turn))
+        msgs = with_decision(transcript, self._decision)
+        prompt = self.backend.tokenize(self.template(msgs, turn))
         gen = self.backend.generate(
             prompt, compiled, max_tokens=self.max_tokens, sampling=self.sampling
         )

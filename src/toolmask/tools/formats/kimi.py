@@ -26,6 +26,7 @@ from toolmask.tools.formats._blocks import (
     done,
     loads,
     param_schema,
+    regex_calls,
     tools_prompt,
 )
 
@@ -66,30 +67,12 @@ class KimiK2(WireFormat):
         "</think>",
     )
 
-    def read_block(
-        self,
-        text: str,
-        k: int,
-        *,
-        final: bool,
-        bare: bool = False,
-        schemas: Mapping[str, Any] | None = None,
-    ) -> Block | None:
-        got = closed_block(text, k, len(self.open), self.close, final)
-        if isinstance(got, Block):
-            return got
-        inner_end, end = got
-        pos = k + len(self.open)
-        calls = []
-        while text[pos:inner_end].strip():
-            m = _K2_CALL.match(text, pos, inner_end)
-            if m is None:
-                return Block("bad", end, reason="expected a complete tool call")
-            args, err = loads(m.group(2))
-            if err is not None or not isinstance(args, dict):
-                return Block("bad", end, reason=err or "the arguments must be a JSON object")
-            calls.append(done(m.group(1), args))
-            pos = m.end()
+    def read_inner(
+        self, text: str, start: int, inner_end: int, end: int, schemas: Mapping[str, Any] | None
+    ) -> Block:
+        calls = regex_calls(_K2_CALL, text, start, inner_end, end)
+        if isinstance(calls, Block):
+            return calls
         return Block("ok", end, calls)  # an empty section is no call, not text
 
     def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
