@@ -84,6 +84,9 @@ class GrammarCompiler:
         )
         self._named: dict[str, LRUCache[Any, Any]] = {}
         self._lock = threading.Lock()
+        # what _trim measured last, and the compiles since (it measures at intervals)
+        self._last_total = 0
+        self._since_trim = 0
 
     # -- compiling --------------------------------------------------------------------------------
     def compile(
@@ -203,8 +206,23 @@ class GrammarCompiler:
 
     def _trim(self) -> None:
         """Drop least recently used compiled grammars (and their automata) while the caches
-        hold more than ``max_cache_bytes``; the last compiled grammar always stays."""
-        while len(self._compiled) > 1 and self.memory()["total"] > self.max_cache_bytes:
+        hold more than ``max_cache_bytes``; the last compiled grammar always stays.
+
+        Measuring asks every cached grammar its size (O(cached grammars)), so while the last
+        measure was under half of ``max_cache_bytes`` the next ones are spaced out: one per
+        ``len(compiled) // 16`` compiles (amortised O(16) per compile); past half, every
+        compile measures."""
+        self._since_trim += 1
+        if (
+            self._last_total < self.max_cache_bytes // 2
+            and self._since_trim < len(self._compiled) // 16
+        ):
+            return
+        self._since_trim = 0
+        while len(self._compiled) > 1:
+            self._last_total = self.memory()["total"]
+            if self._last_total <= self.max_cache_bytes:
+                break
             old = self._compiled.pop_oldest()
             if old is None:
                 break
@@ -215,6 +233,7 @@ class GrammarCompiler:
         """Forget everything cached (compiled grammars, automata, indexes, named caches)."""
         self._compiled.clear()
         self._automata.clear()
+        self._last_total = self._since_trim = 0
         self._indexes.clear()
         for c in list(self._named.values()):
             c.clear()

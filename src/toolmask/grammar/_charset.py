@@ -174,6 +174,8 @@ def _split_same_len(lo: int, hi: int, n: int) -> list[list[tuple[int, int]]]:
 @functools.lru_cache(maxsize=4096)
 def utf8_node(cs: CharSet) -> Node:
     """IR matching exactly the UTF-8 encodings of the code points in ``cs`` (surrogates dropped)."""
+    if cs.ranges and cs.ranges[-1][1] < 0x80:  # ASCII: one byte class
+        return byte_class(*cs.ranges)
     cs = cs - CharSet.range(_SURR_LO, _SURR_HI)
     alts: list[Node] = []
     for lo, hi in cs.ranges:

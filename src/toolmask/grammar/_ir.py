@@ -406,16 +406,21 @@ def seq(*items: Node) -> Node:
     """Concatenation, flattened; adjacent literals fused; a NOTHING item makes it NOTHING."""
     flat: list[Node] = []
     for it in items:
-        parts = it.items if isinstance(it, Seq) else (it,)
+        parts = it.items if type(it) is Seq else (it,)
         for p in parts:
-            if p == NOTHING or (isinstance(p, ByteClass) and p.mask == 0):
+            tp = type(p)
+            if tp is Bytes:
+                value = p.value  # type: ignore[union-attr]
+                if not value:
+                    continue
+                if flat and type(flat[-1]) is Bytes:
+                    flat[-1] = Bytes(flat[-1].value + value)  # type: ignore[union-attr]
+                    continue
+            elif tp is ByteClass:
+                if p.mask == 0:  # type: ignore[union-attr]
+                    return NOTHING
+            elif tp is Choice and not p.items:  # type: ignore[union-attr]
                 return NOTHING
-            if isinstance(p, Bytes):
-                if not p.value:
-                    continue
-                if flat and isinstance(flat[-1], Bytes):
-                    flat[-1] = Bytes(flat[-1].value + p.value)
-                    continue
             flat.append(p)
     if not flat:
         return EMPTY
@@ -428,24 +433,34 @@ def choice(*items: Node) -> Node:
     """Alternation, flattened and de-duplicated (order kept); NOTHING branches dropped."""
     flat: list[Node] = []
     seen: set[Node] = set()
+    singles = 0  # alternatives of one byte (a class or a one-byte literal)
     for it in items:
-        parts = it.items if isinstance(it, Choice) else (it,)
+        parts = it.items if type(it) is Choice else (it,)
         for p in parts:
-            if isinstance(p, ByteClass) and p.mask == 0:
-                continue
+            tp = type(p)
+            if tp is ByteClass:
+                if p.mask == 0:  # type: ignore[union-attr]
+                    continue
+                single = True
+            else:
+                single = tp is Bytes and len(p.value) == 1  # type: ignore[union-attr]
             if p not in seen:
                 seen.add(p)
                 flat.append(p)
+                singles += single
     # merge single-byte alternatives into one class
-    classes = [p for p in flat if _single_byte_mask(p) is not None]
-    if len(classes) > 1:
+    if singles > 1:
         mask = 0
-        for p in classes:
+        first = -1
+        rest: list[Node] = []
+        for p in flat:
             m = _single_byte_mask(p)
-            assert m is not None
-            mask |= m
-        first = flat.index(classes[0])
-        rest = [p for p in flat if _single_byte_mask(p) is None]
+            if m is None:
+                rest.append(p)
+            else:
+                if first < 0:
+                    first = len(rest)
+                mask |= m
         flat = [*rest[:first], ByteClass(mask), *rest[first:]]
     if not flat:
         return NOTHING

@@ -55,7 +55,9 @@ __all__ = [
     "SPACE_CHARS",
     "WORD_CHARS",
     "grammar_from_regex",
+    "parse_full_match",
     "parse_regex",
+    "regex_ast_node",
     "regex_dfa",
     "regex_direct_node",
     "regex_node",
@@ -174,7 +176,9 @@ class _Parser:
 
     def alternative(self) -> RNode:
         items: list[RNode] = []
-        while self.pos < len(self.text) and self.peek() not in "|)":
+        text = self.text
+        n = len(text)
+        while self.pos < n and text[self.pos] not in "|)":
             items.append(self.term())
         return items[0] if len(items) == 1 else RCat(tuple(items))
 
@@ -288,7 +292,8 @@ class _Parser:
             return RChars(cs)
         if c in "*+?" or self.quantifier_at(self.pos) is not None:
             raise self.error("nothing to repeat")
-        return RChars(CharSet.of([self.literal_char()]))
+        cp = self.literal_char()
+        return RChars(CharSet(((cp, cp),)))
 
     def literal_char(self) -> int:
         cp = ord(self.text[self.pos])
@@ -328,33 +333,44 @@ class _Parser:
         negate = self.peek() == "^"
         if negate:
             self.pos += 1
-        acc: list[CharSet] = []
+        acc: list[tuple[int, int]] = []
+        text = self.text
+        n = len(text)
         while True:
-            if self.pos >= len(self.text):
+            if self.pos >= n:
                 raise self.error("unterminated character class", open_pos)
-            if self.peek() == "]":
+            c = text[self.pos]
+            if c == "]":
                 self.pos += 1
                 break
             a_pos = self.pos
-            a, a_cp = self.class_atom()
-            if self.peek() == "-" and self.peek(1) not in ("]", ""):
+            if c == "\\":
+                a, a_cp = self.escape(in_class=True)
+            else:
+                a_cp = self.literal_char()
+                a = None
+            if self.pos + 1 < n and text[self.pos] == "-" and text[self.pos + 1] != "]":
                 self.pos += 1
                 _, b_cp = self.class_atom()
                 if a_cp is None or b_cp is None:
                     raise self.error("a class escape cannot be a range bound", a_pos)
                 if a_cp > b_cp:
                     raise self.error("range out of order in character class", a_pos)
-                acc.append(CharSet.range(a_cp, b_cp))
+                acc.append((a_cp, b_cp))
+            elif a is None:
+                assert a_cp is not None
+                acc.append((a_cp, a_cp))
             else:
-                acc.append(a)
-        cs = CharSet.from_ranges(r for s in acc for r in s.ranges)
+                acc.extend(a.ranges)
+        cs = CharSet.from_ranges(acc)
         return cs.complement() if negate else cs
 
-    def class_atom(self) -> tuple[CharSet, int | None]:
+    def class_atom(self) -> tuple[CharSet | None, int | None]:
+        """A class member: its set (None when it is the one code point returned) and its code
+        point (None for a class escape such as ``\\d``)."""
         if self.peek() == "\\":
             return self.escape(in_class=True)
-        cp = self.literal_char()
-        return CharSet.of([cp]), cp
+        return None, self.literal_char()
 
     def escape(self, *, in_class: bool) -> tuple[CharSet, int | None]:
         """Parse ``\\...`` at pos; returns the set and, if it is one code point, that code point."""
@@ -399,7 +415,7 @@ class _Parser:
         else:  # identity escape of punctuation / non-ASCII (SyntaxCharacter, '/', Annex B)
             self.pos -= 1
             cp = self.literal_char()
-        return CharSet.of([cp]), cp
+        return CharSet(((cp, cp),)), cp
 
     def hex_digits(self, n: int, start: int) -> int:
         h = self.text[self.pos : self.pos + n]
@@ -728,9 +744,20 @@ def regex_direct_node(
     errors and the NFA size bound. The automaton determinises the node lazily, so a pattern
     whose DFA would blow up should not come here: callers use it for vetted patterns (known
     formats, generated number ranges)."""
+    return regex_ast_node(parse_full_match(pattern, limits=limits), encoding=encoding)
+
+
+def parse_full_match(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> RNode:
+    """``pattern``'s syntax tree for a full match (outer anchors dropped), after the checks
+    :func:`regex_dfa` makes before it determinises (syntax, nesting, the NFA size bound)."""
     ast = parse_regex(pattern, limits=limits)
     _check_size(ast, limits)  # the bound regex_dfa checks first, so both routes refuse alike
-    ast = _strip_outer_anchors(ast)
+    return _strip_outer_anchors(ast)
+
+
+def regex_ast_node(ast: RNode, *, encoding: Encoding = "raw") -> Node | None:
+    """The IR node of a syntax tree from :func:`parse_full_match` (None when it has
+    assertions: see :func:`regex_direct_node`)."""
     return None if _has_assertions(ast) else _direct_ir(ast, encoding)
 
 

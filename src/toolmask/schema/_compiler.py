@@ -451,8 +451,13 @@ class SchemaCompiler:
             values = [v for v in values if self.accepts(loc, v)]
         kept: list[str] = []
         seen: set[str] = set()
+        # an enum with annotations (and a type) beside it keeps its values of that type without
+        # evaluating the subschema (a jsonschema validator per location costs more than the
+        # rest of a small schema's compile)
+        plain = schema.keys() <= _ENUM_SIBLINGS
         for v in values:
-            if not self.accepts(loc, v):
+            fast = _type_fits(schema.get("type"), v) if plain else None
+            if fast is False or (fast is None and not self.accepts(loc, v)):
                 continue
             try:
                 text = canonical(v)
@@ -1086,6 +1091,31 @@ def _enum_keys(enums: list[Any]) -> frozenset[Any]:
             _ENUM_KEYS.clear()
         _ENUM_KEYS[id(enums)] = (enums, keys)  # the list is kept, so its id stays its own
     return keys
+
+
+#: the keywords beside ``enum`` that :meth:`SchemaCompiler._literals_at` checks itself
+_ENUM_SIBLINGS = frozenset(
+    {"enum", "type"}
+    | {k for k, info in KEYWORDS.items() if info.enforcement == "annotation" and k != "$schema"}
+)
+
+#: the JSON type of the values whose type every dialect agrees on
+_PLAIN_TYPES: dict[type, str] = {str: "string", bool: "boolean", type(None): "null"}
+
+
+def _type_fits(declared: Any, value: Any) -> bool | None:
+    """Whether ``value`` has the ``type`` declared (absent: any), None when unsure (a number,
+    an array or an object: the validator decides; a malformed ``type``)."""
+    if declared is None:
+        return True
+    kind = _PLAIN_TYPES.get(type(value))
+    if kind is None:
+        return None
+    if isinstance(declared, str):
+        return declared == kind
+    if isinstance(declared, list) and all(isinstance(t, str) for t in declared):
+        return kind in declared
+    return None
 
 
 @functools.cache

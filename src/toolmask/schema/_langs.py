@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from toolmask.grammar._charset import ANY_CHAR
 from toolmask.grammar._fsm import Dfa
-from toolmask.grammar._regex import regex_dfa, regex_direct_node
+from toolmask.grammar._ir import Node
+from toolmask.grammar._regex import RCat, parse_full_match, regex_ast_node, regex_dfa
 from toolmask.limits import DEFAULT_LIMITS, Limits
 from toolmask.schema._json_text import multiple_of_dfa
+from toolmask.schema._numbers import integer_regex, number_regex
 
 __all__ = [
     "RangeLang",
@@ -93,8 +95,6 @@ def number_range_dfa(
     limits: Limits = DEFAULT_LIMITS,
 ) -> Dfa:
     """Exponent-free spellings of the numbers in a range that are multiples of every ``k``."""
-    from toolmask.schema._numbers import integer_regex, number_regex
-
     if integer:
         ilo = None if lo is None else _int_ceil(lo, lo_excl)
         ihi = None if hi is None else _int_floor(hi, hi_excl)
@@ -123,6 +123,13 @@ class RangeLang:
     rx: str
     #: integers: the spellings a grammar writes (no fraction); None for a number range
     plain: str | None
+    #: the grammar's node: ``plain``'s language for integers, else ``rx``'s (built from the
+    #: regex's syntax tree; derived from ``rx``, so not part of equality)
+    node: Node = field(compare=False)
+
+
+#: what :func:`~toolmask.schema._numbers.integer_regex` appends for the ``.0+`` spellings
+_FRACTION = r"(?:\.0+)?"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -135,26 +142,30 @@ def range_lang(
     hi_excl: bool,
     limits: Limits = DEFAULT_LIMITS,
 ) -> RangeLang | None:
-    """The range (at least one bound) as a :class:`RangeLang`, None when it is empty. Raises
+    r"""The range (at least one bound) as a :class:`RangeLang`, None when it is empty. Raises
     what ``number_range_dfa`` raises before it determinises (the regex's syntax limits and
-    NFA bound), so both routes refuse the same schemas. Cached."""
-    from toolmask.schema._numbers import integer_regex, number_regex
-
+    NFA bound), so both routes refuse the same schemas. One parse: an integer range's ``plain``
+    is ``rx`` without its last item (``(?:\.0+)?``), a subtree of ``rx``'s, so it passes the
+    checks ``rx`` passes. Cached."""
     assert lo is not None or hi is not None
     plain: str | None = None
     if integer:
         ilo = None if lo is None else _int_ceil(lo, lo_excl)
         ihi = None if hi is None else _int_floor(hi, hi_excl)
         rx = integer_regex(ilo, ihi)
-        plain = integer_regex(ilo, ihi, fraction=False)
     else:
         rx = number_regex(lo, lo_excl, hi, hi_excl)
     if rx is None:
         return None
-    for r in (rx, plain):
-        if r is not None:
-            regex_direct_node(r, limits=limits)  # validation only: raises like regex_dfa
-    return RangeLang(rx, plain)
+    ast = parse_full_match(rx, limits=limits)
+    if integer:
+        assert rx.endswith(_FRACTION) and isinstance(ast, RCat), rx
+        plain = rx[: -len(_FRACTION)]
+        rest = ast.items[:-1]
+        ast = rest[0] if len(rest) == 1 else RCat(rest)
+    node = regex_ast_node(ast)
+    assert node is not None  # generated regexes have no assertions
+    return RangeLang(rx, plain, node)
 
 
 def _int_ceil(x: Decimal, excl: bool) -> int:

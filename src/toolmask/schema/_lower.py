@@ -269,11 +269,8 @@ class Lowerer:
 
     def number(self, n: NumAlt) -> Node:
         if n.rng is not None:
-            rx = n.rng.plain if n.integer else n.rng.rx
-            assert rx is not None
-            node = _range_node(rx)
-            if node is not None:
-                return node
+            assert n.integer == (n.rng.plain is not None)
+            return n.rng.node
         if n.is_any:
             return self.shared("integer" if n.integer else "number")
         d = n.lang(self.c.limits)
@@ -533,13 +530,6 @@ def _format_node(name: str) -> Node | None:
     rx = FORMATS[name].regex
     assert rx is not None
     return regex_direct_node(rx, encoding=json_string_char)
-
-
-@functools.lru_cache(maxsize=1024)
-def _range_node(rx: str) -> Node | None:
-    """A number range's spellings straight from its regex (``RangeLang``: generated, vetted
-    regexes), raw bytes. Cached per regex."""
-    return regex_direct_node(rx)
 
 
 #: the longest length bound written as a repetition (beyond it, a rule per length: a repetition
