@@ -414,7 +414,7 @@ def seq(*items: Node) -> Node:
                 if not value:
                     continue
                 if flat and type(flat[-1]) is Bytes:
-                    flat[-1] = Bytes(flat[-1].value + value)  # type: ignore[union-attr]
+                    flat[-1] = Bytes(flat[-1].value + value)
                     continue
             elif tp is ByteClass:
                 if p.mask == 0:  # type: ignore[union-attr]

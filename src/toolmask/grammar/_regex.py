@@ -54,6 +54,7 @@ __all__ = [
     "DOT_CHARS",
     "SPACE_CHARS",
     "WORD_CHARS",
+    "anchored_chain",
     "grammar_from_regex",
     "parse_full_match",
     "parse_regex",
@@ -753,6 +754,32 @@ def parse_full_match(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> RNode:
     ast = parse_regex(pattern, limits=limits)
     _check_size(ast, limits)  # the bound regex_dfa checks first, so both routes refuse alike
     return _strip_outer_anchors(ast)
+
+
+def anchored_chain(
+    pattern: str, *, limits: Limits = DEFAULT_LIMITS
+) -> list[tuple[CharSet, int, int | None]] | None:
+    """``pattern`` as ``[(class, min, max), ...]`` when it is ``^`` + a concatenation of
+    character classes, each optionally quantified + ``$`` (one alternative, no other
+    assertion): its search language is then the full-match language of the chain. None for
+    any other shape. Raises what :func:`regex_dfa` raises before it determinises (syntax
+    errors, nesting, the NFA size bound)."""
+    ast = parse_regex(pattern, limits=limits)
+    _check_size(ast, limits)
+    if not isinstance(ast, RCat) or len(ast.items) < 2:
+        return None
+    first, *middle, last = ast.items
+    if first != RAssert(BOL) or last != RAssert(EOL):
+        return None
+    out: list[tuple[CharSet, int, int | None]] = []
+    for it in middle:
+        if isinstance(it, RChars):
+            out.append((it.cs, 1, 1))
+        elif isinstance(it, RRepeat) and isinstance(it.item, RChars):
+            out.append((it.item.cs, it.min, it.max))
+        else:
+            return None
+    return out
 
 
 def regex_ast_node(ast: RNode, *, encoding: Encoding = "raw") -> Node | None:

@@ -676,7 +676,7 @@ class SchemaCompiler:
             return (b, NO_FLAGS) if b.dfa is None or not b.dfa.is_empty() else None
         if b.is_any or a == b:
             return (a, NO_FLAGS) if a.dfa is None or not a.dfa.is_empty() else None
-        da, db = a.lang(), b.lang()
+        da, db = a.lang(self.limits), b.lang(self.limits)
         assert da is not None and db is not None
         try:
             d = _langs.dfa_and(da, db, self.limits)
@@ -837,10 +837,10 @@ class SchemaCompiler:
             strs = ()
         else:
             try:
-                d2 = s.strings[0].lang()
+                d2 = s.strings[0].lang(self.limits)
                 assert d2 is not None
                 for x in s.strings[1:]:
-                    dx = x.lang()
+                    dx = x.lang(self.limits)
                     assert dx is not None
                     d2 = d2.union(dx, limits=self.limits)
                 c2 = d2.complement(limits=self.limits)
@@ -1049,6 +1049,7 @@ def _breadth(s: Shape) -> tuple[int, int, int]:
     dfas = [x.dfa for x in s.numbers] + [x.dfa for x in s.strings]
     # a format or range whose DFA is not built counts by its regex's length (a proxy, for order)
     deferred = sum(len(FORMATS[x.fmt].regex or "") for x in s.strings if x.fmt is not None)
+    deferred += sum(len(x.pat) for x in s.strings if x.pat is not None)
     deferred += sum(len(x.rng.rx) for x in s.numbers if x.rng is not None)
     return 0, alts, deferred + sum(d.n_states for d in dfas if d is not None)
 
@@ -1281,6 +1282,10 @@ def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Sh
         if not isinstance(p, str):
             raise SchemaError("pattern must be a string", pointer=ptr, keyword="pattern")
         try:
+            if not dfas and _langs.pattern_node(p, c.limits) is not None:
+                # a deterministic anchored chain, alone: its DFA is built only if another
+                # constraint meets it (StrAlt.lang)
+                return _only({"strings": (StrAlt(pat=p),), "flags": flags})
             dfas.append(_langs.pattern_dfa(p, c.limits))
         except GrammarError as e:
             raise SchemaError(f"pattern {p!r}: {e}", pointer=ptr, keyword="pattern") from e
@@ -1449,9 +1454,9 @@ def _h_object(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Sh
         elif any(x.is_any for x in pn.strings):
             keys2 = None
         else:
-            keys2 = pn.strings[0].lang()
+            keys2 = pn.strings[0].lang(c.limits)
             for x in pn.strings[1:]:
-                dx = x.lang()
+                dx = x.lang(c.limits)
                 assert keys2 is not None and dx is not None
                 keys2 = keys2.union(dx, limits=c.limits)
         for f in pn.flags.over:
@@ -1637,8 +1642,8 @@ def _pairwise_disjoint(c: SchemaCompiler, shapes: list[Shape]) -> bool:
 def _dfas_disjoint(c: SchemaCompiler, xs: tuple[Any, ...], ys: tuple[Any, ...]) -> bool:
     for x in xs:
         for y in ys:
-            dx = x.lang() if isinstance(x, StrAlt) else x.lang(c.limits)
-            dy = y.lang() if isinstance(y, StrAlt) else y.lang(c.limits)
+            dx = x.lang(c.limits)
+            dy = y.lang(c.limits)
             if dx is None or dy is None:
                 return False
             try:

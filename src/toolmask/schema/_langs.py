@@ -16,10 +16,16 @@ from decimal import Decimal
 
 from toolmask.grammar._charset import ANY_CHAR
 from toolmask.grammar._fsm import Dfa
-from toolmask.grammar._ir import Node
-from toolmask.grammar._regex import RCat, parse_full_match, regex_ast_node, regex_dfa
+from toolmask.grammar._ir import Node, repeat, seq
+from toolmask.grammar._regex import (
+    RCat,
+    anchored_chain,
+    parse_full_match,
+    regex_ast_node,
+    regex_dfa,
+)
 from toolmask.limits import DEFAULT_LIMITS, Limits
-from toolmask.schema._json_text import multiple_of_dfa
+from toolmask.schema._json_text import json_string_char, multiple_of_dfa
 from toolmask.schema._numbers import integer_regex, number_regex
 
 __all__ = [
@@ -32,6 +38,7 @@ __all__ = [
     "number_literal_dfa",
     "number_range_dfa",
     "pattern_dfa",
+    "pattern_node",
     "range_lang",
     "string_literals_dfa",
 ]
@@ -184,6 +191,40 @@ def _int_floor(x: Decimal, excl: bool) -> int:
 
 def pattern_dfa(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Dfa:
     return regex_dfa(pattern, search=True, limits=limits)
+
+
+#: the largest count a pattern's repetition may have to be written as a repetition (beyond it,
+#: the DFA route: the automaton unrolls counts, bounded by ``Limits.max_repeat_unroll``)
+_MAX_CHAIN_COUNT = 128
+
+
+@functools.lru_cache(maxsize=1024)
+def pattern_node(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Node | None:
+    """The JSON string body of the strings matching ``pattern``, written from the regex's syntax
+    tree without its DFA, when that is exact and as cheap to match: the pattern is anchored
+    at both ends and is a chain of character classes, each repeated (``^[A-Z]{3}$``,
+    ``^[a-z0-9_]+$``), every class non-empty, no count above 128, and no variable repetition
+    whose class meets the class of what may follow it (the chain is then deterministic: one
+    automaton state per position, at most ``max_dfa_states`` of them, so the DFA route would
+    not refuse it either). None otherwise (the caller takes :func:`pattern_dfa`). Raises what
+    ``pattern_dfa`` raises for a malformed pattern. Cached."""
+    chain = anchored_chain(pattern, limits=limits)
+    if chain is None:
+        return None
+    positions = 1
+    for i, (cs, lo, hi) in enumerate(chain):
+        if not cs or max(lo, hi or 0) > _MAX_CHAIN_COUNT:
+            return None
+        positions += hi if hi is not None else lo + 1
+        if hi is None or hi > lo:
+            for cs2, lo2, _ in chain[i + 1 :]:
+                if cs & cs2:
+                    return None
+                if lo2 > 0:
+                    break
+    if positions + 2 > limits.max_dfa_states:
+        return None
+    return seq(*(repeat(json_string_char(cs), lo, hi) for cs, lo, hi in chain))
 
 
 def string_literals_dfa(values: list[str]) -> Dfa:

@@ -285,6 +285,10 @@ class Lowerer:
             if node is None:
                 node = self.dfa_node(_langs.format_dfa(s.fmt), "json_string")
             return seq(lit('"'), node, lit('"'))
+        if s.pat is not None:
+            node = _langs.pattern_node(s.pat, self.c.limits)
+            assert node is not None
+            return seq(lit('"'), node, lit('"'))
         if s.dfa is None:
             return self.shared("string")
         bounds = _length_only(s.dfa)

@@ -193,22 +193,30 @@ class NumAlt:
 @dataclass(frozen=True, slots=True)
 class StrAlt:
     """JSON strings whose decoded value is in ``dfa`` (over code points), or, when ``fmt``
-    names a known format, in that format's language (its DFA is built only when an
-    intersection, complement or union needs it: :meth:`lang`); both None = any string."""
+    names a known format, in that format's language, or, when ``pat`` is a pattern that
+    ``_langs.pattern_node`` writes directly, in that pattern's language (their DFAs are built
+    only when an intersection, complement or union needs them: :meth:`lang`); all None = any
+    string."""
 
     dfa: Dfa | None = None
     fmt: str | None = None
+    pat: str | None = None
 
     @property
     def is_any(self) -> bool:
-        return self.dfa is None and self.fmt is None
+        return self.dfa is None and self.fmt is None and self.pat is None
 
-    def lang(self) -> Dfa | None:
-        """The DFA of the language (None: any string); builds a format's DFA (cached)."""
+    def lang(self, limits: Limits | None = None) -> Dfa | None:
+        """The DFA of the language (None: any string); builds a format's or a pattern's DFA
+        (cached)."""
         if self.fmt is not None:
             from toolmask.schema._langs import format_dfa
 
             return format_dfa(self.fmt)
+        if self.pat is not None:
+            from toolmask.schema._langs import pattern_dfa
+
+            return pattern_dfa(self.pat) if limits is None else pattern_dfa(self.pat, limits)
         return self.dfa
 
 
