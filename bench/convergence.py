@@ -515,9 +515,13 @@ TASKS: list[Task] = [
 ]
 
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+#: dates, times and digits inside words are not numbers of an answer (a reply that echoes the
+#: question's 2025-03-02 does not answer "2")
+_NOT_NUMBERS = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|\w*[A-Za-z_]\w*")
 
 
 def _numbers(text: str) -> list[Decimal]:
+    text = _NOT_NUMBERS.sub(" ", text)
     return [Decimal(m.replace(",", "")) for m in _NUM.findall(text)]
 
 

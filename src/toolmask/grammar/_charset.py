@@ -12,11 +12,11 @@ case, in practice a handful of sequences per range.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, seq
+from toolmask._cache import compiler_memo
+from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, node_bytes, seq
 
 __all__ = ["ANY_CHAR", "MAX_CP", "UTF8_CONTINUATION", "UTF8_LENGTHS", "CharSet", "utf8_node"]
 
@@ -171,9 +171,10 @@ def _split_same_len(lo: int, hi: int, n: int) -> list[list[tuple[int, int]]]:
     return [[(a[k], b[k]) for k in range(n)]]
 
 
-@functools.lru_cache(maxsize=4096)
+@compiler_memo("grammar.utf8_nodes", limit="max_memo_entries", entry_bytes=node_bytes)
 def utf8_node(cs: CharSet) -> Node:
-    """IR matching exactly the UTF-8 encodings of the code points in ``cs`` (surrogates dropped)."""
+    """IR matching exactly the UTF-8 encodings of the code points in ``cs`` (surrogates dropped).
+    Memoised in the active GrammarCompiler."""
     if cs.ranges and cs.ranges[-1][1] < 0x80:  # ASCII: one byte class
         return byte_class(*cs.ranges)
     cs = cs - CharSet.range(_SURR_LO, _SURR_HI)

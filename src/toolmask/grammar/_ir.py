@@ -45,6 +45,7 @@ __all__ = [
     "choice",
     "iter_nodes",
     "lit",
+    "node_bytes",
     "opt",
     "plus",
     "repeat",
@@ -501,6 +502,12 @@ def iter_nodes(node: Node) -> Iterator[Node]:
             stack.extend(reversed(n.items))
         elif isinstance(n, Repeat):
             stack.append(n.item)
+
+
+def node_bytes(node: Node) -> int:
+    """An estimate of the bytes an IR tree holds (a node and its slots, about 96 bytes each;
+    shared subtrees are counted once per use). O(tree size)."""
+    return 96 * sum(1 for _ in iter_nodes(node))
 
 
 # -- printing helpers ---------------------------------------------------------------------------

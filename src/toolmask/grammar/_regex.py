@@ -31,6 +31,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from toolmask._cache import compiler_memo
 from toolmask.errors import GrammarError, GrammarSyntaxError, LimitError
 from toolmask.grammar._charset import ANY_CHAR, MAX_CP, CharSet
 from toolmask.grammar._fsm import (
@@ -42,6 +43,7 @@ from toolmask.grammar._fsm import (
     Dfa,
     Encoding,
     Nfa,
+    dfa_bytes,
     dfa_to_node,
     dfa_to_rules,
     encode_charset,
@@ -677,7 +679,7 @@ def _regex_nfa(ast: RNode, *, search: bool, limits: Limits) -> Nfa:
     return nfa
 
 
-@functools.lru_cache(maxsize=512)
+@compiler_memo("grammar.regex_dfas", limit="max_language_memos", entry_bytes=dfa_bytes)
 def _regex_dfa_cached(pattern: str, search: bool, limits: Limits) -> Dfa:
     ast = parse_regex(pattern, limits=limits)
     return Dfa.from_nfa(_regex_nfa(ast, search=search, limits=limits), limits=limits)
@@ -688,7 +690,8 @@ def regex_dfa(pattern: str, *, search: bool, limits: Limits = DEFAULT_LIMITS) ->
 
     ``search=True``: the strings that *contain* a match (JSON Schema ``pattern``); ``search=False``:
     the strings the pattern matches in full. Raises GrammarSyntaxError for malformed or unsupported
-    syntax and LimitError when the automaton would exceed ``limits.max_dfa_states``. Cached.
+    syntax and LimitError when the automaton would exceed ``limits.max_dfa_states``. Memoised
+    in the active GrammarCompiler.
     """
     return _regex_dfa_cached(pattern, search, limits)
 

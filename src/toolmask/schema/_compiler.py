@@ -17,7 +17,6 @@ import functools
 import json
 import logging
 import math
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -31,6 +30,7 @@ import referencing.exceptions
 import referencing.jsonschema
 from jsonschema import validators as js_validators
 
+from toolmask._cache import active_compiler
 from toolmask._pointer import json_pointer
 from toolmask.errors import GrammarError, LimitError, SchemaError
 from toolmask.grammar._fsm import Dfa
@@ -67,15 +67,16 @@ from toolmask.schema._terms import (
 __all__ = ["SchemaCompiler"]
 
 _log = logging.getLogger("toolmask.schema")
-_logged_formats: set[str] = set()
-_logged_lock = threading.Lock()
 
 
 def _log_unknown_format(name: str) -> None:
-    with _logged_lock:
-        if name in _logged_formats:
-            return
-        _logged_formats.add(name)
+    """Warn once about the unknown format ``name`` (once while the active GrammarCompiler
+    keeps it among the ``max_memo_entries`` names it has warned about)."""
+    warned = active_compiler().cache(
+        "schema.warned_formats", limit="max_memo_entries", entry_bytes=lambda n: 64 + len(n)
+    )
+    if warned.get(name) is not None or warned.put(name, name) is not name:
+        return
     _log.warning(
         "format %r is not known to toolmask: read as an annotation (JSON Schema 2020-12 "
         "format-annotation vocabulary), it constrains nothing; strict_formats=True refuses it",
@@ -1077,20 +1078,18 @@ def _json_key(v: Any) -> Any:
     return ("?", id(v))
 
 
-_ENUM_KEYS: dict[int, tuple[list[Any], frozenset[Any]]] = {}
-_ENUM_LOCK = threading.Lock()
-
-
 def _enum_keys(enums: list[Any]) -> frozenset[Any]:
-    with _ENUM_LOCK:
-        got = _ENUM_KEYS.get(id(enums))
-        if got is not None and got[0] is enums:
-            return got[1]
+    """The :func:`_json_key` s of an enum's values, kept in the active GrammarCompiler by the
+    list's identity (the list is kept with them, so its id stays its own)."""
+    cache = active_compiler().cache(
+        "schema.enum_keys", limit="max_language_memos", entry_bytes=lambda e: 64 + 120 * len(e[1])
+    )
+    got = cache.get(id(enums))
+    if got is not None and got[0] is enums:
+        return frozenset(got[1])
     keys = frozenset(_json_key(v) for v in enums)
-    with _ENUM_LOCK:
-        if len(_ENUM_KEYS) >= 64:
-            _ENUM_KEYS.clear()
-        _ENUM_KEYS[id(enums)] = (enums, keys)  # the list is kept, so its id stays its own
+    if got is None:
+        cache.put(id(enums), (enums, keys))
     return keys
 
 

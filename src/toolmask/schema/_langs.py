@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from toolmask._cache import compiler_memo
 from toolmask.grammar._charset import ANY_CHAR
-from toolmask.grammar._fsm import Dfa
-from toolmask.grammar._ir import Node, repeat, seq
+from toolmask.grammar._fsm import Dfa, dfa_bytes
+from toolmask.grammar._ir import Node, node_bytes, repeat, seq
 from toolmask.grammar._regex import (
     RCat,
     anchored_chain,
@@ -139,7 +140,6 @@ class RangeLang:
 _FRACTION = r"(?:\.0+)?"
 
 
-@functools.lru_cache(maxsize=1024)
 def range_lang(
     *,
     integer: bool,
@@ -153,7 +153,24 @@ def range_lang(
     what ``number_range_dfa`` raises before it determinises (the regex's syntax limits and
     NFA bound), so both routes refuse the same schemas. One parse: an integer range's ``plain``
     is ``rx`` without its last item (``(?:\.0+)?``), a subtree of ``rx``'s, so it passes the
-    checks ``rx`` passes. Cached."""
+    checks ``rx`` passes. Memoised in the active GrammarCompiler."""
+    return _range_lang(integer, lo, lo_excl, hi, hi_excl, limits)[0]
+
+
+def _range_bytes(v: tuple[RangeLang | None]) -> int:
+    r = v[0]
+    return 64 if r is None else 200 + 2 * len(r.rx) + node_bytes(r.node)
+
+
+@compiler_memo("schema.number_ranges", limit="max_memo_entries", entry_bytes=_range_bytes)
+def _range_lang(
+    integer: bool,
+    lo: Decimal | None,
+    lo_excl: bool,
+    hi: Decimal | None,
+    hi_excl: bool,
+    limits: Limits,
+) -> tuple[RangeLang | None]:
     assert lo is not None or hi is not None
     plain: str | None = None
     if integer:
@@ -163,7 +180,7 @@ def range_lang(
     else:
         rx = number_regex(lo, lo_excl, hi, hi_excl)
     if rx is None:
-        return None
+        return (None,)
     ast = parse_full_match(rx, limits=limits)
     if integer:
         assert rx.endswith(_FRACTION) and isinstance(ast, RCat), rx
@@ -172,7 +189,7 @@ def range_lang(
         ast = rest[0] if len(rest) == 1 else RCat(rest)
     node = regex_ast_node(ast)
     assert node is not None  # generated regexes have no assertions
-    return RangeLang(rx, plain, node)
+    return (RangeLang(rx, plain, node),)
 
 
 def _int_ceil(x: Decimal, excl: bool) -> int:
@@ -198,7 +215,6 @@ def pattern_dfa(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Dfa:
 _MAX_CHAIN_COUNT = 128
 
 
-@functools.lru_cache(maxsize=1024)
 def pattern_node(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Node | None:
     """The JSON string body of the strings matching ``pattern``, written from the regex's syntax
     tree without its DFA, when that is exact and as cheap to match: the pattern is anchored
@@ -207,24 +223,33 @@ def pattern_node(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Node | None:
     whose class meets the class of what may follow it (the chain is then deterministic: one
     automaton state per position, at most ``max_dfa_states`` of them, so the DFA route would
     not refuse it either). None otherwise (the caller takes :func:`pattern_dfa`). Raises what
-    ``pattern_dfa`` raises for a malformed pattern. Cached."""
+    ``pattern_dfa`` raises for a malformed pattern. Memoised in the active GrammarCompiler."""
+    return _pattern_node(pattern, limits)[0]
+
+
+def _pattern_bytes(v: tuple[Node | None]) -> int:
+    return 64 if v[0] is None else node_bytes(v[0])
+
+
+@compiler_memo("schema.pattern_nodes", limit="max_memo_entries", entry_bytes=_pattern_bytes)
+def _pattern_node(pattern: str, limits: Limits) -> tuple[Node | None]:
     chain = anchored_chain(pattern, limits=limits)
     if chain is None:
-        return None
+        return (None,)
     positions = 1
     for i, (cs, lo, hi) in enumerate(chain):
         if not cs or max(lo, hi or 0) > _MAX_CHAIN_COUNT:
-            return None
+            return (None,)
         positions += hi if hi is not None else lo + 1
         if hi is None or hi > lo:
             for cs2, lo2, _ in chain[i + 1 :]:
                 if cs & cs2:
-                    return None
+                    return (None,)
                 if lo2 > 0:
                     break
     if positions + 2 > limits.max_dfa_states:
-        return None
-    return seq(*(repeat(json_string_char(cs), lo, hi) for cs, lo, hi in chain))
+        return (None,)
+    return (seq(*(repeat(json_string_char(cs), lo, hi) for cs, lo, hi in chain)),)
 
 
 def string_literals_dfa(values: list[str]) -> Dfa:
@@ -235,7 +260,7 @@ def length_dfa(lo: int, hi: int | None) -> Dfa:
     return _length_dfa(lo, hi)
 
 
-@functools.cache
+@compiler_memo("schema.length_dfas", limit="max_language_memos", entry_bytes=dfa_bytes)
 def _length_dfa(lo: int, hi: int | None) -> Dfa:
     return Dfa.length(lo, hi, ANY_CHAR)
 
@@ -249,15 +274,17 @@ def format_dfa(name: str) -> Dfa:
     return regex_dfa(rx, search=False)
 
 
-@functools.lru_cache(maxsize=1024)
+@compiler_memo("schema.dfa_products", limit="max_language_memos", entry_bytes=dfa_bytes)
 def dfa_and(a: Dfa, b: Dfa, limits: Limits = DEFAULT_LIMITS) -> Dfa:
-    """``a.intersect(b)``, cached: the same constraints meet in schema after schema (an integer
-    range and the integer spelling, a format and a length), and a product plus minimisation
-    costs more than hashing both automata. Raises what ``intersect`` raises (not cached)."""
+    """``a.intersect(b)``, memoised in the active GrammarCompiler: the same constraints meet
+    in schema after schema (an integer range and the integer spelling, a format and a
+    length), and a product plus minimisation costs more than hashing both automata. Raises
+    what ``intersect`` raises (not memoised). Pass ``limits`` positionally (the memo's key)."""
     return a.intersect(b, limits=limits)
 
 
-@functools.lru_cache(maxsize=1024)
+@compiler_memo("schema.key_complements", limit="max_language_memos", entry_bytes=dfa_bytes)
 def not_names(names: frozenset[str]) -> Dfa:
-    """Every string except the given names (keys outside the declared properties)."""
+    """Every string except the given names (keys outside the declared properties). Memoised
+    in the active GrammarCompiler."""
     return Dfa.literals(sorted(names)).complement()

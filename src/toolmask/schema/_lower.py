@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolmask._cache import compiler_memo
 from toolmask.errors import LimitError
 from toolmask.grammar._charset import ANY_CHAR, CharSet
 from toolmask.grammar._fsm import Dfa, dfa_to_rules
@@ -39,6 +40,7 @@ from toolmask.grammar._ir import (
     byte_class,
     choice,
     lit,
+    node_bytes,
     opt,
     plus,
     repeat,
@@ -616,10 +618,15 @@ class _LoweredDfa:
         return type(node)(tuple(items))
 
 
-@functools.lru_cache(maxsize=512)
+def _lowered_bytes(v: _LoweredDfa) -> int:
+    return node_bytes(v.entry) + sum(64 + node_bytes(r.body) for r in v.rules)
+
+
+@compiler_memo("schema.lowered_dfas", limit="max_language_memos", entry_bytes=_lowered_bytes)
 def _lowered_dfa(dfa: Dfa, encoding: Literal["raw", "json_string"]) -> _LoweredDfa:
     """The lowering of ``dfa`` (the same for every schema that meets it: formats, lengths,
-    patterns), computed once; :meth:`Lowerer.dfa_node` renames its rules. Bounded LRU."""
+    patterns), computed once; :meth:`Lowerer.dfa_node` renames its rules. Memoised in the
+    active GrammarCompiler."""
     entry, rules = dfa_to_rules(
         dfa, _PLACEHOLDER, encoding=json_string_char if encoding == "json_string" else "raw"
     )
@@ -656,7 +663,11 @@ def key_rest_rules() -> dict[str, Node]:
     }
 
 
-@functools.lru_cache(maxsize=4096)
+def _off_trie_bytes(v: tuple[tuple[Node, ...], frozenset[str]]) -> int:
+    return 128 + sum(node_bytes(n) for n in v[0])
+
+
+@compiler_memo("schema.key_trie_rests", limit="max_memo_entries", entry_bytes=_off_trie_bytes)
 def _off_trie(kids: tuple[int, ...]) -> tuple[tuple[Node, ...], frozenset[str]]:
     """The alternatives of a key-trie node for the characters off the trie (not in ``kids``),
     each followed by the rest of the key, and the key rules they use: the printable ASCII ones
@@ -681,16 +692,14 @@ def _off_trie(kids: tuple[int, ...]) -> tuple[tuple[Node, ...], frozenset[str]]:
     return tuple(alts), frozenset(uses)
 
 
-@functools.lru_cache(maxsize=4096)
 def _json_char_lit(cp: int) -> Node:
-    return json_string_char(CharSet.of([cp]))
+    return json_string_char(CharSet(((cp, cp),)))
 
 
 #: names longer than this go through the DFA route (the tree below nests one level per character)
 _MAX_TREE_NAME = 64
 
 
-@functools.lru_cache(maxsize=1024)
 def other_keys_body(names: frozenset[str], max_nodes: int) -> tuple[Node, frozenset[str]] | None:
     """The JSON string body of every key except ``names`` (an object's undeclared keys), or
     None when a name is longer than ``_MAX_TREE_NAME`` or the trie of the names has
@@ -703,15 +712,27 @@ def other_keys_body(names: frozenset[str], max_nodes: int) -> tuple[Node, frozen
     the ones the tree uses, which the caller defines from :func:`key_rest_rules`) and the end
     of the key is allowed where no name ends. Each character is written as
     :func:`json_string_char` writes it (canonical escapes), so the tree is deterministic. Cost:
-    O(total length of the names) nodes; cached by the set of names.
+    O(total length of the names) nodes; memoised in the active GrammarCompiler by the set of
+    names.
     """
+    return _other_keys_body(names, max_nodes)[0]
+
+
+def _key_tree_bytes(v: tuple[tuple[Node, frozenset[str]] | None]) -> int:
+    return 64 if v[0] is None else node_bytes(v[0][0])
+
+
+@compiler_memo("schema.key_trees", limit="max_memo_entries", entry_bytes=_key_tree_bytes)
+def _other_keys_body(
+    names: frozenset[str], max_nodes: int
+) -> tuple[tuple[Node, frozenset[str]] | None]:
     if any(len(name) > _MAX_TREE_NAME for name in names):
-        return None
+        return (None,)
     children: list[dict[int, int]] = [{}]
     ends: set[int] = set()
     for name in names:
         if len(children) >= max_nodes:
-            return None
+            return (None,)
         node = 0
         for ch in name:
             cp = ord(ch)
@@ -740,7 +761,7 @@ def other_keys_body(names: frozenset[str], max_nodes: int) -> tuple[Node, frozen
         built[v] = choice(*alts)
     root = built[0]
     assert root is not None
-    return root, frozenset(uses)
+    return ((root, frozenset(uses)),)
 
 
 #: objects with more declared properties than this build their member chain from the last

@@ -23,9 +23,10 @@ resulting DFAs have O(digits) states.
 
 from __future__ import annotations
 
-import functools
 from decimal import Decimal
 from typing import TypeAlias
+
+from toolmask._cache import compiler_memo
 
 __all__ = ["JSON_NUMBER", "integer_regex", "number_regex"]
 
@@ -199,7 +200,11 @@ def _upper_state(frac: str, strict: bool) -> _Bound | bool:
     return (frac, strict)
 
 
-@functools.cache
+def _frac_bytes(v: tuple[bool, str | None]) -> int:
+    return 120 + len(v[1] or "")
+
+
+@compiler_memo("schema.fraction_regexes", limit="max_memo_entries", entry_bytes=_frac_bytes)
 def _frac(lower: _Bound, upper: _Bound) -> tuple[bool, str | None]:
     """Digit strings ``s`` (possibly empty) with ``0.s`` within the bounds.
 
