@@ -507,7 +507,17 @@ def iter_nodes(node: Node) -> Iterator[Node]:
 def node_bytes(node: Node) -> int:
     """An estimate of the bytes an IR tree holds (a node and its slots, about 96 bytes each;
     shared subtrees are counted once per use). O(tree size)."""
-    return 96 * sum(1 for _ in iter_nodes(node))
+    n = 0
+    stack: list[Node] = [node]
+    while stack:
+        x = stack.pop()
+        n += 1
+        t = type(x)
+        if t is Seq or t is Choice:
+            stack.extend(x.items)  # type: ignore[union-attr]
+        elif t is Repeat:
+            stack.append(x.item)  # type: ignore[union-attr]
+    return 96 * n
 
 
 # -- printing helpers ---------------------------------------------------------------------------

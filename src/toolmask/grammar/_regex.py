@@ -583,9 +583,8 @@ def unicode_property(name: str) -> CharSet | None:
 
 def _nfa_size(node: RNode, cap: int) -> int:
     """An upper bound on the NFA states ``node`` needs (stops counting past ``cap``)."""
-    if isinstance(node, RChars):
-        return 2
-    if isinstance(node, RAssert):
+    t = type(node)
+    if t is RChars or t is RAssert:
         return 2
     if isinstance(node, RLook):
         return 2 + _nfa_size(node.body, cap)
@@ -596,6 +595,7 @@ def _nfa_size(node: RNode, cap: int) -> int:
             if total > cap:
                 return total
         return total
+    assert isinstance(node, RRepeat)
     inner = _nfa_size(node.item, cap)
     copies = node.max if node.max is not None else max(node.min, 1)
     return min(inner * copies, cap + 1) + 2
@@ -717,24 +717,27 @@ def _has_assertions(node: RNode) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, (RAssert, RLook)):
+        t = type(n)
+        if t is RCat or t is RAlt:
+            stack.extend(n.items)  # type: ignore[union-attr]
+        elif t is RRepeat:
+            stack.append(n.item)  # type: ignore[union-attr]
+        elif t is RAssert or t is RLook:
             return True
-        if isinstance(n, (RCat, RAlt)):
-            stack.extend(n.items)
-        elif isinstance(n, RRepeat):
-            stack.append(n.item)
     return False
 
 
 def _direct_ir(node: RNode, encoding: Encoding = "raw") -> Node:
-    if isinstance(node, RChars):
-        return encode_charset(node.cs, encoding)
-    if isinstance(node, RCat):
-        return seq(*(_direct_ir(i, encoding) for i in node.items))
-    if isinstance(node, RAlt):
-        return choice(*(_direct_ir(i, encoding) for i in node.items))
-    if isinstance(node, RRepeat):
-        return repeat(_direct_ir(node.item, encoding), node.min, node.max)
+    t = type(node)
+    if t is RChars:
+        return encode_charset(node.cs, encoding)  # type: ignore[union-attr]
+    if t is RCat:
+        return seq(*[_direct_ir(i, encoding) for i in node.items])  # type: ignore[union-attr]
+    if t is RAlt:
+        return choice(*[_direct_ir(i, encoding) for i in node.items])  # type: ignore[union-attr]
+    if t is RRepeat:
+        r: RRepeat = node  # type: ignore[assignment]
+        return repeat(_direct_ir(r.item, encoding), r.min, r.max)
     raise AssertionError("assertions have no direct IR")
 
 
