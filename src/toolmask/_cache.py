@@ -131,8 +131,10 @@ class LRUCache(Generic[K, V]):
             return self._drop_oldest()
 
     def values(self) -> list[V]:
+        """The values, in no particular order (an ``OrderedDict``'s own iteration looks every
+        key up again, hashing it: ``dict.values`` reads the storage directly)."""
         with self._lock:
-            return list(self._data.values())
+            return list(dict.values(self._data))
 
     def clear(self) -> None:
         with self._lock:

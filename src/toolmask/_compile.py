@@ -84,6 +84,9 @@ class GrammarCompiler:
         )
         self._named: dict[str, LRUCache[Any, Any]] = {}
         self._lock = threading.Lock()
+        # what _trim measured last, and the compiles since (it measures at intervals)
+        self._last_total = 0
+        self._since_trim = 0
 
     # -- compiling --------------------------------------------------------------------------------
     def compile(
@@ -216,7 +219,19 @@ class GrammarCompiler:
         """While the caches hold more than ``max_cache_bytes``: drop the least recently used
         compiled grammars (and their automata), the last one always staying, then the oldest
         entries of the measured named caches (the memos), largest cache first. Runs after each
-        compile (memos filled by building a grammar alone are trimmed at the next compile)."""
+        compile (memos filled by building a grammar alone are trimmed at the next compile).
+
+        Measuring asks every cached grammar its size (O(cached grammars)), so while the last
+        measure was under half of ``max_cache_bytes`` the next ones are spaced out: one per
+        ``len(compiled) // 16`` compiles (amortised O(16) per compile); past half, every
+        compile measures."""
+        self._since_trim += 1
+        if (
+            self._last_total < self.max_cache_bytes // 2
+            and self._since_trim < len(self._compiled) // 16
+        ):
+            return
+        self._since_trim = 0
         total = self.memory()["total"]
         while total > self.max_cache_bytes and len(self._compiled) > 1:
             self._compiled.pop_oldest()
@@ -234,11 +249,13 @@ class GrammarCompiler:
                 if c.pop_oldest() is None:
                     break
                 total -= before - c.nbytes()
+        self._last_total = total
 
     def clear(self) -> None:
         """Forget everything cached (compiled grammars, automata, indexes, named caches)."""
         self._compiled.clear()
         self._automata.clear()
+        self._last_total = self._since_trim = 0
         self._indexes.clear()
         for c in list(self._named.values()):
             c.clear()

@@ -189,6 +189,8 @@ def _split_same_len(lo: int, hi: int, n: int) -> list[list[tuple[int, int]]]:
 def utf8_node(cs: CharSet) -> Node:
     """IR matching exactly the UTF-8 encodings of the code points in ``cs`` (surrogates dropped).
     Memoised in the active GrammarCompiler."""
+    if cs.ranges and cs.ranges[-1][1] < 0x80:  # ASCII: one byte class
+        return byte_class(*cs.ranges)
     alts = [seq(*(byte_class(r) for r in ranges)) for ranges in utf8_sequences(cs)]
     if not alts:
         return NOTHING

@@ -138,12 +138,13 @@ def _join(alts: list[str]) -> str:
     return _group(alts[0]) if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
-def integer_regex(lo: int | None, hi: int | None) -> str | None:
+def integer_regex(lo: int | None, hi: int | None, *, fraction: bool = True) -> str | None:
     """JSON number texts whose value is an integer in ``[lo, hi]`` (``None``: unbounded).
 
     Exact: accepts ``-?(0|[1-9][0-9]*)`` spellings of the integers in range, each optionally
-    followed by ``.0+`` (``1.0`` is an integer in JSON Schema), with ``-0``/``-0.0`` read as 0;
-    rejects everything else, exponent spellings included. Returns ``None`` for an empty range.
+    followed by ``.0+`` (``1.0`` is an integer in JSON Schema; ``fraction=False`` leaves that
+    out: the spellings a grammar writes), with ``-0``/``-0.0`` read as 0; rejects everything
+    else, exponent spellings included. Returns ``None`` for an empty range.
     """
     if lo is not None and hi is not None and lo > hi:
         return None
@@ -162,7 +163,7 @@ def integer_regex(lo: int | None, hi: int | None) -> str | None:
         alts.extend(_nonneg_int_alts(plo, hi))
     if not alts:
         return None
-    return _join(alts) + r"(?:\.0+)?"
+    return _join(alts) + (r"(?:\.0+)?" if fraction else "")
 
 
 # ---------------------------------------------------------------------------------------------
