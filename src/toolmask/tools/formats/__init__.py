@@ -5,6 +5,9 @@
 ``deepseek_dsml``, ``kimi_k2`` / ``kimi_k3``, ``glm``, ``llama3_json`` (Llama 3.x),
 ``llama4_pythonic``, ``mistral`` (Mistral v3 tokenizers), ``mistral_v11`` (v11+ ``[TOOL_CALLS]
 name[ARGS]``), ``gemma4``, ``phi4_mini`` (Phi-4-mini) and ``functools`` (prompt-injected).
+
+``auto`` is not a format but a request: :func:`resolve_format` / :func:`detect_format` read the
+format from a model's chat template and special tokens (see :mod:`._detect`).
 """
 
 from __future__ import annotations
@@ -26,11 +29,15 @@ from toolmask.tools.formats import (
     qwen3_xml,
 )
 from toolmask.tools.formats._base import FORMATS, WireFormat, get_format, register_format
+from toolmask.tools.formats._detect import AUTO, FormatGuess, detect_format, resolve_format
 
 __all__ = [
+    "AUTO",
     "FORMATS",
+    "FormatGuess",
     "WireFormat",
     "deepseek",
+    "detect_format",
     "functools",
     "gemma4",
     "get_format",
@@ -46,4 +53,5 @@ __all__ = [
     "qwen3",
     "qwen3_xml",
     "register_format",
+    "resolve_format",
 ]

@@ -102,6 +102,12 @@ class WireFormat:
     def trigger_text(self) -> str:
         return self.trigger or self.open
 
+    @property
+    def reasoning_opener(self) -> str:
+        """The text a reply opens its reasoning channel with (``reasoning_start``; Harmony's
+        analysis header), for the reasoning budget."""
+        return self.reasoning_start
+
     def markers(self) -> tuple[str, ...]:
         """Every control-marker text of this format and its chat template, longest first."""
         found = {
@@ -338,6 +344,13 @@ def get_format(fmt: str | WireFormat) -> WireFormat:
     try:
         return FORMATS[fmt]
     except KeyError:
+        if fmt == "auto":
+            raise ToolError(
+                "format 'auto' is read from a model's chat template: resolve it with "
+                "toolmask.tools.resolve_format(fmt, chat_template, special_tokens) (Agent and "
+                "create_app do so from their backend)",
+                where="format",
+            ) from None
         raise ToolError(
             f"unknown tool-call format {fmt!r}; known: {sorted(FORMATS)}", where="format"
         ) from None
