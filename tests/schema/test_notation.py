@@ -176,3 +176,17 @@ def test_foreign_spellings_are_refused(notation: str, text: str) -> None:
 def test_unknown_notation() -> None:
     with pytest.raises(ValueError, match="notation"):
         compile_json_schema({}, notation="yaml")  # type: ignore[arg-type]
+
+
+def test_gemma_keys_bare_or_quoted() -> None:
+    """A declared key the bare form cannot hold (``:``, ``,``, a quote) is quoted."""
+    schema = {
+        "type": "object",
+        "properties": {"a:b": {"type": "integer"}, "x y": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    compiled = _compiled(schema, "gemma", "compact")
+    text = '{<|"|>a:b<|"|>:1,x y:2}'
+    assert _accepts(compiled, [text])
+    assert read_value(text, 0)[0] == {"a:b": 1, "x y": 2}
+    assert not _accepts(compiled, ["{a:b:1}"])

@@ -59,6 +59,7 @@ _FORMAT_BY_MODEL: tuple[tuple[str, str, str], ...] = (
     ("llama", "meta-llama/Llama-4", "llama4_pythonic"),
     ("llama", "meta-llama/Llama-3", "llama3_json"),
     ("mistral", "mistralai/Mistral-7B-Instruct-v0.3", "mistral"),
+    ("mistral", "mistralai/Magistral-Small-2506", "magistral"),
     ("mistral", "mistralai/", "mistral_v11"),
     ("gemma4", "", "gemma4"),
 )

@@ -38,8 +38,6 @@ GAPS: dict[str, str] = {
     "qwen3-xml/coder-marker-in-arguments": _MARKER,
     "glm/glm47-missing-last-close-arg-value": "a value without </arg_value> is not recovered",
     "kimi/k2i-vllm-noise-between-markers": "text between section markers makes the block malformed",
-    "mistral/vllm-v11-think-text": "Magistral 2506's <think> text markers are not read "
-    "(mistral_v11 reasons in [THINK])",
     "mistral/v13think-stop-at-open-marker": "a bare [TOOL_CALLS] at the end stays in content",
     "qwen3-xml/llamacpp-q35-call-inside-think": "a call inside <think> stays reasoning",
 }

@@ -28,7 +28,8 @@ def test_registry() -> None:
     assert GRAMMAR_FORMATS == [
         "deepseek_dsml", "deepseek_v3", "deepseek_v31", "deepseek_v4", "deepseek_v41",
         "functools", "gemma4", "glm", "gpt_oss", "hermes", "kimi_k2", "kimi_k3", "llama3_json",
-        "llama4_pythonic", "mistral", "mistral_v11", "phi4_mini", "qwen3", "qwen3_xml",
+        "llama4_pythonic", "magistral", "mistral", "mistral_v11", "phi4_mini", "qwen3",
+        "qwen3_xml",
     ]  # fmt: skip
     assert sorted(FORMATS) == GRAMMAR_FORMATS  # every format has a generation grammar
     assert get_format("hermes") is FORMATS["hermes"]

@@ -322,8 +322,10 @@ class Lowerer:
         """A declared key, in the notation."""
         if self.notation.name == "json":
             return lit(json.dumps(name, ensure_ascii=False))
-        if self.notation.name == "gemma":
-            return lit(name)
+        if self.notation.name == "gemma":  # bare, else quoted (the reader takes both)
+            if gemma_key_dfa(None).accepts(name):
+                return lit(name)
+            return self.text_string(Dfa.literal(name))
         return self.text_string(Dfa.literal(name))
 
     def colon(self) -> Node:

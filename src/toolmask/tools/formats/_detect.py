@@ -35,6 +35,7 @@ RULES: tuple[tuple[str, tuple[str | tuple[str, ...], ...]], ...] = (
     ("glm", ("<arg_key>",)),
     ("gemma4", ("<|tool_call>",)),
     ("qwen3_xml", ("<function=", "<parameter=")),
+    ("magistral", ("[TOOL_CALLS]", "<think>")),  # reasoning as text: 2506-2507
     ("mistral_v11", ("[TOOL_CALLS]", ("[ARGS]", "[CALL_ID]"))),
     ("mistral", ("[TOOL_CALLS]",)),
     ("llama4_pythonic", (("<|header_start|>", "<|python_start|>"),)),

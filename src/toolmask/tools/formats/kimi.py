@@ -315,7 +315,13 @@ def _typed_value(kit: Kit, schema: Any, prefix: str, raw: Node) -> Node:
         if t not in _TYPE_ATTR:
             continue
         if t == "string":
-            node = kit.raw_value({**_narrow(schema, t)}, schema, f"{prefix}{j}_", raw)
+            node = raw
+            if isinstance(schema, Mapping) and ("enum" in schema or "const" in schema):
+                values = [schema["const"]] if "const" in schema else list(schema["enum"])
+                words = [v for v in values if isinstance(v, str)]
+                if not words:
+                    continue
+                node = choice(*(lit(v) for v in words))
         else:
             node = kit.json(_narrow(schema, t), f"{prefix}{j}_")
         alts.append(seq(lit(_TYPE_ATTR[t] + '"'), sep, node))
