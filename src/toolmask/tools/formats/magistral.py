@@ -17,4 +17,3 @@ __all__ = ["Magistral"]
 class Magistral(MistralV11):
     reasoning_start = "<think>"
     reasoning_end = "</think>"
-    template_markers = (*MistralV11.template_markers, "<think>", "</think>")
