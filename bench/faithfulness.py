@@ -60,7 +60,7 @@ def choice_for(mode: str, q: _bfcl.Question) -> Any:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from toolmask.backends.llama_cpp import LlamaCpp
 
-    backend = LlamaCpp.default(n_ctx=4096)
+    backend = LlamaCpp.default(n_ctx=4096, n_threads=args.threads)
     template = default_template(backend)
     special = backend.vocab.special.values()
     options: dict[str, Any] = {}
@@ -249,6 +249,9 @@ def main() -> int:
     p.add_argument("--key-order", choices=("schema", "any"))
     p.add_argument("--max-tokens", type=int, default=160)
     p.add_argument("--label", default="default")
+    p.add_argument(
+        "--threads", type=int, help="llama.cpp threads (default: all cores; 1 on a busy machine)"
+    )
     p.add_argument("--no-end-on-exit", dest="end_on_exit", action="store_false")
     p.add_argument(
         "--no-reminder",

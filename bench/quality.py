@@ -12,10 +12,11 @@ AST matches (BFCL's rules, order-free: ``bench/_bfcl.py``), errors, and latency 
 The peer is ``python -m llama_cpp.server --chat_format chatml-function-calling`` (its
 function-calling path: a grammar that picks ``functions.<name>:`` or ``message:`` first, then
 a JSON-Schema grammar per call). Both get the same messages, tools and ``tool_choice``, greedy
-decoding (``temperature=0``, ``--temperature`` to change); toolmask gets no ``max_tokens``
-(its server default applies), the peer the same budget explicitly (its own default is the whole
-context). Servers run one after the other with the same thread count. Tool names are sent with
-dots replaced by underscores, as BFCL does for OpenAI models.
+decoding (``temperature=0``; ``--temperature`` to change, ``--temperature default`` to send
+none); toolmask gets no ``max_tokens`` (its server default applies), the peer the same budget
+explicitly (its own default is the whole context). Servers run one after the other with the
+same thread count. Tool names are sent with dots replaced by underscores, as BFCL does for
+OpenAI models.
 
 Writes ``bench/results/quality.json`` and prints the tables.
 """
@@ -104,7 +105,8 @@ def ask(
     client: Any, server: str, q: _bfcl.Question, choice: Any, args: argparse.Namespace
 ) -> dict[str, Any]:
     kw: dict[str, Any] = {"model": "default" if server == "toolmask" else "x"}
-    kw["temperature"] = args.temperature
+    if args.temperature is not None:
+        kw["temperature"] = args.temperature
     if server != "toolmask":
         kw["max_tokens"] = args.max_tokens
     if q.tools:
@@ -216,7 +218,12 @@ def main() -> int:
     p.add_argument("--irrelevant", type=int, default=24, help="live_irrelevance questions")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
-    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument(
+        "--temperature",
+        type=lambda v: None if v == "default" else float(v),
+        default=0.0,
+        help="sampling temperature; 'default' sends none, so each server's defaults apply",
+    )
     p.add_argument("--max-tokens", type=int, default=512, help="the completion budget")
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args()
@@ -265,7 +272,8 @@ def main() -> int:
     args.out.parent.mkdir(exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     print(f"\n## BFCL v4 dev quality ({result['date']}, {result['machine']}, {result['model']})")
-    print(f"questions: {result['questions']}, temperature {args.temperature}")
+    temp = "server default" if args.temperature is None else args.temperature
+    print(f"questions: {result['questions']}, temperature {temp}")
     print_table(summary)
     return 0
 

@@ -412,3 +412,31 @@ def test_format_auto_prompt_opened_reasoning_and_budget() -> None:
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [("get_weather", {"city": "Oslo"})]
     with pytest.raises(ToolError, match="reasoning_budget"):
         Agent(backend, [get_weather], template=template, reasoning_budget=-2)
+
+
+# -- the decision prompt under auto ---------------------------------------------------------------
+
+
+def test_auto_prose_steps_carry_the_decision_prompt_after_the_user_message() -> None:
+    b = Scripted([call("add", '{"a": 2, "b": 3}'), "It is 5."])
+    t = Agent(b, [add]).run("2 + 3?")
+    decision = "<|im_start|>system\nReply with <tool_call> if a function can answer this"
+    for prompt in b.prompts:
+        user = prompt.index("<|im_start|>user\n2 + 3?<|im_end|>\n")
+        assert prompt.index(decision) > user  # right after the user's message, every step
+        assert prompt.count(decision) == 1
+    assert b.prompts[1].startswith(b.prompts[0][: -len("<|im_start|>assistant\n")])
+    assert b.reused[1] > len(b.prompts[0]) - 30  # the second step reuses the first's prefix
+    assert all(m.role != "system" or i == 0 for i, m in enumerate(t))  # not in the transcript
+
+
+def test_no_decision_prompt_when_the_mask_decides_or_when_asked() -> None:
+    for agent in (
+        Agent(Scripted([answer("5")]), [add], mode="grammar"),
+        Agent(Scripted(["It is 5."]), [add], tool_choice="required", max_steps=1),
+        Agent(Scripted(["It is 5."]), [add], reminder=False),
+    ):
+        agent.run("2 + 3?")
+        backend = agent.backend
+        assert isinstance(backend, Scripted)
+        assert "Reply with <tool_call>" not in backend.prompts[0]

@@ -56,6 +56,7 @@ __all__ = [
     "final_answer",
     "render_chatml",
     "render_tool_calls",
+    "with_decision",
     "with_tool_prompt",
 ]
 
@@ -95,6 +96,14 @@ def with_tool_prompt(
         msgs[0] = Message("system", f"{msgs[0].content}\n\n{tool_prompt}")
     else:
         msgs.insert(0, Message("system", f"{system}\n\n{tool_prompt}"))
+    return with_decision(msgs, decision)
+
+
+def with_decision(messages: Sequence[Message], decision: str | None) -> list[Message]:
+    """``messages`` with the one-line ``decision`` prompt as a system message right after the
+    last user message (unchanged when ``decision`` is empty or there is no user message).
+    Later turns come after it, so a longer run extends the text of a shorter one."""
+    msgs = list(messages)
     if decision:
         last_user = max((i for i, m in enumerate(msgs) if m.role == "user"), default=-1)
         if last_user >= 0:
@@ -251,6 +260,10 @@ class Agent:
     :mod:`toolmask.agent._policy`); the answer tool is a tool like the others there (a set left
     empty allows the answer tool alone, so the run can end).
     ``constrained=False`` decodes without a grammar and only parses (a baseline).
+    ``reminder``: under ``tool_choice="auto"`` with toolmask's tool prompt (a template that does
+    not advertise tools), the format's one-line decision prompt
+    (:meth:`WireFormat.decision_prompt`) follows the user's message, as ``toolmask serve``
+    renders it; the model still decides, at its first token.
 
     ``fmt`` (default ``"auto"``): the wire format, read from the model's chat template and
     special tokens (:func:`~toolmask.tools.resolve_format`; Hermes when they name none). A
@@ -285,6 +298,7 @@ class Agent:
         template: Template | None = None,
         constrained: bool = True,
         answer_after: int = 0,
+        reminder: bool = True,
         reasoning_budget: int | None = None,
     ) -> None:
         if mode not in ("prose", "grammar"):
@@ -344,6 +358,8 @@ class Agent:
                 where="reasoning_budget",
             )
         self.reasoning_budget = reasoning_budget
+        auto = mode == "prose" and tool_choice == "auto" and bool(tool_prompt)
+        self._decision = base.format.decision_prompt() if reminder and auto else None
 
     @property
     def policy(self) -> ToolPolicy | None:
@@ -398,7 +414,7 @@ class Agent:
         names the grammar allowed), ``reasoning`` (the turn's reasoning text),
         ``reasoning_tokens`` and ``reasoning_cut`` (counted and closed by ``reasoning_budget``)."""
         turn = self._turn_for(step, transcript)
-        text = self.template(transcript, turn)
+        text = self.template(with_decision(transcript, self._decision), turn)
         if turn.format.prompt_opens_reasoning(text):  # the reply starts inside the channel
             opened = self._opened.get(id(turn))
             if opened is None:

@@ -84,12 +84,16 @@ def compile_json_schema(
         raise ValueError(f"notation must be json, python or gemma, not {notation!r}")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be schema or any, not {property_order!r}")
-    for doc in (schema, *(resources or {}).values()):
-        depth = _json_depth(doc, limits.max_schema_depth)
-        if depth > limits.max_schema_depth:
+    for uri, doc in (("", schema), *(resources or {}).items()):
+        deep = _too_deep(doc, limits.max_schema_depth)
+        if deep is not None:
+            ptr = json_pointer(deep)
+            what = f"the resource {uri!r} nests" if uri else "the schema nests"
+            at = f" (at {uri}#{ptr})" if uri else ""
             raise LimitError(
-                f"the schema nests objects and arrays more than {limits.max_schema_depth} deep",
+                f"{what} objects and arrays more than {limits.max_schema_depth} deep{at}",
                 limit="max_schema_depth",
+                pointer=None if uri else ptr,  # a pointer into a resource is in the message
             )
     try:
         schema_json = json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)
@@ -97,7 +101,7 @@ def compile_json_schema(
         raise SchemaError(f"the schema is not JSON: {e}") from e
     if len(schema_json.encode()) > limits.max_schema_bytes:
         raise LimitError(
-            f"the schema has {len(schema_json)} bytes of JSON", limit="max_schema_bytes"
+            f"the schema has {len(schema_json)} bytes of JSON", limit="max_schema_bytes", pointer=""
         )
     resources_json = json.dumps(dict(resources or {}), ensure_ascii=False) if resources else ""
     try:
@@ -120,7 +124,9 @@ def compile_json_schema(
         return lowerer.run(compiler.root_term, schema_json, resources_json)
     except RecursionError as e:  # a backstop: the depth checks above should come first
         raise LimitError(
-            "the schema nests too deeply for the compiler's stack", limit="max_schema_depth"
+            "the schema nests too deeply for the compiler's stack",
+            limit="max_schema_depth",
+            pointer="",
         ) from e
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
         # a malformed schema that slipped past the keyword checks (a subschema that is a
@@ -128,25 +134,28 @@ def compile_json_schema(
         raise _malformed(schema, e) from e
 
 
-def _json_depth(doc: Any, cap: int) -> int:
-    """How deep objects and arrays nest in ``doc`` (the root container is at depth 0, a value
-    of its member at depth 1), counting no further than ``cap + 1``. Iterative: it runs before
-    anything recursive reads the document. O(size)."""
-    deepest = -1
-    stack: list[tuple[Any, int]] = [(doc, 0)]
+def _too_deep(doc: Any, cap: int) -> list[str | int] | None:
+    """The path to a value of ``doc`` that objects and arrays nest more than ``cap`` deep above
+    (the root container is at depth 0, a value of its member at depth 1), or None when there is
+    none. Iterative: it runs before anything recursive reads the document. O(size)."""
+    # a path is a linked list (key, parent path), so a step costs O(1) whatever the depth
+    stack: list[tuple[Any, int, Any]] = [(doc, 0, None)]
     while stack:
-        node, depth = stack.pop()
+        node, depth, path = stack.pop()
         if isinstance(node, dict):
-            children: Any = node.values()
+            children: Any = node.items()
         elif isinstance(node, list):
-            children = node
+            children = enumerate(node)
         else:
             continue
-        deepest = max(deepest, depth)
         if depth > cap:
-            break
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
+            keys: list[str | int] = []
+            while path is not None:
+                key, path = path
+                keys.append(key)
+            return keys[::-1]
+        stack.extend((child, depth + 1, (key, path)) for key, child in children)
+    return None
 
 
 def _malformed(schema: Any, cause: Exception) -> SchemaError:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, Protocol
+from urllib.parse import quote
 
 import referencing
 import referencing.exceptions
@@ -89,6 +90,11 @@ class Resolver(Protocol):
 
     def in_subresource(self, subresource: referencing.Resource[Any]) -> Resolver: ...
 
+
+#: the URI the root document is also registered under when it has no ``$id``
+_ROOT_ALIAS = "urn:toolmask:root"
+#: the keywords that make a subschema depend on where it sits
+_REF_KEYWORDS = frozenset({"$ref", "$dynamicRef", "$recursiveRef"})
 
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 
@@ -171,6 +177,13 @@ class SchemaCompiler:
         root_res = self._resource(schema)
         root_uri = root_res.id() or ""
         registry = registry.with_resource(root_uri, root_res)
+        # the documents by a URI that names them in a $ref (a root without $id is "" to its
+        # own refs, which no $ref from outside can name: it gets an alias, see _as_ref)
+        self._documents = [(root_uri or _ROOT_ALIAS, schema), *(resources or {}).items()]
+        if not root_uri:
+            registry = registry.with_resource(_ROOT_ALIAS, root_res)
+        self._uris: dict[int, str] | None = None  # by id(subschema), see _as_ref
+        self._with_refs: set[int] = set()
         self.registry = registry.crawl()
         self.root_resolver = self.registry.resolver(base_uri=root_uri)
         self.root_term = self.loc(schema, self.root_resolver, "")
@@ -200,7 +213,7 @@ class SchemaCompiler:
         idx = self._loc_index.get(key)
         if idx is None:
             if len(self._locs) >= self.limits.max_rules * 4:
-                raise LimitError("too many subschemas", limit="max_rules")
+                raise LimitError("too many subschemas", limit="max_rules", pointer=pointer)
             idx = len(self._locs)
             self._locs.append((schema, resolver, pointer))
             self._loc_index[key] = idx
@@ -210,6 +223,20 @@ class SchemaCompiler:
     def pointer_of(self, term: Term) -> str:
         if isinstance(term, Loc):
             return self._locs[term.index][2]
+        return ""
+
+    def where(self, term: Term) -> str:
+        """The pointer of the first location inside ``term`` (``allOf`` parts merged into one
+        term sit at their first part's location); ``""`` when there is none."""
+        stack = [term]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, Loc):
+                return self._locs[t.index][2]
+            if isinstance(t, Not):
+                stack.append(t.item)
+            elif isinstance(t, (And, Or)):
+                stack.extend(reversed(sorted(t.items, key=repr)))
         return ""
 
     def check_time(self) -> None:
@@ -239,11 +266,12 @@ class SchemaCompiler:
             return not self.accepts(term.item, value)
         v = self._validators.get(term.index)
         if v is None:
-            schema, resolver, _ = self._locs[term.index]
+            schema = self._locs[term.index][0]
+            if isinstance(schema, bool):
+                return schema
             v = _fast_enum(self.validator_cls)(
-                schema,
+                self._as_ref(schema),
                 registry=self.registry,
-                _resolver=resolver,
                 format_checker=self.format_checker,
             )
             self._validators[term.index] = v
@@ -253,6 +281,41 @@ class SchemaCompiler:
             return False
         except Exception:  # jsonschema cannot evaluate it: treat as not provably valid
             return False
+
+    def _as_ref(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """What to validate the subschema ``schema`` as, with jsonschema's public API (which
+        takes no resolver): a subschema with a reference in it becomes a ``$ref`` to a URI
+        that names it in :attr:`registry` (its document's URI and its JSON pointer there;
+        ``referencing`` enters the resources with their own ``$id`` on the way), so that its
+        refs resolve against the resource around it; one without is itself (where it sits
+        changes nothing). The index is built on first use: O(size of the documents)."""
+        if self._uris is None:
+            self._uris, self._with_refs = {}, set()
+            order: list[tuple[int, int]] = []  # (a dict, the dict it sits in), parents first
+            for uri, doc in self._documents:
+                stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+                while stack:
+                    node, ptr, parent = stack.pop()
+                    if isinstance(node, dict):
+                        self._uris.setdefault(id(node), f"{uri}#{quote(ptr, safe='/~')}")
+                        order.append((id(node), parent))
+                        if not _REF_KEYWORDS.isdisjoint(node):
+                            self._with_refs.add(id(node))
+                        parent = id(node)
+                        items: Iterable[tuple[Any, Any]] = node.items()
+                    else:
+                        items = enumerate(node)
+                    stack.extend(
+                        (child, ptr + json_pointer((key,)), parent)
+                        for key, child in items
+                        if isinstance(child, (dict, list))
+                    )
+            for node_id, parent in reversed(order):
+                if node_id in self._with_refs:
+                    self._with_refs.add(parent)
+        if id(schema) in self._with_refs:
+            return {"$ref": self._uris[id(schema)]}
+        return schema
 
     # -- expansion --------------------------------------------------------------------------------
     def expand(self, term: Term) -> Shape:
@@ -275,10 +338,15 @@ class SchemaCompiler:
                     f"subschemas nest more than {self.limits.max_schema_depth} deep through "
                     "$ref / allOf / anyOf / oneOf / not",
                     limit="max_schema_depth",
+                    pointer=self.pointer_of(term),
                 )
         try:
             self.check_time()
             shape = self._expand(term)
+        except LimitError as e:  # a cap hit inside: it is located at the innermost location
+            if is_loc:
+                e.at(self.pointer_of(term))
+            raise
         finally:
             self._in_progress.discard(term)
             if is_loc:
@@ -310,7 +378,7 @@ class SchemaCompiler:
                 pointer=ptr,
             )
         if ptr.count("/") > self.limits.max_schema_depth:
-            raise LimitError("schema nesting too deep", limit="max_schema_depth")
+            raise LimitError("schema nesting too deep", limit="max_schema_depth", pointer=ptr)
         for kw in schema:
             info = KEYWORDS.get(kw)
             if info is not None and info.enforcement == "unsupported":

@@ -167,10 +167,14 @@ class Lowerer:
         self._todo.append(("root", root, 0))
         while self._todo:
             name, term, depth = self._todo.pop()
-            self.c.check_time()
-            shape = self.c.expand(term)
-            self.over |= shape.flags.over
-            self._define(name, self.body(shape, depth))
+            try:
+                self.c.check_time()
+                shape = self.c.expand(term)
+                self.over |= shape.flags.over
+                self._define(name, self.body(shape, depth))
+            except LimitError as e:  # a cap hit lowering this term: locate it there
+                e.at(self.c.where(term))
+                raise
         over = self.over | self.c.forced_over
         checks: tuple[PostCheck, ...] = ()
         if over:

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolmask.errors import LimitError, SchemaError, ToolError
 from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
@@ -127,6 +128,17 @@ def _kit(fmt: WireFormat, special_tokens: frozenset[str], schema_options: Mappin
     return Kit(options, special_tokens, layouts)
 
 
+def _call_grammar(fmt: WireFormat, tool: Tool, index: int, kit: Kit) -> Node:
+    """``fmt.call_grammar``; a SchemaError or LimitError from compiling the tool's parameters
+    leaves naming the tool (``e.tool``), so a caller can say whose schema failed without
+    compiling each again."""
+    try:
+        return fmt.call_grammar(tool, index, kit)
+    except (SchemaError, LimitError) as e:
+        e.in_tool(tool.name)
+        raise
+
+
 def _head(fmt: WireFormat, kit: Kit, *, reasoning: bool, reasoning_open: bool) -> Node | None:
     """The reasoning the turn starts with: required when the prompt opened the channel,
     optional when the format has an open marker (and ``reasoning``), else None."""
@@ -158,14 +170,13 @@ def build_turn_grammar(
     ``special_tokens`` become :class:`Special` nodes. ``reasoning``: the turn may start with
     the format's reasoning channel (formats that have one); ``reasoning_open``: the prompt
     ended inside the channel (:meth:`WireFormat.prompt_opens_reasoning`), so the turn starts
-    with reasoning and its close marker. Raises :class:`SchemaError` for a tool schema that
-    cannot be compiled. Cost: one schema compilation per distinct (schema, options), cached;
-    the rest is linear in the tool count (times 2**parameters, at most 2**8, for formats that
-    write parameters one by one in any order).
+    with reasoning and its close marker. Raises :class:`SchemaError` or :class:`LimitError`
+    for a tool schema that cannot be compiled, naming the tool (``e.tool``). Cost: one schema
+    compilation per distinct (schema, options), cached; the rest is linear in the tool count
+    (times 2**parameters, at most 2**8, for formats that write parameters one by one in any
+    order).
     """
     if not fmt.has_grammar:
-        from toolmask.errors import ToolError
-
         raise ToolError(
             f"format {fmt.name!r} parses replies but has no generation grammar yet",
             where="format",
@@ -176,7 +187,7 @@ def build_turn_grammar(
     kit = _kit(fmt, special_tokens, schema_options or {})
     kit.reasoning_open = reasoning_open
     head = _head(fmt, kit, reasoning=reasoning, reasoning_open=reasoning_open)
-    call_refs = [kit.add(f"call_{i}", fmt.call_grammar(t, i, kit)) for i, t in enumerate(chosen)]
+    call_refs = [kit.add(f"call_{i}", _call_grammar(fmt, t, i, kit)) for i, t in enumerate(chosen)]
     custom = fmt.turn_grammar(kit, call_refs, mode, parallel=parallel, reasoning=reasoning)
     if custom is not None:
         return Grammar((Rule("root", custom), *kit.rules))
@@ -241,8 +252,6 @@ def build_call_grammar(
     The same as the ``required`` turn grammar restricted to ``tool_choice``'s callable tools.
     Raises :class:`ToolError` via :class:`ToolChoice` when nothing may be called.
     """
-    from toolmask.errors import ToolError
-
     names = tool_choice.callable([t.name for t in tools])
     if not names:
         raise ToolError("no tool may be called under this tool_choice", where="tool_choice")

@@ -148,9 +148,28 @@ class WireFormat:
         bare: bool = False,
         schemas: Mapping[str, Any] | None = None,
     ) -> Block | None:
-        """Read the block whose trigger is at ``text[k]`` (see :mod:`._blocks`); ``None`` (the
-        default) means a JSON call object inside markers, read by the generic scanner."""
-        return None
+        """Read the block whose trigger is at ``text[k]`` (see :mod:`._blocks`). The default:
+        for a format that overrides :meth:`read_inner`, the block from ``open`` to the first
+        ``close`` (pending or truncated while the text ends before it), its inner text read by
+        ``read_inner``; else ``None``: a JSON call object inside markers, read by the generic
+        scanner."""
+        if type(self).read_inner is WireFormat.read_inner:
+            return None
+        from toolmask.tools.formats._blocks import Block, closed_block
+
+        got = closed_block(text, k, len(self.open), self.close, final)
+        if isinstance(got, Block):
+            return got
+        inner_end, end = got
+        return self.read_inner(text, k + len(self.open), inner_end, end, schemas)
+
+    def read_inner(
+        self, text: str, start: int, inner_end: int, end: int, schemas: Mapping[str, Any] | None
+    ) -> Block:
+        """The block whose calls are ``text[start:inner_end]``, in the format's own syntax,
+        between ``open`` and ``close`` (the block ends at ``end``). A format whose blocks are
+        read so overrides this instead of :meth:`read_block`."""
+        raise NotImplementedError
 
     def decision_prompt(self) -> str:
         """A one-line reminder, placed right after the user's request, that makes ``auto`` an
@@ -172,16 +191,26 @@ class WireFormat:
         A ``trigger`` longer than ``open`` (``functools[``) is ``open`` followed by the start of
         what the grammar emits next (``list_open``), so it is not emitted again here.
         """
-        return seq(self.marker_node(self.open, special_tokens), _spacing(self.after_open))
+        return seq(
+            self.marker_node(self.open, special_tokens),
+            _spacing(self.after_open, len(self.after_open)),
+        )
 
     def separator_node(self) -> Node:
         """What the grammar admits between two calls of a list (``separator_text``)."""
         return lit(self.separator_text)
 
     def close_node(self, special_tokens: frozenset[str]) -> Node:
-        """``before_close`` then the ``close`` marker; whitespace-only fixed text around the
-        markers is optional (``<tool_call>{...}</tool_call>`` is seen too)."""
-        return seq(_spacing(self.before_close), self.marker_node(self.close, special_tokens))
+        """``before_close`` then the ``close`` marker. Whitespace-only fixed text around the
+        markers is optional (``<tool_call>{...}</tool_call>`` is seen too); before the closer it
+        is any whitespace up to ``max_trailing_ws`` bytes, as small models often write a blank
+        line there. After the opener it stays at most its own length: a blank line admitted
+        there led SmolLM2 off its path (the meter's removals per step rose from 19% to 26% under
+        ``required``)."""
+        return seq(
+            _spacing(self.before_close, self.max_trailing_ws),
+            self.marker_node(self.close, special_tokens),
+        )
 
     def call_node(
         self,
@@ -295,10 +324,12 @@ def marker_node(text: str, special_tokens: frozenset[str]) -> Node:
     return seq(*parts)
 
 
-def _spacing(text: str) -> Node:
-    """Fixed text around a marker: optional when it is whitespace only."""
+def _spacing(text: str, max_ws: int) -> Node:
+    """Fixed text around a marker: when it is whitespace only, its own text or none (``max_ws``
+    at most its length), else any JSON whitespace up to ``max_ws`` bytes; other text is
+    literal."""
     if text and not text.strip():
-        return opt(lit(text))
+        return opt(lit(text)) if max_ws <= len(text) else json_ws(max_ws)
     return lit(text)
 
 

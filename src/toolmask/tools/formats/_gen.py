@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmask._cache import active_compiler
+from toolmask._pointer import json_pointer
+from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar._charset import CharSet
 from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
@@ -39,7 +41,7 @@ from toolmask.tools._rename import prefix_rules
 from toolmask.tools.formats._base import marker_node
 from toolmask.tools.formats._blocks import schema_types
 
-__all__ = ["MAX_ANY_ORDER_PARAMS", "Kit", "arguments_grammar", "schema_types"]
+__all__ = ["MAX_ANY_ORDER_PARAMS", "Kit", "arguments_grammar", "schema_types", "with_defs"]
 
 #: parameter lists longer than this keep the schema's order (any order costs 2**n rules)
 MAX_ANY_ORDER_PARAMS = 8
@@ -57,6 +59,17 @@ def arguments_grammar(schema: Any, options: Mapping[str, Any]) -> Grammar:
     if hit is not None:
         return hit
     return cache.put(key, compile_json_schema(schema, **options))  # type: ignore[no-any-return]
+
+
+def with_defs(schema: Any, root: Any) -> dict[str, Any]:
+    """A parameter's subschema ``schema`` to compile on its own: a copy that carries the tool
+    schema ``root``'s ``$defs`` / ``definitions``, so that its ``$ref`` s resolve."""
+    sub = dict(schema) if isinstance(schema, Mapping) else {}
+    if isinstance(root, Mapping):
+        for k in ("$defs", "definitions"):
+            if k in root and k not in sub:
+                sub[k] = root[k]
+    return sub
 
 
 @dataclass
@@ -100,10 +113,12 @@ class Kit:
         return json_ws(hi, lo)
 
     # -- values -----------------------------------------------------------------------------------
-    def json(self, schema: Any, prefix: str, notation: str = "json") -> Node:
+    def json(self, schema: Any, prefix: str, notation: str = "json", *, at: str = "") -> Node:
         """The JSON grammar of ``schema`` in every admitted layout (rules ``prefix...``);
         ``notation`` ``"python"`` / ``"gemma"`` spells the values otherwise (see
-        :mod:`toolmask.schema._notation`), its markers special where the vocabulary says."""
+        :mod:`toolmask.schema._notation`), its markers special where the vocabulary says.
+        ``at``: the JSON pointer of ``schema`` in the tool's parameters when it is a part of
+        them (one parameter), so that a SchemaError or LimitError points into the parameters."""
         alts: list[Node] = []
         extra: dict[str, Any] = {}
         if notation != "json":
@@ -114,7 +129,12 @@ class Kit:
         for j, layout in enumerate(self.layouts):
             options = {**self.options, **extra, "whitespace": layout}
             name = prefix if len(self.layouts) == 1 else f"{prefix}{j}_"
-            entry, rules = prefix_rules(arguments_grammar(schema, options), name)
+            try:
+                grammar = arguments_grammar(schema, options)
+            except (SchemaError, LimitError) as e:
+                e.within(at)
+                raise
+            entry, rules = prefix_rules(grammar, name)
             for r in rules:
                 self.add(r.name, r.body)
             alts.append(entry)
@@ -154,11 +174,12 @@ class Kit:
             self.add(r.name, r.body)
         return entry
 
-    def raw_value(self, schema: Any, root: Any, prefix: str, raw: Node) -> Node:
+    def raw_value(self, schema: Any, root: Any, prefix: str, raw: Node, *, at: str = "") -> Node:
         """A parameter value written as raw text (XML-parameter formats): a string parameter
         is the text itself (``raw``; an ``enum``/``const`` of strings is its literal values),
-        any other type is JSON for its subschema; a boolean may also be written ``True`` /
-        ``False`` (Python literals, as some templates render them)."""
+        any other type is JSON for its subschema (:func:`with_defs`; ``at`` as for
+        :meth:`json`); a boolean may also be written ``True`` / ``False`` (Python literals, as
+        some templates render them)."""
         types = schema_types(schema)
         if isinstance(schema, Mapping):
             values = list(schema.get("enum") or ())
@@ -168,12 +189,7 @@ class Kit:
                 return choice(*(lit(v) for v in values))
         if not types or "string" in types:
             return raw
-        sub = dict(schema) if isinstance(schema, Mapping) else {}
-        if isinstance(root, Mapping):
-            for k in ("$defs", "definitions"):
-                if k in root and k not in sub:
-                    sub[k] = root[k]
-        node = self.json(sub, prefix)
+        node = self.json(with_defs(schema, root), prefix, at=at)
         if types == {"boolean"}:
             return choice(node, lit("True"), lit("False"))
         return node
@@ -218,13 +234,14 @@ class Kit:
             return EMPTY
 
         def value_of(j: int, k: str) -> Node:
+            at = json_pointer(("properties", k))
             if value is not None:
-                sub = dict(props[k]) if isinstance(props[k], Mapping) else {}
-                for d in ("$defs", "definitions"):
-                    if isinstance(schema, Mapping) and d in schema and d not in sub:
-                        sub[d] = schema[d]
-                return value(sub, f"{prefix}v{j}_")
-            return self.raw_value(props[k], schema, f"{prefix}v{j}_", raw)
+                try:
+                    return value(with_defs(props[k], schema), f"{prefix}v{j}_")
+                except (SchemaError, LimitError) as e:
+                    e.within(at)
+                    raise
+            return self.raw_value(props[k], schema, f"{prefix}v{j}_", raw, at=at)
 
         nodes = [self.add(f"{prefix}p{j}", param(k, value_of(j, k))) for j, k in enumerate(keys)]
         lead = sep if sep is not None else EMPTY

@@ -23,15 +23,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from toolmask._pointer import json_pointer
 from toolmask.grammar._ir import EMPTY, Node, choice, lit, opt, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
-    closed_block,
     coerce_value,
     done,
     loads,
     param_schema,
+    regex_calls,
     schema_types,
     tools_prompt,
 )
@@ -87,32 +88,12 @@ class _DeepSeek(WireFormat):
     reasoning_end = "</think>"
     template_markers = _MARKERS
 
-    def read_block(
-        self,
-        text: str,
-        k: int,
-        *,
-        final: bool,
-        bare: bool = False,
-        schemas: Mapping[str, Any] | None = None,
-    ) -> Block | None:
-        got = closed_block(text, k, len(self.open), self.close, final)
-        if isinstance(got, Block):
-            return got
-        inner_end, end = got
-        pos = k + len(self.open)
-        while pos < inner_end and text[pos] in " \t\r\n":
-            pos += 1
-        calls = []
-        while pos < inner_end:
-            m = _CALL.match(text, pos, inner_end)
-            if m is None:
-                return Block("bad", end, reason="expected a complete tool call")
-            args, err = loads(m.group(2))
-            if err is not None or not isinstance(args, dict):
-                return Block("bad", end, reason=err or "the arguments must be a JSON object")
-            calls.append(done(m.group(1), args))
-            pos = m.end()
+    def read_inner(
+        self, text: str, start: int, inner_end: int, end: int, schemas: Mapping[str, Any] | None
+    ) -> Block:
+        calls = regex_calls(_CALL, text, start, inner_end, end)
+        if isinstance(calls, Block):
+            return calls
         if not calls:
             return Block("bad", end, reason="an empty block of calls")
         return Block("ok", end, calls)
@@ -258,12 +239,12 @@ class DeepSeekDsml(WireFormat):
             if not types or "string" in types:
                 alts.append(seq(lit('true">'), raw))
             if types - {"string"} or not types:
-                sub = dict(schema) if isinstance(schema, Mapping) else {}
-                for k in ("$defs", "definitions"):
-                    if k in tool.parameters:
-                        sub.setdefault(k, tool.parameters[k])
+                from toolmask.tools.formats._gen import with_defs
+
                 j = list(props).index(key)
-                alts.append(seq(lit('false">'), kit.json(sub, f"a{index}_j{j}_")))
+                sub = with_defs(schema, tool.parameters)
+                at = json_pointer(("properties", key))
+                alts.append(seq(lit('false">'), kit.json(sub, f"a{index}_j{j}_", at=at)))
             return choice(*alts)
 
         def free() -> Node:

@@ -17,7 +17,6 @@ from toolmask.grammar._ir import Node, lit, opt, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
-    closed_block,
     coerce_value,
     done,
     param_schema,
@@ -60,20 +59,10 @@ class Glm(WireFormat):
         "</think>",
     )
 
-    def read_block(
-        self,
-        text: str,
-        k: int,
-        *,
-        final: bool,
-        bare: bool = False,
-        schemas: Mapping[str, Any] | None = None,
-    ) -> Block | None:
-        got = closed_block(text, k, len(self.open), self.close, final)
-        if isinstance(got, Block):
-            return got
-        inner_end, end = got
-        inner = text[k + len(self.open) : inner_end]
+    def read_inner(
+        self, text: str, start: int, inner_end: int, end: int, schemas: Mapping[str, Any] | None
+    ) -> Block:
+        inner = text[start:inner_end]
         cut = inner.find("<arg_key>")
         name = (inner if cut < 0 else inner[:cut]).strip()
         if not name or any(c in name for c in "<>\n"):

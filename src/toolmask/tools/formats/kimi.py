@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar._ir import EMPTY, Node, byte_range, choice, lit, opt, repeat, seq, star
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
@@ -26,6 +27,7 @@ from toolmask.tools.formats._blocks import (
     done,
     loads,
     param_schema,
+    regex_calls,
     schema_types,
     tools_prompt,
 )
@@ -67,30 +69,12 @@ class KimiK2(WireFormat):
         "</think>",
     )
 
-    def read_block(
-        self,
-        text: str,
-        k: int,
-        *,
-        final: bool,
-        bare: bool = False,
-        schemas: Mapping[str, Any] | None = None,
-    ) -> Block | None:
-        got = closed_block(text, k, len(self.open), self.close, final)
-        if isinstance(got, Block):
-            return got
-        inner_end, end = got
-        pos = k + len(self.open)
-        calls = []
-        while text[pos:inner_end].strip():
-            m = _K2_CALL.match(text, pos, inner_end)
-            if m is None:
-                return Block("bad", end, reason="expected a complete tool call")
-            args, err = loads(m.group(2))
-            if err is not None or not isinstance(args, dict):
-                return Block("bad", end, reason=err or "the arguments must be a JSON object")
-            calls.append(done(m.group(1), args))
-            pos = m.end()
+    def read_inner(
+        self, text: str, start: int, inner_end: int, end: int, schemas: Mapping[str, Any] | None
+    ) -> Block:
+        calls = regex_calls(_K2_CALL, text, start, inner_end, end)
+        if isinstance(calls, Block):
+            return calls
         return Block("ok", end, calls)  # an empty section is no call, not text
 
     def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
@@ -322,8 +306,15 @@ def _typed_value(kit: Kit, schema: Any, prefix: str, raw: Node) -> Node:
                 if not words:
                     continue
                 node = choice(*(lit(v) for v in words))
+        elif schema_types(schema) in ({t}, {"integer", "number"}):  # already that type alone
+            node = kit.json(schema, f"{prefix}{j}_")
         else:
-            node = kit.json(_narrow(schema, t), f"{prefix}{j}_")
+            try:
+                node = kit.json(_narrow(schema, t), f"{prefix}{j}_")
+            except (SchemaError, LimitError) as e:  # point into the schema, not the wrapper
+                if e.pointer is not None:
+                    e.pointer = e.pointer.removeprefix("/allOf/0")
+                raise
         alts.append(seq(lit(_TYPE_ATTR[t] + '"'), sep, node))
     return choice(*alts)
 

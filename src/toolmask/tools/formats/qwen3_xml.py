@@ -24,7 +24,6 @@ from toolmask.grammar._ir import Node, lit, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
-    closed_block,
     coerce_value,
     done,
     param_schema,
@@ -107,24 +106,25 @@ class Qwen3Xml(WireFormat):
         schemas: Mapping[str, Any] | None = None,
     ) -> Block | None:
         if text.startswith(self.open, k):
-            got = closed_block(text, k, len(self.open), self.close, final)
-            if isinstance(got, Block):
-                return got
-            inner_end, end = got
-            calls = read_functions(text, k + len(self.open), inner_end, schemas)
-        else:  # <function=...> without <tool_call>
-            f = text.find("</function>", k)
-            if f < 0:
-                if final:
-                    return Block("bad", len(text), reason="truncated: no </function>")
-                return Block("pending")
-            end = f + len("</function>")
-            j = skip_ws(text, end)
-            if text.startswith(self.close, j):
-                end = j + len(self.close)
-            elif not final and self.close.startswith(text[j:]):
-                return Block("pending")
-            calls = read_functions(text, k, f + len("</function>"), schemas)
+            return super().read_block(text, k, final=final, bare=bare, schemas=schemas)
+        # <function=...> without <tool_call>
+        f = text.find("</function>", k)
+        if f < 0:
+            if final:
+                return Block("bad", len(text), reason="truncated: no </function>")
+            return Block("pending")
+        end = f + len("</function>")
+        j = skip_ws(text, end)
+        if text.startswith(self.close, j):
+            end = j + len(self.close)
+        elif not final and self.close.startswith(text[j:]):
+            return Block("pending")
+        return self.read_inner(text, k, f + len("</function>"), end, schemas)
+
+    def read_inner(
+        self, text: str, start: int, inner_end: int, end: int, schemas: Mapping[str, Any] | None
+    ) -> Block:
+        calls = read_functions(text, start, inner_end, schemas)
         if isinstance(calls, str):
             return Block("bad", end, reason=calls)
         if not calls:
