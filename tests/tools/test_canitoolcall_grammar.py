@@ -25,16 +25,18 @@ from .canitoolcall_glue import (
 
 _VLLM = "an engine test's hand-written string, not what the model's template renders"
 _CLOSE = "a raw-text value holding the format's own close marker: the reader ends there"
+_TAGS = (
+    "a raw-text value holding </parameter> or </function>: the grammar keeps a value free of the "
+    "tags that may end one (the parser tells them apart by what follows; a grammar that admits "
+    "them lets a model that meant to close the parameter run on inside the value)"
+)
 _AFTER = "text after the last call: the turn ends with the calls"
 
 #: fixture id (or ``id@mode`` for one mode) -> why its raw_output is not (and should not be) a
 #: turn the grammar generates
 GAPS: dict[str, str] = {
-    "glm/glm45-marker-in-arguments": _CLOSE,
-    "glm/glm47-marker-in-arguments": _CLOSE,
-    "qwen3-xml/q38-marker-in-arguments": _CLOSE,
-    "qwen3-xml/q38-tool-call-token-in-arguments": _CLOSE,
-    "qwen3-xml/coder-marker-in-arguments": _CLOSE,
+    "qwen3-xml/q38-marker-in-arguments": _TAGS,
+    "qwen3-xml/coder-marker-in-arguments": _TAGS,
     "kimi/k3-control-marker-text-in-value": _CLOSE,
     "glm/glm45-ollama-content-after-call": _AFTER,
     "qwen3-xml/bug-coder-text-after-call": _AFTER,
@@ -76,7 +78,7 @@ def test_grammar_accepts_the_raw_output(case: tuple[object, str]) -> None:
 
 
 def test_acceptance_floor() -> None:
-    """At least 90% of all the fixtures with complete calls accepted in every mode (323 of
+    """At least 90% of all the fixtures with complete calls accepted in every mode (326 of
     346 measured)."""
     assert all(FORMATS[format_for(fx) or ""].has_grammar for fx, _ in CASES)
     by_fixture: dict[str, bool] = {}

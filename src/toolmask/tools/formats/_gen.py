@@ -89,7 +89,7 @@ class Kit:
     reasoning_open: bool = False
     rules: list[Rule] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
-    _texts: dict[tuple[str, ...], Node] = field(default_factory=dict)
+    _texts: dict[tuple[str | tuple[str, str], ...], Node] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.layouts:
@@ -140,17 +140,24 @@ class Kit:
             alts.append(entry)
         return choice(*alts)
 
-    def text_without(self, stops: Sequence[str], *, nonempty: bool = False) -> Node:
+    def text_without(
+        self, stops: Sequence[str | tuple[str, str]], *, nonempty: bool = False
+    ) -> Node:
         """Any UTF-8 text that contains none of ``stops`` (a DFA lowered to rules; shared by
-        every use of the same stops). O(sum of the stops' lengths) states."""
+        every use of the same stops); a stop ``(a, b)`` is ``a``, any JSON whitespace, then
+        ``b``. O(sum of the stops' lengths) states."""
         key = (*stops, "+" if nonempty else "*")
         hit = self._texts.get(key)
         if hit is not None:
             return hit
         anything = Dfa.any_string()
+        ws = Dfa.char(CharSet.of(ord(c) for c in " \t\r\n")).star()
         dfa = Dfa.epsilon().complement() if nonempty else anything
         for s in stops:
-            dfa = dfa.intersect(anything.concat(Dfa.literal(s)).concat(anything).complement())
+            stop = Dfa.literal(s) if isinstance(s, str) else Dfa.literal(s[0]).concat(ws)
+            if not isinstance(s, str):
+                stop = stop.concat(Dfa.literal(s[1]))
+            dfa = dfa.intersect(anything.concat(stop).concat(anything).complement())
         name = f"text{len(self._texts)}"
         entry, rules = dfa_to_rules(dfa, name, encoding="raw")
         for r in rules:
