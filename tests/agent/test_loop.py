@@ -382,6 +382,38 @@ def test_answer_after_masks_the_answer_until_a_tool_ran() -> None:
     assert t.outcome.stop == "answer" and t.outcome.answer == "5"
 
 
+def test_format_auto_prompt_opened_reasoning_and_budget() -> None:
+    """``fmt="auto"`` reads qwen3 from the model's template; the prompt opens ``<think>``, so
+    the turn starts inside the channel; the budget closes it after 3 tokens and the call
+    follows."""
+    from tests.backends.thinker import Thinker
+
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    backend = Thinker(
+        opener="<think>",
+        close="</think>",
+        after="\n\n" + call,
+        specials=["<think>", "</think>"],
+        chat_template="{{ '<|im_start|>' }}<tool_call></tool_call>{{ '<think>' }}",
+    )
+
+    def template(messages: Any, turn: Any, **_kw: Any) -> str:
+        text = "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages)
+        return text + "<|im_start|>assistant\n<think>\n"
+
+    def get_weather(city: str) -> str:
+        """Weather."""
+        return f"sunny in {city}"
+
+    agent = Agent(backend, [get_weather], template=template, reasoning_budget=3, max_steps=1)
+    assert agent._base.format.name == "qwen3"
+    reply = agent.run("Weather in Oslo?")[2]
+    assert reply.meta["reasoning"] == "hm" and reply.meta["reasoning_cut"]
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("get_weather", {"city": "Oslo"})]
+    with pytest.raises(ToolError, match="reasoning_budget"):
+        Agent(backend, [get_weather], template=template, reasoning_budget=-2)
+
+
 # -- the decision prompt under auto ---------------------------------------------------------------
 
 

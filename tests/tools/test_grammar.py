@@ -159,11 +159,14 @@ def _good_and_bad(
             if fmt.render_calls([(first, args)]) == fmt.render_calls([(first, _strings(args))]):
                 continue  # a raw-text value: 3 and "3" are the same text
             bad.append(("invalid args", render(fmt, [(first, args)], special_tokens=sp)))
-        bad.append(("call then prose", [*render(fmt, one, special_tokens=sp), " done."]))
+        # text after the calls: the end of the turn, except where the template renders content
+        # after them (Gemma 4)
+        after = good if fmt.prose_after_calls else bad
+        after.append(("call then prose", [*render(fmt, one, special_tokens=sp), " done."]))
         # the model's own ending: a newline (or a few whitespace bytes) after the last block
         for tail in ("\n", "\n\n", " \n"):
             good.append((f"call then {tail!r}", [*render(fmt, one, special_tokens=sp), tail]))
-        bad.append(("whitespace run", [*render(fmt, one, special_tokens=sp), "\n" * 9]))
+        after.append(("whitespace run", [*render(fmt, one, special_tokens=sp), "\n" * 9]))
         # keys in the order the model picks, each at most once
         for n in allowed:
             for args in VALID[n]:

@@ -27,12 +27,12 @@ from typing import Any, Literal
 from toolmask._compile import compile as tm_compile
 from toolmask.agent._policy import PoolFilter, StateMachine, ToolPolicy, expand_tool_patterns
 from toolmask.agent._template import ChatTemplate, ChatTemplateError
-from toolmask.backends._base import Backend
+from toolmask.backends._base import Backend, ReasoningBudget
 from toolmask.errors import ToolError
 from toolmask.sampling import SamplingParams
 from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn
 from toolmask.tools._validate import render_errors
-from toolmask.tools.formats import WireFormat
+from toolmask.tools.formats import WireFormat, resolve_format
 
 __all__ = [
     "ANSWER_TOOL",
@@ -274,6 +274,13 @@ class Agent:
     token by token like the rest, where a common first token (``add``) can commit the model to
     a tool it did not mean (``add_days`` for a sum). The prompt is the same either way.
 
+    ``fmt`` (default ``"auto"``): the wire format, read from the model's chat template and
+    special tokens (:func:`~toolmask.tools.resolve_format`; Hermes when they name none). A
+    prompt that ends inside the format's reasoning channel (a template that prefills
+    ``<think>``) starts the turn there, for the grammar and the parser. ``reasoning_budget``:
+    at most that many tokens of reasoning per turn, then the decoder closes the channel
+    (:class:`~toolmask.backends.ReasoningBudget`); None (the default) leaves it to the model.
+
     A step is *blocked* when every call in it failed: the validator rejected it, the tool
     raised, or it repeated an earlier identical call and got the same result; in grammar mode
     a turn without a complete call is blocked too. ``max_consecutive_blocked`` blocked steps in
@@ -287,7 +294,7 @@ class Agent:
         *,
         mode: LoopMode = "prose",
         answer_tool: Tool | Callable[..., Any] | dict[str, Any] | None = None,
-        fmt: str = "hermes",
+        fmt: str = "auto",
         tool_choice: Any = "auto",
         parallel_tool_calls: bool | None = None,
         max_steps: int = 6,
@@ -302,6 +309,7 @@ class Agent:
         answer_after: int = 0,
         reminder: bool = True,
         name_choice: NameChoice = "decode",
+        reasoning_budget: int | None = None,
     ) -> None:
         if mode not in ("prose", "grammar"):
             raise ToolError(f"unknown agent mode {mode!r}: use 'prose' or 'grammar'", where="mode")
@@ -322,6 +330,9 @@ class Agent:
             tool_choice = "required"
         self.functions: dict[str, Callable[..., Any]] = dict(functions or {})
         specials = sorted(set(backend.vocab.special.values()))
+        self.template: Template = template or default_template(backend)
+        source = getattr(self.template, "source", None) or getattr(backend, "chat_template", None)
+        fmt = resolve_format(fmt, source, specials)
         if parallel_tool_calls is None:  # one call a step in grammar mode: act, read, act
             parallel_tool_calls = mode == "prose"
         self._turn_args = {
@@ -338,7 +349,6 @@ class Agent:
         self.max_steps = max_steps
         self.max_tokens = max_tokens
         self.max_consecutive_blocked = max_consecutive_blocked
-        self.template: Template = template or default_template(backend)
         tool_prompt = base.prompt()
         if isinstance(self.template, ChatTemplate) and self.template.knows_tools:
             tool_prompt = ""  # the model's template advertises the tools itself
@@ -353,6 +363,17 @@ class Agent:
         self.answer_after = answer_after if mode == "grammar" else 0
         self._base = base
         self._turns: dict[tuple[str, ...], ToolTurn] = {}
+        self._opened: dict[int, ToolTurn] = {}
+        if reasoning_budget is not None and (
+            isinstance(reasoning_budget, bool)
+            or not isinstance(reasoning_budget, int)
+            or reasoning_budget < 0
+        ):
+            raise ToolError(
+                f"reasoning_budget must be a number of tokens >= 0, not {reasoning_budget!r}",
+                where="reasoning_budget",
+            )
+        self.reasoning_budget = reasoning_budget
         auto = mode == "prose" and tool_choice == "auto" and bool(tool_prompt)
         self._decision = base.format.decision_prompt() if reminder and auto else None
 
@@ -408,18 +429,25 @@ class Agent:
     def step(self, transcript: list[Message], step: int = 0) -> tuple[Message, ParsedTurn, Any]:
         """Decode and parse one assistant turn (appended to ``transcript``). The message's
         ``meta`` holds ``finish_reason``, ``tokens`` (generated), ``prompt_tokens``,
-        ``reused_prefix`` (prompt tokens whose KV cache was reused) and ``allowed`` (the tool
-        names the grammar allowed)."""
+        ``reused_prefix`` (prompt tokens whose KV cache was reused), ``allowed`` (the tool
+        names the grammar allowed), ``reasoning`` (the turn's reasoning text),
+        ``reasoning_tokens`` and ``reasoning_cut`` (counted and closed by ``reasoning_budget``)."""
         turn = self._turn_for(step, transcript)
-        msgs = with_decision(transcript, self._decision)
-        text = self.template(msgs, turn)
-        prompt = self.backend.tokenize(text)
+        text = self.template(with_decision(transcript, self._decision), turn)
         scores: dict[str, float] = {}
-        if self.name_choice == "likelihood" and self.constrained:
-            turn, scores = self._choose_name(turn, text, prompt)
+        if turn.format.prompt_opens_reasoning(text):  # the reply starts inside the channel
+            opened = self._opened.get(id(turn))
+            if opened is None:
+                opened = self._opened[id(turn)] = turn.for_prompt(text)
+            turn = opened
+        elif self.name_choice == "likelihood" and self.constrained:
+            turn, scores = self._choose_name(turn, text, self.backend.tokenize(text))
         compiled = tm_compile(turn.grammar(), self.backend.vocab) if self.constrained else None
+        prompt = self.backend.tokenize(text)
+        budget = ReasoningBudget.for_turn(turn, self.reasoning_budget)
+        extra: dict[str, Any] = {} if budget is None else {"reasoning_budget": budget}
         gen = self.backend.generate(
-            prompt, compiled, max_tokens=self.max_tokens, sampling=self.sampling
+            prompt, compiled, max_tokens=self.max_tokens, sampling=self.sampling, **extra
         )
         raw = gen.text.decode("utf-8", "replace")
         parsed = turn.parse(raw)
@@ -436,6 +464,9 @@ class Agent:
                 "reused_prefix": gen.reused_prefix,
                 "allowed": list(turn.tool_choice.callable([t.name for t in turn.tools])),
                 "name_scores": scores,
+                "reasoning": parsed.reasoning,
+                "reasoning_tokens": gen.reasoning_tokens,
+                "reasoning_cut": gen.reasoning_cut,
             },
         )
         transcript.append(msg)

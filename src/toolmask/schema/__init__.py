@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from toolmask._pointer import json_pointer
@@ -34,6 +34,8 @@ def compile_json_schema(
     strict_formats: bool = False,
     resources: Mapping[str, Any] | None = None,
     max_indent_depth: int = 32,
+    notation: Literal["json", "python", "gemma"] = "json",
+    special_tokens: Iterable[str] = (),
     limits: Limits = DEFAULT_LIMITS,
 ) -> Grammar:
     """Compile a JSON Schema (draft 2020-12; draft-07/04 spellings read) into a grammar.
@@ -61,17 +63,25 @@ def compile_json_schema(
       the compiler logs a warning once per format name on the ``toolmask.schema`` logger).
       Formats toolmask knows (``toolmask.schema._formats.FORMATS``) are always enforced exactly.
     * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
+    * ``notation``: how values are spelled: ``"json"``, ``"python"`` (Python literals, for
+      tool calls written as Python code) or ``"gemma"`` (Gemma 4's object notation); see
+      :mod:`toolmask.schema._notation`. The post-decode checks read JSON text only.
+    * ``special_tokens``: special-token texts of the vocabulary; a notation's marker among them
+      (Gemma's ``<|"|>``) is a :class:`~toolmask.grammar.Special` node, else its bytes.
 
     Raises :class:`SchemaError` (with a JSON pointer and keyword) for schemas it cannot compile
     and :class:`LimitError` when a resource cap of ``limits`` is hit.
     """
     from toolmask.schema._compiler import SchemaCompiler
     from toolmask.schema._lower import Layout, Lowerer
+    from toolmask.schema._notation import NOTATIONS
 
     if whitespace not in ("compact", "spaced", "flexible", "indent"):
         raise ValueError(
             f"whitespace must be compact, spaced, flexible or indent, not {whitespace!r}"
         )
+    if notation not in NOTATIONS:
+        raise ValueError(f"notation must be json, python or gemma, not {notation!r}")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be schema or any, not {property_order!r}")
     for uri, doc in (("", schema), *(resources or {}).items()):
@@ -108,6 +118,8 @@ def compile_json_schema(
             additional_properties_default=additional_properties_default,
             max_indent_depth=max_indent_depth,
             any_order=property_order == "any",
+            notation=NOTATIONS[notation],
+            special_tokens=frozenset(special_tokens),
         )
         return lowerer.run(compiler.root_term, schema_json, resources_json)
     except RecursionError as e:  # a backstop: the depth checks above should come first

@@ -9,6 +9,9 @@ Layout decides where whitespace goes: ``compact`` (none), ``spaced`` (exactly wh
 place JSON allows it, at most ``max_ws`` bytes of ``[ \\t\\n\\r]``) or ``indent`` (exactly what
 ``json.dumps(value, indent=k)`` writes).
 
+Notation decides how values are spelled (:mod:`._notation`): JSON, Python literals or Gemma's
+object notation; the layouts apply to all three.
+
 Object members come in schema order, or, with ``any_order``, in any order the writer picks:
 every required key present, no key twice. Any order is a rule per set of keys written so far,
 so it is bounded by ``Limits.max_any_order_properties`` (beyond it, schema order).
@@ -51,6 +54,14 @@ from toolmask.grammar._regex import regex_direct_node
 from toolmask.schema import _langs
 from toolmask.schema._compiler import SchemaCompiler
 from toolmask.schema._json_text import json_string_char, json_ws
+from toolmask.schema._notation import (
+    NOTATIONS,
+    Notation,
+    gemma_key_dfa,
+    gemma_quote,
+    gemma_string_dfa,
+    python_string_char,
+)
 from toolmask.schema._terms import (
     BOTTOM,
     TOP,
@@ -139,8 +150,12 @@ class Lowerer:
         additional_properties_default: bool,
         max_indent_depth: int,
         any_order: bool = False,
+        notation: Notation = NOTATIONS["json"],
+        special_tokens: frozenset[str] = frozenset(),
     ) -> None:
         self.c = compiler
+        self.notation = notation
+        self.special_tokens = special_tokens
         self.layout = layout
         self.addl_default = additional_properties_default
         self.any_order = any_order
@@ -149,7 +164,7 @@ class Lowerer:
         self.order: list[str] = []
         self._memo: dict[tuple[Term, int], str] = {}
         self._todo: list[tuple[str, Term, int]] = []
-        self._dfa_memo: dict[tuple[Dfa, str], Node] = {}
+        self._dfa_memo: dict[tuple[Dfa | None, str], Node] = {}
         self._n = 0
         self.over: set[tuple[str, str]] = set()
 
@@ -202,6 +217,8 @@ class Lowerer:
         return term == BOTTOM or self.c.expand(term).is_empty()
 
     def shared(self, name: str) -> Node:
+        if name == "string" and self.notation.name != "json":
+            return self.text_string(None)
         if name not in self.rules:
             if name == "string":
                 body = seq(lit('"'), star(any_json_string_char()), lit('"'))
@@ -219,12 +236,14 @@ class Lowerer:
             self._define(name, body)
         return RuleRef(name)
 
-    def dfa_node(self, dfa: Dfa, encoding: Literal["raw", "json_string"]) -> Node:
+    def dfa_node(
+        self, dfa: Dfa, encoding: Literal["raw", "json_string", "python'", 'python"']
+    ) -> Node:
         key = (dfa, encoding)
         got = self._dfa_memo.get(key)
         if got is not None:
             return got
-        prefix = self._fresh("s" if encoding == "json_string" else "n")
+        prefix = self._fresh("n" if encoding == "raw" else "s")
         lowered = _lowered_dfa(dfa, encoding)
         entry = lowered.entry
         if lowered.rules:
@@ -242,11 +261,11 @@ class Lowerer:
                 alts.append(self.literal(json.loads(text), depth))
             return choice(*alts)
         if shape.null:
-            alts.append(lit("null"))
+            alts.append(lit(self.notation.null))
         if True in shape.booleans:
-            alts.append(lit("true"))
+            alts.append(lit(self.notation.true))
         if False in shape.booleans:
-            alts.append(lit("false"))
+            alts.append(lit(self.notation.false))
         alts.extend(self.number(n) for n in shape.numbers)
         alts.extend(self.string(s) for s in shape.strings)
         too_deep = self.layout.mode == "indent" and depth >= self.max_depth
@@ -262,6 +281,8 @@ class Lowerer:
             from toolmask.schema._compiler import _dec
 
             return self.dfa_node(_langs.number_literal_dfa(_dec(value, "", "const")), "raw")
+        if self.notation.name != "json":
+            return self.spelled(value, depth)
         if isinstance(value, dict) and 2 <= len(value) <= 4:
             items = list(value.items())
             return choice(
@@ -282,6 +303,8 @@ class Lowerer:
         return self.dfa_node(d, "raw")
 
     def string(self, s: StrAlt) -> Node:
+        if self.notation.name != "json":  # a format's or a pattern's DFA is built for it
+            return self.text_string(s.lang(self.c.limits))
         if s.fmt is not None:
             node = _format_node(s.fmt)
             if node is None:
@@ -300,10 +323,86 @@ class Lowerer:
             return seq(lit('"'), repeat(any_json_string_char(), lo, hi), lit('"'))
         return seq(lit('"'), self.dfa_node(s.dfa, "json_string"), lit('"'))
 
+    # notations other than JSON
+    def text_string(self, dfa: Dfa | None) -> Node:
+        """A string whose contents are in ``dfa`` (any text when None), in the notation."""
+        key = (dfa, "string")
+        got = self._dfa_memo.get(key)
+        if got is not None:
+            return got
+        if self.notation.name == "gemma":
+            q = gemma_quote(self.special_tokens)
+            node = seq(q, self.dfa_node(gemma_string_dfa(dfa), "raw"), q)
+        else:  # python: either quote
+            d = Dfa.any_string() if dfa is None else dfa
+            node = choice(
+                seq(lit("'"), self.dfa_node(d, "python'"), lit("'")),
+                seq(lit('"'), self.dfa_node(d, 'python"'), lit('"')),
+            )
+        if dfa is None:  # one rule for the free string, as JSON's ``string``
+            self._define("string", node)
+            node = RuleRef("string")
+        self._dfa_memo[key] = node
+        return node
+
+    def key(self, name: str) -> Node:
+        """A declared key, in the notation."""
+        if self.notation.name == "json":
+            return lit(json.dumps(name, ensure_ascii=False))
+        if self.notation.name == "gemma":  # bare, else quoted (the reader takes both)
+            if gemma_key_dfa(None).accepts(name):
+                return lit(name)
+            return self.text_string(Dfa.literal(name))
+        return self.text_string(Dfa.literal(name))
+
+    def colon(self) -> Node:
+        if self.notation.name == "gemma" and self.layout.mode != "flexible":
+            return lit(":")
+        return self.layout.colon()
+
+    def spelled(self, value: Any, depth: int) -> Node:
+        """A constant value written in a notation other than JSON (strings in every quoting
+        the notation has; objects of 2 to 4 members in any order, as for JSON)."""
+        L = self.layout
+        n = self.notation
+        if value is None:
+            return lit(n.null)
+        if value is True:
+            return lit(n.true)
+        if value is False:
+            return lit(n.false)
+        if isinstance(value, str):
+            return self.text_string(Dfa.literal(value))
+        if isinstance(value, (int, float)):
+            return self.literal(value, depth)
+        if isinstance(value, list):
+            if not value:
+                return L.empty("[]")
+            items = [self.spelled(v, depth + 1) for v in value]
+            body = [items[0]]
+            for it in items[1:]:
+                body += [L.sep(depth), it]
+            return seq(L.open("[", depth), *body, L.close("]", depth))
+        if not value:
+            return L.empty("{}")
+        members = list(value.items())
+        orders = itertools.permutations(members) if 2 <= len(members) <= 4 else [members]
+        alts = []
+        for order in orders:
+            body = []
+            for i, (k, v) in enumerate(order):
+                if i:
+                    body.append(L.sep(depth))
+                body += [self.key(str(k)), self.colon(), self.spelled(v, depth + 1)]
+            alts.append(seq(L.open("{", depth), *body, L.close("}", depth)))
+        return choice(*alts)
+
     # arrays
     def array(self, a: ArrAlt, depth: int) -> Node:
         L = self.layout
         if a.literal is not None:
+            if self.notation.name != "json":
+                return self.spelled(json.loads(a.literal), depth)
             return lit(L.render(json.loads(a.literal), depth))
         if a.contains is not None and a.min_contains == 0 and a.max_contains is None:
             a = ArrAlt(a.prefix, a.items, a.min_items, a.max_items, None, 1, None, a.evaluated)
@@ -412,7 +511,7 @@ class Lowerer:
         if sum(1 for p in props if p.required) > (hi if hi is not None else 1 << 30):
             return NOTHING
         sep = L.sep(depth)
-        colon = L.colon()
+        colon = self.colon()
         extra: Node = NOTHING
         if regions:
             extra = choice(
@@ -431,9 +530,7 @@ class Lowerer:
 
         def member(i: int) -> Node:
             p = props[i]
-            return seq(
-                lit(json.dumps(p.name, ensure_ascii=False)), colon, self.ref(p.value, depth + 1)
-            )
+            return seq(self.key(p.name), colon, self.ref(p.value, depth + 1))
 
         def extras(c: int) -> Node:
             need = max(0, lo - c) if counting else 0
@@ -506,18 +603,30 @@ class Lowerer:
         return choice(*out)
 
     def _key_node(self, keys: Dfa | None, names: list[str]) -> Node:
+        if self.notation.name == "gemma":  # bare keys
+            d = gemma_key_dfa(keys)
+            if names:
+                d = d.intersect(_langs.not_names(frozenset(names)), limits=self.c.limits)
+            return self.dfa_node(d, "raw")
         if keys is None and not names:
             return self.shared("string")
+        json_keys = self.notation.name == "json"
         if keys is None:
-            tree = other_keys_body(frozenset(names), self.c.limits.max_dfa_states)
+            tree = (
+                other_keys_body(frozenset(names), self.c.limits.max_dfa_states)
+                if json_keys
+                else None
+            )
             if tree is not None:
                 body, uses = tree
                 for name in sorted(uses - self.rules.keys()):
                     self._define(name, key_rest_rules()[name])
                 return seq(lit('"'), body, lit('"'))
             d = _langs.not_names(frozenset(names))
-            return seq(lit('"'), self.dfa_node(d, "json_string"), lit('"'))
-        d = _langs.dfa_and(keys, _langs.not_names(frozenset(names)), self.c.limits)
+        else:
+            d = _langs.dfa_and(keys, _langs.not_names(frozenset(names)), self.c.limits)
+        if not json_keys:
+            return self.text_string(d)
         return seq(lit('"'), self.dfa_node(d, "json_string"), lit('"'))
 
 
@@ -623,13 +732,19 @@ def _lowered_bytes(v: _LoweredDfa) -> int:
 
 
 @compiler_memo("schema.lowered_dfas", limit="max_language_memos", entry_bytes=_lowered_bytes)
-def _lowered_dfa(dfa: Dfa, encoding: Literal["raw", "json_string"]) -> _LoweredDfa:
+def _lowered_dfa(
+    dfa: Dfa, encoding: Literal["raw", "json_string", "python'", 'python"']
+) -> _LoweredDfa:
     """The lowering of ``dfa`` (the same for every schema that meets it: formats, lengths,
-    patterns), computed once; :meth:`Lowerer.dfa_node` renames its rules. Memoised in the
+    patterns), computed once per encoding (raw bytes, a JSON string's characters, a Python
+    string's in its quote); :meth:`Lowerer.dfa_node` renames its rules. Memoised in the
     active GrammarCompiler."""
-    entry, rules = dfa_to_rules(
-        dfa, _PLACEHOLDER, encoding=json_string_char if encoding == "json_string" else "raw"
-    )
+    enc: Any = "raw"
+    if encoding == "json_string":
+        enc = json_string_char
+    elif encoding != "raw":
+        enc = python_string_char(encoding[-1])
+    entry, rules = dfa_to_rules(dfa, _PLACEHOLDER, encoding=enc)
     memo: dict[int, _Plan] = {}
     plans = tuple(_plan(r.body, memo) for r in rules)
     return _LoweredDfa(entry, _plan(entry, memo), rules, plans)

@@ -121,6 +121,9 @@ class ChatRequest:
     #: turns reasoning off) and ``chat_template_kwargs`` (e.g. ``{"enable_thinking": false}``)
     reasoning_effort: str | None = None
     chat_template_kwargs: Mapping[str, Any] | None = None
+    #: at most this many tokens of reasoning, then the channel is closed (None: the server's
+    #: default, ``serve --reasoning-budget``)
+    reasoning_budget: int | None = None
 
     @property
     def thinking(self) -> bool:
@@ -467,6 +470,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "stream_options": ("include_usage", _stream_options),
     "reasoning_effort": ("reasoning_effort", _reasoning_effort),
     "chat_template_kwargs": ("chat_template_kwargs", _template_kwargs),
+    "reasoning_budget": ("reasoning_budget", lambda v: _int(v, "reasoning_budget", 0)),
     # accepted and ignored: bookkeeping fields that do not change the completion
     "user": ("", lambda v: _expect(v, str, "a string", "user")),
     "metadata": ("", lambda v: _expect(v, dict, "an object", "metadata")),

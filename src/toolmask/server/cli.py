@@ -55,9 +55,10 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--threads", type=int, help="CPU threads for llama.cpp (default: all cores)")
     s.add_argument(
         "--format",
-        default="hermes",
-        choices=sorted(FORMATS),
-        help="wire format the model writes tool calls in (default: hermes, <tool_call>)",
+        default="auto",
+        choices=["auto", *sorted(FORMATS)],
+        help="wire format the model writes tool calls in (default: auto, read from the "
+        "model's chat template and special tokens; hermes, <tool_call>, when they name none)",
     )
     d = BUILTIN
     s.add_argument(
@@ -86,6 +87,12 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
         type=int,
         help="completion tokens for requests that give no max_tokens; 0 = the rest of the "
         f"context (default: {d.max_tokens}, so one rambling request cannot hold the worker)",
+    )
+    s.add_argument(
+        "--reasoning-budget",
+        type=int,
+        help="at most this many tokens of reasoning per reply, then the reasoning channel is "
+        "closed and the reply goes on (default: no bound; a request's reasoning_budget wins)",
     )
     s.add_argument(
         "--no-tool-reminder",
@@ -132,6 +139,11 @@ def server_defaults(args: argparse.Namespace, metadata: Any) -> Any:
     )
     if args.max_tokens is not None:
         out = dataclasses.replace(out, max_tokens=args.max_tokens or None)
+    budget = getattr(args, "reasoning_budget", None)
+    if budget is not None:
+        if budget < 0:
+            raise ToolmaskError("--reasoning-budget must be >= 0")
+        out = dataclasses.replace(out, reasoning_budget=budget)
     try:  # the same checks a request's values get
         SamplingParams(
             temperature=out.temperature, top_p=out.top_p, top_k=out.top_k, min_p=out.min_p

@@ -11,6 +11,7 @@ Shape (``[]`` optional, names as in the printed grammar)::
     required  body ::= ws calls                   (llama3_json: calls | bare_calls)
     calls     one call per block:  block (ws block)* ws       (parallel off: block ws)
               list formats:  open [ call (sep call)* ] close ws  (parallel off: one call)
+              then, where the format has prose after its calls (gemma4), prose_t
     ws        ::= [ \t\n\r]{0,max_trailing_ws}
     call      ::= call_0 | call_1 | ...               one alternative per callable tool
     call_i    ::= '{"name": "<tool i>", "arguments": ' a<i>_root '}'   or the format's own
@@ -102,13 +103,15 @@ def _ws(fmt: WireFormat) -> Node:
 
 def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool) -> Node:
     """The block(s) holding the calls, then the trailing whitespace before the end of the turn;
-    ``bare`` leaves out the first block's opener."""
+    ``bare`` leaves out the first block's opener, and its closer (a bare block has no marker)."""
     ws = _ws(fmt)
     opener = fmt.open_node(kit.special_tokens)
     closer = fmt.close_node(kit.special_tokens) if fmt.close else lit(fmt.before_close)
     first = EMPTY if bare else opener
     if fmt.separator or fmt.list_calls:  # all calls in one block
-        sep = lit(fmt.separator_text) if fmt.separator else ws
+        sep = fmt.separator_node() if fmt.separator else ws
+        if bare:
+            closer = lit(fmt.before_close)
         inner = seq(call, star(seq(sep, call))) if parallel else call
         return seq(first, lit(fmt.list_open), inner, lit(fmt.list_close), closer, ws)
     body = seq(lit(fmt.list_open), call, lit(fmt.list_close), closer)
@@ -182,6 +185,7 @@ def build_turn_grammar(
     chosen = [t for t in tools if t.name in callable_names]
     mode = tool_choice.mode if chosen else "none"
     kit = _kit(fmt, special_tokens, schema_options or {})
+    kit.reasoning_open = reasoning_open
     head = _head(fmt, kit, reasoning=reasoning, reasoning_open=reasoning_open)
     call_refs = [kit.add(f"call_{i}", _call_grammar(fmt, t, i, kit)) for i, t in enumerate(chosen)]
     custom = fmt.turn_grammar(kit, call_refs, mode, parallel=parallel, reasoning=reasoning)
@@ -205,10 +209,14 @@ def build_turn_grammar(
             alts.append(prose_first)
         return Grammar((Rule("root", choice(*alts)), *out, *kit.rules))
     call = kit.add("call", choice(*call_refs))
-    out.append(Rule("calls", _calls(fmt, call, parallel=parallel, kit=kit, bare=False)))
+    tail: Node = EMPTY
+    if fmt.prose_after_calls:
+        tail, rules = prose_rules(fmt, at_start=False, name="prose_t")
+        out.extend(rules)
+    out.append(Rule("calls", seq(_calls(fmt, call, parallel=parallel, kit=kit, bare=False), tail)))
     bare = None
     if fmt.bare_at_start:
-        bare = _calls(fmt, call, parallel=parallel, kit=kit, bare=True)
+        bare = seq(_calls(fmt, call, parallel=parallel, kit=kit, bare=True), tail)
         out.append(Rule("bare_calls", bare))
 
     def body(prose: Node) -> Node:

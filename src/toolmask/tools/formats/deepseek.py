@@ -175,6 +175,9 @@ class DeepSeekDsml(WireFormat):
         schemas: Mapping[str, Any] | None = None,
     ) -> Block | None:
         m = _DSML_OPEN.match(text, k)
+        if m is None and final and _INVOKE.match(text, k) and not _INVOKE_END.search(text, k):
+            # the rest of a block cut off (see below): an unfinished invoke
+            return Block("bad", len(text), reason="truncated: the reply ends inside an invoke")
         if m is None:
             head = text[k : k + 40]
             if not final and ">" not in head:
@@ -182,10 +185,18 @@ class DeepSeekDsml(WireFormat):
             return Block("bad", k + len(DSML) + 1, reason="expected <｜DSML｜function_calls>")
         close = re.compile(r"</｜DSML｜\s*" + m.group(1) + r"\s*>")
         c = close.search(text, m.end())
-        if c is None:
-            if final:
-                return Block("bad", len(text), reason="truncated: no closing DSML tag")
+        if c is None and not final:
             return Block("pending")
+        if c is None:  # cut off: its complete invokes are kept, the unfinished one follows
+            ends = list(_INVOKE_END.finditer(text, m.end()))
+            if not ends:
+                return Block("bad", len(text), reason="truncated: no closing DSML tag")
+            last = ends[-1]
+            closed = f"{text[: last.end()]}</{DSML}{m.group(1)}>"
+            got = self.read_block(closed, k, final=True, schemas=schemas)
+            if got is None or got.status != "ok":
+                return Block("bad", len(text), reason="truncated: no closing DSML tag")
+            return Block("ok", last.end(), got.calls)
         end = c.end()
         pos, inner_end = m.end(), c.start()
         calls = []
