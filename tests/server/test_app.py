@@ -128,9 +128,8 @@ def test_assemble_is_what_a_stream_reassembles_to(plans: PlanCache) -> None:
     assert args == call["function"]["arguments"]
     only_calls, _ = assemble(text.removeprefix("Sure.\n"), plan)
     assert only_calls["content"] is None
-    # cut at max_tokens: not a call, and not content either (the unfinished call is dropped)
-    cut, cut_calls = assemble(text[:40], plan)
-    assert not cut_calls and cut["content"] == "Sure." and "tool_calls" not in cut
+    cut, cut_calls = assemble(text[:40], plan)  # cut at max_tokens: not a call, text kept
+    assert not cut_calls and cut["content"] == text[:40] and "tool_calls" not in cut
 
 
 def test_the_wire_format_is_configurable() -> None:

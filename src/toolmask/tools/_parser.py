@@ -14,12 +14,10 @@ Contract of the result (:class:`ParsedTurn`):
   side (``"Let me check.\\n<tool_call>..."`` gives ``"Let me check."``); a reply without blocks
   is its own content, byte for byte.
 * ``malformed``: blocks that start like a call but are not one (bad JSON, a missing name, cut
-  off at max tokens). Each is listed with a reason and its UTF-8 byte offset, and its raw text
-  stays in ``content`` where it was, except a block cut off by the end of the reply (reason
-  ``"truncated: ..."``): an unfinished call is not prose, so it is only listed (canitoolcall's
-  truncation policy: the complete calls before it are kept, the cut one is neither a call nor
-  content). A malformed block extends to the first close marker after its opener, or to the
-  end of the text when there is none.
+  off at max tokens). They are never dropped: the raw text stays in ``content`` where it was
+  (a block cut off by the end of the reply included: what the model wrote is never lost), and
+  the block is listed with a reason and its UTF-8 byte offset. A malformed block extends to
+  the first close marker after its opener, or to the end of the text when there is none.
 
 Parsing is lenient where the grammar is strict (any JSON whitespace, ``"arguments"`` or
 ``"parameters"``, arguments given as a JSON string): the parser also reads unconstrained output.
@@ -329,8 +327,8 @@ class _Scanner:
                 elif block.text_kind == "prose" and block.text:
                     st.items.append(_Item("prose", block.text))
                 st.after_block = True
-            else:  # the whitespace touching a block cut off goes with it (it is not content)
-                self._prose(st, seg, rstrip=block.reason.startswith("truncated"))
+            else:
+                self._prose(st, seg, rstrip=False)
                 st.items.append(_Item("bad", text[k : block.end], start=k, reason=block.reason))
                 st.after_block = False
             st.pos = block.end
@@ -497,8 +495,7 @@ def _assemble(text: str, items: list[_Item], ids: Callable[[int, _Item, int], st
         elif it.kind == "prose":
             content.append(it.text)
         elif it.kind == "bad":
-            if not it.reason.startswith("truncated"):  # a call cut off is not prose
-                content.append(it.text)
+            content.append(it.text)
             malformed.append(MalformedBlock(it.text, it.reason, offsets[id(it)]))
         else:
             for j, c in enumerate(it.calls):
@@ -607,7 +604,7 @@ class StreamParser:
             elif it.kind == "calls":
                 for j, c in enumerate(it.calls):
                     self._decided_calls.append((it.start, j, c))
-            elif it.kind != "bad" or not it.reason.startswith("truncated"):
+            else:
                 self._content += it.text
         self._n_items_content = len(items)
         reasoning = self._reasoning
