@@ -26,6 +26,8 @@ Modes (greedy decoding, the same tools advertised in the same prompt format):
 * ``grammar+likelihood``, ``grammar+pool+likelihood``: grammar mode (without and with the
   escape-hatch filter) with ``name_choice="likelihood"``: each step's tool is the allowed name
   the model finds most likely as a whole, then the call is decoded under it;
+  ``grammar+pool+likelihood+act-once`` adds ``ACT_ONCE``: the policies of ``toolmask demo``
+  with the model's own choice of tool in place of the per-tool markers;
 * ``grammar+markers``: the same filter with markers for every tool (the words of its domain,
   ``DOMAIN_MARKERS``, written per tool, not per task): a tool is in the pool only when the
   question has one of its words. The prompt still advertises every tool;
@@ -557,6 +559,7 @@ MODES = (
     "grammar+pool",
     "grammar+likelihood",
     "grammar+pool+likelihood",
+    "grammar+pool+likelihood+act-once",
     "grammar+markers",
     "grammar+markers+act-once",
 )
@@ -584,6 +587,8 @@ def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], a
     policy: Any = None
     if mode in ("grammar+pool", "grammar+pool+likelihood"):
         policy = PoolFilter(MARKERS)
+    elif mode == "grammar+pool+likelihood+act-once":
+        policy = [PoolFilter(MARKERS), ACT_ONCE]
     elif mode == "grammar+markers":
         policy = PoolFilter({**MARKERS, **DOMAIN_MARKERS})
     elif mode == "grammar+markers+act-once":
@@ -594,7 +599,7 @@ def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], a
         mode="grammar",
         policy=policy,
         answer_after=args.answer_after,
-        name_choice="likelihood" if mode.endswith("+likelihood") else "decode",
+        name_choice="likelihood" if "+likelihood" in mode else "decode",
         **common,
     )
 
