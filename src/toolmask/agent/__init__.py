@@ -441,7 +441,7 @@ class Agent:
                 opened = self._opened[id(turn)] = turn.for_prompt(text)
             turn = opened
         elif self.name_choice == "likelihood" and self.constrained:
-            turn, scores = self._choose_name(turn, text, self.backend.tokenize(text))
+            turn, scores = self._choose_name(turn, text)
         compiled = tm_compile(turn.grammar(), self.backend.vocab) if self.constrained else None
         prompt = self.backend.tokenize(text)
         budget = ReasoningBudget.for_turn(turn, self.reasoning_budget)
@@ -472,9 +472,7 @@ class Agent:
         transcript.append(msg)
         return msg, parsed, turn
 
-    def _choose_name(
-        self, turn: ToolTurn, text: str, prompt: list[int]
-    ) -> tuple[ToolTurn, dict[str, float]]:
+    def _choose_name(self, turn: ToolTurn, text: str) -> tuple[ToolTurn, dict[str, float]]:
         """``name_choice="likelihood"``: the turn narrowed to the allowed tool whose name, as
         the format writes it after the prompt (its opener, the name and the byte after it, so
         that ``add`` and ``add_days`` differ), the model finds most likely; the turn unchanged
@@ -493,15 +491,11 @@ class Agent:
             at = written.find(name)
             piece = written[: at + len(name) + 1] if at >= 0 else written
             seqs.append(self.backend.tokenize(text + piece))
-        shared = min(len(seq) for seq in seqs) - 1  # each keeps at least one token to score
-        for seq in seqs[1:]:
-            k = 0
-            while k < shared and seq[k] == seqs[0][k]:
-                k += 1
-            shared = k
-        if shared == 0:
+        first, most = seqs[0], min(len(seq) for seq in seqs) - 1  # one token left to score
+        shared = next((k for k in range(most) if any(s[k] != first[k] for s in seqs)), most)
+        if shared <= 0:
             return turn, {}
-        sums = score(seqs[0][:shared], [seq[shared:] for seq in seqs])
+        sums = score(first[:shared], [seq[shared:] for seq in seqs])
         scores = {n: round(float(v), 3) for n, v in zip(names, sums, strict=True)}
         best = max(names, key=lambda n: scores[n])
         return self._turn_of([best]), scores
