@@ -23,6 +23,11 @@ Modes (greedy decoding, the same tools advertised in the same prompt format):
   ``final_answer``, which ends the run;
 * ``grammar+pool``: grammar mode with a :class:`~toolmask.agent.PoolFilter` that leaves the
   escape hatches out of the mask unless the question has their markers;
+* ``grammar+likelihood``, ``grammar+pool+likelihood``: grammar mode (without and with the
+  escape-hatch filter) with ``name_choice="likelihood"``: each step's tool is the allowed name
+  the model finds most likely as a whole, then the call is decoded under it;
+  ``grammar+pool+likelihood+act-once`` adds ``ACT_ONCE``: the policies of ``toolmask demo``
+  with the model's own choice of tool in place of the per-tool markers;
 * ``grammar+markers``: the same filter with markers for every tool (the words of its domain,
   ``DOMAIN_MARKERS``, written per tool, not per task): a tool is in the pool only when the
   question has one of its words. The prompt still advertises every tool;
@@ -515,9 +520,13 @@ TASKS: list[Task] = [
 ]
 
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+#: dates, times and digits inside words are not numbers of an answer (a reply that echoes the
+#: question's 2025-03-02 does not answer "2")
+_NOT_NUMBERS = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|\w*[A-Za-z_]\w*")
 
 
 def _numbers(text: str) -> list[Decimal]:
+    text = _NOT_NUMBERS.sub(" ", text)
     return [Decimal(m.replace(",", "")) for m in _NUM.findall(text)]
 
 
@@ -548,6 +557,9 @@ MODES = (
     "required",
     "grammar",
     "grammar+pool",
+    "grammar+likelihood",
+    "grammar+pool+likelihood",
+    "grammar+pool+likelihood+act-once",
     "grammar+markers",
     "grammar+markers+act-once",
 )
@@ -573,14 +585,22 @@ def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], a
     if mode in ("auto", "required"):
         return Agent(backend, specs, tool_choice=mode, **common)
     policy: Any = None
-    if mode == "grammar+pool":
+    if mode in ("grammar+pool", "grammar+pool+likelihood"):
         policy = PoolFilter(MARKERS)
+    elif mode == "grammar+pool+likelihood+act-once":
+        policy = [PoolFilter(MARKERS), ACT_ONCE]
     elif mode == "grammar+markers":
         policy = PoolFilter({**MARKERS, **DOMAIN_MARKERS})
     elif mode == "grammar+markers+act-once":
         policy = [PoolFilter({**MARKERS, **DOMAIN_MARKERS}), ACT_ONCE]
     return Agent(
-        backend, specs, mode="grammar", policy=policy, answer_after=args.answer_after, **common
+        backend,
+        specs,
+        mode="grammar",
+        policy=policy,
+        answer_after=args.answer_after,
+        name_choice="likelihood" if "+likelihood" in mode else "decode",
+        **common,
     )
 
 
@@ -688,7 +708,7 @@ def main() -> None:
                 rows.append(row)
                 mark = "ok " if row["converged"] else "-- "
                 print(
-                    f"{mode:13} {i + 1:2}/{len(tasks)} {mark}{task.prompt[:50]!r} -> "
+                    f"{mode:24} {i + 1:2}/{len(tasks)} {mark}{task.prompt[:50]!r} -> "
                     f"{str(row['answer'])[:40]!r} [{', '.join(row['calls'])[:80]}]",
                     flush=True,
                 )
@@ -718,14 +738,12 @@ def print_table(report: dict[str, Any]) -> None:
         f"{report['max_steps']}, max_tokens {report['max_tokens']}, {report['cpus']} CPUs, "
         f"load {report['load_before'][0]:.1f} -> {report['load_after'][0]:.1f}"
     )
-    head = (
-        "mode            converged  first tool  reached  escapes  steps  tokens  prompt tok  wall s"
-    )
+    head = f"{'mode':24} converged  first tool  reached  escapes  steps  tokens  prompt tok  wall s"
     print(head)
     print("-" * len(head))
     for mode, m in report["modes"].items():
         print(
-            f"{mode:15} {m['converged']:>4}/{n:<4} {m['first_tool_right']:>5}/{n:<4} "
+            f"{mode:24} {m['converged']:>4}/{n:<4} {m['first_tool_right']:>5}/{n:<4} "
             f"{m['reached']:>4}/{n:<3} {m['escapes']:>7} {m['steps_mean']:>6} "
             f"{m['tokens_mean']:>7} {m['prompt_tokens_mean']:>11} {m['wall_s']:>7}"
         )

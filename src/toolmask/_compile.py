@@ -84,6 +84,9 @@ class GrammarCompiler:
         )
         self._named: dict[str, LRUCache[Any, Any]] = {}
         self._lock = threading.Lock()
+        # what _trim measured last, and the compiles since (it measures at intervals)
+        self._last_total = 0
+        self._since_trim = 0
 
     # -- compiling --------------------------------------------------------------------------------
     def compile(
@@ -139,29 +142,37 @@ class GrammarCompiler:
 
     def vocab_index(self, vocab: Vocabulary) -> Any:
         """The index of ``vocab`` for this backend (tries, token tables, run tables), built
-        once per fingerprint and kept in the ``max_vocab_indexes`` LRU."""
+        once per fingerprint and kept in the ``max_vocab_indexes`` LRU (each keeps
+        ``max_run_tables`` run tables)."""
+        tables = self.limits.max_run_tables
         if self.backend == "native":
             from toolmask.mask._native import NativeVocabIndex
 
-            build: Callable[[], Any] = lambda: NativeVocabIndex(vocab)  # noqa: E731
+            build: Callable[[], Any] = lambda: NativeVocabIndex(  # noqa: E731
+                vocab, max_run_tables=tables
+            )
         else:
             from toolmask.mask import VocabIndex
 
-            build = lambda: VocabIndex(vocab)  # noqa: E731
+            build = lambda: VocabIndex(vocab, max_run_tables=tables)  # noqa: E731
         return self._indexes.get_or_build(vocab.fingerprint, build)
 
     # -- caches -----------------------------------------------------------------------------------
-    def cache(self, name: str, *, limit: str) -> LRUCache[Any, Any]:
+    def cache(
+        self, name: str, *, limit: str, entry_bytes: Callable[[Any], int] | None = None
+    ) -> LRUCache[Any, Any]:
         """The named cache ``name`` owned by this compiler (created on first use), bounded by
-        the ``Limits`` field ``limit`` of this compiler's limits. For the layers above the
-        compiler: the tool layer keeps its schema grammars, validators and sanitizer patterns
-        here, so that :meth:`clear` and :meth:`memory` cover them."""
+        the ``Limits`` field ``limit`` of this compiler's limits; ``entry_bytes`` measures a
+        value when it is stored, for :meth:`memory` and the byte budget. For the other layers:
+        the tool layer keeps its schema grammars, validators and sanitizer patterns here, the
+        schema and grammar layers their memos (:func:`toolmask._cache.compiler_memo`), so that
+        :meth:`clear` and :meth:`memory` cover them."""
         c = self._named.get(name)
         if c is None:
             with self._lock:
                 c = self._named.get(name)
                 if c is None:
-                    c = LRUCache(name, int(getattr(self.limits, limit)))
+                    c = LRUCache(name, int(getattr(self.limits, limit)), entry_bytes=entry_bytes)
                     self._named[name] = c
         return c
 
@@ -177,8 +188,9 @@ class GrammarCompiler:
 
     def memory(self) -> dict[str, int]:
         """Bytes held, by part: ``automata``, ``masks`` (every compiled grammar's cached masks),
-        ``vocab_indexes``, and ``total``; plus the entry counts of the caches (``compiled``,
-        and one per named cache)."""
+        ``vocab_indexes``, ``memos`` (the named caches that measure their entries), and
+        ``total``; plus the entry counts of the caches (``compiled``, and one per named
+        cache)."""
         automata: dict[int, Any] = {}
         masks = 0
         compiled = self._compiled.values()
@@ -190,11 +202,13 @@ class GrammarCompiler:
             automata[id(a)] = a
         auto_bytes = sum(_automaton_bytes(a) for a in automata.values())
         index_bytes = self._indexes.nbytes()
+        memo_bytes = sum(c.nbytes() for c in list(self._named.values()))
         out = {
             "automata": auto_bytes,
             "masks": masks,
             "vocab_indexes": index_bytes,
-            "total": auto_bytes + masks + index_bytes,
+            "memos": memo_bytes,
+            "total": auto_bytes + masks + index_bytes + memo_bytes,
             "compiled": len(compiled),
         }
         for name, named in sorted(self._named.items()):
@@ -202,19 +216,46 @@ class GrammarCompiler:
         return out
 
     def _trim(self) -> None:
-        """Drop least recently used compiled grammars (and their automata) while the caches
-        hold more than ``max_cache_bytes``; the last compiled grammar always stays."""
-        while len(self._compiled) > 1 and self.memory()["total"] > self.max_cache_bytes:
-            old = self._compiled.pop_oldest()
-            if old is None:
-                break
+        """While the caches hold more than ``max_cache_bytes``: drop the least recently used
+        compiled grammars (and their automata), the last one always staying, then the oldest
+        entries of the measured named caches (the memos), largest cache first. Runs after each
+        compile (memos filled by building a grammar alone are trimmed at the next compile).
+
+        Measuring asks every cached grammar its size (O(cached grammars)), so while the last
+        measure was under half of ``max_cache_bytes`` the next ones are spaced out: one per
+        ``len(compiled) // 16`` compiles (amortised O(16) per compile); past half, every
+        compile measures."""
+        self._since_trim += 1
+        if (
+            self._last_total < self.max_cache_bytes // 2
+            and self._since_trim < len(self._compiled) // 16
+        ):
+            return
+        self._since_trim = 0
+        total = self.memory()["total"]
+        while total > self.max_cache_bytes and len(self._compiled) > 1:
+            self._compiled.pop_oldest()
             if len(self._automata) > 1:
                 self._automata.pop_oldest()
+            total = self.memory()["total"]
+        memos = sorted(
+            (c for c in list(self._named.values()) if c.nbytes() > 0),
+            key=LRUCache.nbytes,
+            reverse=True,
+        )
+        for c in memos:
+            while total > self.max_cache_bytes:
+                before = c.nbytes()
+                if c.pop_oldest() is None:
+                    break
+                total -= before - c.nbytes()
+        self._last_total = total
 
     def clear(self) -> None:
         """Forget everything cached (compiled grammars, automata, indexes, named caches)."""
         self._compiled.clear()
         self._automata.clear()
+        self._last_total = self._since_trim = 0
         self._indexes.clear()
         for c in list(self._named.values()):
             c.clear()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["escape_token", "json_pointer"]
+__all__ = ["escape_token", "fragment", "json_pointer"]
 
 
 def escape_token(part: str | int) -> str:
@@ -20,3 +20,8 @@ def escape_token(part: str | int) -> str:
 def json_pointer(parts: Iterable[str | int]) -> str:
     """The pointer to the value reached by ``parts`` (object keys, array indices)."""
     return "".join("/" + escape_token(p) for p in parts)
+
+
+def fragment(pointer: str) -> str:
+    """A pointer as a URI fragment, how errors show it: ``#`` for the root, ``#/a`` below it."""
+    return pointer if pointer.startswith("#") else "#" + pointer

@@ -230,6 +230,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         tool_choice="required" if grammar else args.tool_choice,
         answer_after=1 if grammar else 0,
         max_steps=args.max_steps,
+        fmt=args.format,
     )
     for prompt in args.prompt or DEMO_PROMPTS:
         print(f"\n### user: {prompt}")
@@ -261,6 +262,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         max_steps=args.max_steps,
         max_tokens=args.max_tokens,
         sampling=SamplingParams(temperature=args.temperature, seed=args.seed),
+        fmt=args.format,
     )
     names = ", ".join(t.name for t in agent.tools) or "none"
     print(f"tools: {names}\n{CHAT_HELP}", file=sys.stderr, flush=True)
@@ -285,6 +287,19 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         history = transcript[1:]
         sys.stdout.flush()
     return 0
+
+
+def add_format_argument(p: argparse.ArgumentParser) -> None:
+    """``--format``, shared by ``demo``, ``chat`` and ``serve``."""
+    from toolmask.tools.formats import FORMATS
+
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", *sorted(FORMATS)],
+        help="wire format of the model's tool calls (default: auto, read from its chat "
+        "template and special tokens; hermes when they name none)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -383,6 +398,7 @@ def _parser() -> argparse.ArgumentParser:
         "prose: --tool-choice each step, prose ends the run",
     )
     d.add_argument("--tool-choice", default="auto", type=_tool_choice, help="prose mode only")
+    add_format_argument(d)
     d.add_argument("--max-steps", type=int, default=4)
     d.set_defaults(run=_cmd_demo)
 
@@ -399,6 +415,7 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--tools", help="JSON file of OpenAI tools instead of the demo tools")
     ch.add_argument("--no-tools", action="store_true", help="plain chat, no tools")
     ch.add_argument("--tool-choice", default="auto", type=_tool_choice)
+    add_format_argument(ch)
     ch.add_argument("--max-steps", type=int, default=4, help="model turns per message")
     ch.add_argument("--max-tokens", type=int, default=256, help="tokens per model turn")
     ch.add_argument("--temperature", type=float, default=0.0)

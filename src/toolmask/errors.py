@@ -18,6 +18,10 @@ API misuse and for bad grammars or schemas at compile time.
 
 from __future__ import annotations
 
+from typing import Self
+
+from toolmask._pointer import fragment
+
 __all__ = [
     "ChatTemplateError",
     "ContextOverflowError",
@@ -35,22 +39,52 @@ class ToolmaskError(Exception):
     """Root of every error raised by toolmask."""
 
 
-class SchemaError(ToolmaskError):
+class _SchemaPlace:
+    """Where in whose schema a :class:`SchemaError` or :class:`LimitError` happened:
+    ``pointer`` (see each class) and ``tool``, the name of the tool whose parameters were
+    being compiled (set by the tool layer as the error passes through it; ``None`` for a schema
+    compiled on its own)."""
+
+    pointer: str | None
+    tool: str | None = None
+
+    def in_tool(self, name: str) -> Self:
+        """Name the tool whose schema this is, unless one is named already; returns ``self``."""
+        if self.tool is None:
+            self.tool = name
+        return self
+
+    def within(self, prefix: str) -> Self:
+        """The schema compiled was the subschema at JSON pointer ``prefix`` of a larger one
+        (a tool parameter compiled on its own): make ``pointer`` relative to the larger one.
+        Returns ``self``."""
+        if self.pointer is not None:
+            self.pointer = prefix + self.pointer
+        return self
+
+    def _prefix(self) -> str:
+        return f"tool {self.tool!r}: " if self.tool is not None else ""
+
+
+class SchemaError(_SchemaPlace, ToolmaskError):
     """A JSON Schema that cannot be compiled exactly.
 
     ``pointer`` is a JSON pointer (RFC 6901) to the schema location, ``keyword`` the keyword at
-    fault (may be ``None`` when the whole subschema is at fault).
+    fault (may be ``None`` when the whole subschema is at fault); ``tool`` the tool whose
+    parameters schema it is, when a tool's.
     """
+
+    pointer: str
 
     def __init__(self, message: str, *, pointer: str = "", keyword: str | None = None) -> None:
         self.message = message
         self.pointer = pointer
         self.keyword = keyword
-        where = pointer or "#"
-        if not where.startswith("#"):
-            where = "#" + where
-        kw = f" ({keyword})" if keyword else ""
-        super().__init__(f"{where}{kw}: {message}")
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        kw = f" ({self.keyword})" if self.keyword else ""
+        return f"{self._prefix()}{fragment(self.pointer)}{kw}: {self.message}"
 
 
 class GrammarError(ToolmaskError):
@@ -75,12 +109,32 @@ class GrammarSyntaxError(GrammarError):
         super().__init__(f"{source}:{self.line}:{self.column}: {message}\n  {src_line}\n  {caret}")
 
 
-class LimitError(ToolmaskError):
-    """A resource cap was exceeded; ``limit`` names the :class:`Limits` field."""
+class LimitError(_SchemaPlace, ToolmaskError):
+    """A resource cap was exceeded; ``limit`` names the :class:`Limits` field.
 
-    def __init__(self, message: str, *, limit: str) -> None:
+    ``pointer``: when the cap was hit while compiling a JSON Schema, the JSON pointer (RFC 6901)
+    to the schema location being compiled then (the innermost one; ``""`` is the root, the
+    schema as a whole); ``None`` when the cap is not tied to a schema location (an automaton
+    built from a grammar, say). ``tool``: the tool whose parameters schema it was, when a
+    tool's.
+    """
+
+    def __init__(self, message: str, *, limit: str, pointer: str | None = None) -> None:
+        self.message = message
         self.limit = limit
-        super().__init__(f"{message} (limit: {limit})")
+        self.pointer = pointer
+        super().__init__(message)
+
+    def at(self, pointer: str) -> LimitError:
+        """Locate this error at ``pointer`` unless a more precise location was set first (the
+        schema compiler calls it from the innermost location out); returns ``self``."""
+        if self.pointer is None:
+            self.pointer = pointer
+        return self
+
+    def __str__(self) -> str:
+        where = "" if self.pointer is None else f"{fragment(self.pointer)}: "
+        return f"{self._prefix()}{where}{self.message} (limit: {self.limit})"
 
 
 class VocabError(ToolmaskError):

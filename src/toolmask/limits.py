@@ -74,9 +74,10 @@ class Limits:
     # -- caches and matcher output (GrammarCompiler, Matcher) --------------------------------
     # A GrammarCompiler reads these from its own ``limits``; none refuses input, each bounds
     # memory (or, for max_forced_bytes, the work of one call) and costs recomputation when hit.
-    #: bytes one GrammarCompiler may hold (automata, cached masks, vocabulary indexes); past it
-    #: the least recently used compiled grammars are dropped at the next compile (cost: their
-    #: masks and automata are rebuilt when those grammars come back)
+    #: bytes one GrammarCompiler may hold (automata, cached masks, vocabulary indexes, the
+    #: schema and regex compilers' memos); past it the least recently used compiled grammars
+    #: are dropped at the next compile, then the oldest memos (cost: their masks, automata and
+    #: languages are rebuilt when they are needed again)
     max_cache_bytes: int = 1024 * 1024 * 1024
     #: compiled grammars (and automata) kept by one compiler, least recently used dropped first
     max_compiled_grammars: int = 64
@@ -89,8 +90,29 @@ class Limits:
     max_validators: int = 512
     #: output-sanitizer patterns kept, by marker set
     max_sanitizer_patterns: int = 64
+    #: string languages kept per kind by the schema and regex compilers, by their input
+    #: (regex DFAs, key-name complements, length languages) and enum key sets; counted in
+    #: max_cache_bytes (cost when dropped: built again, a DFA construction each)
+    max_language_memos: int = 512
+    #: small pure results kept per kind: character classes as UTF-8 / JSON-string IR, the
+    #: fraction-digit regexes of number bounds, the unknown format names already warned about
+    #: (each warned about once while it is kept); counted in max_cache_bytes
+    max_memo_entries: int = 4096
+    #: shared run tables (run classes, base bitmasks, exit tries) kept per vocabulary index,
+    #: least recently used dropped first; a table a position still holds stays (cost: a
+    #: dropped one is rebuilt, one pass over the token bytes; V/8 bytes per base bitmask)
+    max_run_tables: int = 256
     #: longest run Matcher.forced_bytes returns (cost: one transition per byte)
     max_forced_bytes: int = 4096
+
+    # -- requests (toolmask serve) ---------------------------------------------------------
+    #: bytes of one request body, answered 413 past it before parsing (protects memory)
+    max_request_bytes: int = 8 * 1024 * 1024
+    #: stop sequences one request may give (OpenAI's own limit is 4; cost: each is searched
+    #: for in every decoded chunk)
+    max_stop_sequences: int = 4
+    #: characters of one stop sequence (cost: the text held back while a stop may be forming)
+    max_stop_chars: int = 256
 
 
 DEFAULT_LIMITS = Limits()
@@ -116,4 +138,5 @@ SERVER_LIMITS = Limits(
     max_any_order_properties=8,
     max_cache_bytes=256 * 1024 * 1024,
     max_vocab_indexes=2,
+    max_language_memos=128,
 )

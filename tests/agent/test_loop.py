@@ -380,3 +380,119 @@ def test_answer_after_masks_the_answer_until_a_tool_ran() -> None:
     assert allowed[3] == ["add", "flaky", "final_answer"]
     assert t[2].tool_calls[0].name != "final_answer"  # the scripted early answer was masked
     assert t.outcome.stop == "answer" and t.outcome.answer == "5"
+
+
+def test_format_auto_prompt_opened_reasoning_and_budget() -> None:
+    """``fmt="auto"`` reads qwen3 from the model's template; the prompt opens ``<think>``, so
+    the turn starts inside the channel; the budget closes it after 3 tokens and the call
+    follows."""
+    from tests.backends.thinker import Thinker
+
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    backend = Thinker(
+        opener="<think>",
+        close="</think>",
+        after="\n\n" + call,
+        specials=["<think>", "</think>"],
+        chat_template="{{ '<|im_start|>' }}<tool_call></tool_call>{{ '<think>' }}",
+    )
+
+    def template(messages: Any, turn: Any, **_kw: Any) -> str:
+        text = "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages)
+        return text + "<|im_start|>assistant\n<think>\n"
+
+    def get_weather(city: str) -> str:
+        """Weather."""
+        return f"sunny in {city}"
+
+    agent = Agent(backend, [get_weather], template=template, reasoning_budget=3, max_steps=1)
+    assert agent._base.format.name == "qwen3"
+    reply = agent.run("Weather in Oslo?")[2]
+    assert reply.meta["reasoning"] == "hm" and reply.meta["reasoning_cut"]
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("get_weather", {"city": "Oslo"})]
+    with pytest.raises(ToolError, match="reasoning_budget"):
+        Agent(backend, [get_weather], template=template, reasoning_budget=-2)
+
+
+# -- the decision prompt under auto ---------------------------------------------------------------
+
+
+def test_auto_prose_steps_carry_the_decision_prompt_after_the_user_message() -> None:
+    b = Scripted([call("add", '{"a": 2, "b": 3}'), "It is 5."])
+    t = Agent(b, [add]).run("2 + 3?")
+    decision = "<|im_start|>system\nReply with <tool_call> if a function can answer this"
+    for prompt in b.prompts:
+        user = prompt.index("<|im_start|>user\n2 + 3?<|im_end|>\n")
+        assert prompt.index(decision) > user  # right after the user's message, every step
+        assert prompt.count(decision) == 1
+    assert b.prompts[1].startswith(b.prompts[0][: -len("<|im_start|>assistant\n")])
+    assert b.reused[1] > len(b.prompts[0]) - 30  # the second step reuses the first's prefix
+    assert all(m.role != "system" or i == 0 for i, m in enumerate(t))  # not in the transcript
+
+
+def test_no_decision_prompt_when_the_mask_decides_or_when_asked() -> None:
+    for agent in (
+        Agent(Scripted([answer("5")]), [add], mode="grammar"),
+        Agent(Scripted(["It is 5."]), [add], tool_choice="required", max_steps=1),
+        Agent(Scripted(["It is 5."]), [add], reminder=False),
+    ):
+        agent.run("2 + 3?")
+        backend = agent.backend
+        assert isinstance(backend, Scripted)
+        assert "Reply with <tool_call>" not in backend.prompts[0]
+
+
+# -- choosing the tool by its whole name's likelihood -------------------------------------------
+
+
+def add_days(date: str, days: int) -> str:
+    """A date plus days.
+
+    Args:
+        date: YYYY-MM-DD.
+        days: How many.
+    """
+    return f"{date}+{days}"
+
+
+def test_backend_score_is_the_sum_of_log_softmax() -> None:
+    b = Scripted(["ab", "ab"])
+    context = b.tokenize("Q:")
+    good, bad = b.score(context, [b.tokenize("ab"), b.tokenize("ax")])
+    # Scripted's logits: 5.0 for the preferred byte, -10.0 for every other token
+    hit = 5.0 - float(np.log(np.exp(5.0) + (len(TOKENS) - 1) * np.exp(-10.0)))
+    miss = -10.0 - float(np.log(np.exp(5.0) + (len(TOKENS) - 1) * np.exp(-10.0)))
+    assert good == pytest.approx(2 * hit) and bad == pytest.approx(hit + miss)
+    assert b.reused[-1] == len(context) - 1  # the context's KV prefix is reused
+
+
+@pytest.mark.parametrize("meant", ["add", "add_days"])
+def test_likelihood_picks_the_name_the_model_means_with_the_same_prompt(meant: str) -> None:
+    """The scripted model means ``meant`` when asked for the whole name (its scripts for the
+    two scoring passes, which start after what the candidates share: the prompt and
+    ``<tool_call>\n{"name": "add``); the step is then decoded under that tool alone, and the
+    prompt is the one the default choice renders."""
+    args = '{"a": 2, "b": 3}' if meant == "add" else '{"date": "2025-01-01", "days": 3}'
+    shared = len('<tool_call>\n{"name": "add')
+    script = [call(meant, args)[shared:]] * 2 + [call(meant, args)]
+    b = Scripted(script)
+    agent = Agent(b, [add_days, add], mode="grammar", answer_after=1, name_choice="likelihood")
+    t = agent.run("2 + 3?", max_steps=1)
+    step = t[2]
+    scores = step.meta["name_scores"]
+    assert set(scores) == {"add_days", "add"} and max(scores, key=scores.get) == meant
+    assert step.meta["allowed"] == [meant] and step.tool_calls[0].name == meant
+    plain = Scripted([call(meant, args)])
+    Agent(plain, [add_days, add], mode="grammar", answer_after=1).run("2 + 3?", max_steps=1)
+    assert b.prompts[-1] == plain.prompts[0]  # the mask changed, the prompt did not
+
+
+def test_likelihood_leaves_prose_steps_and_single_tools_alone() -> None:
+    b = Scripted(["It is 5."])
+    t = Agent(b, [add_days, add], name_choice="likelihood").run("2 + 3?")
+    assert t[2].meta["name_scores"] == {} and len(b.prompts) == 1  # auto: nothing scored
+    b = Scripted([call("add", '{"a": 2, "b": 3}')])
+    t = Agent(b, [add], tool_choice="required", name_choice="likelihood").run("?", max_steps=1)
+    assert t[2].meta["name_scores"] == {} and len(b.prompts) == 1  # one tool: nothing to choose
+    with pytest.raises(ToolError, match="name_choice"):
+        Agent(b, [add], name_choice="best")  # type: ignore[arg-type]

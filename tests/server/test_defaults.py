@@ -93,6 +93,11 @@ def test_serve_flags() -> None:
         server_defaults(_args("--top-p", "0"), {})
     with pytest.raises(tm.ToolmaskError, match="max-tokens"):
         server_defaults(_args("--max-tokens", "-3"), {})
+    assert server_defaults(_args(), {}).reasoning_budget is None
+    assert server_defaults(_args("--reasoning-budget", "64"), {}).reasoning_budget == 64
+    with pytest.raises(tm.ToolmaskError, match="reasoning-budget"):
+        server_defaults(_args("--reasoning-budget", "-1"), {})
+    assert _args().format == "auto" and _args("--format", "glm").format == "glm"
 
 
 def _post(client: TestClient, **body: Any) -> Any:

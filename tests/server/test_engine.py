@@ -283,7 +283,14 @@ def test_schemas_past_the_server_limits_are_refused(plans: PlanCache) -> None:
     blowup = {"type": "string", "pattern": "[ab]*a[ab]{24}"}  # a DFA of 2**25 states
     with pytest.raises(APIError) as e:
         plans.get(_req(response_format=_rf(blowup)))
-    assert e.value.code == "schema_too_complex" and e.value.extra["limit"] == "max_dfa_states"
+    assert e.value.code == "schema_too_complex"
+    assert e.value.extra == {"limit": "max_dfa_states", "pointer": "#"}
+    nested = {"type": "object", "properties": {"when": {"type": "array", "items": blowup}}}
+    with pytest.raises(APIError) as e:
+        plans.get(_req(tools=[_tool("ok", {"type": "object"}), _tool("evil", nested)]))
+    assert e.value.param == "tools[1].function.parameters"
+    assert e.value.extra == {"limit": "max_dfa_states", "pointer": "#/properties/when/items"}
+    assert "'evil'" in e.value.message and "#/properties/when/items" in e.value.message
     deep: dict[str, Any] = {"type": "integer"}
     for _ in range(200):
         deep = {"type": "array", "items": deep}

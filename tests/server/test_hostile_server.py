@@ -4,7 +4,9 @@ Each case goes to the app (FastAPI's test client, a backend that answers "ok" wi
 as a ``response_format`` schema, and the wrapped object ones also as a tool's parameters. Every
 request must be answered: 200 (it compiled, and the backend ran), or a 400 that says what and
 where: ``invalid_schema`` with the JSON pointer, ``schema_too_complex`` with the ``Limits``
-field, ``invalid_json`` for a body nested past what a JSON parser takes. Meanwhile, another
+field and the JSON pointer where the cap was hit, ``invalid_json`` for a body nested past what a
+JSON parser takes. A tool's error names the tool's parameters (``param``) and points into them,
+below the property that holds the case. Meanwhile, another
 thread keeps asking ``/health`` and a plain chat: the server must answer those while it
 compiles (compilation runs off the event loop). The compile-time cap is lowered to 2 s so the
 file runs in bounded time.
@@ -31,6 +33,8 @@ from tests.server.test_defaults import Recorder
 from toolmask.server._app import create_app
 
 LIMITS = dataclasses.replace(tm.SERVER_LIMITS, max_compile_seconds=2.0)
+#: caps of a schema or grammar as a whole, answered at ``#`` when they are hit
+_WHOLE = {"max_schema_bytes", "max_automaton_states", "max_compile_seconds"}
 USER = [{"role": "user", "content": "hi"}]
 
 
@@ -44,26 +48,35 @@ def _body(**fields: Any) -> bytes:
         sys.setrecursionlimit(old)
 
 
-def _check(name: str, r: Any) -> str:
-    """The outcome of one hostile request, after checking it is a clear one."""
+def _check(name: str, r: Any, *, param: str, at: str) -> str:
+    """The outcome of one hostile request, after checking it is a clear one: a schema error
+    names ``param`` and points at ``at`` or below it (for a cap of the schema as a whole, at
+    ``#``)."""
     if r.status_code == 200:
         assert r.json()["choices"][0]["message"]["content"] == "ok", (name, r.text)
         return "compiled"
     assert r.status_code == 400, (name, r.status_code, r.text[:300])
     err = r.json()["error"]
     assert err["message"], name
-    if err["code"] == "invalid_schema":
-        assert err["pointer"].startswith("#"), (name, err)
-    elif err["code"] == "schema_too_complex":
+    if err["code"] == "invalid_json":
+        assert "recursion" in err["message"], (name, err)
+        return "invalid_json"
+    assert err["code"] in ("invalid_schema", "schema_too_complex"), (name, err)
+    assert err["param"] == param, (name, err)
+    if err["code"] == "schema_too_complex":
         assert err["limit"] in {f.name for f in dataclasses.fields(tm.Limits)}, (name, err)
-    else:
-        assert err["code"] == "invalid_json" and "recursion" in err["message"], (name, err)
-    return str(err["code"])
+    pointer = err["pointer"]
+    assert pointer == at or pointer.startswith(at + "/") or pointer == "#", (name, err)
+    assert pointer in err["message"], (name, err)
+    if pointer == "#" != at:  # only a cap of the whole schema (or grammar) is not below ``at``
+        assert err.get("limit") in _WHOLE, (name, err)
+    return f"{err['code']} at {pointer}"
 
 
 def test_hostile_schemas_get_clear_answers_and_the_server_stays_responsive() -> None:
     app = create_app(Recorder(), model_name="m", limits=LIMITS)
     outcomes: dict[str, str] = {}
+    tool_outcomes: dict[str, str] = {}
     side: list[int] = []
     done = threading.Event()
     with TestClient(app) as client:
@@ -85,7 +98,7 @@ def test_hostile_schemas_get_clear_answers_and_the_server_stays_responsive() -> 
                     content=_body(response_format=rf),
                     headers={"content-type": "application/json"},
                 )
-                outcomes[name] = _check(name, r)
+                outcomes[name] = _check(name, r, param="response_format.json_schema.schema", at="#")
                 params = {"type": "object", "properties": {"x": schema}, "required": ["x"]}
                 tool = {"type": "function", "function": {"name": "f", "parameters": params}}
                 r = client.post(
@@ -93,13 +106,46 @@ def test_hostile_schemas_get_clear_answers_and_the_server_stays_responsive() -> 
                     content=_body(tools=[tool], tool_choice="required"),
                     headers={"content-type": "application/json"},
                 )
-                _check(name + " (tool)", r)
+                tool_outcomes[name] = _check(
+                    name + " (tool)", r, param="tools[0].function.parameters", at="#/properties/x"
+                )
         finally:
             done.set()
             t.join(60)
     assert side and set(side) == {200}, side
     # the cases that must be refused under any limits are refused, located
-    assert outcomes["backreference"] == "invalid_schema"
-    assert outcomes["ref_cycle"] == "invalid_schema"
-    assert outcomes["deep_regex_groups"] == "schema_too_complex"
+    assert outcomes["backreference"] == "invalid_schema at #"
+    assert outcomes["ref_cycle"] == "invalid_schema at #/$defs/a"
+    assert outcomes["deep_regex_groups"] == "schema_too_complex at #"
+    assert outcomes["ref_chain_3000"].startswith("schema_too_complex at #/$defs/d")
     assert outcomes["catastrophic_regex"] == "compiled"
+    # the same caps in a tool's parameters, below the property that holds the case
+    assert tool_outcomes["backreference"] == "invalid_schema at #/properties/x"
+    for name in ("deep_regex_groups", "product_of_any_ofs", "overlapping_pattern_properties"):
+        assert tool_outcomes[name] == "schema_too_complex at #/properties/x", name
+
+
+def test_request_caps_are_limits_fields() -> None:
+    """The body size and the stop sequences are bounded by the server's ``Limits``, and the
+    answer names the field; raising a field raises the cap."""
+    small = dataclasses.replace(
+        tm.SERVER_LIMITS, max_request_bytes=2_000, max_stop_sequences=2, max_stop_chars=5
+    )
+    with TestClient(create_app(Recorder(), model_name="m", limits=small)) as client:
+        big = _body(user="x" * 3_000)
+        r = client.post(
+            "/v1/chat/completions", content=big, headers={"content-type": "application/json"}
+        )
+        assert r.status_code == 413 and "Limits.max_request_bytes" in r.text
+        r = client.post("/v1/chat/completions", content=_body(stop=["a", "b", "c"]))
+        assert r.status_code == 400 and "Limits.max_stop_sequences" in r.text
+        assert r.json()["error"]["param"] == "stop"
+        r = client.post("/v1/chat/completions", content=_body(stop=["a", "abcdef"]))
+        assert r.status_code == 400 and "Limits.max_stop_chars" in r.text
+        assert r.json()["error"]["param"] == "stop[1]"
+        r = client.post("/v1/chat/completions", content=_body(stop=["a", "b"]))
+        assert r.status_code == 200, r.text
+    wide = dataclasses.replace(tm.SERVER_LIMITS, max_stop_sequences=6)
+    with TestClient(create_app(Recorder(), model_name="m", limits=wide)) as client:
+        r = client.post("/v1/chat/completions", content=_body(stop=list("abcdef")))
+        assert r.status_code == 200, r.text

@@ -42,6 +42,16 @@ QWEN_REPLY = (
     "The user wants the weather in Paris.\n</think>\n\n"
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 )
+GEMMA_REPLY = (
+    "<|channel>thought\nThe user wants Paris.\n<channel|>"
+    '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
+)
+KIMI_K3_REPLY = (
+    "<|open|>think<|sep|>Look up Paris.<|close|>think<|sep|><|open|>response<|sep|>"
+    '<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>'
+    '<|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>'
+    "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>"
+)
 HARMONY_REPLY = (
     "<|channel|>analysis<|message|>Need live weather for Paris.<|end|><|start|>assistant"
     ' to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{"city": "Paris"}'
@@ -129,6 +139,8 @@ def _stream(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
     [
         ("qwen3", QWEN_REPLY, "The user wants the weather in Paris."),
         ("gpt_oss", HARMONY_REPLY, "Need live weather for Paris."),
+        ("gemma4", GEMMA_REPLY, "The user wants Paris."),
+        ("kimi_k3", KIMI_K3_REPLY, "Look up Paris."),
     ],
 )
 def test_reasoning_and_calls_come_back_split(fmt: str, reply: str, thought: str) -> None:
@@ -174,3 +186,46 @@ def test_the_thinking_switch_reaches_the_template_and_the_grammar() -> None:
     assert plan.turn is not None and not plan.turn.reasoning
     assert not plan.compiled.matcher().accept_bytes(b"<think>")
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "reasoning_effort"
+
+
+def test_the_reasoning_budget_closes_the_channel() -> None:
+    """A request's ``reasoning_budget`` (and the server default) bounds the reasoning of a
+    model that would think forever; the call follows."""
+    from tests.backends.thinker import Thinker
+    from toolmask.server._defaults import ServerDefaults
+
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    specials = ["<think>", "</think>"]
+
+    def backend() -> Thinker:
+        return Thinker(opener="<think>", close="</think>", after="\n\n" + call, specials=specials)
+
+    app = create_app(backend(), model_name="m", fmt="qwen3", template=Template())
+    with TestClient(app) as client:
+        r = client.post("/v1/chat/completions", json=_body(reasoning_budget=4))
+        streamed = _stream(client, _body(reasoning_budget=4))
+        bad = client.post("/v1/chat/completions", json=_body(reasoning_budget=-1))
+    msg = r.json()["choices"][0]["message"]
+    assert msg["reasoning_content"] == "hm h"  # 4 tokens after the prompt's <think>
+    assert json.loads(msg["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+    assert streamed["reasoning"] == msg["reasoning_content"] and streamed["names"]
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "reasoning_budget"
+
+    defaults = ServerDefaults(reasoning_budget=2)
+    app = create_app(backend(), model_name="m", fmt="qwen3", template=Template(), defaults=defaults)
+    with TestClient(app) as client:
+        r = client.post("/v1/chat/completions", json=_body())
+        health = client.get("/health").json()
+    assert r.json()["choices"][0]["message"]["reasoning_content"] == "hm"
+    assert health["defaults"]["reasoning_budget"] == 2
+
+
+def test_the_format_is_read_from_the_model() -> None:
+    """``create_app``'s default ``fmt="auto"``: the backend's chat template names the format."""
+    backend = Scripted(GEMMA_REPLY)
+    backend.chat_template = "{{ '<|tool_call>' }}call:{{ name }}{{ '<tool_call|>' }}"  # type: ignore[attr-defined]
+    app = create_app(backend, model_name="m", template=Template())
+    assert app.state.plans.fmt == "gemma4"
+    with TestClient(app) as client:
+        r = client.post("/v1/chat/completions", json=_body())
+    assert r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"

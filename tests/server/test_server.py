@@ -532,6 +532,8 @@ def test_hostile_schema_is_refused_under_the_server_limits(client: Any) -> None:
         )
     assert e.value.code == "schema_too_complex"
     assert e.value.param == "tools[1].function.parameters"
+    err = e.value.body
+    assert err["limit"] == "max_dfa_states" and err["pointer"] == "#/properties/s"
 
 
 def test_context_overflow_is_a_400(client: Any) -> None:

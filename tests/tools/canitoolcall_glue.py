@@ -29,7 +29,15 @@ from canitoolcall.results import Observation, ParsedToolCall, ParseResult, Statu
 from toolmask.tools import FORMATS, ParsedTurn, StreamParser, parse_turn, sequential_call_id
 from toolmask.tools.formats import WireFormat
 
-__all__ = ["FAMILIES", "evaluate", "format_for", "parse_batch", "parse_stream", "setup_for"]
+__all__ = [
+    "FAMILIES",
+    "evaluate",
+    "evaluate_modes",
+    "format_for",
+    "parse_batch",
+    "parse_stream",
+    "setup_for",
+]
 
 FAMILIES = (
     "qwen3-hermes",
@@ -59,6 +67,7 @@ _FORMAT_BY_MODEL: tuple[tuple[str, str, str], ...] = (
     ("llama", "meta-llama/Llama-4", "llama4_pythonic"),
     ("llama", "meta-llama/Llama-3", "llama3_json"),
     ("mistral", "mistralai/Mistral-7B-Instruct-v0.3", "mistral"),
+    ("mistral", "mistralai/Magistral-Small-2506", "magistral"),
     ("mistral", "mistralai/", "mistral_v11"),
     ("gemma4", "", "gemma4"),
 )
@@ -182,23 +191,35 @@ def streams(fx: Fixture) -> dict[str, ParseResult]:
 
 def evaluate(fx: Fixture) -> tuple[Status, list[str]]:
     """canitoolcall's case status for toolmask on ``fx`` and the failing rows."""
+    status, _, _, bad = evaluate_modes(fx)
+    return status, bad
+
+
+def evaluate_modes(fx: Fixture) -> tuple[Status, Status, Status, list[str]]:
+    """The case status over every check, then over the batch parse's rows alone and over the
+    streams' rows alone (``stream_equals_nonstream`` and ``split_invariance`` count for the
+    streams), and the failing rows."""
     if setup_for(fx) is None:
-        return Status.UNSUPPORTED, ["no toolmask format"]
+        u = Status.UNSUPPORTED
+        return u, u, u, ["no toolmask format"]
     fam = family_for(fx)
     try:
         nonstream = parse_batch(fx)
         obs = Observation(nonstream, streams(fx), synthetic=frozenset(s.id for s in SYNTHETIC))
     except Exception as e:  # a toolmask crash is a finding, reported as a failure
-        return Status.FAIL, [f"crash: {type(e).__name__}: {e}"]
+        f = Status.FAIL
+        return f, f, f, [f"crash: {type(e).__name__}: {e}"]
     rows = checks.run_checks(fx, fam, obs)
     status = checks.case_status(rows, obs.synthetic)
+    batch = checks.case_status([r for r in rows if r.strategy == "nonstream"], obs.synthetic)
+    stream = checks.case_status([r for r in rows if r.strategy != "nonstream"], obs.synthetic)
     bad = [
         f"{r.check}[{r.strategy}]: {r.status.value} {r.detail or ''}"
         for r in rows
         if r.status in (Status.FAIL, Status.ERROR, Status.SOFT_PASS)
         and not checks.is_synthetic(r.strategy, obs.synthetic)
     ]
-    return status, bad
+    return status, batch, stream, bad
 
 
 def all_fixtures() -> list[Fixture]:

@@ -43,13 +43,16 @@ def split_special(text: str, special_tokens: frozenset[str]) -> list[Piece]:
 
 
 def custom_turn(fmt: WireFormat) -> bool:
-    """Whether the format writes its turn as messages (Harmony) rather than prose + blocks."""
+    """Whether the format writes its turn as messages or sections (Harmony, Kimi K3's XTML)
+    rather than prose + blocks."""
     return type(fmt).turn_grammar is not WireFormat.turn_grammar
 
 
 def prose_text(fmt: WireFormat, prose: str, *, before_calls: bool) -> str:
-    """Prose as the format writes it: plain text, or a Harmony message (final, or a
-    commentary preamble before calls)."""
+    """Prose as the format writes it: plain text, a Harmony message (final, or a commentary
+    preamble before calls) or Kimi K3's response section."""
+    if fmt.name == "kimi_k3":
+        return f"<|open|>response<|sep|>{prose}<|close|>response<|sep|>"
     if not custom_turn(fmt):
         return prose
     if before_calls:
@@ -60,6 +63,9 @@ def prose_text(fmt: WireFormat, prose: str, *, before_calls: bool) -> str:
 def reasoning_text(fmt: WireFormat, thought: str, *, opened: bool = False) -> str:
     """A reasoning channel as the format writes it at the start of a reply (``opened``: the
     prompt already opened it)."""
+    if fmt.name == "kimi_k3":
+        start = "" if opened else fmt.reasoning_start
+        return f"{start}{thought}{fmt.reasoning_end}"
     if custom_turn(fmt):
         return f"<|channel|>analysis<|message|>{thought}<|end|><|start|>assistant"
     start = "" if opened else fmt.reasoning_start
@@ -79,12 +85,13 @@ def render(
     ``fmt``'s wire format (``bare``: without the opener); markers in ``special_tokens`` become
     :class:`Special` pieces."""
     text = reasoning
-    if prose:
+    if prose or fmt.name == "kimi_k3":  # a K3 turn always has its response section
         text += prose_text(fmt, prose, before_calls=bool(calls))
     if calls:
         body = fmt.render_calls(calls)
-        if bare:
-            assert body.startswith(fmt.open)
+        if not body.startswith(fmt.open):  # a format that renders its calls bare (Llama 4)
+            body = body if bare else fmt.open + body + fmt.close
+        elif bare:
             body = body[len(fmt.open) :]
         text += body
     return split_special(text, special_tokens)

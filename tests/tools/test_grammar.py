@@ -159,11 +159,14 @@ def _good_and_bad(
             if fmt.render_calls([(first, args)]) == fmt.render_calls([(first, _strings(args))]):
                 continue  # a raw-text value: 3 and "3" are the same text
             bad.append(("invalid args", render(fmt, [(first, args)], special_tokens=sp)))
-        bad.append(("call then prose", [*render(fmt, one, special_tokens=sp), " done."]))
+        # text after the calls: the end of the turn, except where the template renders content
+        # after them (Gemma 4)
+        after = good if fmt.prose_after_calls else bad
+        after.append(("call then prose", [*render(fmt, one, special_tokens=sp), " done."]))
         # the model's own ending: a newline (or a few whitespace bytes) after the last block
         for tail in ("\n", "\n\n", " \n"):
             good.append((f"call then {tail!r}", [*render(fmt, one, special_tokens=sp), tail]))
-        bad.append(("whitespace run", [*render(fmt, one, special_tokens=sp), "\n" * 9]))
+        after.append(("whitespace run", [*render(fmt, one, special_tokens=sp), "\n" * 9]))
         # keys in the order the model picks, each at most once
         for n in allowed:
             for args in VALID[n]:
@@ -279,8 +282,9 @@ def test_name_and_arguments_are_one_choice() -> None:
     turn = _turn("hermes", MODES[2], True)
     m = tm.compile(turn.grammar()).matcher()
     assert m.accept_bytes(b'<tool_call>\n{"name": "get_time", "arguments": ')
-    assert m.forced_bytes() == b"{}}"  # then the close, its newline optional
-    assert m.accept_bytes(b"{}}\n") and m.forced_bytes() == b"</tool_call>"
+    assert m.forced_bytes() == b"{}}"  # then whitespace (up to max_trailing_ws) and the close
+    assert m.accept_bytes(b"{}}\n\n") and m.forced_bytes() == b""
+    assert m.accept_bytes(b"<") and m.forced_bytes() == b"/tool_call>"
 
 
 def test_call_grammar_starts_at_the_trigger() -> None:
@@ -303,3 +307,24 @@ def test_schema_options_reach_the_arguments() -> None:
     m = tm.compile(turn.grammar()).matcher()
     text = '<tool_call>\n{"name": "get_weather", "arguments": { "city" : "Paris" }}\n</tool_call>'
     assert m.accept_bytes(text.encode()) and m.is_accepting()
+
+
+@pytest.mark.parametrize("fmt", GRAMMAR_FORMATS)
+def test_a_tool_schema_that_fails_names_the_tool_and_the_place(fmt: str) -> None:
+    ok = {"type": "function", "function": {"name": "ok", "parameters": {"type": "object"}}}
+    # array parameters: every format writes them as JSON (strings may be raw text)
+    backref = {"type": "array", "items": {"type": "string", "pattern": "^(a+)\\1$"}}
+    blowup = {"type": "array", "items": {"type": "string", "pattern": "(a|b)*a(a|b){24}"}}
+
+    def tool(name: str, s: Any) -> dict[str, Any]:
+        params = {"type": "object", "properties": {"s": s}, "required": ["s"]}
+        return {"type": "function", "function": {"name": name, "parameters": params}}
+
+    with pytest.raises(tm.SchemaError) as e:
+        ToolTurn([ok, tool("bad", backref)], fmt, "auto").grammar()
+    assert e.value.tool == "bad" and e.value.pointer == "/properties/s/items"
+    assert str(e.value).startswith("tool 'bad': #/properties/s/items (pattern): ")
+    with pytest.raises(tm.LimitError) as lim:
+        ToolTurn([ok, tool("big", blowup)], fmt, "required").grammar()
+    assert lim.value.tool == "big" and lim.value.pointer == "/properties/s/items"
+    assert lim.value.limit == "max_dfa_states"

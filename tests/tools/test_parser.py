@@ -13,6 +13,7 @@ from toolmask.tools import (
     MalformedBlock,
     ParsedTurn,
     StreamDelta,
+    StreamParser,
     ToolCall,
     ToolTurn,
     get_format,
@@ -97,7 +98,7 @@ def test_truncated_at_max_tokens() -> None:
     text = 'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa'
     p = parse(text)
     assert p.calls == ()
-    assert p.content == text
+    assert p.content == text  # a call cut off is listed, and its text stays in content
     (m,) = p.malformed
     assert m.reason.startswith("truncated")
     assert m.text == text[len("Checking.\n") :]
@@ -108,6 +109,20 @@ def test_truncated_before_close_marker() -> None:
     p = parse(text)
     assert p.calls == () and p.content == text
     assert p.malformed[0].reason.startswith("truncated")
+
+
+def test_a_second_call_cut_off_keeps_the_first_batch_and_streamed() -> None:
+    first = '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>\n'
+    text = first + '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa'
+    p = parse(text)
+    cut = text[len(first) :]
+    assert [c.name for c in p.calls] == ["get_time"] and p.content == cut
+    assert p.malformed[0].reason.startswith("truncated")
+    s = StreamParser(FORMATS["hermes"], id_factory=sequential_call_id)
+    deltas = [d for i in range(0, len(text), 7) for d in s.feed(text[i : i + 7])] + s.finish()
+    assert "".join(d.content or "" for d in deltas) == cut  # the cut call's text is kept
+    assert [d.name for d in deltas if d.name] == ["get_time"]
+    assert s.result == p
 
 
 def test_missing_name_and_non_object_arguments() -> None:

@@ -121,6 +121,9 @@ typedef struct Auto {
     int64_t next_compact;
     IVec scratch, scratch2, kscratch, kstack;
     int32_t max_cached;
+    /* bumped whenever a structure counted by au_bytes grows or is rebuilt: au_bytes is
+     * memoised on it (the compiler asks every cached automaton its size on every compile) */
+    int64_t mut, bytes_mut, bytes_memo;
     /* transition tables come from slabs of TRANS_SLAB tables (freed by compaction and au_free) */
     VEC(int32_t *) slabs;
     int32_t slab_used;
@@ -135,6 +138,7 @@ static int32_t *au_trans_alloc(Auto *au) {
         au->slab_used = 0;
     }
     int32_t *t = au->slabs.a[au->slabs.n - 1] + (size_t)au->slab_used++ * 256;
+    au->mut++;
     for (int i = 0; i < 256; i++) t[i] = TR_UNKNOWN;
     return t;
 }
@@ -162,6 +166,7 @@ static int32_t nfa_new_state(Auto *au, int expanded) {
     memset(&s, 0, sizeof(s));
     s.expanded = (uint8_t)expanded;
     VPUSH(au->ns, s);
+    au->mut++;
     return n;
 }
 
@@ -287,6 +292,7 @@ static int nfa_expand(Auto *au, int32_t s) {
     TaskVec tasks = AU_NS(au, s)->pending;
     memset(&AU_NS(au, s)->pending, 0, sizeof(TaskVec));
     AU_NS(au, s)->expanded = 1;
+    au->mut++;
     IR *ir = &au->ir;
     int rc = 0;
     while (tasks.n) {
@@ -459,6 +465,7 @@ static int32_t dfa_position(Auto *au, const IVec *key) {
     Pos z;
     memset(&z, 0, sizeof(z));
     VPUSH(au->pos, z);
+    au->mut++;
     return p;
 }
 
@@ -755,6 +762,7 @@ static int dfa_expand(Auto *au, int32_t p) {
     P->final = (uint8_t)final;
     P->consuming = (uint8_t)(!m_zero(&uni) || nspecials);
     P->done = 1;
+    au->mut++;
     return 0;
 }
 
@@ -769,6 +777,7 @@ static int32_t sn_push(Auto *au, int32_t base, int32_t pos) {
     id = au->sn.n;
     SNode n = {base, pos, sn_depth(au, base) + 1};
     VPUSH(au->sn, n);
+    au->mut++;
     imap_put(&au->sn_index, key, id);
     return id;
 }
@@ -812,6 +821,7 @@ static int au_static_closure(Auto *au, int32_t p) {
         P->clo_n = consuming ? 1 : 0;
         P->returns = P->final;
         P->clo_ok = 1;
+        au->mut++;
         return 1;
     }
     int64_t max_depth = au->lim.max_stack_depth, budget = 4 * au->lim.max_stacks + 16;
@@ -887,6 +897,7 @@ static int au_static_closure(Auto *au, int32_t p) {
         P = AU_POS(au, p);
         P->returns = (uint8_t)returns;
         P->clo_ok = 1;
+        au->mut++;
     }
 done:
     arrset_free(&seen);
@@ -956,6 +967,7 @@ static int32_t au_make(Auto *au, IVec *set, int accepting) {
     }
     s.maxdepth = md;
     VPUSH(au->st, s);
+    au->mut++;
     return id;
 }
 
@@ -1156,6 +1168,7 @@ static int32_t au_advance_special(Auto *au, int32_t sid, int32_t text) {
     Pair memo = {text, out};
     S->spec = tm_xrealloc(S->spec, (size_t)(S->nspec + 1) * sizeof(Pair));
     S->spec[S->nspec++] = memo;
+    au->mut++;
     return out;
 }
 
@@ -1192,6 +1205,7 @@ static int au_is_finished(Auto *au, int32_t sid) {
  * is more, so held states never make this quadratic.
  */
 static void au_compact(Auto *au, int32_t *keep, int nkeep) {
+    au->mut++;
     int32_t n = au->st.n;
     int32_t *map = tm_xmalloc((size_t)n * sizeof(int32_t));
     for (int32_t i = 0; i < n; i++) map[i] = au->st.a[i].handle ? 1 : 0;
@@ -1363,7 +1377,8 @@ static int au_init(Auto *au, const TmLimits *lim) {
     return 0;
 }
 
-static int64_t au_bytes(const Auto *au) {
+static int64_t au_bytes(Auto *au) {
+    if (au->bytes_memo && au->bytes_mut == au->mut) return au->bytes_memo;
     int64_t n = ir_bytes(&au->ir) + an_bytes(&au->an);
     n += VBYTES(au->ns) + arrset_bytes(&au->kernels) + VBYTES(au->pos) + VBYTES(au->clo_pool);
     for (int32_t i = 0; i < au->ns.n; i++) {
@@ -1379,6 +1394,8 @@ static int64_t au_bytes(const Auto *au) {
     n += (int64_t)au->slabs.n * TRANS_SLAB * 256 * (int64_t)sizeof(int32_t);
     for (int32_t i = 0; i < au->st.n; i++) n += (int64_t)au->st.a[i].nspec * sizeof(Pair);
     n += au->stamp_cap * 4 + au->sn_mark_cap * 4 + imap_bytes(&au->shared);
+    au->bytes_mut = au->mut;
+    au->bytes_memo = n;
     return n;
 }
 

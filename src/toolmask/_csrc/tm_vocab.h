@@ -30,6 +30,9 @@
  * are walked from there (the continuation trie), so a maxLength of 1000 costs what 16 does */
 #define CHAIN_CAP 16
 #define TABLE_MIN_NODES 4096
+/* the longest chain a base table's length bound can come from (a chain has at most CHAIN_CAP + 1
+ * states): lengths up to this are a bitmask each (Vocab.lenmask) */
+#define LEN_CAP (CHAIN_CAP + 1)
 
 typedef struct {
     int32_t n, max_depth;
@@ -227,6 +230,9 @@ typedef struct {
     int32_t *inv;
     IVec longtoks;
     int32_t *mark; /* per token stamp, for deduplicating candidates */
+    /* bitmasks (words each): lenmask + s * words = the tokens with fewer than s tail characters
+     * (s <= LEN_CAP); firstmask = the tokens with a complete first character */
+    uint32_t *lenmask, *firstmask;
     int32_t mark_stamp;
     /* shared tables */
     VEC(BaseMask *) bases;
@@ -273,6 +279,8 @@ static void vocab_free(Vocab *v) {
     free(v->inv);
     VFREE(v->longtoks);
     free(v->mark);
+    free(v->lenmask);
+    free(v->firstmask);
     trie_free(&v->trie);
     trie_free(&v->partial);
     for (int32_t i = 0; i < v->bases.n; i++) {
@@ -401,6 +409,19 @@ static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_
         }
     }
     v->mark = tm_xcalloc((size_t)(size ? size : 1), sizeof(int32_t));
+    /* length and first-character bitmasks (for run tables built by set operations) */
+    {
+        size_t w = (size_t)(v->words ? v->words : 1);
+        v->lenmask = tm_xcalloc(w * (LEN_CAP + 1), sizeof(uint32_t));
+        v->firstmask = tm_xcalloc(w, sizeof(uint32_t));
+        for (int32_t i = 0; i < size; i++) {
+            if (v->first_cls[i] != FIRST_OTHER) v->firstmask[i >> 5] |= 1u << (i & 31);
+            if (v->tail_chars[i] < LEN_CAP) v->lenmask[(size_t)(v->tail_chars[i] + 1) * w + (i >> 5)] |= 1u << (i & 31);
+        }
+        /* lenmask[s] held the tokens with exactly s - 1 tail characters: accumulate */
+        for (int s2 = 1; s2 <= LEN_CAP; s2++)
+            for (size_t k = 0; k < w; k++) v->lenmask[(size_t)s2 * w + k] |= v->lenmask[(size_t)(s2 - 1) * w + k];
+    }
     /* depth profile per bucket (walk cost estimates) */
     for (int b = 0; b < 256; b++) {
         for (int32_t i = v->trie.lo[b]; i < v->trie.hi[b]; i++)
@@ -418,6 +439,7 @@ static int64_t vocab_walk_estimate(const Vocab *v, int b, int64_t max_depth) {
 static int64_t vocab_bytes(const Vocab *v) {
     int64_t n = (int64_t)v->size * (1 + 4 + 4 + 2 + 1 + 2 + 17 + 4 + 4) + v->nflat * 2;
     n += (int64_t)v->inv_off[129] * 4 + VBYTES(v->longtoks);
+    n += (int64_t)v->words * 4 * (LEN_CAP + 2);
     n += trie_bytes(&v->trie) + trie_bytes(&v->partial);
     return n + v->table_bytes;
 }
@@ -564,19 +586,130 @@ static inline int sel_has(const uint64_t firsts[2], uint8_t mb, int16_t cls) {
     return cls == FIRST_MB && mb;
 }
 
+/* tokens whose first character is one of firsts (ASCII bytes), or a complete multi-byte one
+ * when mb. O(1). */
+static int64_t vocab_first_count(const Vocab *v, const uint64_t firsts[2], int mb) {
+    int64_t n = 0;
+    for (int w = 0; w < 2; w++) {
+        uint64_t x = firsts[w];
+        while (x) {
+            int b = w * 64 + __builtin_ctzll(x);
+            x &= x - 1;
+            n += v->byfirst_off[b + 1] - v->byfirst_off[b];
+        }
+    }
+    if (mb) n += v->byfirst_off[256] - v->byfirst_off[128];
+    return n;
+}
+
+/* a selection of first characters (has, has_mb) includes another (want, want_mb); *extra: the
+ * tokens the larger one has in addition */
+static int firsts_cover(const Vocab *v, const uint64_t has[2], int has_mb, const uint64_t want[2], int want_mb,
+                        int64_t *extra) {
+    if ((want[0] & ~has[0]) | (want[1] & ~has[1])) return 0;
+    if (want_mb && !has_mb) return 0;
+    uint64_t more[2] = {has[0] & ~want[0], has[1] & ~want[1]};
+    *extra = vocab_first_count(v, more, has_mb && !want_mb);
+    return 1;
+}
+
+/* clear the bits of the tokens in list[lo..hi); the number cleared */
+static int64_t clear_listed(uint32_t *bits, const int32_t *list, int32_t lo, int32_t hi) {
+    int64_t n = 0;
+    for (int32_t k = lo; k < hi; k++) {
+        int32_t i = list[k];
+        uint32_t bit = 1u << (i & 31);
+        n += (bits[i >> 5] & bit) != 0;
+        bits[i >> 5] &= ~bit;
+    }
+    return n;
+}
+
+static int32_t popcount_words(const uint32_t *bits, int32_t words) {
+    int64_t n = 0;
+    for (int32_t k = 0; k < words; k++) n += __builtin_popcount(bits[k]);
+    return (int32_t)n;
+}
+
+/* fill b (no length bound) from scratch: the selected tokens (first-character lists, or all
+ * of them less the unselected lists), less those whose tail holds a byte outside the run (the
+ * per-byte lists of tokens by tail byte) when those lists are shorter than the selection;
+ * else one pass over the selected tokens. O(min(selected, outside-run lists) + words). */
+static void base_build(Vocab *v, BaseMask *b) {
+    const RunKey *key = &b->key;
+    int mb = b->mb;
+    uint32_t *bits = b->bits;
+    int64_t nf = vocab_first_count(v, b->firsts, mb);
+    int64_t outside = v->inv_off[129] - v->inv_off[128];
+    for (int c = 0; c < 128; c++)
+        if (!run_has(key, (uint8_t)c)) outside += v->inv_off[c + 1] - v->inv_off[c];
+    if (outside < nf) {
+        int64_t nall = v->byfirst_off[256];
+        if (2 * nf <= nall) {
+            for (int c = 0; c < 256; c++) {
+                if (c < 128 ? !((b->firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
+                for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
+                    int32_t i = v->byfirst[k];
+                    bits[i >> 5] |= 1u << (i & 31);
+                }
+            }
+        } else {
+            memcpy(bits, v->firstmask, (size_t)v->words * sizeof(uint32_t));
+            for (int c = 0; c < 128; c++)
+                if (!((b->firsts[c >> 6] >> (c & 63)) & 1)) clear_listed(bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
+            if (!mb) clear_listed(bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
+        }
+        for (int c = 0; c < 128; c++)
+            if (!run_has(key, (uint8_t)c)) clear_listed(bits, v->inv, v->inv_off[c], v->inv_off[c + 1]);
+        for (int32_t k = v->inv_off[128]; k < v->inv_off[129]; k++) {
+            int32_t i = v->inv[k];
+            uint8_t f = v->tailflags[i];
+            if ((f & TAIL_BAD) || ((f & TAIL_MB) && !key->utf8)) bits[i >> 5] &= ~(1u << (i & 31));
+        }
+        b->count = popcount_words(bits, v->words);
+        return;
+    }
+    for (int c = 0; c < 256; c++) {
+        if (c < 128 ? !((b->firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
+        for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
+            int32_t i = v->byfirst[k];
+            if (!tail_in_run(v, key, i)) continue;
+            bits[i >> 5] |= 1u << (i & 31);
+            b->count++;
+        }
+    }
+}
+
 /* tokens whose first character is selected and whose tail stays in the run (and has fewer
- * than steps characters, unless steps < 0) */
+ * than steps characters, unless steps < 0).
+ *
+ * Cached per (run, steps, first characters), and built from what is cached where it can be:
+ * a length-bounded table is the unbounded one AND the vocabulary's bitmask of the tokens with
+ * fewer than steps tail characters (the positions of a counted string, maxLength, differ only
+ * by steps); a selection of first characters included in a cached table's (a key of an object
+ * that allows other keys: every character but the first letters of the declared names)
+ * narrows that table (a copy, the tokens of the dropped first characters cleared) when that
+ * clears fewer tokens than a build would visit; else base_build. */
 static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2], int mb, int32_t steps) {
     if (steps > v->max_tail_chars) steps = -1;
+    BaseMask *wider = NULL;
+    int64_t wider_extra = 0;
     for (int32_t i = 0; i < v->bases.n; i++) {
         BaseMask *b = v->bases.a[i];
-        if (runkey_eq(&b->key, key) && b->firsts[0] == firsts[0] && b->firsts[1] == firsts[1] &&
-            b->mb == mb && b->steps == steps) {
+        if (!runkey_eq(&b->key, key) || b->steps != steps) continue;
+        if (b->firsts[0] == firsts[0] && b->firsts[1] == firsts[1] && b->mb == mb) {
             b->last_use = ++v->clock;
             b->refs++;
             return b;
         }
+        int64_t extra;
+        if (firsts_cover(v, b->firsts, b->mb, firsts, mb, &extra) && (!wider || extra < wider_extra)) {
+            wider = b;
+            wider_extra = extra;
+        }
     }
+    BaseMask *unbounded = NULL;
+    if (steps >= 0 && steps <= LEN_CAP) unbounded = vocab_base(v, key, firsts, mb, -1);
     BaseMask *b = tm_xcalloc(1, sizeof(BaseMask));
     b->key = *key;
     b->firsts[0] = firsts[0];
@@ -584,18 +717,37 @@ static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2
     b->mb = (uint8_t)mb;
     b->steps = steps;
     b->bits = tm_xcalloc((size_t)(v->words ? v->words : 1), sizeof(uint32_t));
-    IVec cand = {0};
-    vocab_candidates(v, firsts, mb, NULL, 0, &cand);
-    for (int32_t k = 0; k < cand.n; k++) {
-        int32_t i = cand.a[k];
-        int16_t cls = v->first_cls[i];
-        if (cls == FIRST_OTHER || !sel_has(firsts, (uint8_t)mb, cls)) continue;
-        if (steps >= 0 && v->tail_chars[i] >= steps) continue;
-        if (!tail_in_run(v, key, i)) continue;
-        b->bits[i >> 5] |= 1u << (i & 31);
-        b->count++;
+    if (unbounded) {
+        const uint32_t *len = v->lenmask + (size_t)steps * (size_t)v->words;
+        for (int32_t k = 0; k < v->words; k++) b->bits[k] = unbounded->bits[k] & len[k];
+        b->count = popcount_words(b->bits, v->words);
+        unbounded->refs--;
+    } else if (wider && wider_extra < vocab_first_count(v, firsts, mb)) {
+        memcpy(b->bits, wider->bits, (size_t)v->words * sizeof(uint32_t));
+        wider->last_use = ++v->clock;
+        for (int w = 0; w < 2; w++) {
+            uint64_t x = wider->firsts[w] & ~firsts[w];
+            while (x) {
+                int c = w * 64 + __builtin_ctzll(x);
+                x &= x - 1;
+                clear_listed(b->bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
+            }
+        }
+        if (wider->mb && !mb) clear_listed(b->bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
+        b->count = popcount_words(b->bits, v->words);
+    } else if (steps < 0) {
+        base_build(v, b);
+    } else { /* a bound past LEN_CAP (no chain is that long): one pass */
+        for (int c = 0; c < 256; c++) {
+            if (c < 128 ? !((firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
+            for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
+                int32_t i = v->byfirst[k];
+                if (v->tail_chars[i] >= steps || !tail_in_run(v, key, i)) continue;
+                b->bits[i >> 5] |= 1u << (i & 31);
+                b->count++;
+            }
+        }
     }
-    VFREE(cand);
     b->refs = 1;
     b->last_use = ++v->clock;
     v->table_bytes += (int64_t)v->words * 4;
@@ -604,29 +756,40 @@ static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2
     return b;
 }
 
-/* are the tables for this run already built? (then using them costs nothing) */
-static inline int exits_match(const ExitTries *e, const RunKey *key, const M256 *exits, const uint64_t firsts[2],
-                              int mb) {
-    return runkey_eq(&e->key, key) && m_eq(&e->exits, exits) && e->firsts[0] == firsts[0] &&
-           e->firsts[1] == firsts[1] && e->mb == mb;
+/* a cached exit table usable for these first characters: the exact one, else one for a
+ * wider selection holding at most as many extra tokens as the selection itself (its walks
+ * filter by first character, so extra suffixes cost walk nodes, never a wrong mask); NULL */
+static ExitTries *vocab_find_exits(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2],
+                                   int mb) {
+    ExitTries *wider = NULL;
+    int64_t wider_extra = 0;
+    for (int32_t i = 0; i < v->exits.n; i++) {
+        ExitTries *e = v->exits.a[i];
+        if (!runkey_eq(&e->key, key) || !m_eq(&e->exits, exits)) continue;
+        if (e->firsts[0] == firsts[0] && e->firsts[1] == firsts[1] && e->mb == mb) return e;
+        int64_t extra;
+        if (firsts_cover(v, e->firsts, e->mb, firsts, mb, &extra) && (!wider || extra < wider_extra)) {
+            wider = e;
+            wider_extra = extra;
+        }
+    }
+    if (wider && wider_extra <= vocab_first_count(v, firsts, mb)) return wider;
+    return NULL;
 }
 
 static int vocab_has_tables(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
-    for (int32_t i = 0; i < v->exits.n; i++)
-        if (exits_match(v->exits.a[i], key, exits, firsts, mb)) return 1;
-    return 0;
+    return vocab_find_exits(v, key, exits, firsts, mb) != NULL;
 }
 
 /* tries of the suffixes of tokens leaving the run at tail character p through a byte of
- * exits (tokens with a complete first character; the caller filters by first character) */
+ * exits (tokens with a complete first character among firsts, or more: the caller filters
+ * by first character) */
 static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
-    for (int32_t i = 0; i < v->exits.n; i++) {
-        ExitTries *e = v->exits.a[i];
-        if (exits_match(e, key, exits, firsts, mb)) {
-            e->last_use = ++v->clock;
-            e->refs++;
-            return e;
-        }
+    ExitTries *found = vocab_find_exits(v, key, exits, firsts, mb);
+    if (found) {
+        found->last_use = ++v->clock;
+        found->refs++;
+        return found;
     }
     ExitTries *e = tm_xcalloc(1, sizeof(ExitTries));
     e->key = *key;

@@ -27,12 +27,12 @@ from typing import Any, Literal
 from toolmask._compile import compile as tm_compile
 from toolmask.agent._policy import PoolFilter, StateMachine, ToolPolicy, expand_tool_patterns
 from toolmask.agent._template import ChatTemplate, ChatTemplateError
-from toolmask.backends._base import Backend
+from toolmask.backends._base import Backend, ReasoningBudget
 from toolmask.errors import ToolError
 from toolmask.sampling import SamplingParams
 from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn
 from toolmask.tools._validate import render_errors
-from toolmask.tools.formats import WireFormat
+from toolmask.tools.formats import WireFormat, resolve_format
 
 __all__ = [
     "ANSWER_TOOL",
@@ -44,6 +44,7 @@ __all__ = [
     "ChatTemplateError",
     "LoopMode",
     "Message",
+    "NameChoice",
     "Outcome",
     "PoolFilter",
     "StateMachine",
@@ -56,6 +57,7 @@ __all__ = [
     "final_answer",
     "render_chatml",
     "render_tool_calls",
+    "with_decision",
     "with_tool_prompt",
 ]
 
@@ -95,6 +97,14 @@ def with_tool_prompt(
         msgs[0] = Message("system", f"{msgs[0].content}\n\n{tool_prompt}")
     else:
         msgs.insert(0, Message("system", f"{system}\n\n{tool_prompt}"))
+    return with_decision(msgs, decision)
+
+
+def with_decision(messages: Sequence[Message], decision: str | None) -> list[Message]:
+    """``messages`` with the one-line ``decision`` prompt as a system message right after the
+    last user message (unchanged when ``decision`` is empty or there is no user message).
+    Later turns come after it, so a longer run extends the text of a shorter one."""
+    msgs = list(messages)
     if decision:
         last_user = max((i for i, m in enumerate(msgs) if m.role == "user"), default=-1)
         if last_user >= 0:
@@ -193,6 +203,8 @@ GRAMMAR_SYSTEM = (
 )
 
 LoopMode = Literal["prose", "grammar"]
+#: how a required step picks its tool: decoded token by token, or by the whole name's likelihood
+NameChoice = Literal["decode", "likelihood"]
 StopReason = Literal["answer", "prose", "blocked", "max_steps"]
 
 
@@ -251,6 +263,23 @@ class Agent:
     :mod:`toolmask.agent._policy`); the answer tool is a tool like the others there (a set left
     empty allows the answer tool alone, so the run can end).
     ``constrained=False`` decodes without a grammar and only parses (a baseline).
+    ``reminder``: under ``tool_choice="auto"`` with toolmask's tool prompt (a template that does
+    not advertise tools), the format's one-line decision prompt
+    (:meth:`WireFormat.decision_prompt`) follows the user's message, as ``toolmask serve``
+    renders it; the model still decides, at its first token.
+    ``name_choice="likelihood"``: where a step must call a tool (grammar mode, ``required``) and
+    more than one tool is allowed, the backend scores each allowed tool's name as the format
+    writes it (the model's own log-probability of the whole name after the prompt, unmasked)
+    and the call is decoded under the best one alone; ``"decode"`` (default) decodes the name
+    token by token like the rest, where a common first token (``add``) can commit the model to
+    a tool it did not mean (``add_days`` for a sum). The prompt is the same either way.
+
+    ``fmt`` (default ``"auto"``): the wire format, read from the model's chat template and
+    special tokens (:func:`~toolmask.tools.resolve_format`; Hermes when they name none). A
+    prompt that ends inside the format's reasoning channel (a template that prefills
+    ``<think>``) starts the turn there, for the grammar and the parser. ``reasoning_budget``:
+    at most that many tokens of reasoning per turn, then the decoder closes the channel
+    (:class:`~toolmask.backends.ReasoningBudget`); None (the default) leaves it to the model.
 
     A step is *blocked* when every call in it failed: the validator rejected it, the tool
     raised, or it repeated an earlier identical call and got the same result; in grammar mode
@@ -265,7 +294,7 @@ class Agent:
         *,
         mode: LoopMode = "prose",
         answer_tool: Tool | Callable[..., Any] | dict[str, Any] | None = None,
-        fmt: str = "hermes",
+        fmt: str = "auto",
         tool_choice: Any = "auto",
         parallel_tool_calls: bool | None = None,
         max_steps: int = 6,
@@ -278,9 +307,18 @@ class Agent:
         template: Template | None = None,
         constrained: bool = True,
         answer_after: int = 0,
+        reminder: bool = True,
+        name_choice: NameChoice = "decode",
+        reasoning_budget: int | None = None,
     ) -> None:
         if mode not in ("prose", "grammar"):
             raise ToolError(f"unknown agent mode {mode!r}: use 'prose' or 'grammar'", where="mode")
+        if name_choice not in ("decode", "likelihood"):
+            raise ToolError(
+                f"unknown name_choice {name_choice!r}: use 'decode' or 'likelihood'",
+                where="name_choice",
+            )
+        self.name_choice: NameChoice = name_choice
         self.mode: LoopMode = mode
         self.backend = backend
         tool_list = list(tools)
@@ -292,6 +330,9 @@ class Agent:
             tool_choice = "required"
         self.functions: dict[str, Callable[..., Any]] = dict(functions or {})
         specials = sorted(set(backend.vocab.special.values()))
+        self.template: Template = template or default_template(backend)
+        source = getattr(self.template, "source", None) or getattr(backend, "chat_template", None)
+        fmt = resolve_format(fmt, source, specials)
         if parallel_tool_calls is None:  # one call a step in grammar mode: act, read, act
             parallel_tool_calls = mode == "prose"
         self._turn_args = {
@@ -308,7 +349,6 @@ class Agent:
         self.max_steps = max_steps
         self.max_tokens = max_tokens
         self.max_consecutive_blocked = max_consecutive_blocked
-        self.template: Template = template or default_template(backend)
         tool_prompt = base.prompt()
         if isinstance(self.template, ChatTemplate) and self.template.knows_tools:
             tool_prompt = ""  # the model's template advertises the tools itself
@@ -323,6 +363,19 @@ class Agent:
         self.answer_after = answer_after if mode == "grammar" else 0
         self._base = base
         self._turns: dict[tuple[str, ...], ToolTurn] = {}
+        self._opened: dict[int, ToolTurn] = {}
+        if reasoning_budget is not None and (
+            isinstance(reasoning_budget, bool)
+            or not isinstance(reasoning_budget, int)
+            or reasoning_budget < 0
+        ):
+            raise ToolError(
+                f"reasoning_budget must be a number of tokens >= 0, not {reasoning_budget!r}",
+                where="reasoning_budget",
+            )
+        self.reasoning_budget = reasoning_budget
+        auto = mode == "prose" and tool_choice == "auto" and bool(tool_prompt)
+        self._decision = base.format.decision_prompt() if reminder and auto else None
 
     @property
     def policy(self) -> ToolPolicy | None:
@@ -359,6 +412,9 @@ class Agent:
         names = self.allowed(step, transcript)
         if names is None:
             return self._base
+        return self._turn_of(names)
+
+    def _turn_of(self, names: Sequence[str]) -> ToolTurn:
         turn = self._turns.get(tuple(names))
         if turn is None:
             choice = {
@@ -373,13 +429,25 @@ class Agent:
     def step(self, transcript: list[Message], step: int = 0) -> tuple[Message, ParsedTurn, Any]:
         """Decode and parse one assistant turn (appended to ``transcript``). The message's
         ``meta`` holds ``finish_reason``, ``tokens`` (generated), ``prompt_tokens``,
-        ``reused_prefix`` (prompt tokens whose KV cache was reused) and ``allowed`` (the tool
-        names the grammar allowed)."""
+        ``reused_prefix`` (prompt tokens whose KV cache was reused), ``allowed`` (the tool
+        names the grammar allowed), ``reasoning`` (the turn's reasoning text),
+        ``reasoning_tokens`` and ``reasoning_cut`` (counted and closed by ``reasoning_budget``)."""
         turn = self._turn_for(step, transcript)
+        text = self.template(with_decision(transcript, self._decision), turn)
+        scores: dict[str, float] = {}
+        if turn.format.prompt_opens_reasoning(text):  # the reply starts inside the channel
+            opened = self._opened.get(id(turn))
+            if opened is None:
+                opened = self._opened[id(turn)] = turn.for_prompt(text)
+            turn = opened
+        elif self.name_choice == "likelihood" and self.constrained:
+            turn, scores = self._choose_name(turn, text)
         compiled = tm_compile(turn.grammar(), self.backend.vocab) if self.constrained else None
-        prompt = self.backend.tokenize(self.template(transcript, turn))
+        prompt = self.backend.tokenize(text)
+        budget = ReasoningBudget.for_turn(turn, self.reasoning_budget)
+        extra: dict[str, Any] = {} if budget is None else {"reasoning_budget": budget}
         gen = self.backend.generate(
-            prompt, compiled, max_tokens=self.max_tokens, sampling=self.sampling
+            prompt, compiled, max_tokens=self.max_tokens, sampling=self.sampling, **extra
         )
         raw = gen.text.decode("utf-8", "replace")
         parsed = turn.parse(raw)
@@ -395,10 +463,42 @@ class Agent:
                 "prompt_tokens": gen.prompt_tokens,
                 "reused_prefix": gen.reused_prefix,
                 "allowed": list(turn.tool_choice.callable([t.name for t in turn.tools])),
+                "name_scores": scores,
+                "reasoning": parsed.reasoning,
+                "reasoning_tokens": gen.reasoning_tokens,
+                "reasoning_cut": gen.reasoning_cut,
             },
         )
         transcript.append(msg)
         return msg, parsed, turn
+
+    def _choose_name(self, turn: ToolTurn, text: str) -> tuple[ToolTurn, dict[str, float]]:
+        """``name_choice="likelihood"``: the turn narrowed to the allowed tool whose name, as
+        the format writes it after the prompt (its opener, the name and the byte after it, so
+        that ``add`` and ``add_days`` differ), the model finds most likely; the turn unchanged
+        where the step may answer in prose, one tool is allowed, or the backend cannot score.
+        Every name is scored from the same context (the tokens all candidates share: the
+        prompt and the format's opener), so the sums compare."""
+        score = getattr(self.backend, "score", None)
+        if score is None or self.tool_choice != "required":  # grammar mode is required too
+            return turn, {}
+        names = list(turn.tool_choice.callable([t.name for t in turn.tools]))
+        if len(names) < 2:
+            return turn, {}
+        seqs = []
+        for name in names:
+            written = turn.format.render_calls([(name, {})])
+            at = written.find(name)
+            piece = written[: at + len(name) + 1] if at >= 0 else written
+            seqs.append(self.backend.tokenize(text + piece))
+        first, most = seqs[0], min(len(seq) for seq in seqs) - 1  # one token left to score
+        shared = next((k for k in range(most) if any(s[k] != first[k] for s in seqs)), most)
+        if shared <= 0:
+            return turn, {}
+        sums = score(first[:shared], [seq[shared:] for seq in seqs])
+        scores = {n: round(float(v), 3) for n, v in zip(names, sums, strict=True)}
+        best = max(names, key=lambda n: scores[n])
+        return self._turn_of([best]), scores
 
     def run(
         self, user: str, *, history: Sequence[Message] = (), max_steps: int | None = None

@@ -61,7 +61,7 @@ def current_time(timezone: str) -> str:
     """The current date and time in an IANA time zone.
 
     Args:
-        timezone: An IANA zone name such as "Europe/Paris" or "UTC".
+        timezone: An IANA zone name such as "Europe/Paris".
     """
     try:
         zone = ZoneInfo(timezone)
@@ -112,7 +112,34 @@ def demo_tools(root: str | Path) -> list[Tool]:
         return p.read_text(encoding="utf-8", errors="replace")[:MAX_READ]
 
     fns: list[Any] = [calculate, current_time, list_files, read_file]
-    return [_bounded(Tool.from_function(f)) for f in fns]
+    where = {"directory": {"enum": _directories(base)}}
+    return [_bounded(Tool.from_function(f), where) for f in fns]
+
+
+#: at most this many directories in ``list_files``' enum (the folder itself first)
+MAX_DIRS = 64
+
+
+def _directories(base: Path) -> list[str]:
+    """The directories ``list_files`` can list, as its ``directory`` enum: ``"."`` then the
+    visible subdirectories two levels deep (at most :data:`MAX_DIRS`), so the grammar admits
+    only paths that exist when the tools are made."""
+    out = ["."]
+    level = [base]
+    for _ in range(2):
+        nxt: list[Path] = []
+        for d in level:
+            try:
+                subs = sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
+            except OSError:
+                continue
+            for p in subs:
+                if len(out) >= MAX_DIRS:
+                    return out
+                out.append(p.relative_to(base).as_posix())
+                nxt.append(p)
+        level = nxt
+    return out
 
 
 #: what the grammar enforces on the demo's string arguments beyond their type: numbers look
@@ -126,8 +153,9 @@ BOUNDS: dict[str, dict[str, Any]] = {
 }
 
 
-def _bounded(tool: Tool) -> Tool:
+def _bounded(tool: Tool, where: dict[str, dict[str, Any]]) -> Tool:
     props = {
-        k: {**v, **BOUNDS.get(k, {})} for k, v in tool.parameters.get("properties", {}).items()
+        k: {**v, **BOUNDS.get(k, {}), **where.get(k, {})}
+        for k, v in tool.parameters.get("properties", {}).items()
     }
     return dataclasses.replace(tool, parameters={**tool.parameters, "properties": props})

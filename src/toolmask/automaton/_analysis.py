@@ -34,6 +34,7 @@ from toolmask.grammar._ir import (
     Seq,
     Special,
 )
+from toolmask.grammar.passes._walk import NULLABLE, PRODUCTIVE, node_prop, rules_fixpoint
 from toolmask.limits import Limits
 
 __all__ = ["INLINE_SMALL", "NULLABLE", "PRODUCTIVE", "Analysis", "repeat_copies"]
@@ -41,9 +42,6 @@ __all__ = ["INLINE_SMALL", "NULLABLE", "PRODUCTIVE", "Analysis", "repeat_copies"
 #: a rule referenced more than once is inlined when its size (NFA states, including inlined
 #: callees, one per inlined reference) is at most this; otherwise it is called
 INLINE_SMALL = 64
-
-NULLABLE = 0
-PRODUCTIVE = 1
 
 
 def repeat_copies(r: Repeat, limits: Limits) -> int:
@@ -370,102 +368,14 @@ class Analysis:
 
     def _fixpoint(self, comp: list[str], prop: int) -> None:
         """Least fixpoint of ``prop`` inside a cyclic component (callees outside are known)."""
-        known = self._known[prop]
         g = self.grammar
-        for m in comp:
-            known[m] = False
-        changed = True
-        while changed:
-            changed = False
-            for m in comp:
-                if not known[m] and self._eval(g[m].body, prop, False):
-                    known[m] = True
-                    changed = True
+        rules_fixpoint(comp, lambda m: g[m].body, prop, self._known[prop])
 
     def _eval(self, root: Node, prop: int, use_memo: bool) -> bool | None:
-        """Three-valued evaluation of ``prop`` (None: depends on rules not known yet, which are
-        added to ``self._blocked``). Sequences are conjunctions, choices disjunctions; both stop
-        at the first decisive child. Iterative; definite results of composites are memoised."""
-        known = self._known[prop]
+        """:func:`~toolmask.grammar.passes._walk.node_prop` with this analysis' knowledge (rules it
+        still needs are added to ``self._blocked``)."""
         memo = self._node_memo[prop] if use_memo else {}
-        nullable = prop == NULLABLE
-        # frames: [node, items, next index, accumulated value, is_seq]
-        stack: list[list[object]] = []
-        n: Node = root
-        while True:
-            v: bool | None
-            t = type(n)
-            if t is Seq or t is Choice:
-                assert isinstance(n, (Seq, Choice))
-                m = memo.get(id(n))
-                if m is not None:
-                    v = m
-                elif n.items:
-                    is_seq = t is Seq
-                    stack.append([n, n.items, 1, is_seq, is_seq])
-                    n = n.items[0]
-                    continue
-                else:
-                    v = t is Seq
-            elif t is Repeat:
-                assert isinstance(n, Repeat)
-                if n.min == 0 or n.max == 0:
-                    v = True
-                else:
-                    m = memo.get(id(n))
-                    if m is not None:
-                        v = m
-                    else:
-                        stack.append([n, None, 0, None, False])
-                        n = n.item
-                        continue
-            elif t is RuleRef:
-                assert isinstance(n, RuleRef)
-                v = known.get(n.name)
-                if v is None:
-                    self._blocked.add(n.name)
-            elif t is Bytes:
-                assert isinstance(n, Bytes)
-                v = not n.value if nullable else True
-            elif t is ByteClass:
-                assert isinstance(n, ByteClass)
-                v = False if nullable else n.mask != 0
-            else:  # Special
-                v = not nullable
-            # return v to the enclosing frames
-            descend = False
-            while stack:
-                frame = stack[-1]
-                node = frame[0]
-                items = frame[1]
-                if items is None:  # a repeat passes its item's value through
-                    stack.pop()
-                    if v is not None:
-                        memo[id(node)] = v
-                    continue
-                assert isinstance(items, tuple)
-                in_seq = frame[4] is True
-                if v is (not in_seq):  # decisive: False in a sequence, True in a choice
-                    stack.pop()
-                    memo[id(node)] = v
-                    continue
-                if v is None:
-                    frame[3] = None
-                i = frame[2]
-                assert isinstance(i, int)
-                if i < len(items):
-                    frame[2] = i + 1
-                    n = items[i]
-                    descend = True
-                    break
-                stack.pop()
-                acc = frame[3]
-                assert acc is None or isinstance(acc, bool)
-                v = acc
-                if v is not None:
-                    memo[id(node)] = v
-            if not descend:
-                return v
+        return node_prop(root, prop, self._known[prop], self._blocked, memo)
 
     # -- inlining ---------------------------------------------------------------------------------
     def inline(self, name: str) -> bool:

@@ -2,8 +2,8 @@
 that names the extra to install: ``toolmask.backends.llama_cpp`` (extra ``llama``) and
 ``toolmask.backends.transformers`` (extra ``transformers``). What they share (the
 :class:`Generation` result, the :class:`Backend` protocol, the ``on_token`` hook, the
-distortion meter's :class:`StepDistortion`, and :class:`DecodingBackend`, the decode loop a new
-engine plugs into) is here."""
+distortion meter's :class:`StepDistortion`, the :class:`ReasoningBudget`, and
+:class:`DecodingBackend`, the decode loop a new engine plugs into) is here."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from toolmask.backends._base import (
     DecodingBackend,
     Generation,
     OnToken,
+    ReasoningBudget,
     StepDistortion,
     check_compiled_for,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "DecodingBackend",
     "Generation",
     "OnToken",
+    "ReasoningBudget",
     "StepDistortion",
     "check_compiled_for",
 ]

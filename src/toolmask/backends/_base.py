@@ -12,6 +12,11 @@ a block of forced tokens appended without sampling (``text`` is the chunk's byte
 ``True`` stops the generation there with ``finish_reason == "stop"``; this is how a server
 honours stop strings and cancels a request whose client went away.
 
+A :class:`ReasoningBudget` bounds the reasoning channel: after that many tokens of reasoning the
+decoder writes the channel's close marker itself (through the grammar, which then applies
+``tool_choice`` to what follows), so a thinking model cannot spend the whole ``max_tokens``
+thinking.
+
 With ``meter=True`` every masked sampling step also records a :class:`StepDistortion`: the
 model's own top-1 token, whether the mask removed it and the probability mass it removed
 (``Generation.distortion``). :func:`toolmask.tools.distortion_sites` then says where in the
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,6 +46,7 @@ __all__ = [
     "DecodingBackend",
     "Generation",
     "OnToken",
+    "ReasoningBudget",
     "StepDistortion",
     "check_compiled_for",
 ]
@@ -79,6 +85,94 @@ class StepDistortion:
     def forced_continuation(self) -> bool:
         """The mask removed the model's choice where the turn could end, and it went on."""
         return self.removed and self.accepting and not self.ended
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningBudget:
+    """At most ``tokens`` tokens inside the reasoning channel, then the decoder writes
+    ``close`` (the channel's close marker) without sampling.
+
+    ``opener``: the text that opens the channel at the start of a reply (after optional
+    whitespace; ``""`` when only the prompt opens it); ``open``: the prompt already opened it,
+    so the reply starts inside. Build one for a tool turn with :meth:`for_turn`.
+    """
+
+    tokens: int
+    close: str
+    opener: str = ""
+    open: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or self.tokens < 0:
+            raise ValueError(f"a reasoning budget is a number of tokens >= 0, not {self.tokens!r}")
+        if not self.close:
+            raise ValueError("a reasoning budget needs the channel's close marker")
+
+    @classmethod
+    def for_turn(cls, turn: Any, tokens: int | None) -> ReasoningBudget | None:
+        """The budget for a :class:`~toolmask.tools.ToolTurn` (its format's channel, its
+        ``reasoning`` / ``reasoning_open``); None when ``tokens`` is None or the turn cannot
+        reason."""
+        if tokens is None or turn is None:
+            return None
+        fmt = turn.format
+        opener = fmt.reasoning_opener
+        if not fmt.reasoning_end or not (turn.reasoning_open or (turn.reasoning and opener)):
+            return None
+        return cls(tokens, fmt.reasoning_end, opener, bool(turn.reasoning_open))
+
+
+class _ReasoningTracker:
+    """Follows the reply token by token: whether it is inside the reasoning channel and how
+    many tokens it spent there. Special tokens count as their text."""
+
+    def __init__(self, budget: ReasoningBudget, vocab: Vocabulary) -> None:
+        self.budget = budget
+        self.vocab = vocab
+        self.buf = b""
+        self.state = "inside" if budget.open else "before"
+        self.start = 0  # where the reasoning text starts in ``buf``
+        self.spent = 0
+        self.opener = budget.opener.encode()
+        self.close = budget.close.encode()
+
+    def feed(self, ids: list[int]) -> None:
+        special = self.vocab.special
+        table = self.vocab.token_bytes
+        for t in ids:
+            self.buf += table[t] or special.get(t, "").encode()
+            if self.state == "before":
+                head = self.buf.lstrip(b" \t\r\n")
+                if self.opener and head.startswith(self.opener):
+                    self.state = "inside"
+                    self.start = len(self.buf) - len(head) + len(self.opener)
+                elif not self.opener or not self.opener.startswith(head):
+                    self.state = "after"  # the reply does not reason
+            elif self.state == "inside":
+                if self.close in self.buf[self.start :]:
+                    self.state = "after"
+                else:
+                    self.spent += 1
+
+    def due(self) -> bool:
+        return self.state == "inside" and self.spent >= self.budget.tokens
+
+    def close_ids(self, encode: Callable[[str], list[int]]) -> list[int]:
+        """The close marker as tokens: the vocabulary's special tokens it holds by id, the
+        rest as the model's tokenisation of the text."""
+        text = self.budget.close
+        specials = {s: i for i, s in self.vocab.special.items() if s and s in text}
+        out: list[int] = []
+        i = j = 0
+        while j < len(text):
+            hit = max((s for s in specials if text.startswith(s, j)), key=len, default=None)
+            if hit is None:
+                j += 1
+                continue
+            out += encode(text[i:j]) if j > i else []
+            out.append(specials[hit])
+            i = j = j + len(hit)
+        return out + (encode(text[i:]) if i < len(text) else [])
 
 
 def _allowed(bitmask: Any, token: int) -> bool:
@@ -125,6 +219,9 @@ class Generation:
     sampled_tokens: int = 0
     distortion: list[StepDistortion] = field(default_factory=list)
     exit_end: bool = False
+    #: tokens spent inside the reasoning channel; whether the :class:`ReasoningBudget` closed it
+    reasoning_tokens: int = 0
+    reasoning_cut: bool = False
 
 
 class Backend(Protocol):
@@ -142,6 +239,7 @@ class Backend(Protocol):
         max_tokens: int = 256,
         sampling: SamplingParams | None = None,
         on_token: OnToken | None = None,
+        reasoning_budget: ReasoningBudget | None = None,
     ) -> Generation: ...
 
 
@@ -214,6 +312,26 @@ class DecodingBackend(ABC):
             pos += len(piece)
         return out
 
+    def score(self, context: list[int], continuations: Sequence[list[int]]) -> list[float]:
+        """The model's own log-probability of each continuation after ``context``: the sum over
+        its tokens of the unmasked log-softmax. The context's KV prefix is reused; each
+        continuation costs one forward pass per token (plus the context's last token)."""
+        if not context:
+            raise ToolmaskError("the context is empty")
+        out: list[float] = []
+        for cont in continuations:
+            total = 0.0
+            if cont:
+                self._sync_prompt(context)
+            for i, token in enumerate(cont):
+                if i:
+                    self._feed([cont[i - 1]])
+                row = np.asarray(self._logits(), dtype=np.float64)
+                top = float(row.max())
+                total += float(row[token]) - top - float(np.log(np.exp(row - top).sum()))
+            out.append(total)
+        return out
+
     def generate(
         self,
         prompt: list[int],
@@ -225,6 +343,7 @@ class DecodingBackend(ABC):
         jump_forward: bool = True,
         meter: bool = False,
         end_on_exit: bool = True,
+        reasoning_budget: ReasoningBudget | None = None,
     ) -> Generation:
         """Decode after ``prompt`` under ``compiled`` (``None``: unconstrained, for baselines).
 
@@ -244,6 +363,14 @@ class DecodingBackend(ABC):
         complete answer is mass on ending it, so prose after a finished call ends the turn
         rather than becoming a second call. Elsewhere this is the same distribution as masked
         sampling (a forbidden draw redrawn from the mask is the renormalised mask).
+
+        Under a grammar, a special token it admits (a marker such as Harmony's ``<|channel|>``)
+        is written as its text in ``Generation.text`` and ``on_token``, so the parser reads it.
+
+        ``reasoning_budget``: after that many tokens inside the reasoning channel, the close
+        marker is appended as the model's tokens without sampling, when the grammar accepts it
+        there (else at the next step: a character cut in the middle); the grammar goes on
+        from the closed channel (``Generation.reasoning_tokens``, ``reasoning_cut``).
         """
         check_compiled_for(compiled, self.vocab)
         if len(prompt) >= self.n_ctx:
@@ -259,16 +386,26 @@ class DecodingBackend(ABC):
         end_id = min(eos) if eos else -1
         end_on_exit = end_on_exit and end_id >= 0
         table = self.vocab.token_bytes
+        marks: dict[int, bytes] = {}
+        if m is not None:  # a special token the grammar admits is a marker: its text is text
+            marks = {t: s.encode() for t, s in self.vocab.special.items() if t not in eos}
         out: list[int] = []
         out_bytes = [0]  # bytes of text in ``out`` (for the meter's offsets)
         gen = Generation([], b"", "length", len(prompt), reused)
+        budget = (
+            _ReasoningTracker(reasoning_budget, self.vocab)
+            if reasoning_budget is not None
+            else None
+        )
 
         def emit(chunk: list[int]) -> bool:
             """Append ``chunk`` and feed it to the model; True when decoding must stop."""
             if not out:
                 gen.first_token_s = time.perf_counter() - t0
             out.extend(chunk)
-            text = b"".join(table[t] or b"" for t in chunk)
+            if budget is not None:
+                budget.feed(chunk)
+            text = b"".join(table[t] or marks.get(t, b"") for t in chunk)
             out_bytes[0] += len(text)
             stop = False
             if on_token is not None:
@@ -288,6 +425,19 @@ class DecodingBackend(ABC):
             if m is not None and m.is_finished():
                 gen.finish_reason = "stop"
                 break
+            if budget is not None and budget.due():
+                chunk = budget.close_ids(self._encode)[: max_tokens - len(out)]
+                taken = 0
+                while m is not None and taken < len(chunk) and m.accept_token(chunk[taken]):
+                    taken += 1
+                if m is None or taken == len(chunk):
+                    gen.forced_tokens += len(chunk)
+                    gen.reasoning_cut = True
+                    budget.state = "after"
+                    if emit(chunk):
+                        break
+                    continue
+                m.rollback(taken)  # not here (inside a character): sample, try again next step
             if m is not None and jump_forward and not meter:
                 chunk = self.forced_tokens(m)[: max_tokens - len(out)]
                 accepted = 0
@@ -347,5 +497,7 @@ class DecodingBackend(ABC):
             if emit([token]):
                 break
         gen.tokens = out
-        gen.text = self.detokenize(out)
+        gen.text = b"".join(table[t] or marks.get(t, b"") for t in out)
+        if budget is not None:
+            gen.reasoning_tokens = budget.spent
         return gen

@@ -12,13 +12,22 @@ case, in practice a handful of sequences per range.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, seq
+from toolmask._cache import compiler_memo
+from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, node_bytes, seq
 
-__all__ = ["ANY_CHAR", "MAX_CP", "UTF8_CONTINUATION", "UTF8_LENGTHS", "CharSet", "utf8_node"]
+__all__ = [
+    "ANY_CHAR",
+    "MAX_CP",
+    "UTF8_CONTINUATION",
+    "UTF8_LEAD_LENGTH",
+    "UTF8_LENGTHS",
+    "CharSet",
+    "utf8_node",
+    "utf8_sequences",
+]
 
 MAX_CP = 0x10FFFF
 _SURR_LO, _SURR_HI = 0xD800, 0xDFFF
@@ -141,6 +150,11 @@ UTF8_LENGTHS: dict[int, tuple[int, int, int, int]] = {
 UTF8_CONTINUATION = (0x80, 0xBF)
 
 _LEN_BOUNDS = tuple((first, last) for first, last, _, _ in UTF8_LENGTHS.values())
+#: ``UTF8_LEAD_LENGTH[b]``: the length of the UTF-8 sequence the byte ``b`` starts (1-4), 0 for
+#: a byte that starts none (continuation bytes, C0, C1, F5-FF); from :data:`UTF8_LENGTHS`
+UTF8_LEAD_LENGTH = bytes(
+    next((n for n, (_, _, lo, hi) in UTF8_LENGTHS.items() if lo <= b <= hi), 0) for b in range(256)
+)
 
 
 def _encode(cp: int, n: int) -> list[int]:
@@ -171,21 +185,31 @@ def _split_same_len(lo: int, hi: int, n: int) -> list[list[tuple[int, int]]]:
     return [[(a[k], b[k]) for k in range(n)]]
 
 
-@functools.lru_cache(maxsize=4096)
+@compiler_memo("grammar.utf8_nodes", limit="max_memo_entries", entry_bytes=node_bytes)
 def utf8_node(cs: CharSet) -> Node:
-    """IR matching exactly the UTF-8 encodings of the code points in ``cs`` (surrogates dropped)."""
-    cs = cs - CharSet.range(_SURR_LO, _SURR_HI)
-    alts: list[Node] = []
-    for lo, hi in cs.ranges:
-        for n, (blo, bhi) in enumerate(_LEN_BOUNDS, start=1):
-            a, b = max(lo, blo), min(hi, bhi)
-            if a > b:
-                continue
-            for ranges in _split_same_len(a, b, n):
-                alts.append(seq(*(byte_class((x, y)) for x, y in ranges)))
+    """IR matching exactly the UTF-8 encodings of the code points in ``cs`` (surrogates dropped).
+    Memoised in the active GrammarCompiler."""
+    if cs.ranges and cs.ranges[-1][1] < 0x80:  # ASCII: one byte class
+        return byte_class(*cs.ranges)
+    alts = [seq(*(byte_class(r) for r in ranges)) for ranges in utf8_sequences(cs)]
     if not alts:
         return NOTHING
     return _factor(alts)
+
+
+def utf8_sequences(cs: CharSet) -> list[list[tuple[int, int]]]:
+    """The UTF-8 encodings of the code points in ``cs`` (surrogates dropped) as sequences of
+    byte ranges, shortest encodings first: each sequence is the product of its ranges, and
+    the sequences are disjoint. ``utf8_sequences(ANY_CHAR)`` is RFC 3629's table of
+    well-formed sequences. O(ranges of ``cs``) sequences, a handful per range."""
+    cs = cs - CharSet.range(_SURR_LO, _SURR_HI)
+    out: list[list[tuple[int, int]]] = []
+    for lo, hi in cs.ranges:
+        for n, (blo, bhi) in enumerate(_LEN_BOUNDS, start=1):
+            a, b = max(lo, blo), min(hi, bhi)
+            if a <= b:
+                out.extend(_split_same_len(a, b, n))
+    return out
 
 
 def _factor(alts: list[Node]) -> Node:

@@ -24,12 +24,12 @@ the canonical JSON string escape, ``toolmask.schema._json_text``). See ``docs/st
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from toolmask._cache import compiler_memo
 from toolmask.errors import LimitError
 from toolmask.grammar._charset import ANY_CHAR, CharSet, utf8_node
 from toolmask.grammar._ir import (
@@ -41,6 +41,7 @@ from toolmask.grammar._ir import (
     choice,
     iter_nodes,
     lit,
+    node_bytes,
     seq,
     star,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "Dfa",
     "Encoding",
     "Nfa",
+    "dfa_bytes",
     "dfa_to_node",
     "dfa_to_rules",
     "encode_charset",
@@ -757,10 +759,17 @@ def _determinize(nfa: Nfa, limits: Limits) -> Dfa:
 Encoding = Literal["raw"] | Callable[[CharSet], Node]
 
 
-@functools.lru_cache(maxsize=4096)
+def dfa_bytes(d: Dfa) -> int:
+    """An estimate of the bytes a :class:`Dfa` holds (states, edges and their character
+    classes). O(edges)."""
+    return 64 + sum(72 + sum(64 + 16 * len(cs.ranges) for cs, _ in es) for es in d.edges)
+
+
+@compiler_memo("grammar.encoded_charsets", limit="max_memo_entries", entry_bytes=node_bytes)
 def encode_charset(cs: CharSet, encoding: Encoding = "raw") -> Node:
     """One code point of ``cs`` in ``encoding``: raw UTF-8, a single code point as a literal
-    (so that :func:`seq` fuses neighbouring literals); or ``encoding(cs)``."""
+    (so that :func:`seq` fuses neighbouring literals); or ``encoding(cs)``. Memoised in the
+    active GrammarCompiler."""
     if encoding != "raw":
         return encoding(cs)
     if len(cs.ranges) == 1 and cs.ranges[0][0] == cs.ranges[0][1]:

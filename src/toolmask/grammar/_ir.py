@@ -45,6 +45,7 @@ __all__ = [
     "choice",
     "iter_nodes",
     "lit",
+    "node_bytes",
     "opt",
     "plus",
     "repeat",
@@ -123,6 +124,17 @@ class ByteClass:
 @dataclass(frozen=True, slots=True)
 class Seq:
     items: tuple[Node, ...]
+    _hash: int = field(default=-1, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = hash((Seq, self.items))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[Node, ...]]]:
+        return (Seq, (self.items,))
 
     def __str__(self) -> str:
         if not self.items:
@@ -133,6 +145,17 @@ class Seq:
 @dataclass(frozen=True, slots=True)
 class Choice:
     items: tuple[Node, ...]
+    _hash: int = field(default=-1, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = hash((Choice, self.items))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[Node, ...]]]:
+        return (Choice, (self.items,))
 
     def __str__(self) -> str:
         if not self.items:
@@ -145,10 +168,21 @@ class Repeat:
     item: Node
     min: int = 0
     max: int | None = None
+    _hash: int = field(default=-1, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.min < 0 or (self.max is not None and self.max < self.min):
             raise ValueError(f"bad repetition bounds {{{self.min},{self.max}}}")
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = hash((Repeat, self.item, self.min, self.max))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self) -> tuple[type, tuple[Node, int, int | None]]:
+        return (Repeat, (self.item, self.min, self.max))
 
     def __str__(self) -> str:
         inner = _wrap(self.item, Repeat)
@@ -236,10 +270,29 @@ class Grammar:
             by_name[r.name] = r
         if self.start not in by_name:
             raise GrammarError(f"start rule {self.start!r} is not defined")
+        # every node object once: subtrees are shared (a character class in every rule of a
+        # string's DFA, a key tree), so this is O(distinct node objects), not O(tree size)
+        seen: set[int] = set()
         for r in self.rules:
-            for n in iter_nodes(r.body):
-                if isinstance(n, RuleRef) and n.name not in by_name:
-                    raise GrammarError(f"rule {r.name!r} refers to undefined rule {n.name!r}")
+            stack: list[Node] = [r.body]
+            while stack:
+                n = stack.pop()
+                if type(n) is Seq or type(n) is Choice:
+                    for it in n.items:
+                        if type(it) is Bytes or type(it) is ByteClass:
+                            continue
+                        if type(it) is RuleRef:
+                            if it.name not in by_name:
+                                raise _undefined(r.name, it.name)
+                        elif id(it) not in seen:
+                            seen.add(id(it))
+                            stack.append(it)
+                elif type(n) is Repeat:
+                    if id(n.item) not in seen:
+                        seen.add(id(n.item))
+                        stack.append(n.item)
+                elif type(n) is RuleRef and n.name not in by_name:
+                    raise _undefined(r.name, n.name)
         object.__setattr__(self, "_by_name", by_name)
 
     # -- access -------------------------------------------------------------------------------
@@ -318,6 +371,10 @@ class Grammar:
         return to_lark(self)
 
 
+def _undefined(rule: str, ref: str) -> GrammarError:
+    return GrammarError(f"rule {rule!r} refers to undefined rule {ref!r}")
+
+
 # -- smart constructors -------------------------------------------------------------------------
 
 
@@ -350,16 +407,21 @@ def seq(*items: Node) -> Node:
     """Concatenation, flattened; adjacent literals fused; a NOTHING item makes it NOTHING."""
     flat: list[Node] = []
     for it in items:
-        parts = it.items if isinstance(it, Seq) else (it,)
+        parts = it.items if type(it) is Seq else (it,)
         for p in parts:
-            if p == NOTHING or (isinstance(p, ByteClass) and p.mask == 0):
+            tp = type(p)
+            if tp is Bytes:
+                value = p.value  # type: ignore[union-attr]
+                if not value:
+                    continue
+                if flat and type(flat[-1]) is Bytes:
+                    flat[-1] = Bytes(flat[-1].value + value)
+                    continue
+            elif tp is ByteClass:
+                if p.mask == 0:  # type: ignore[union-attr]
+                    return NOTHING
+            elif tp is Choice and not p.items:  # type: ignore[union-attr]
                 return NOTHING
-            if isinstance(p, Bytes):
-                if not p.value:
-                    continue
-                if flat and isinstance(flat[-1], Bytes):
-                    flat[-1] = Bytes(flat[-1].value + p.value)
-                    continue
             flat.append(p)
     if not flat:
         return EMPTY
@@ -372,24 +434,34 @@ def choice(*items: Node) -> Node:
     """Alternation, flattened and de-duplicated (order kept); NOTHING branches dropped."""
     flat: list[Node] = []
     seen: set[Node] = set()
+    singles = 0  # alternatives of one byte (a class or a one-byte literal)
     for it in items:
-        parts = it.items if isinstance(it, Choice) else (it,)
+        parts = it.items if type(it) is Choice else (it,)
         for p in parts:
-            if isinstance(p, ByteClass) and p.mask == 0:
-                continue
+            tp = type(p)
+            if tp is ByteClass:
+                if p.mask == 0:  # type: ignore[union-attr]
+                    continue
+                single = True
+            else:
+                single = tp is Bytes and len(p.value) == 1  # type: ignore[union-attr]
             if p not in seen:
                 seen.add(p)
                 flat.append(p)
+                singles += single
     # merge single-byte alternatives into one class
-    classes = [p for p in flat if _single_byte_mask(p) is not None]
-    if len(classes) > 1:
+    if singles > 1:
         mask = 0
-        for p in classes:
+        first = -1
+        rest: list[Node] = []
+        for p in flat:
             m = _single_byte_mask(p)
-            assert m is not None
-            mask |= m
-        first = flat.index(classes[0])
-        rest = [p for p in flat if _single_byte_mask(p) is None]
+            if m is None:
+                rest.append(p)
+            else:
+                if first < 0:
+                    first = len(rest)
+                mask |= m
         flat = [*rest[:first], ByteClass(mask), *rest[first:]]
     if not flat:
         return NOTHING
@@ -430,6 +502,22 @@ def iter_nodes(node: Node) -> Iterator[Node]:
             stack.extend(reversed(n.items))
         elif isinstance(n, Repeat):
             stack.append(n.item)
+
+
+def node_bytes(node: Node) -> int:
+    """An estimate of the bytes an IR tree holds (a node and its slots, about 96 bytes each;
+    shared subtrees are counted once per use). O(tree size)."""
+    n = 0
+    stack: list[Node] = [node]
+    while stack:
+        x = stack.pop()
+        n += 1
+        t = type(x)
+        if t is Seq or t is Choice:
+            stack.extend(x.items)  # type: ignore[union-attr]
+        elif t is Repeat:
+            stack.append(x.item)  # type: ignore[union-attr]
+    return 96 * n
 
 
 # -- printing helpers ---------------------------------------------------------------------------

@@ -63,7 +63,7 @@ from toolmask.grammar._printing import (
     words,
 )
 from toolmask.grammar._scan import Scanner
-from toolmask.grammar.passes._walk import node_nullable, nullable_rules
+from toolmask.grammar.passes._walk import nullable_rules
 
 __all__ = ["COMMON_TERMINALS", "parse_lark", "to_lark"]
 
@@ -596,7 +596,6 @@ def _terminals(grammar: Grammar) -> set[str]:
         for r in grammar.rules
         if r.name != grammar.start
         and r.name not in nullable
-        and not node_nullable(r.body, nullable)
         and not any(isinstance(n, Special) for n in iter_nodes(r.body))
     }
     terms: set[str] = set()

@@ -31,6 +31,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from toolmask._cache import compiler_memo
 from toolmask.errors import GrammarError, GrammarSyntaxError, LimitError
 from toolmask.grammar._charset import ANY_CHAR, MAX_CP, CharSet
 from toolmask.grammar._fsm import (
@@ -40,7 +41,9 @@ from toolmask.grammar._fsm import (
     WORD_BOUNDARY,
     WORD_CHARS,
     Dfa,
+    Encoding,
     Nfa,
+    dfa_bytes,
     dfa_to_node,
     dfa_to_rules,
     encode_charset,
@@ -53,9 +56,13 @@ __all__ = [
     "DOT_CHARS",
     "SPACE_CHARS",
     "WORD_CHARS",
+    "anchored_chain",
     "grammar_from_regex",
+    "parse_full_match",
     "parse_regex",
+    "regex_ast_node",
     "regex_dfa",
+    "regex_direct_node",
     "regex_node",
     "regex_rules",
 ]
@@ -172,7 +179,9 @@ class _Parser:
 
     def alternative(self) -> RNode:
         items: list[RNode] = []
-        while self.pos < len(self.text) and self.peek() not in "|)":
+        text = self.text
+        n = len(text)
+        while self.pos < n and text[self.pos] not in "|)":
             items.append(self.term())
         return items[0] if len(items) == 1 else RCat(tuple(items))
 
@@ -286,7 +295,8 @@ class _Parser:
             return RChars(cs)
         if c in "*+?" or self.quantifier_at(self.pos) is not None:
             raise self.error("nothing to repeat")
-        return RChars(CharSet.of([self.literal_char()]))
+        cp = self.literal_char()
+        return RChars(CharSet(((cp, cp),)))
 
     def literal_char(self) -> int:
         cp = ord(self.text[self.pos])
@@ -326,33 +336,44 @@ class _Parser:
         negate = self.peek() == "^"
         if negate:
             self.pos += 1
-        acc: list[CharSet] = []
+        acc: list[tuple[int, int]] = []
+        text = self.text
+        n = len(text)
         while True:
-            if self.pos >= len(self.text):
+            if self.pos >= n:
                 raise self.error("unterminated character class", open_pos)
-            if self.peek() == "]":
+            c = text[self.pos]
+            if c == "]":
                 self.pos += 1
                 break
             a_pos = self.pos
-            a, a_cp = self.class_atom()
-            if self.peek() == "-" and self.peek(1) not in ("]", ""):
+            if c == "\\":
+                a, a_cp = self.escape(in_class=True)
+            else:
+                a_cp = self.literal_char()
+                a = None
+            if self.pos + 1 < n and text[self.pos] == "-" and text[self.pos + 1] != "]":
                 self.pos += 1
                 _, b_cp = self.class_atom()
                 if a_cp is None or b_cp is None:
                     raise self.error("a class escape cannot be a range bound", a_pos)
                 if a_cp > b_cp:
                     raise self.error("range out of order in character class", a_pos)
-                acc.append(CharSet.range(a_cp, b_cp))
+                acc.append((a_cp, b_cp))
+            elif a is None:
+                assert a_cp is not None
+                acc.append((a_cp, a_cp))
             else:
-                acc.append(a)
-        cs = CharSet.from_ranges(r for s in acc for r in s.ranges)
+                acc.extend(a.ranges)
+        cs = CharSet.from_ranges(acc)
         return cs.complement() if negate else cs
 
-    def class_atom(self) -> tuple[CharSet, int | None]:
+    def class_atom(self) -> tuple[CharSet | None, int | None]:
+        """A class member: its set (None when it is the one code point returned) and its code
+        point (None for a class escape such as ``\\d``)."""
         if self.peek() == "\\":
             return self.escape(in_class=True)
-        cp = self.literal_char()
-        return CharSet.of([cp]), cp
+        return None, self.literal_char()
 
     def escape(self, *, in_class: bool) -> tuple[CharSet, int | None]:
         """Parse ``\\...`` at pos; returns the set and, if it is one code point, that code point."""
@@ -397,7 +418,7 @@ class _Parser:
         else:  # identity escape of punctuation / non-ASCII (SyntaxCharacter, '/', Annex B)
             self.pos -= 1
             cp = self.literal_char()
-        return CharSet.of([cp]), cp
+        return CharSet(((cp, cp),)), cp
 
     def hex_digits(self, n: int, start: int) -> int:
         h = self.text[self.pos : self.pos + n]
@@ -562,9 +583,8 @@ def unicode_property(name: str) -> CharSet | None:
 
 def _nfa_size(node: RNode, cap: int) -> int:
     """An upper bound on the NFA states ``node`` needs (stops counting past ``cap``)."""
-    if isinstance(node, RChars):
-        return 2
-    if isinstance(node, RAssert):
+    t = type(node)
+    if t is RChars or t is RAssert:
         return 2
     if isinstance(node, RLook):
         return 2 + _nfa_size(node.body, cap)
@@ -575,6 +595,7 @@ def _nfa_size(node: RNode, cap: int) -> int:
             if total > cap:
                 return total
         return total
+    assert isinstance(node, RRepeat)
     inner = _nfa_size(node.item, cap)
     copies = node.max if node.max is not None else max(node.min, 1)
     return min(inner * copies, cap + 1) + 2
@@ -632,13 +653,17 @@ def _build(node: RNode, nfa: Nfa) -> tuple[int, int]:
     return s, e
 
 
-def _regex_nfa(ast: RNode, *, search: bool, limits: Limits) -> Nfa:
+def _check_size(ast: RNode, limits: Limits) -> None:
     cap = max(8 * limits.max_dfa_states, 1_000)
     if _nfa_size(ast, cap) > cap:
         raise LimitError(
             f"regex needs more than {cap} automaton states (counted repetition too large)",
             limit="max_dfa_states",
         )
+
+
+def _regex_nfa(ast: RNode, *, search: bool, limits: Limits) -> Nfa:
+    _check_size(ast, limits)
     nfa = Nfa()
     if search:
         pre = nfa.add_state()
@@ -654,7 +679,7 @@ def _regex_nfa(ast: RNode, *, search: bool, limits: Limits) -> Nfa:
     return nfa
 
 
-@functools.lru_cache(maxsize=512)
+@compiler_memo("grammar.regex_dfas", limit="max_language_memos", entry_bytes=dfa_bytes)
 def _regex_dfa_cached(pattern: str, search: bool, limits: Limits) -> Dfa:
     ast = parse_regex(pattern, limits=limits)
     return Dfa.from_nfa(_regex_nfa(ast, search=search, limits=limits), limits=limits)
@@ -665,7 +690,8 @@ def regex_dfa(pattern: str, *, search: bool, limits: Limits = DEFAULT_LIMITS) ->
 
     ``search=True``: the strings that *contain* a match (JSON Schema ``pattern``); ``search=False``:
     the strings the pattern matches in full. Raises GrammarSyntaxError for malformed or unsupported
-    syntax and LimitError when the automaton would exceed ``limits.max_dfa_states``. Cached.
+    syntax and LimitError when the automaton would exceed ``limits.max_dfa_states``. Memoised
+    in the active GrammarCompiler.
     """
     return _regex_dfa_cached(pattern, search, limits)
 
@@ -691,25 +717,81 @@ def _has_assertions(node: RNode) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, (RAssert, RLook)):
+        t = type(n)
+        if t is RCat or t is RAlt:
+            stack.extend(n.items)  # type: ignore[union-attr]
+        elif t is RRepeat:
+            stack.append(n.item)  # type: ignore[union-attr]
+        elif t is RAssert or t is RLook:
             return True
-        if isinstance(n, (RCat, RAlt)):
-            stack.extend(n.items)
-        elif isinstance(n, RRepeat):
-            stack.append(n.item)
     return False
 
 
-def _direct_ir(node: RNode) -> Node:
-    if isinstance(node, RChars):
-        return encode_charset(node.cs, "raw")
-    if isinstance(node, RCat):
-        return seq(*(_direct_ir(i) for i in node.items))
-    if isinstance(node, RAlt):
-        return choice(*(_direct_ir(i) for i in node.items))
-    if isinstance(node, RRepeat):
-        return repeat(_direct_ir(node.item), node.min, node.max)
+def _direct_ir(node: RNode, encoding: Encoding = "raw") -> Node:
+    t = type(node)
+    if t is RChars:
+        return encode_charset(node.cs, encoding)  # type: ignore[union-attr]
+    if t is RCat:
+        return seq(*[_direct_ir(i, encoding) for i in node.items])  # type: ignore[union-attr]
+    if t is RAlt:
+        return choice(*[_direct_ir(i, encoding) for i in node.items])  # type: ignore[union-attr]
+    if t is RRepeat:
+        r: RRepeat = node  # type: ignore[assignment]
+        return repeat(_direct_ir(r.item, encoding), r.min, r.max)
     raise AssertionError("assertions have no direct IR")
+
+
+def regex_direct_node(
+    pattern: str, *, encoding: Encoding = "raw", limits: Limits = DEFAULT_LIMITS
+) -> Node | None:
+    """The full-match language of ``pattern`` as one IR node built from its syntax tree
+    (linear in the pattern; no automaton is built), each code point written in ``encoding``;
+    None when the pattern has inner anchors, word boundaries or lookaheads (they need its DFA:
+    :func:`regex_dfa`). Raises what :func:`regex_dfa` raises before it determinises: syntax
+    errors and the NFA size bound. The automaton determinises the node lazily, so a pattern
+    whose DFA would blow up should not come here: callers use it for vetted patterns (known
+    formats, generated number ranges)."""
+    return regex_ast_node(parse_full_match(pattern, limits=limits), encoding=encoding)
+
+
+def parse_full_match(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> RNode:
+    """``pattern``'s syntax tree for a full match (outer anchors dropped), after the checks
+    :func:`regex_dfa` makes before it determinises (syntax, nesting, the NFA size bound)."""
+    ast = parse_regex(pattern, limits=limits)
+    _check_size(ast, limits)  # the bound regex_dfa checks first, so both routes refuse alike
+    return _strip_outer_anchors(ast)
+
+
+def anchored_chain(
+    pattern: str, *, limits: Limits = DEFAULT_LIMITS
+) -> list[tuple[CharSet, int, int | None]] | None:
+    """``pattern`` as ``[(class, min, max), ...]`` when it is ``^`` + a concatenation of
+    character classes, each optionally quantified + ``$`` (one alternative, no other
+    assertion): its search language is then the full-match language of the chain. None for
+    any other shape. Raises what :func:`regex_dfa` raises before it determinises (syntax
+    errors, nesting, the NFA size bound)."""
+    ast = parse_regex(pattern, limits=limits)
+    _check_size(ast, limits)
+    if not isinstance(ast, RCat) or len(ast.items) < 2:
+        return None
+    first, *middle, last = ast.items
+    if first != RAssert(BOL) or last != RAssert(EOL):
+        return None
+    out: list[tuple[CharSet, int, int | None]] = []
+    for it in middle:
+        if isinstance(it, RChars):
+            out.append((it.cs, 1, 1))
+        elif isinstance(it, RRepeat) and isinstance(it.item, RChars):
+            out.append((it.item.cs, it.min, it.max))
+        else:
+            return None
+    return out
+
+
+def regex_ast_node(ast: RNode, *, encoding: Encoding = "raw") -> Node | None:
+    """The IR node of a syntax tree from :func:`parse_full_match` (None when it has
+    assertions: see :func:`regex_direct_node`)."""
+    return None if _has_assertions(ast) else _direct_ir(ast, encoding)
 
 
 def _assertion_free(pattern: str, limits: Limits) -> RNode | None:

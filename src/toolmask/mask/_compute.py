@@ -33,6 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from toolmask.automaton import Automaton, State
+from toolmask.grammar._charset import ANY_CHAR, UTF8_LEAD_LENGTH, utf8_sequences
+from toolmask.limits import DEFAULT_LIMITS
 from toolmask.mask._trie import TokenTrie
 
 if TYPE_CHECKING:
@@ -44,8 +46,6 @@ __all__ = ["MaskCache", "VocabIndex", "compute_mask", "vocab_index"]
 LOOP_MIN_ASCII = 8
 #: below this many trie nodes behind a group of first bytes, walking beats the numpy tables
 TABLE_MIN_NODES = 4096
-#: loop tables kept per vocabulary
-LOOP_TABLES = 64
 #: first-character classes: 0-127 the ASCII byte, then these two
 FIRST_MB = 128
 FIRST_OTHER = 129
@@ -53,28 +53,11 @@ FIRST_OTHER = 129
 _MISS = object()
 
 # UTF-8 well-formed multi-byte characters: lead range, then continuation ranges (RFC 3629)
-_UTF8: tuple[tuple[tuple[int, int], ...], ...] = (
-    ((0xC2, 0xDF), (0x80, 0xBF)),
-    ((0xE0, 0xE0), (0xA0, 0xBF), (0x80, 0xBF)),
-    ((0xE1, 0xEC), (0x80, 0xBF), (0x80, 0xBF)),
-    ((0xED, 0xED), (0x80, 0x9F), (0x80, 0xBF)),
-    ((0xEE, 0xEF), (0x80, 0xBF), (0x80, 0xBF)),
-    ((0xF0, 0xF0), (0x90, 0xBF), (0x80, 0xBF), (0x80, 0xBF)),
-    ((0xF1, 0xF3), (0x80, 0xBF), (0x80, 0xBF), (0x80, 0xBF)),
-    ((0xF4, 0xF4), (0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF)),
+_UTF8: tuple[tuple[tuple[int, int], ...], ...] = tuple(
+    tuple(s) for s in utf8_sequences(ANY_CHAR) if len(s) > 1
 )
 #: intermediate states followed while checking that every UTF-8 character loops
 _UTF8_FRONTIER_CAP = 8
-
-
-def _utf8_len(lead: int) -> int:
-    if 0xC2 <= lead <= 0xDF:
-        return 2
-    if 0xE0 <= lead <= 0xEF:
-        return 3
-    if 0xF0 <= lead <= 0xF4:
-        return 4
-    return 0
 
 
 class VocabIndex:
@@ -83,10 +66,13 @@ class VocabIndex:
     The trie of text tokens, and flat per-byte numpy arrays over the concatenated token bytes
     (owner token, whether the byte lies in the token's tail after its first character, whether
     it belongs to a complete UTF-8 character, and the index of its character within the tail),
-    from which run tables are computed per run class in a few vectorised passes.
+    from which run tables are computed per run class in a few vectorised passes; at most
+    ``max_run_tables`` of them are kept (``Limits.max_run_tables``).
     """
 
-    def __init__(self, vocab: Vocabulary) -> None:
+    def __init__(
+        self, vocab: Vocabulary, *, max_run_tables: int = DEFAULT_LIMITS.max_run_tables
+    ) -> None:
         self.vocab = vocab
         self.size = vocab.vocab_size
         self.words = (self.size + 31) // 32
@@ -118,7 +104,7 @@ class VocabIndex:
             j = 0
             while j < n:
                 c = t[j]
-                size = 1 if c < 0x80 else _utf8_len(c)
+                size = 1 if c < 0x80 else UTF8_LEAD_LENGTH[c]
                 if size and j + size <= n and (size == 1 or _is_char(t[j : j + size])):
                     ok[j : j + size] = b"\x01" * size
                     starts.append((j, size))
@@ -158,6 +144,7 @@ class VocabIndex:
         self.special_by_text: dict[str, tuple[int, ...]] = {k: tuple(v) for k, v in by_text.items()}
         self.eos = np.array(sorted(vocab.eos_ids), dtype=np.int64)
         self._runs: OrderedDict[tuple[int, bool, int], _RunTables] = OrderedDict()
+        self.max_run_tables = max(1, max_run_tables)
         self._lock = threading.Lock()
 
     def memory_bytes(self) -> int:
@@ -212,7 +199,7 @@ class VocabIndex:
         tables = _RunTables(fully, {p: TokenTrie(v) for p, v in sorted(by_pos.items())})
         with self._lock:
             self._runs[key] = tables
-            while len(self._runs) > LOOP_TABLES:
+            while len(self._runs) > self.max_run_tables:
                 self._runs.popitem(last=False)
         return tables
 
@@ -245,7 +232,9 @@ def vocab_index(vocab: Vocabulary) -> VocabIndex:
     if compiler.backend == "python":
         return compiler.vocab_index(vocab)  # type: ignore[no-any-return]
     cache = compiler.cache("mask.python_vocab_indexes", limit="max_vocab_indexes")
-    return cache.get_or_build(vocab.fingerprint, lambda: VocabIndex(vocab))  # type: ignore[no-any-return]
+    return cache.get_or_build(  # type: ignore[no-any-return]
+        vocab.fingerprint, lambda: VocabIndex(vocab, max_run_tables=compiler.limits.max_run_tables)
+    )
 
 
 def _walk(a: Automaton, root: State, trie: TokenTrie, first: int, out: list[int]) -> None:

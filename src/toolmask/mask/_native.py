@@ -16,33 +16,34 @@ import numpy as np
 import numpy.typing as npt
 
 from toolmask._kernel import native_module
+from toolmask.limits import DEFAULT_LIMITS
 
 if TYPE_CHECKING:
     from toolmask.vocab import Vocabulary
 
 __all__ = ["NativeMaskCache", "NativeVocabIndex"]
 
-#: shared run tables (run classes, base bitmasks, exit tries) kept per vocabulary
-NATIVE_TABLES = 256
-
 
 class NativeVocabIndex:
     """A vocabulary's token tries, per-token character tables and shared run tables (in C).
 
     Cost: about 0.1 s and 11 MB for a 151k vocabulary (one sort of the token bytes and a pass
-    over them); run tables are added on first use, V/8 bytes per base bitmask.
+    over them); run tables are added on first use, V/8 bytes per base bitmask, at most
+    ``max_run_tables`` kept (``Limits.max_run_tables``).
     """
 
     __slots__ = ("eos", "native", "size", "special_by_text", "text", "vocab", "words")
 
-    def __init__(self, vocab: Vocabulary) -> None:
+    def __init__(
+        self, vocab: Vocabulary, *, max_run_tables: int = DEFAULT_LIMITS.max_run_tables
+    ) -> None:
         self.vocab = vocab
         self.size = vocab.vocab_size
         self.words = (self.size + 31) // 32
         tb = vocab.token_bytes
         #: 1 for a text token (its bytes can be matched), else 0
         self.text = bytes(1 if tb[i] else 0 for i in range(self.size))
-        self.native: Any = native_module().Vocab(tb, self.text, NATIVE_TABLES)
+        self.native: Any = native_module().Vocab(tb, self.text, max(1, max_run_tables))
         by_text: dict[str, list[int]] = {}
         for tid, s in vocab.special.items():
             by_text.setdefault(s, []).append(tid)

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from toolmask._pointer import json_pointer
@@ -17,7 +17,7 @@ from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar._ir import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
 from toolmask.schema._keywords import KEYWORDS, KeywordInfo
-from toolmask.schema._validate import schema_validator
+from toolmask.schema._validate import dialect_of, schema_validator
 
 __all__ = ["KEYWORDS", "KeywordInfo", "compile_json_schema", "schema_validator"]
 
@@ -34,6 +34,8 @@ def compile_json_schema(
     strict_formats: bool = False,
     resources: Mapping[str, Any] | None = None,
     max_indent_depth: int = 32,
+    notation: Literal["json", "python", "gemma"] = "json",
+    special_tokens: Iterable[str] = (),
     limits: Limits = DEFAULT_LIMITS,
 ) -> Grammar:
     """Compile a JSON Schema (draft 2020-12; draft-07/04 spellings read) into a grammar.
@@ -61,25 +63,37 @@ def compile_json_schema(
       the compiler logs a warning once per format name on the ``toolmask.schema`` logger).
       Formats toolmask knows (``toolmask.schema._formats.FORMATS``) are always enforced exactly.
     * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
+    * ``notation``: how values are spelled: ``"json"``, ``"python"`` (Python literals, for
+      tool calls written as Python code) or ``"gemma"`` (Gemma 4's object notation); see
+      :mod:`toolmask.schema._notation`. The post-decode checks read JSON text only.
+    * ``special_tokens``: special-token texts of the vocabulary; a notation's marker among them
+      (Gemma's ``<|"|>``) is a :class:`~toolmask.grammar.Special` node, else its bytes.
 
     Raises :class:`SchemaError` (with a JSON pointer and keyword) for schemas it cannot compile
     and :class:`LimitError` when a resource cap of ``limits`` is hit.
     """
     from toolmask.schema._compiler import SchemaCompiler
     from toolmask.schema._lower import Layout, Lowerer
+    from toolmask.schema._notation import NOTATIONS
 
     if whitespace not in ("compact", "spaced", "flexible", "indent"):
         raise ValueError(
             f"whitespace must be compact, spaced, flexible or indent, not {whitespace!r}"
         )
+    if notation not in NOTATIONS:
+        raise ValueError(f"notation must be json, python or gemma, not {notation!r}")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be schema or any, not {property_order!r}")
-    for doc in (schema, *(resources or {}).values()):
-        depth = _json_depth(doc, limits.max_schema_depth)
-        if depth > limits.max_schema_depth:
+    for uri, doc in (("", schema), *(resources or {}).items()):
+        deep = _too_deep(doc, limits.max_schema_depth)
+        if deep is not None:
+            ptr = json_pointer(deep)
+            what = f"the resource {uri!r} nests" if uri else "the schema nests"
+            at = f" (at {uri}#{ptr})" if uri else ""
             raise LimitError(
-                f"the schema nests objects and arrays more than {limits.max_schema_depth} deep",
+                f"{what} objects and arrays more than {limits.max_schema_depth} deep{at}",
                 limit="max_schema_depth",
+                pointer=None if uri else ptr,  # a pointer into a resource is in the message
             )
     try:
         schema_json = json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)
@@ -87,7 +101,7 @@ def compile_json_schema(
         raise SchemaError(f"the schema is not JSON: {e}") from e
     if len(schema_json.encode()) > limits.max_schema_bytes:
         raise LimitError(
-            f"the schema has {len(schema_json)} bytes of JSON", limit="max_schema_bytes"
+            f"the schema has {len(schema_json)} bytes of JSON", limit="max_schema_bytes", pointer=""
         )
     resources_json = json.dumps(dict(resources or {}), ensure_ascii=False) if resources else ""
     try:
@@ -104,11 +118,15 @@ def compile_json_schema(
             additional_properties_default=additional_properties_default,
             max_indent_depth=max_indent_depth,
             any_order=property_order == "any",
+            notation=NOTATIONS[notation],
+            special_tokens=frozenset(special_tokens),
         )
         return lowerer.run(compiler.root_term, schema_json, resources_json)
     except RecursionError as e:  # a backstop: the depth checks above should come first
         raise LimitError(
-            "the schema nests too deeply for the compiler's stack", limit="max_schema_depth"
+            "the schema nests too deeply for the compiler's stack",
+            limit="max_schema_depth",
+            pointer="",
         ) from e
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
         # a malformed schema that slipped past the keyword checks (a subschema that is a
@@ -116,39 +134,36 @@ def compile_json_schema(
         raise _malformed(schema, e) from e
 
 
-def _json_depth(doc: Any, cap: int) -> int:
-    """How deep objects and arrays nest in ``doc`` (the root container is at depth 0, a value
-    of its member at depth 1), counting no further than ``cap + 1``. Iterative: it runs before
-    anything recursive reads the document. O(size)."""
-    deepest = -1
-    stack: list[tuple[Any, int]] = [(doc, 0)]
+def _too_deep(doc: Any, cap: int) -> list[str | int] | None:
+    """The path to a value of ``doc`` that objects and arrays nest more than ``cap`` deep above
+    (the root container is at depth 0, a value of its member at depth 1), or None when there is
+    none. Iterative: it runs before anything recursive reads the document. O(size)."""
+    # a path is a linked list (key, parent path), so a step costs O(1) whatever the depth
+    stack: list[tuple[Any, int, Any]] = [(doc, 0, None)]
     while stack:
-        node, depth = stack.pop()
+        node, depth, path = stack.pop()
         if isinstance(node, dict):
-            children: Any = node.values()
+            children: Any = node.items()
         elif isinstance(node, list):
-            children = node
+            children = enumerate(node)
         else:
             continue
-        deepest = max(deepest, depth)
         if depth > cap:
-            break
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
+            keys: list[str | int] = []
+            while path is not None:
+                key, path = path
+                keys.append(key)
+            return keys[::-1]
+        stack.extend((child, depth + 1, (key, path)) for key, child in children)
+    return None
 
 
 def _malformed(schema: Any, cause: Exception) -> SchemaError:
     """A located :class:`SchemaError` for a schema that broke the compiler: the metaschema's
     best-matching error (its JSON pointer and keyword), else the cause itself at the root."""
-    from jsonschema import validators
     from jsonschema.exceptions import best_match
 
-    try:
-        cls = validators.validator_for(
-            schema if isinstance(schema, dict) else {}, default=validators.Draft202012Validator
-        )
-    except Exception:  # a $schema that is not a URI string: check against 2020-12
-        cls = validators.Draft202012Validator
+    cls = dialect_of(schema)
     try:
         err = best_match(cls(cls.META_SCHEMA).iter_errors(schema))
     except Exception:  # the metaschema walk itself failed: fall back to the cause

@@ -17,24 +17,26 @@ import functools
 import json
 import logging
 import math
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, Protocol
+from urllib.parse import quote
 
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
 from jsonschema import validators as js_validators
 
+from toolmask._cache import active_compiler
 from toolmask._pointer import json_pointer
 from toolmask.errors import GrammarError, LimitError, SchemaError
 from toolmask.grammar._fsm import Dfa
 from toolmask.limits import Limits
 from toolmask.schema import _langs
+from toolmask.schema._formats import FORMATS, format_checker
 from toolmask.schema._keywords import KEYWORDS
 from toolmask.schema._terms import (
     BOTTOM,
@@ -61,19 +63,21 @@ from toolmask.schema._terms import (
     mk_not,
     mk_or,
 )
+from toolmask.schema._validate import dialect_of
 
 __all__ = ["SchemaCompiler"]
 
 _log = logging.getLogger("toolmask.schema")
-_logged_formats: set[str] = set()
-_logged_lock = threading.Lock()
 
 
 def _log_unknown_format(name: str) -> None:
-    with _logged_lock:
-        if name in _logged_formats:
-            return
-        _logged_formats.add(name)
+    """Warn once about the unknown format ``name`` (once while the active GrammarCompiler
+    keeps it among the ``max_memo_entries`` names it has warned about)."""
+    warned = active_compiler().cache(
+        "schema.warned_formats", limit="max_memo_entries", entry_bytes=lambda n: 64 + len(n)
+    )
+    if warned.get(name) is not None or warned.put(name, name) is not name:
+        return
     _log.warning(
         "format %r is not known to toolmask: read as an annotation (JSON Schema 2020-12 "
         "format-annotation vocabulary), it constrains nothing; strict_formats=True refuses it",
@@ -89,6 +93,11 @@ class Resolver(Protocol):
 
     def in_subresource(self, subresource: referencing.Resource[Any]) -> Resolver: ...
 
+
+#: the URI the root document is also registered under when it has no ``$id``
+_ROOT_ALIAS = "urn:toolmask:root"
+#: the keywords that make a subschema depend on where it sits
+_REF_KEYWORDS = frozenset({"$ref", "$dynamicRef", "$recursiveRef"})
 
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 
@@ -144,9 +153,7 @@ class SchemaCompiler:
         self.forced_over: set[tuple[str, str]] = set()
         self._validators: dict[int, Any] = {}
 
-        from toolmask.schema._formats import format_checker
-
-        self.format_checker = format_checker()
+        self._format_checker: Any = None
         spec = referencing.jsonschema.DRAFT202012
         if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
             try:
@@ -158,22 +165,32 @@ class SchemaCompiler:
                 spec = referencing.jsonschema.DRAFT202012
         self.spec = spec
         self.draft4 = isinstance(schema, dict) and "draft-04" in str(schema.get("$schema", ""))
-        try:
-            self.validator_cls = js_validators.validator_for(
-                schema if isinstance(schema, dict) else {},
-                default=js_validators.Draft202012Validator,
-            )
-        except Exception:  # an unknown $schema URI: read it as 2020-12
-            self.validator_cls = js_validators.Draft202012Validator
+        self.validator_cls = dialect_of(schema)
         registry: referencing.Registry[Any] = referencing.Registry()
         for uri, doc in (resources or {}).items():
             registry = registry.with_resource(uri, self._resource(doc))
         root_res = self._resource(schema)
         root_uri = root_res.id() or ""
         registry = registry.with_resource(root_uri, root_res)
+        # the documents by a URI that names them in a $ref (a root without $id is "" to its
+        # own refs, which no $ref from outside can name: it gets an alias, see _as_ref)
+        self._documents = [(root_uri or _ROOT_ALIAS, schema), *(resources or {}).items()]
+        if not root_uri:
+            registry = registry.with_resource(_ROOT_ALIAS, root_res)
+        self._uris: dict[int, str] | None = None  # by id(subschema), see _as_ref
+        self._with_refs: set[int] = set()
         self.registry = registry.crawl()
         self.root_resolver = self.registry.resolver(base_uri=root_uri)
         self.root_term = self.loc(schema, self.root_resolver, "")
+
+    @property
+    def format_checker(self) -> Any:
+        """The format checker of value-level evaluation, made on first use (most schemas never
+        evaluate a value: registering every format costs more than the rest of a small
+        schema's setup)."""
+        if self._format_checker is None:
+            self._format_checker = format_checker()
+        return self._format_checker
 
     def _resource(self, doc: Any) -> referencing.Resource[Any]:
         try:
@@ -200,7 +217,7 @@ class SchemaCompiler:
         idx = self._loc_index.get(key)
         if idx is None:
             if len(self._locs) >= self.limits.max_rules * 4:
-                raise LimitError("too many subschemas", limit="max_rules")
+                raise LimitError("too many subschemas", limit="max_rules", pointer=pointer)
             idx = len(self._locs)
             self._locs.append((schema, resolver, pointer))
             self._loc_index[key] = idx
@@ -210,6 +227,20 @@ class SchemaCompiler:
     def pointer_of(self, term: Term) -> str:
         if isinstance(term, Loc):
             return self._locs[term.index][2]
+        return ""
+
+    def where(self, term: Term) -> str:
+        """The pointer of the first location inside ``term`` (``allOf`` parts merged into one
+        term sit at their first part's location); ``""`` when there is none."""
+        stack = [term]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, Loc):
+                return self._locs[t.index][2]
+            if isinstance(t, Not):
+                stack.append(t.item)
+            elif isinstance(t, (And, Or)):
+                stack.extend(reversed(sorted(t.items, key=repr)))
         return ""
 
     def check_time(self) -> None:
@@ -239,11 +270,12 @@ class SchemaCompiler:
             return not self.accepts(term.item, value)
         v = self._validators.get(term.index)
         if v is None:
-            schema, resolver, _ = self._locs[term.index]
+            schema = self._locs[term.index][0]
+            if isinstance(schema, bool):
+                return schema
             v = _fast_enum(self.validator_cls)(
-                schema,
+                self._as_ref(schema),
                 registry=self.registry,
-                _resolver=resolver,
                 format_checker=self.format_checker,
             )
             self._validators[term.index] = v
@@ -253,6 +285,41 @@ class SchemaCompiler:
             return False
         except Exception:  # jsonschema cannot evaluate it: treat as not provably valid
             return False
+
+    def _as_ref(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """What to validate the subschema ``schema`` as, with jsonschema's public API (which
+        takes no resolver): a subschema with a reference in it becomes a ``$ref`` to a URI
+        that names it in :attr:`registry` (its document's URI and its JSON pointer there;
+        ``referencing`` enters the resources with their own ``$id`` on the way), so that its
+        refs resolve against the resource around it; one without is itself (where it sits
+        changes nothing). The index is built on first use: O(size of the documents)."""
+        if self._uris is None:
+            self._uris, self._with_refs = {}, set()
+            order: list[tuple[int, int]] = []  # (a dict, the dict it sits in), parents first
+            for uri, doc in self._documents:
+                stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+                while stack:
+                    node, ptr, parent = stack.pop()
+                    if isinstance(node, dict):
+                        self._uris.setdefault(id(node), f"{uri}#{quote(ptr, safe='/~')}")
+                        order.append((id(node), parent))
+                        if not _REF_KEYWORDS.isdisjoint(node):
+                            self._with_refs.add(id(node))
+                        parent = id(node)
+                        items: Iterable[tuple[Any, Any]] = node.items()
+                    else:
+                        items = enumerate(node)
+                    stack.extend(
+                        (child, ptr + json_pointer((key,)), parent)
+                        for key, child in items
+                        if isinstance(child, (dict, list))
+                    )
+            for node_id, parent in reversed(order):
+                if node_id in self._with_refs:
+                    self._with_refs.add(parent)
+        if id(schema) in self._with_refs:
+            return {"$ref": self._uris[id(schema)]}
+        return schema
 
     # -- expansion --------------------------------------------------------------------------------
     def expand(self, term: Term) -> Shape:
@@ -275,10 +342,15 @@ class SchemaCompiler:
                     f"subschemas nest more than {self.limits.max_schema_depth} deep through "
                     "$ref / allOf / anyOf / oneOf / not",
                     limit="max_schema_depth",
+                    pointer=self.pointer_of(term),
                 )
         try:
             self.check_time()
             shape = self._expand(term)
+        except LimitError as e:  # a cap hit inside: it is located at the innermost location
+            if is_loc:
+                e.at(self.pointer_of(term))
+            raise
         finally:
             self._in_progress.discard(term)
             if is_loc:
@@ -310,7 +382,7 @@ class SchemaCompiler:
                 pointer=ptr,
             )
         if ptr.count("/") > self.limits.max_schema_depth:
-            raise LimitError("schema nesting too deep", limit="max_schema_depth")
+            raise LimitError("schema nesting too deep", limit="max_schema_depth", pointer=ptr)
         for kw in schema:
             info = KEYWORDS.get(kw)
             if info is not None and info.enforcement == "unsupported":
@@ -375,8 +447,13 @@ class SchemaCompiler:
             values = [v for v in values if self.accepts(loc, v)]
         kept: list[str] = []
         seen: set[str] = set()
+        # an enum with annotations (and a type) beside it keeps its values of that type without
+        # evaluating the subschema (a jsonschema validator per location costs more than the
+        # rest of a small schema's compile)
+        plain = schema.keys() <= _ENUM_SIBLINGS
         for v in values:
-            if not self.accepts(loc, v):
+            fast = _type_fits(schema.get("type"), v) if plain else None
+            if fast is False or (fast is None and not self.accepts(loc, v)):
                 continue
             try:
                 text = canonical(v)
@@ -489,10 +566,10 @@ class SchemaCompiler:
             return tuple(out)
 
         nums = cat(s.numbers for s in ss)
-        if any(n.dfa is None and not n.integer for n in nums):
+        if any(n.is_any and not n.integer for n in nums):
             nums = (NumAlt(),)
         strs = cat(s.strings for s in ss)
-        if any(x.dfa is None for x in strs):
+        if any(x.is_any for x in strs):
             strs = (StrAlt(),)
         arrs = cat(s.arrays for s in ss)
         if any(x.is_top() for x in arrs):
@@ -556,39 +633,49 @@ class SchemaCompiler:
     # numbers
     def _num_and(self, a: NumAlt, b: NumAlt) -> tuple[NumAlt, Flags] | None:
         integer = a.integer or b.integer
-        if a.dfa is None and b.dfa is None:
+        if a.is_any and b.is_any:
             return NumAlt(None, integer), NO_FLAGS
-        if a.dfa is not None and b.dfa is not None:
+        # a range kept as regexes meets "any number" without its DFA (it is never empty; an
+        # integer range already holds integral values only)
+        for x, y in ((a, b), (b, a)):
+            if x.rng is not None and y.is_any and (x.integer or not integer):
+                return NumAlt(None, integer, x.rng), NO_FLAGS
+        da, db = a.lang(self.limits), b.lang(self.limits)
+        if da is not None and db is not None:
             try:
-                d = a.dfa.intersect(b.dfa, limits=self.limits)
+                d = _langs.dfa_and(da, db, self.limits)
             except LimitError:
                 # products of remainder automata (multipleOf) past max_dfa_states: the grammar
                 # keeps one side, the post-decode validator checks the other
-                a, b = (a, b) if a.dfa.n_states <= b.dfa.n_states else (b, a)
-                return NumAlt(a.dfa, integer), self.flag_over("", "multipleOf")
+                da = da if da.n_states <= db.n_states else db
+                return NumAlt(da, integer), self.flag_over("", "multipleOf")
         else:
-            one = a.dfa if a.dfa is not None else b.dfa
+            one = da if da is not None else db
             assert one is not None
             d = one
-        if integer and (a.dfa is None or b.dfa is None):
-            d = d.intersect(_langs.int_value(), limits=self.limits)
+        if integer and (da is None or db is None):
+            d = _langs.dfa_and(d, _langs.int_value(), self.limits)
         if d.is_empty():
             return None
         return NumAlt(d, integer), NO_FLAGS
 
     def _num_dfa(self, n: NumAlt) -> Dfa:
-        if n.dfa is not None:
-            return n.dfa
+        d = n.lang(self.limits)
+        if d is not None:
+            return d
         return _langs.int_value() if n.integer else _langs.num_noexp()
 
     # strings
     def _str_and(self, a: StrAlt, b: StrAlt) -> tuple[StrAlt, Flags] | None:
-        if a.dfa is None:
+        # a known format's language is never empty: it meets "any string" without its DFA
+        if a.is_any:
             return (b, NO_FLAGS) if b.dfa is None or not b.dfa.is_empty() else None
-        if b.dfa is None:
-            return (a, NO_FLAGS) if not a.dfa.is_empty() else None
+        if b.is_any or a == b:
+            return (a, NO_FLAGS) if a.dfa is None or not a.dfa.is_empty() else None
+        da, db = a.lang(self.limits), b.lang(self.limits)
+        assert da is not None and db is not None
         try:
-            d = a.dfa.intersect(b.dfa, limits=self.limits)
+            d = _langs.dfa_and(da, db, self.limits)
         except LimitError:
             # keep the smaller language in the grammar and leave the rest to the validator
             return a, self.flag_over("", "pattern")
@@ -683,7 +770,7 @@ class SchemaCompiler:
             return y
         if y is None:
             return x
-        return x.intersect(y, limits=self.limits)
+        return _langs.dfa_and(x, y, self.limits)
 
     def _prop_view(self, o: ObjAlt, name: str) -> Prop:
         """How ``o`` constrains key ``name``: declared, covered by a region, or forbidden."""
@@ -723,7 +810,7 @@ class SchemaCompiler:
         nums: tuple[NumAlt, ...]
         if not s.numbers:
             nums = (NumAlt(),)
-        elif any(n.dfa is None and not n.integer for n in s.numbers):
+        elif any(n.is_any and not n.integer for n in s.numbers):
             nums = ()
         else:
             try:
@@ -742,15 +829,16 @@ class SchemaCompiler:
         strs: tuple[StrAlt, ...]
         if not s.strings:
             strs = (StrAlt(),)
-        elif any(x.dfa is None for x in s.strings):
+        elif any(x.is_any for x in s.strings):
             strs = ()
         else:
             try:
-                d2 = s.strings[0].dfa
+                d2 = s.strings[0].lang(self.limits)
                 assert d2 is not None
                 for x in s.strings[1:]:
-                    assert x.dfa is not None
-                    d2 = d2.union(x.dfa, limits=self.limits)
+                    dx = x.lang(self.limits)
+                    assert dx is not None
+                    d2 = d2.union(dx, limits=self.limits)
                 c2 = d2.complement(limits=self.limits)
                 strs = () if c2.is_empty() else (StrAlt(c2),)
             except LimitError:  # past max_dfa_states: any string, the validator checks
@@ -955,7 +1043,11 @@ def _breadth(s: Shape) -> tuple[int, int, int]:
         return 1, 0, 0
     alts = len(s.numbers) + len(s.strings) + len(s.arrays) + len(s.objects)
     dfas = [x.dfa for x in s.numbers] + [x.dfa for x in s.strings]
-    return 0, alts, sum(d.n_states for d in dfas if d is not None)
+    # a format or range whose DFA is not built counts by its regex's length (a proxy, for order)
+    deferred = sum(len(FORMATS[x.fmt].regex or "") for x in s.strings if x.fmt is not None)
+    deferred += sum(len(x.pat) for x in s.strings if x.pat is not None)
+    deferred += sum(len(x.rng.rx) for x in s.numbers if x.rng is not None)
+    return 0, alts, deferred + sum(d.n_states for d in dfas if d is not None)
 
 
 def _single_applicator(schema: dict[str, Any]) -> bool:
@@ -981,21 +1073,44 @@ def _json_key(v: Any) -> Any:
     return ("?", id(v))
 
 
-_ENUM_KEYS: dict[int, tuple[list[Any], frozenset[Any]]] = {}
-_ENUM_LOCK = threading.Lock()
-
-
 def _enum_keys(enums: list[Any]) -> frozenset[Any]:
-    with _ENUM_LOCK:
-        got = _ENUM_KEYS.get(id(enums))
-        if got is not None and got[0] is enums:
-            return got[1]
+    """The :func:`_json_key` s of an enum's values, kept in the active GrammarCompiler by the
+    list's identity (the list is kept with them, so its id stays its own)."""
+    cache = active_compiler().cache(
+        "schema.enum_keys", limit="max_language_memos", entry_bytes=lambda e: 64 + 120 * len(e[1])
+    )
+    got = cache.get(id(enums))
+    if got is not None and got[0] is enums:
+        return frozenset(got[1])
     keys = frozenset(_json_key(v) for v in enums)
-    with _ENUM_LOCK:
-        if len(_ENUM_KEYS) >= 64:
-            _ENUM_KEYS.clear()
-        _ENUM_KEYS[id(enums)] = (enums, keys)  # the list is kept, so its id stays its own
+    if got is None:
+        cache.put(id(enums), (enums, keys))
     return keys
+
+
+#: the keywords beside ``enum`` that :meth:`SchemaCompiler._literals_at` checks itself
+_ENUM_SIBLINGS = frozenset(
+    {"enum", "type"}
+    | {k for k, info in KEYWORDS.items() if info.enforcement == "annotation" and k != "$schema"}
+)
+
+#: the JSON type of the values whose type every dialect agrees on
+_PLAIN_TYPES: dict[type, str] = {str: "string", bool: "boolean", type(None): "null"}
+
+
+def _type_fits(declared: Any, value: Any) -> bool | None:
+    """Whether ``value`` has the ``type`` declared (absent: any), None when unsure (a number,
+    an array or an object: the validator decides; a malformed ``type``)."""
+    if declared is None:
+        return True
+    kind = _PLAIN_TYPES.get(type(value))
+    if kind is None:
+        return None
+    if isinstance(declared, str):
+        return declared == kind
+    if isinstance(declared, list) and all(isinstance(t, str) for t in declared):
+        return kind in declared
+    return None
 
 
 @functools.cache
@@ -1100,6 +1215,12 @@ def _h_number(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Sh
         mult = (k,)
     integer = s.get("type") == "integer"
     try:
+        if not mult and (lo is not None or hi is not None):
+            # the range's DFA is built only if another constraint meets it (NumAlt.lang)
+            rng = _langs.range_lang(
+                integer=integer, lo=lo, lo_excl=lo_x, hi=hi, hi_excl=hi_x, limits=c.limits
+            )
+            return _only({"numbers": () if rng is None else (NumAlt(None, integer, rng),)})
         d = _langs.number_range_dfa(
             integer=integer,
             lo=lo,
@@ -1155,6 +1276,10 @@ def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Sh
         if not isinstance(p, str):
             raise SchemaError("pattern must be a string", pointer=ptr, keyword="pattern")
         try:
+            if not dfas and _langs.pattern_node(p, c.limits) is not None:
+                # a deterministic anchored chain, alone: its DFA is built only if another
+                # constraint meets it (StrAlt.lang)
+                return _only({"strings": (StrAlt(pat=p),), "flags": flags})
             dfas.append(_langs.pattern_dfa(p, c.limits))
         except GrammarError as e:
             raise SchemaError(f"pattern {p!r}: {e}", pointer=ptr, keyword="pattern") from e
@@ -1163,7 +1288,7 @@ def _h_string(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Sh
     d = dfas[0]
     for x in dfas[1:]:
         try:
-            d = d.intersect(x, limits=c.limits)
+            d = _langs.dfa_and(d, x, c.limits)
         except LimitError:
             flags = flags | c.flag_over(ptr, "pattern")
     return _only({"strings": () if d.is_empty() else (StrAlt(d),), "flags": flags})
@@ -1175,7 +1300,6 @@ def _h_format(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Sh
     format-annotation vocabulary) unless the compilation asks for ``strict_formats``."""
     if "format" not in s:
         return None
-    from toolmask.schema._formats import FORMATS
 
     name = s["format"]
     if not isinstance(name, str):
@@ -1188,16 +1312,11 @@ def _h_format(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Sh
         if spec.integers is None:
             return None
         lo, hi = spec.integers
-        d = _langs.number_range_dfa(
-            integer=True,
-            lo=Decimal(lo),
-            lo_excl=False,
-            hi=Decimal(hi),
-            hi_excl=False,
-            multiple_of=(),
-            limits=c.limits,
+        rng = _langs.range_lang(
+            integer=True, lo=Decimal(lo), lo_excl=False, hi=Decimal(hi), hi_excl=False
         )
-        return _only({"numbers": (NumAlt(d, True),)})
+        assert rng is not None
+        return _only({"numbers": (NumAlt(None, True, rng),)})
     if spec.regex is None:
         return None
     flags = NO_FLAGS
@@ -1205,7 +1324,8 @@ def _h_format(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Sh
         flags = c.flag_over(ptr, "format")
     elif spec.relation == "subset":
         flags = c.flag_under(ptr, "format")
-    return _only({"strings": (StrAlt(_langs.format_dfa(name)),), "flags": flags})
+    # the format's DFA is built only if another constraint meets it (StrAlt.lang)
+    return _only({"strings": (StrAlt(fmt=name),), "flags": flags})
 
 
 def _h_array(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Shape | None:
@@ -1325,13 +1445,14 @@ def _h_object(c: SchemaCompiler, s: dict[str, Any], r: Resolver, ptr: str) -> Sh
         pn = c.split(pn)
         if not pn.strings:
             keys2: Dfa | None = Dfa.empty()
-        elif any(x.dfa is None for x in pn.strings):
+        elif any(x.is_any for x in pn.strings):
             keys2 = None
         else:
-            keys2 = pn.strings[0].dfa
+            keys2 = pn.strings[0].lang(c.limits)
             for x in pn.strings[1:]:
-                assert keys2 is not None and x.dfa is not None
-                keys2 = keys2.union(x.dfa, limits=c.limits)
+                dx = x.lang(c.limits)
+                assert keys2 is not None and dx is not None
+                keys2 = keys2.union(dx, limits=c.limits)
         for f in pn.flags.over:
             c.force_over(*f)
         if keys2 is not None:
@@ -1515,10 +1636,12 @@ def _pairwise_disjoint(c: SchemaCompiler, shapes: list[Shape]) -> bool:
 def _dfas_disjoint(c: SchemaCompiler, xs: tuple[Any, ...], ys: tuple[Any, ...]) -> bool:
     for x in xs:
         for y in ys:
-            if x.dfa is None or y.dfa is None:
+            dx = x.lang(c.limits)
+            dy = y.lang(c.limits)
+            if dx is None or dy is None:
                 return False
             try:
-                if not x.dfa.intersect(y.dfa, limits=c.limits).is_empty():
+                if not dx.intersect(dy, limits=c.limits).is_empty():
                     return False
             except LimitError:
                 return False

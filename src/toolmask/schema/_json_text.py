@@ -11,14 +11,14 @@ JSON-specific languages that the code-point automata of ``toolmask.grammar`` kno
 
 from __future__ import annotations
 
-import functools
 import json
 from decimal import Decimal
 
+from toolmask._cache import compiler_memo
 from toolmask.errors import LimitError
 from toolmask.grammar._charset import CharSet, utf8_node
 from toolmask.grammar._fsm import Dfa
-from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, lit, repeat, seq
+from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, lit, node_bytes, repeat, seq
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["JSON_WS", "json_string_char", "json_string_node", "json_ws", "multiple_of_dfa"]
@@ -70,9 +70,10 @@ def json_string_node(cs: CharSet) -> Node:
     return choice(*alts) if alts else NOTHING
 
 
-@functools.lru_cache(maxsize=4096)
+@compiler_memo("schema.json_string_chars", limit="max_memo_entries", entry_bytes=node_bytes)
 def json_string_char(cs: CharSet) -> Node:
-    """:func:`json_string_node`, with a single code point as one literal (its escape)."""
+    """:func:`json_string_node`, with a single code point as one literal (its escape).
+    Memoised in the active GrammarCompiler."""
     if len(cs.ranges) == 1 and cs.ranges[0][0] == cs.ranges[0][1]:
         cp = cs.ranges[0][0]
         if not 0xD800 <= cp <= 0xDFFF:

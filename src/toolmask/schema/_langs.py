@@ -11,22 +11,36 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass, field
 from decimal import Decimal
 
+from toolmask._cache import compiler_memo
 from toolmask.grammar._charset import ANY_CHAR
-from toolmask.grammar._fsm import Dfa
-from toolmask.grammar._regex import regex_dfa
+from toolmask.grammar._fsm import Dfa, dfa_bytes
+from toolmask.grammar._ir import Node, node_bytes, repeat, seq
+from toolmask.grammar._regex import (
+    RCat,
+    anchored_chain,
+    parse_full_match,
+    regex_ast_node,
+    regex_dfa,
+)
 from toolmask.limits import DEFAULT_LIMITS, Limits
-from toolmask.schema._json_text import multiple_of_dfa
+from toolmask.schema._json_text import json_string_char, multiple_of_dfa
+from toolmask.schema._numbers import integer_regex, number_regex
 
 __all__ = [
+    "RangeLang",
     "any_string",
+    "dfa_and",
     "int_plain",
     "int_value",
     "num_noexp",
     "number_literal_dfa",
     "number_range_dfa",
     "pattern_dfa",
+    "pattern_node",
+    "range_lang",
     "string_literals_dfa",
 ]
 
@@ -89,8 +103,6 @@ def number_range_dfa(
     limits: Limits = DEFAULT_LIMITS,
 ) -> Dfa:
     """Exponent-free spellings of the numbers in a range that are multiples of every ``k``."""
-    from toolmask.schema._numbers import integer_regex, number_regex
-
     if integer:
         ilo = None if lo is None else _int_ceil(lo, lo_excl)
         ihi = None if hi is None else _int_floor(hi, hi_excl)
@@ -107,6 +119,77 @@ def number_range_dfa(
     for k in multiple_of:
         d = d.intersect(multiple_of_dfa(k, integer_only=integer), limits=limits)
     return d
+
+
+@dataclass(frozen=True, slots=True)
+class RangeLang:
+    """A number range's language kept as regexes, its DFA built only when an intersection,
+    union or complement needs it (``regex_dfa(rx)``, what :func:`number_range_dfa` builds
+    for the same range without ``multipleOf``)."""
+
+    #: every exponent-free spelling of the values in range (integers: with ``.0+`` too)
+    rx: str
+    #: integers: the spellings a grammar writes (no fraction); None for a number range
+    plain: str | None
+    #: the grammar's node: ``plain``'s language for integers, else ``rx``'s (built from the
+    #: regex's syntax tree; derived from ``rx``, so not part of equality)
+    node: Node = field(compare=False)
+
+
+#: what :func:`~toolmask.schema._numbers.integer_regex` appends for the ``.0+`` spellings
+_FRACTION = r"(?:\.0+)?"
+
+
+def range_lang(
+    *,
+    integer: bool,
+    lo: Decimal | None,
+    lo_excl: bool,
+    hi: Decimal | None,
+    hi_excl: bool,
+    limits: Limits = DEFAULT_LIMITS,
+) -> RangeLang | None:
+    r"""The range (at least one bound) as a :class:`RangeLang`, None when it is empty. Raises
+    what ``number_range_dfa`` raises before it determinises (the regex's syntax limits and
+    NFA bound), so both routes refuse the same schemas. One parse: an integer range's ``plain``
+    is ``rx`` without its last item (``(?:\.0+)?``), a subtree of ``rx``'s, so it passes the
+    checks ``rx`` passes. Memoised in the active GrammarCompiler."""
+    return _range_lang(integer, lo, lo_excl, hi, hi_excl, limits)[0]
+
+
+def _range_bytes(v: tuple[RangeLang | None]) -> int:
+    r = v[0]
+    return 64 if r is None else 200 + 2 * len(r.rx) + node_bytes(r.node)
+
+
+@compiler_memo("schema.number_ranges", limit="max_memo_entries", entry_bytes=_range_bytes)
+def _range_lang(
+    integer: bool,
+    lo: Decimal | None,
+    lo_excl: bool,
+    hi: Decimal | None,
+    hi_excl: bool,
+    limits: Limits,
+) -> tuple[RangeLang | None]:
+    assert lo is not None or hi is not None
+    plain: str | None = None
+    if integer:
+        ilo = None if lo is None else _int_ceil(lo, lo_excl)
+        ihi = None if hi is None else _int_floor(hi, hi_excl)
+        rx = integer_regex(ilo, ihi)
+    else:
+        rx = number_regex(lo, lo_excl, hi, hi_excl)
+    if rx is None:
+        return (None,)
+    ast = parse_full_match(rx, limits=limits)
+    if integer:
+        assert rx.endswith(_FRACTION) and isinstance(ast, RCat), rx
+        plain = rx[: -len(_FRACTION)]
+        rest = ast.items[:-1]
+        ast = rest[0] if len(rest) == 1 else RCat(rest)
+    node = regex_ast_node(ast)
+    assert node is not None  # generated regexes have no assertions
+    return (RangeLang(rx, plain, node),)
 
 
 def _int_ceil(x: Decimal, excl: bool) -> int:
@@ -127,6 +210,48 @@ def pattern_dfa(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Dfa:
     return regex_dfa(pattern, search=True, limits=limits)
 
 
+#: the largest count a pattern's repetition may have to be written as a repetition (beyond it,
+#: the DFA route: the automaton unrolls counts, bounded by ``Limits.max_repeat_unroll``)
+_MAX_CHAIN_COUNT = 128
+
+
+def pattern_node(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Node | None:
+    """The JSON string body of the strings matching ``pattern``, written from the regex's syntax
+    tree without its DFA, when that is exact and as cheap to match: the pattern is anchored
+    at both ends and is a chain of character classes, each repeated (``^[A-Z]{3}$``,
+    ``^[a-z0-9_]+$``), every class non-empty, no count above 128, and no variable repetition
+    whose class meets the class of what may follow it (the chain is then deterministic: one
+    automaton state per position, at most ``max_dfa_states`` of them, so the DFA route would
+    not refuse it either). None otherwise (the caller takes :func:`pattern_dfa`). Raises what
+    ``pattern_dfa`` raises for a malformed pattern. Memoised in the active GrammarCompiler."""
+    return _pattern_node(pattern, limits)[0]
+
+
+def _pattern_bytes(v: tuple[Node | None]) -> int:
+    return 64 if v[0] is None else node_bytes(v[0])
+
+
+@compiler_memo("schema.pattern_nodes", limit="max_memo_entries", entry_bytes=_pattern_bytes)
+def _pattern_node(pattern: str, limits: Limits) -> tuple[Node | None]:
+    chain = anchored_chain(pattern, limits=limits)
+    if chain is None:
+        return (None,)
+    positions = 1
+    for i, (cs, lo, hi) in enumerate(chain):
+        if not cs or max(lo, hi or 0) > _MAX_CHAIN_COUNT:
+            return (None,)
+        positions += hi if hi is not None else lo + 1
+        if hi is None or hi > lo:
+            for cs2, lo2, _ in chain[i + 1 :]:
+                if cs & cs2:
+                    return (None,)
+                if lo2 > 0:
+                    break
+    if positions + 2 > limits.max_dfa_states:
+        return (None,)
+    return (seq(*(repeat(json_string_char(cs), lo, hi) for cs, lo, hi in chain)),)
+
+
 def string_literals_dfa(values: list[str]) -> Dfa:
     return Dfa.literals(values)
 
@@ -135,7 +260,7 @@ def length_dfa(lo: int, hi: int | None) -> Dfa:
     return _length_dfa(lo, hi)
 
 
-@functools.cache
+@compiler_memo("schema.length_dfas", limit="max_language_memos", entry_bytes=dfa_bytes)
 def _length_dfa(lo: int, hi: int | None) -> Dfa:
     return Dfa.length(lo, hi, ANY_CHAR)
 
@@ -149,7 +274,17 @@ def format_dfa(name: str) -> Dfa:
     return regex_dfa(rx, search=False)
 
 
-@functools.lru_cache(maxsize=1024)
+@compiler_memo("schema.dfa_products", limit="max_language_memos", entry_bytes=dfa_bytes)
+def dfa_and(a: Dfa, b: Dfa, limits: Limits = DEFAULT_LIMITS) -> Dfa:
+    """``a.intersect(b)``, memoised in the active GrammarCompiler: the same constraints meet
+    in schema after schema (an integer range and the integer spelling, a format and a
+    length), and a product plus minimisation costs more than hashing both automata. Raises
+    what ``intersect`` raises (not memoised). Pass ``limits`` positionally (the memo's key)."""
+    return a.intersect(b, limits=limits)
+
+
+@compiler_memo("schema.key_complements", limit="max_language_memos", entry_bytes=dfa_bytes)
 def not_names(names: frozenset[str]) -> Dfa:
-    """Every string except the given names (keys outside the declared properties)."""
+    """Every string except the given names (keys outside the declared properties). Memoised
+    in the active GrammarCompiler."""
     return Dfa.literals(sorted(names)).complement()

@@ -9,6 +9,9 @@ Layout decides where whitespace goes: ``compact`` (none), ``spaced`` (exactly wh
 place JSON allows it, at most ``max_ws`` bytes of ``[ \\t\\n\\r]``) or ``indent`` (exactly what
 ``json.dumps(value, indent=k)`` writes).
 
+Notation decides how values are spelled (:mod:`._notation`): JSON, Python literals or Gemma's
+object notation; the layouts apply to all three.
+
 Object members come in schema order, or, with ``any_order``, in any order the writer picks:
 every required key present, no key twice. Any order is a rule per set of keys written so far,
 so it is bounded by ``Limits.max_any_order_properties`` (beyond it, schema order).
@@ -16,34 +19,49 @@ so it is bounded by ``Limits.max_any_order_properties`` (beyond it, schema order
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolmask._cache import compiler_memo
 from toolmask.errors import LimitError
-from toolmask.grammar._charset import ANY_CHAR
+from toolmask.grammar._charset import ANY_CHAR, CharSet
 from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
     NOTHING,
+    Choice,
     Grammar,
     Node,
     PostCheck,
+    Repeat,
     Rule,
     RuleRef,
+    Seq,
     byte_class,
     choice,
     lit,
+    node_bytes,
     opt,
     plus,
     repeat,
     seq,
     star,
 )
+from toolmask.grammar._regex import regex_direct_node
 from toolmask.schema import _langs
 from toolmask.schema._compiler import SchemaCompiler
 from toolmask.schema._json_text import json_string_char, json_ws
+from toolmask.schema._notation import (
+    NOTATIONS,
+    Notation,
+    gemma_key_dfa,
+    gemma_quote,
+    gemma_string_dfa,
+    python_string_char,
+)
 from toolmask.schema._terms import (
     BOTTOM,
     TOP,
@@ -132,8 +150,12 @@ class Lowerer:
         additional_properties_default: bool,
         max_indent_depth: int,
         any_order: bool = False,
+        notation: Notation = NOTATIONS["json"],
+        special_tokens: frozenset[str] = frozenset(),
     ) -> None:
         self.c = compiler
+        self.notation = notation
+        self.special_tokens = special_tokens
         self.layout = layout
         self.addl_default = additional_properties_default
         self.any_order = any_order
@@ -142,7 +164,7 @@ class Lowerer:
         self.order: list[str] = []
         self._memo: dict[tuple[Term, int], str] = {}
         self._todo: list[tuple[str, Term, int]] = []
-        self._dfa_memo: dict[tuple[Dfa, str], Node] = {}
+        self._dfa_memo: dict[tuple[Dfa | None, str], Node] = {}
         self._n = 0
         self.over: set[tuple[str, str]] = set()
 
@@ -152,10 +174,14 @@ class Lowerer:
         self._todo.append(("root", root, 0))
         while self._todo:
             name, term, depth = self._todo.pop()
-            self.c.check_time()
-            shape = self.c.expand(term)
-            self.over |= shape.flags.over
-            self._define(name, self.body(shape, depth))
+            try:
+                self.c.check_time()
+                shape = self.c.expand(term)
+                self.over |= shape.flags.over
+                self._define(name, self.body(shape, depth))
+            except LimitError as e:  # a cap hit lowering this term: locate it there
+                e.at(self.c.where(term))
+                raise
         over = self.over | self.c.forced_over
         checks: tuple[PostCheck, ...] = ()
         if over:
@@ -191,6 +217,8 @@ class Lowerer:
         return term == BOTTOM or self.c.expand(term).is_empty()
 
     def shared(self, name: str) -> Node:
+        if name == "string" and self.notation.name != "json":
+            return self.text_string(None)
         if name not in self.rules:
             if name == "string":
                 body = seq(lit('"'), star(any_json_string_char()), lit('"'))
@@ -208,17 +236,20 @@ class Lowerer:
             self._define(name, body)
         return RuleRef(name)
 
-    def dfa_node(self, dfa: Dfa, encoding: Literal["raw", "json_string"]) -> Node:
+    def dfa_node(
+        self, dfa: Dfa, encoding: Literal["raw", "json_string", "python'", 'python"']
+    ) -> Node:
         key = (dfa, encoding)
         got = self._dfa_memo.get(key)
         if got is not None:
             return got
-        prefix = self._fresh("s" if encoding == "json_string" else "n")
-        entry, rules = dfa_to_rules(
-            dfa, prefix, encoding=json_string_char if encoding == "json_string" else "raw"
-        )
-        for r in rules:
-            self._define(r.name, r.body)
+        prefix = self._fresh("n" if encoding == "raw" else "s")
+        lowered = _lowered_dfa(dfa, encoding)
+        entry = lowered.entry
+        if lowered.rules:
+            entry = lowered.named(entry, lowered.entry_plan, prefix)
+            for r, plan in zip(lowered.rules, lowered.plans, strict=True):
+                self._define(prefix + r.name[1:], lowered.named(r.body, plan, prefix))
         self._dfa_memo[key] = entry
         return entry
 
@@ -230,11 +261,11 @@ class Lowerer:
                 alts.append(self.literal(json.loads(text), depth))
             return choice(*alts)
         if shape.null:
-            alts.append(lit("null"))
+            alts.append(lit(self.notation.null))
         if True in shape.booleans:
-            alts.append(lit("true"))
+            alts.append(lit(self.notation.true))
         if False in shape.booleans:
-            alts.append(lit("false"))
+            alts.append(lit(self.notation.false))
         alts.extend(self.number(n) for n in shape.numbers)
         alts.extend(self.string(s) for s in shape.strings)
         too_deep = self.layout.mode == "indent" and depth >= self.max_depth
@@ -250,6 +281,8 @@ class Lowerer:
             from toolmask.schema._compiler import _dec
 
             return self.dfa_node(_langs.number_literal_dfa(_dec(value, "", "const")), "raw")
+        if self.notation.name != "json":
+            return self.spelled(value, depth)
         if isinstance(value, dict) and 2 <= len(value) <= 4:
             items = list(value.items())
             return choice(
@@ -258,22 +291,118 @@ class Lowerer:
         return lit(self.layout.render(value, depth))
 
     def number(self, n: NumAlt) -> Node:
-        if n.dfa is None:
+        if n.rng is not None:
+            assert n.integer == (n.rng.plain is not None)
+            return n.rng.node
+        if n.is_any:
             return self.shared("integer" if n.integer else "number")
-        d = n.dfa
+        d = n.lang(self.c.limits)
+        assert d is not None
         if n.integer:
-            d = d.intersect(_langs.int_plain(), limits=self.c.limits)
+            d = _langs.dfa_and(d, _langs.int_plain(), self.c.limits)
         return self.dfa_node(d, "raw")
 
     def string(self, s: StrAlt) -> Node:
+        if self.notation.name != "json":  # a format's or a pattern's DFA is built for it
+            return self.text_string(s.lang(self.c.limits))
+        if s.fmt is not None:
+            node = _format_node(s.fmt)
+            if node is None:
+                node = self.dfa_node(_langs.format_dfa(s.fmt), "json_string")
+            return seq(lit('"'), node, lit('"'))
+        if s.pat is not None:
+            node = _langs.pattern_node(s.pat, self.c.limits)
+            assert node is not None
+            return seq(lit('"'), node, lit('"'))
         if s.dfa is None:
             return self.shared("string")
+        bounds = _length_only(s.dfa)
+        if bounds is not None:
+            # minLength / maxLength alone: a repetition of one character, not a rule per length
+            lo, hi = bounds
+            return seq(lit('"'), repeat(any_json_string_char(), lo, hi), lit('"'))
         return seq(lit('"'), self.dfa_node(s.dfa, "json_string"), lit('"'))
+
+    # notations other than JSON
+    def text_string(self, dfa: Dfa | None) -> Node:
+        """A string whose contents are in ``dfa`` (any text when None), in the notation."""
+        key = (dfa, "string")
+        got = self._dfa_memo.get(key)
+        if got is not None:
+            return got
+        if self.notation.name == "gemma":
+            q = gemma_quote(self.special_tokens)
+            node = seq(q, self.dfa_node(gemma_string_dfa(dfa), "raw"), q)
+        else:  # python: either quote
+            d = Dfa.any_string() if dfa is None else dfa
+            node = choice(
+                seq(lit("'"), self.dfa_node(d, "python'"), lit("'")),
+                seq(lit('"'), self.dfa_node(d, 'python"'), lit('"')),
+            )
+        if dfa is None:  # one rule for the free string, as JSON's ``string``
+            self._define("string", node)
+            node = RuleRef("string")
+        self._dfa_memo[key] = node
+        return node
+
+    def key(self, name: str) -> Node:
+        """A declared key, in the notation."""
+        if self.notation.name == "json":
+            return lit(json.dumps(name, ensure_ascii=False))
+        if self.notation.name == "gemma":  # bare, else quoted (the reader takes both)
+            if gemma_key_dfa(None).accepts(name):
+                return lit(name)
+            return self.text_string(Dfa.literal(name))
+        return self.text_string(Dfa.literal(name))
+
+    def colon(self) -> Node:
+        if self.notation.name == "gemma" and self.layout.mode != "flexible":
+            return lit(":")
+        return self.layout.colon()
+
+    def spelled(self, value: Any, depth: int) -> Node:
+        """A constant value written in a notation other than JSON (strings in every quoting
+        the notation has; objects of 2 to 4 members in any order, as for JSON)."""
+        L = self.layout
+        n = self.notation
+        if value is None:
+            return lit(n.null)
+        if value is True:
+            return lit(n.true)
+        if value is False:
+            return lit(n.false)
+        if isinstance(value, str):
+            return self.text_string(Dfa.literal(value))
+        if isinstance(value, (int, float)):
+            return self.literal(value, depth)
+        if isinstance(value, list):
+            if not value:
+                return L.empty("[]")
+            items = [self.spelled(v, depth + 1) for v in value]
+            body = [items[0]]
+            for it in items[1:]:
+                body += [L.sep(depth), it]
+            return seq(L.open("[", depth), *body, L.close("]", depth))
+        if not value:
+            return L.empty("{}")
+        members = list(value.items())
+        orders = itertools.permutations(members) if 2 <= len(members) <= 4 else [members]
+        alts = []
+        for order in orders:
+            body = []
+            for i, (k, v) in enumerate(order):
+                if i:
+                    body.append(L.sep(depth))
+                body += [self.key(str(k)), self.colon(), self.spelled(v, depth + 1)]
+            alts.append(seq(L.open("{", depth), *body, L.close("}", depth)))
+        return choice(*alts)
 
     # arrays
     def array(self, a: ArrAlt, depth: int) -> Node:
         L = self.layout
         if a.literal is not None:
+            if self.notation.name != "json":
+                return self.spelled(json.loads(a.literal), depth)
             return lit(L.render(json.loads(a.literal), depth))
         if a.contains is not None and a.min_contains == 0 and a.max_contains is None:
             a = ArrAlt(a.prefix, a.items, a.min_items, a.max_items, None, 1, None, a.evaluated)
@@ -382,7 +511,7 @@ class Lowerer:
         if sum(1 for p in props if p.required) > (hi if hi is not None else 1 << 30):
             return NOTHING
         sep = L.sep(depth)
-        colon = L.colon()
+        colon = self.colon()
         extra: Node = NOTHING
         if regions:
             extra = choice(
@@ -401,9 +530,7 @@ class Lowerer:
 
         def member(i: int) -> Node:
             p = props[i]
-            return seq(
-                lit(json.dumps(p.name, ensure_ascii=False)), colon, self.ref(p.value, depth + 1)
-            )
+            return seq(self.key(p.name), colon, self.ref(p.value, depth + 1))
 
         def extras(c: int) -> Node:
             need = max(0, lo - c) if counting else 0
@@ -476,16 +603,281 @@ class Lowerer:
         return choice(*out)
 
     def _key_node(self, keys: Dfa | None, names: list[str]) -> Node:
+        if self.notation.name == "gemma":  # bare keys
+            d = gemma_key_dfa(keys)
+            if names:
+                d = d.intersect(_langs.not_names(frozenset(names)), limits=self.c.limits)
+            return self.dfa_node(d, "raw")
         if keys is None and not names:
             return self.shared("string")
+        json_keys = self.notation.name == "json"
         if keys is None:
+            tree = (
+                other_keys_body(frozenset(names), self.c.limits.max_dfa_states)
+                if json_keys
+                else None
+            )
+            if tree is not None:
+                body, uses = tree
+                for name in sorted(uses - self.rules.keys()):
+                    self._define(name, key_rest_rules()[name])
+                return seq(lit('"'), body, lit('"'))
             d = _langs.not_names(frozenset(names))
         else:
-            d = keys.intersect(_langs.not_names(frozenset(names)), limits=self.c.limits)
+            d = _langs.dfa_and(keys, _langs.not_names(frozenset(names)), self.c.limits)
+        if not json_keys:
+            return self.text_string(d)
         return seq(lit('"'), self.dfa_node(d, "json_string"), lit('"'))
 
 
 _DIGIT = byte_class((0x30, 0x39))
+
+
+@functools.cache
+def _format_node(name: str) -> Node | None:
+    """A known format's string body straight from its regex's syntax tree (JSON-escaped code
+    points), or None when the regex needs its DFA (inner anchors): no automaton is built at
+    compile time, the matcher determinises it lazily. Known formats only: their regexes are
+    vetted (a user's pattern keeps the DFA route, whose size limits are checked at compile
+    time). Cached per format."""
+    from toolmask.schema._formats import FORMATS
+
+    rx = FORMATS[name].regex
+    assert rx is not None
+    return regex_direct_node(rx, encoding=json_string_char)
+
+
+#: the longest length bound written as a repetition (beyond it, a rule per length: a repetition
+#: is unrolled by the automaton and bounded by ``Limits.max_repeat_unroll``)
+_MAX_LENGTH_REPEAT = 128
+
+
+def _length_only(dfa: Dfa) -> tuple[int, int | None] | None:
+    """``(lo, hi)`` when ``dfa`` is exactly "any ``lo`` to ``hi`` characters" (``Dfa.length``:
+    a chain of states on every code point, final from ``lo`` on, the last one looping when
+    unbounded) with ``hi`` at most ``_MAX_LENGTH_REPEAT``; else None. O(states)."""
+    edges = dfa.edges
+    n = len(edges)
+    if n > _MAX_LENGTH_REPEAT + 1:
+        return None
+    for i, es in enumerate(edges[:-1]):
+        if len(es) != 1 or es[0][0] != ANY_CHAR or es[0][1] != i + 1:
+            return None
+    last = edges[-1]
+    if last and (len(last) != 1 or last[0][0] != ANY_CHAR or last[0][1] != n - 1):
+        return None
+    if not dfa.finals or dfa.finals != frozenset(range(min(dfa.finals), n)):
+        return None
+    return min(dfa.finals), (n - 1 if not last else None)
+
+
+# -- DFAs lowered once per process ----------------------------------------------------------------
+
+#: the placeholder prefix of the rule names of a cached lowering (never a name the lowerer makes)
+_PLACEHOLDER = "\0"
+#: where the rule references sit in a node: None (nowhere), _REF (the node is one), or the
+#: positions of the items that hold some, each with its own plan
+_Plan = Any
+_REF = "ref"
+
+
+def _plan(node: Node, memo: dict[int, _Plan]) -> _Plan:
+    """Where the references sit in ``node``; ``memo`` (by node id) walks a shared subtree (a
+    character's encoding, in every rule of a DFA) once."""
+    got = memo.get(id(node), memo)
+    if got is not memo:
+        return got
+    plan: _Plan = None
+    if isinstance(node, RuleRef):
+        plan = _REF
+    elif isinstance(node, (Seq, Choice)):
+        subs = ((i, _plan(it, memo)) for i, it in enumerate(node.items))
+        plan = tuple((i, p) for i, p in subs if p) or None
+    elif isinstance(node, Repeat):
+        sub = _plan(node.item, memo)
+        plan = ((0, sub),) if sub else None
+    memo[id(node)] = plan
+    return plan
+
+
+@dataclass(frozen=True, slots=True)
+class _LoweredDfa:
+    """:func:`dfa_to_rules` of one DFA with placeholder rule names, and where the names sit."""
+
+    entry: Node
+    entry_plan: _Plan
+    rules: tuple[Rule, ...]
+    plans: tuple[_Plan, ...]
+
+    @staticmethod
+    def named(node: Node, plan: _Plan, prefix: str) -> Node:
+        """``node`` with every placeholder name ``\\0_sK`` renamed ``{prefix}_sK``: the nodes on
+        the way to a reference are rebuilt (same classes, same items), the rest is shared."""
+        if plan is None:
+            return node
+        if plan == _REF:
+            assert isinstance(node, RuleRef)
+            return RuleRef(prefix + node.name[1:])
+        if isinstance(node, Repeat):
+            return Repeat(_LoweredDfa.named(node.item, plan[0][1], prefix), node.min, node.max)
+        assert isinstance(node, (Seq, Choice))
+        items = list(node.items)
+        for i, sub in plan:
+            items[i] = _LoweredDfa.named(items[i], sub, prefix)
+        return type(node)(tuple(items))
+
+
+def _lowered_bytes(v: _LoweredDfa) -> int:
+    return node_bytes(v.entry) + sum(64 + node_bytes(r.body) for r in v.rules)
+
+
+@compiler_memo("schema.lowered_dfas", limit="max_language_memos", entry_bytes=_lowered_bytes)
+def _lowered_dfa(
+    dfa: Dfa, encoding: Literal["raw", "json_string", "python'", 'python"']
+) -> _LoweredDfa:
+    """The lowering of ``dfa`` (the same for every schema that meets it: formats, lengths,
+    patterns), computed once per encoding (raw bytes, a JSON string's characters, a Python
+    string's in its quote); :meth:`Lowerer.dfa_node` renames its rules. Memoised in the
+    active GrammarCompiler."""
+    enc: Any = "raw"
+    if encoding == "json_string":
+        enc = json_string_char
+    elif encoding != "raw":
+        enc = python_string_char(encoding[-1])
+    entry, rules = dfa_to_rules(dfa, _PLACEHOLDER, encoding=enc)
+    memo: dict[int, _Plan] = {}
+    plans = tuple(_plan(r.body, memo) for r in rules)
+    return _LoweredDfa(entry, _plan(entry, memo), rules, plans)
+
+
+_ASCII = CharSet.range(0, 0x7F)
+
+
+#: the rules the off-trie branches of every key tree continue in, one rule each so that the
+#: automaton builds their positions once per grammar (an inlined copy is shared by every
+#: reference with the same continuation), not once per trie node: the rest of an undeclared key
+#: (any JSON string body); an escaped character (a control character, a quote, a backslash)
+#: then the rest; a non-ASCII character then the rest
+KEY_REST = "key_rest"
+KEY_REST_ESC = "key_rest_esc"
+KEY_REST_MB = "key_rest_mb"
+
+#: the characters JSON writes as themselves in ASCII, those it escapes, and the non-ASCII ones
+_PLAIN_ASCII = CharSet.range(0x20, 0x7F) - CharSet.of('"\\')
+_ESCAPED = CharSet.range(0, 0x1F) | CharSet.of('"\\')
+_NON_ASCII = ANY_CHAR - CharSet.range(0, 0x7F)
+
+
+def key_rest_rules() -> dict[str, Node]:
+    """The bodies of ``KEY_REST``, ``KEY_REST_ESC`` and ``KEY_REST_MB``."""
+    rest = RuleRef(KEY_REST)
+    return {
+        KEY_REST: star(any_json_string_char()),
+        KEY_REST_ESC: seq(json_string_char(_ESCAPED), rest),
+        KEY_REST_MB: seq(json_string_char(_NON_ASCII), rest),
+    }
+
+
+def _off_trie_bytes(v: tuple[tuple[Node, ...], frozenset[str]]) -> int:
+    return 128 + sum(node_bytes(n) for n in v[0])
+
+
+@compiler_memo("schema.key_trie_rests", limit="max_memo_entries", entry_bytes=_off_trie_bytes)
+def _off_trie(kids: tuple[int, ...]) -> tuple[tuple[Node, ...], frozenset[str]]:
+    """The alternatives of a key-trie node for the characters off the trie (not in ``kids``),
+    each followed by the rest of the key, and the key rules they use: the printable ASCII ones
+    as one byte class, the escaped ones and the non-ASCII ones through their shared rule unless
+    a child is one of them (then written out)."""
+    off = ANY_CHAR - CharSet.of(list(kids))
+    rest = RuleRef(KEY_REST)
+    alts: list[Node] = []
+    uses = {KEY_REST}
+    plain = off & _PLAIN_ASCII
+    if plain:
+        alts.append(seq(json_string_char(plain), rest))
+    for part, whole, rule in (
+        (off & _ESCAPED, _ESCAPED, KEY_REST_ESC),
+        (off & _NON_ASCII, _NON_ASCII, KEY_REST_MB),
+    ):
+        if part == whole:
+            alts.append(RuleRef(rule))
+            uses.add(rule)
+        elif part:
+            alts.append(seq(json_string_char(part), rest))
+    return tuple(alts), frozenset(uses)
+
+
+def _json_char_lit(cp: int) -> Node:
+    return json_string_char(CharSet(((cp, cp),)))
+
+
+#: names longer than this go through the DFA route (the tree below nests one level per character)
+_MAX_TREE_NAME = 64
+
+
+def other_keys_body(names: frozenset[str], max_nodes: int) -> tuple[Node, frozenset[str]] | None:
+    """The JSON string body of every key except ``names`` (an object's undeclared keys), or
+    None when a name is longer than ``_MAX_TREE_NAME`` or the trie of the names has
+    ``max_nodes`` nodes or more (the caller then takes the DFA route, which raises the
+    ``max_dfa_states`` LimitError where it applies).
+
+    The language of ``_langs.not_names(names)`` written directly, without building and
+    complementing its DFA: a tree over the trie of the names, where a character off the trie
+    leads to the free string body (the key rules of :func:`_off_trie`; the second value names
+    the ones the tree uses, which the caller defines from :func:`key_rest_rules`) and the end
+    of the key is allowed where no name ends. Each character is written as
+    :func:`json_string_char` writes it (canonical escapes), so the tree is deterministic. Cost:
+    O(total length of the names) nodes; memoised in the active GrammarCompiler by the set of
+    names.
+    """
+    return _other_keys_body(names, max_nodes)[0]
+
+
+def _key_tree_bytes(v: tuple[tuple[Node, frozenset[str]] | None]) -> int:
+    return 64 if v[0] is None else node_bytes(v[0][0])
+
+
+@compiler_memo("schema.key_trees", limit="max_memo_entries", entry_bytes=_key_tree_bytes)
+def _other_keys_body(
+    names: frozenset[str], max_nodes: int
+) -> tuple[tuple[Node, frozenset[str]] | None]:
+    if any(len(name) > _MAX_TREE_NAME for name in names):
+        return (None,)
+    children: list[dict[int, int]] = [{}]
+    ends: set[int] = set()
+    for name in names:
+        if len(children) >= max_nodes:
+            return (None,)
+        node = 0
+        for ch in name:
+            cp = ord(ch)
+            nxt = children[node].get(cp)
+            if nxt is None:
+                nxt = len(children)
+                children.append({})
+                children[node][cp] = nxt
+            node = nxt
+        ends.add(node)
+    built: list[Node | None] = [None] * len(children)
+    uses: set[str] = set()
+    # children have larger numbers than their parent: build from the last node back
+    for v in range(len(children) - 1, -1, -1):
+        kids = children[v]
+        order = sorted(kids)
+        off, used = _off_trie(tuple(order))
+        uses |= used
+        alts = list(off)
+        for cp in order:
+            sub = built[kids[cp]]
+            assert sub is not None
+            alts.append(seq(_json_char_lit(cp), sub))
+        if v not in ends:
+            alts.append(EMPTY)
+        built[v] = choice(*alts)
+    root = built[0]
+    assert root is not None
+    return ((root, frozenset(uses)),)
+
 
 #: objects with more declared properties than this build their member chain from the last
 #: member back (the same rules; only the recursion is gone): an implementation detail, not a cap

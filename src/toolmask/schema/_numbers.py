@@ -23,9 +23,10 @@ resulting DFAs have O(digits) states.
 
 from __future__ import annotations
 
-import functools
 from decimal import Decimal
 from typing import TypeAlias
+
+from toolmask._cache import compiler_memo
 
 __all__ = ["JSON_NUMBER", "integer_regex", "number_regex"]
 
@@ -137,12 +138,13 @@ def _join(alts: list[str]) -> str:
     return _group(alts[0]) if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
-def integer_regex(lo: int | None, hi: int | None) -> str | None:
+def integer_regex(lo: int | None, hi: int | None, *, fraction: bool = True) -> str | None:
     """JSON number texts whose value is an integer in ``[lo, hi]`` (``None``: unbounded).
 
     Exact: accepts ``-?(0|[1-9][0-9]*)`` spellings of the integers in range, each optionally
-    followed by ``.0+`` (``1.0`` is an integer in JSON Schema), with ``-0``/``-0.0`` read as 0;
-    rejects everything else, exponent spellings included. Returns ``None`` for an empty range.
+    followed by ``.0+`` (``1.0`` is an integer in JSON Schema; ``fraction=False`` leaves that
+    out: the spellings a grammar writes), with ``-0``/``-0.0`` read as 0; rejects everything
+    else, exponent spellings included. Returns ``None`` for an empty range.
     """
     if lo is not None and hi is not None and lo > hi:
         return None
@@ -161,7 +163,7 @@ def integer_regex(lo: int | None, hi: int | None) -> str | None:
         alts.extend(_nonneg_int_alts(plo, hi))
     if not alts:
         return None
-    return _join(alts) + r"(?:\.0+)?"
+    return _join(alts) + (r"(?:\.0+)?" if fraction else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,7 +200,11 @@ def _upper_state(frac: str, strict: bool) -> _Bound | bool:
     return (frac, strict)
 
 
-@functools.cache
+def _frac_bytes(v: tuple[bool, str | None]) -> int:
+    return 120 + len(v[1] or "")
+
+
+@compiler_memo("schema.fraction_regexes", limit="max_memo_entries", entry_bytes=_frac_bytes)
 def _frac(lower: _Bound, upper: _Bound) -> tuple[bool, str | None]:
     """Digit strings ``s`` (possibly empty) with ``0.s`` within the bounds.
 

@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolmask.grammar._fsm import Dfa
+from toolmask.limits import Limits
+
+if TYPE_CHECKING:
+    from toolmask.schema._langs import RangeLang
 
 __all__ = [
     "BOTTOM",
@@ -164,19 +168,56 @@ NO_FLAGS = Flags()
 
 @dataclass(frozen=True, slots=True)
 class NumAlt:
-    """JSON numbers. ``dfa`` None: any number (exponents allowed); otherwise a DFA over the
-    exponent-free spellings, closed under spelling (every exponent-free spelling of a value in the
-    set is in the DFA: ``1``, ``1.0``, ``1.00``). ``integer``: only integral values."""
+    """JSON numbers. ``dfa`` and ``rng`` None: any number (exponents allowed); otherwise a DFA
+    over the exponent-free spellings, closed under spelling (every exponent-free spelling of a
+    value in the set is in the DFA: ``1``, ``1.0``, ``1.00``), or a range kept as regexes whose
+    DFA is built only when needed (:meth:`lang`). ``integer``: only integral values."""
 
     dfa: Dfa | None = None
     integer: bool = False
+    rng: RangeLang | None = None
+
+    @property
+    def is_any(self) -> bool:
+        return self.dfa is None and self.rng is None
+
+    def lang(self, limits: Limits) -> Dfa | None:
+        """The DFA of the language (None: any number); builds a range's DFA (cached)."""
+        if self.rng is not None:
+            from toolmask.grammar._regex import regex_dfa
+
+            return regex_dfa(self.rng.rx, search=False, limits=limits)
+        return self.dfa
 
 
 @dataclass(frozen=True, slots=True)
 class StrAlt:
-    """JSON strings whose decoded value is in ``dfa`` (over code points); None = any string."""
+    """JSON strings whose decoded value is in ``dfa`` (over code points), or, when ``fmt``
+    names a known format, in that format's language, or, when ``pat`` is a pattern that
+    ``_langs.pattern_node`` writes directly, in that pattern's language (their DFAs are built
+    only when an intersection, complement or union needs them: :meth:`lang`); all None = any
+    string."""
 
     dfa: Dfa | None = None
+    fmt: str | None = None
+    pat: str | None = None
+
+    @property
+    def is_any(self) -> bool:
+        return self.dfa is None and self.fmt is None and self.pat is None
+
+    def lang(self, limits: Limits | None = None) -> Dfa | None:
+        """The DFA of the language (None: any string); builds a format's or a pattern's DFA
+        (cached)."""
+        if self.fmt is not None:
+            from toolmask.schema._langs import format_dfa
+
+            return format_dfa(self.fmt)
+        if self.pat is not None:
+            from toolmask.schema._langs import pattern_dfa
+
+            return pattern_dfa(self.pat) if limits is None else pattern_dfa(self.pat, limits)
+        return self.dfa
 
 
 @dataclass(frozen=True, slots=True)

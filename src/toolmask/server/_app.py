@@ -38,7 +38,7 @@ from toolmask.agent import (
     render_chatml,
     with_tool_prompt,
 )
-from toolmask.backends._base import Backend, ContextOverflowError
+from toolmask.backends._base import Backend, ContextOverflowError, ReasoningBudget
 from toolmask.errors import ToolmaskError
 from toolmask.limits import SERVER_LIMITS, Limits
 from toolmask.sampling import SamplingParams
@@ -46,7 +46,7 @@ from toolmask.server._defaults import BUILTIN, ServerDefaults
 from toolmask.server._engine import Cancelled, Engine, Finished, Job, MaxTokensError, QueueFull
 from toolmask.server._plans import Plan, PlanCache
 from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request
-from toolmask.tools import StreamDelta, ToolTurn
+from toolmask.tools import StreamDelta, ToolTurn, resolve_format
 
 try:
     import anyio
@@ -60,13 +60,17 @@ __all__ = ["assemble", "create_app", "render_prompt"]
 
 log = logging.getLogger("toolmask.server")
 
-#: largest request body read, in bytes (a bigger one is answered 413 before parsing)
-MAX_BODY_BYTES = 8 * 1024 * 1024
 #: how often a waiting request checks that its client is still connected, in seconds
 POLL_S = 0.25
 
 
 # -- prompt and result ----------------------------------------------------------------------------
+
+
+def _too_large(max_body: int) -> APIError:
+    return APIError(
+        413, f"The request body is larger than {max_body} bytes (Limits.max_request_bytes)."
+    )
 
 
 def render_prompt(
@@ -286,7 +290,7 @@ def create_app(
     compile_threads: int = 2,
     engine: Engine | None = None,
     template: Template | None = None,
-    fmt: str = "hermes",
+    fmt: str = "auto",
     strict_formats: bool = False,
     defaults: ServerDefaults = BUILTIN,
     tool_reminder: bool = True,
@@ -295,7 +299,9 @@ def create_app(
     ``aliases``). ``limits`` bound the compilation of every schema received; ``queue_size`` is
     how many requests may wait for the model (more: 429). ``template`` renders prompts
     (default: the model's own chat template, else ChatML); ``fmt`` is the wire format of
-    tool calls (default Hermes ``<tool_call>``); ``strict_formats`` answers 400 to a schema
+    tool calls (default ``"auto"``: read from the template and the vocabulary's special
+    tokens, see :func:`~toolmask.tools.resolve_format`; Hermes ``<tool_call>`` when they name
+    none); ``strict_formats`` answers 400 to a schema
     with a ``format`` toolmask does not know (default: an annotation). ``defaults`` fill the
     sampling parameters and ``max_tokens`` a request leaves out (:class:`ServerDefaults`;
     ``toolmask serve`` resolves them from the model's metadata and its flags).
@@ -303,9 +309,11 @@ def create_app(
     tool prompt is ours (see :func:`render_prompt`). The engine's worker thread starts now and
     stops on the app's shutdown."""
     eng = engine or Engine(backend, queue_size=queue_size)
+    chat_template = template or default_template(backend)
+    source = getattr(chat_template, "source", None) or getattr(backend, "chat_template", None)
+    fmt = resolve_format(fmt, source, backend.vocab.special.values())
     plans = PlanCache(backend.vocab, limits, fmt=fmt, strict_formats=strict_formats)
     base_turn = ToolTurn([], plans.fmt, special_tokens=plans.special_tokens)
-    chat_template = template or default_template(backend)
     names = {model_name, *aliases}
     created = int(time.time())
     compile_limiter = anyio.CapacityLimiter(compile_threads)
@@ -377,19 +385,21 @@ def create_app(
             code="model_not_found",
         )
 
+    max_body = limits.max_request_bytes
+
     async def read_body(request: Request) -> bytes:
         try:
             size = int(request.headers.get("content-length") or 0)
         except ValueError:
             raise APIError(400, "The Content-Length header is not a number.") from None
-        if size > MAX_BODY_BYTES:
-            raise APIError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+        if size > max_body:
+            raise _too_large(max_body)
         chunks: list[bytes] = []
         total = 0
         async for chunk in request.stream():
             total += len(chunk)
-            if total > MAX_BODY_BYTES:
-                raise APIError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+            if total > max_body:
+                raise _too_large(max_body)
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -398,7 +408,7 @@ def create_app(
         t0 = time.monotonic()
         if eng.full:  # refused before the body is read or a grammar compiled: cheap under load
             raise _busy(eng.reject())
-        req = parse_chat_request(await read_body(request))
+        req = parse_chat_request(await read_body(request), limits=limits)
         if req.model not in names:
             raise _unknown_model(req.model)
         plan = await anyio.to_thread.run_sync(plans.get, req, limiter=compile_limiter)
@@ -417,6 +427,7 @@ def create_app(
                 functools.partial(plans.get, req, reasoning_open=True), limiter=compile_limiter
             )
         events = _Events()
+        budget = req.reasoning_budget
         job = Job(
             prompt,
             plan.compiled,
@@ -425,6 +436,9 @@ def create_app(
             req.stop,
             on_text=(lambda t: events.post("text", t)) if req.stream else None,
             on_start=lambda n: events.post("start", n),
+            reasoning_budget=ReasoningBudget.for_turn(
+                plan.turn, defaults.reasoning_budget if budget is None else budget
+            ),
         )
         try:
             fut = eng.submit(job)

@@ -34,7 +34,8 @@ class ServerDefaults:
     ``temperature``/``top_p``/``top_k``/``min_p``: sampling (see
     :class:`~toolmask.sampling.SamplingParams`); ``max_tokens``: the completion budget of a
     request without ``max_tokens`` / ``max_completion_tokens`` (None: the rest of the context);
-    ``source``: where the sampling values came from, for logs and ``/health``.
+    ``reasoning_budget``: the reasoning tokens of a request without ``reasoning_budget``
+    (None: no bound); ``source``: where the sampling values came from, for logs and ``/health``.
     """
 
     temperature: float = 0.2
@@ -42,6 +43,7 @@ class ServerDefaults:
     top_k: int = 40
     min_p: float = 0.05
     max_tokens: int | None = 512
+    reasoning_budget: int | None = None
     source: str = "toolmask defaults"
 
     def resolve(self, metadata: Mapping[str, Any], **flags: Any) -> ServerDefaults:

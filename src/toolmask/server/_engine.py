@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmask._compile import CompiledGrammar
-from toolmask.backends._base import Backend, ContextOverflowError, Generation
+from toolmask.backends._base import Backend, ContextOverflowError, Generation, ReasoningBudget
 from toolmask.sampling import SamplingParams
 
 __all__ = [
@@ -155,6 +155,8 @@ class Job:
     sampling: SamplingParams
     stops: tuple[str, ...] = ()
     on_text: Callable[[str], None] | None = None
+    #: bound on the reply's reasoning (given to the backend only when set)
+    reasoning_budget: ReasoningBudget | None = None
     on_start: Callable[[int], None] | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     future: concurrent.futures.Future[Finished] = field(default_factory=concurrent.futures.Future)
@@ -309,8 +311,16 @@ class Engine:
                 on_text(text)
             return stop
 
+        extra: dict[str, Any] = {}
+        if job.reasoning_budget is not None:
+            extra["reasoning_budget"] = job.reasoning_budget
         gen = backend.generate(
-            prompt, job.compiled, max_tokens=max_tokens, sampling=job.sampling, on_token=on_token
+            prompt,
+            job.compiled,
+            max_tokens=max_tokens,
+            sampling=job.sampling,
+            on_token=on_token,
+            **extra,
         )
         rest = stream.finish()
         if rest and on_text is not None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolmask._compile import CompiledGrammar, GrammarCompiler
+from toolmask._pointer import fragment
 from toolmask.errors import LimitError, SchemaError, ToolmaskError
 from toolmask.grammar._ir import Grammar, Rule, choice
 from toolmask.limits import Limits
@@ -66,10 +67,11 @@ class Plan:
 
 def schema_error(e: Exception, *, param: str, what: str) -> APIError:
     """A compile failure as a 400: SchemaError with its JSON pointer and keyword, LimitError
-    with the limit, anything else (a schema so malformed that a library below us tripped) as a
-    plain invalid schema."""
+    with the limit and the pointer where it was hit (``#``, the schema as a whole, for a cap
+    not tied to one location: the automaton of the whole grammar), anything else (a schema so
+    malformed that a library below us tripped) as a plain invalid schema."""
     if isinstance(e, SchemaError):
-        ptr = "#" + e.pointer if not e.pointer.startswith("#") else e.pointer
+        ptr = fragment(e.pointer)
         kw = f" (keyword '{e.keyword}')" if e.keyword else ""
         return APIError(
             400,
@@ -79,12 +81,14 @@ def schema_error(e: Exception, *, param: str, what: str) -> APIError:
             extra={"pointer": ptr, "keyword": e.keyword},
         )
     if isinstance(e, LimitError):
+        ptr = fragment(e.pointer or "")
         return APIError(
             400,
-            f"The schema for {what} is too complex for this server: {e}",
+            f"The schema for {what} is too complex for this server: at {ptr}: {e.message} "
+            f"(limit: {e.limit})",
             param=param,
             code="schema_too_complex",
-            extra={"limit": e.limit},
+            extra={"limit": e.limit, "pointer": ptr},
         )
     return APIError(
         400,
@@ -228,16 +232,13 @@ class PlanCache:
         return Grammar((Rule("root", choice(j_ref, c_ref)), *j_rules, *c_rules))
 
     def _tool_error(self, req: ChatRequest, e: Exception) -> APIError:
-        """Attribute a turn-grammar failure to the first tool whose schema fails alone (not
-        after a compile timeout: compiling again would take as long again)."""
-        if isinstance(e, LimitError) and e.limit == "max_compile_seconds":
-            return schema_error(e, param="tools", what="the tools")
+        """A turn-grammar failure as a 400, attributed to the tool whose schema failed: the
+        tool layer names it on the error (``SchemaError.tool`` / ``LimitError.tool``)."""
+        tool = e.tool if isinstance(e, (SchemaError, LimitError)) else None
         for i, t in enumerate(req.tools):
-            try:
-                compile_json_schema(t.parameters, whitespace="compact", **self._schema_options())
-            except Exception as err:
+            if t.name == tool:
                 return schema_error(
-                    err, param=f"tools[{i}].function.parameters", what=f"tool {t.name!r}"
+                    e, param=f"tools[{i}].function.parameters", what=f"tool {t.name!r}"
                 )
         return schema_error(e, param="tools", what="the tools")
 

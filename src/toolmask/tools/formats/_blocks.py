@@ -1,17 +1,20 @@
 """What a format's block reader returns to the scanner, and helpers the readers share.
 
 A format whose calls are not JSON call objects (XML parameters, name-then-arguments, Python
-call syntax, ...) overrides :meth:`~toolmask.tools.formats.WireFormat.read_block`: given the
-text and the offset of a trigger, it returns a :class:`Block`: ``ok`` (the calls and the end of
-the block), ``bad`` (malformed: the reason and where the raw text ends) or ``pending`` (the text
-ends inside the block and more may come; only when not ``final``). A reader decides from the
-text before the point it returns, so a prefix of a reply yields a prefix of the final parse.
+call syntax, ...) overrides :meth:`~toolmask.tools.formats.WireFormat.read_block` (or, when its
+calls sit between ``open`` and ``close``, :meth:`~toolmask.tools.formats.WireFormat.read_inner`):
+given the text and the offset of a trigger, it returns a :class:`Block`: ``ok`` (the calls and
+the end of the block), ``bad`` (malformed: the reason and where the raw text ends) or
+``pending`` (the text ends inside the block and more may come; only when not ``final``). A
+reader decides from the text before the point it returns, so a prefix of a reply yields a
+prefix of the final parse.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +27,7 @@ __all__ = [
     "loads",
     "param_schema",
     "python_value",
+    "regex_calls",
     "schema_types",
     "skip_ws",
 ]
@@ -68,6 +72,28 @@ def closed_block(
     if final:
         return Block("bad", len(text), reason=f"truncated: the reply ends before {close!r}")
     return Block("pending")
+
+
+def regex_calls(
+    pattern: re.Pattern[str], text: str, pos: int, inner_end: int, end: int
+) -> list[Call] | Block:
+    """The calls of ``text[pos:inner_end]``, written one after another as ``pattern`` matches
+    them (group 1 the name, group 2 the JSON arguments object), whitespace between them
+    allowed; or a ``bad`` :class:`Block` ending at ``end`` at the first that is not one."""
+    calls: list[Call] = []
+    while True:
+        while pos < inner_end and text[pos] in WS:
+            pos += 1
+        if pos >= inner_end:
+            return calls
+        m = pattern.match(text, pos, inner_end)
+        if m is None:
+            return Block("bad", end, reason="expected a complete tool call")
+        args, err = loads(m.group(2))
+        if err is not None or not isinstance(args, dict):
+            return Block("bad", end, reason=err or "the arguments must be a JSON object")
+        calls.append(done(m.group(1), args))
+        pos = m.end()
 
 
 def json_object_end(text: str, i: int) -> int | None:

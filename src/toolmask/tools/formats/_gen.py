@@ -18,15 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmask._cache import active_compiler
+from toolmask._pointer import json_pointer
+from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar._charset import CharSet
 from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
+    NOTHING,
     Grammar,
     Node,
     Rule,
     RuleRef,
-    Special,
     choice,
     lit,
     opt,
@@ -36,9 +38,10 @@ from toolmask.grammar._ir import (
 from toolmask.schema import compile_json_schema
 from toolmask.schema._json_text import json_ws
 from toolmask.tools._rename import prefix_rules
+from toolmask.tools.formats._base import marker_node
 from toolmask.tools.formats._blocks import schema_types
 
-__all__ = ["MAX_ANY_ORDER_PARAMS", "Kit", "arguments_grammar", "schema_types"]
+__all__ = ["MAX_ANY_ORDER_PARAMS", "Kit", "arguments_grammar", "schema_types", "with_defs"]
 
 #: parameter lists longer than this keep the schema's order (any order costs 2**n rules)
 MAX_ANY_ORDER_PARAMS = 8
@@ -58,6 +61,17 @@ def arguments_grammar(schema: Any, options: Mapping[str, Any]) -> Grammar:
     return cache.put(key, compile_json_schema(schema, **options))  # type: ignore[no-any-return]
 
 
+def with_defs(schema: Any, root: Any) -> dict[str, Any]:
+    """A parameter's subschema ``schema`` to compile on its own: a copy that carries the tool
+    schema ``root``'s ``$defs`` / ``definitions``, so that its ``$ref`` s resolve."""
+    sub = dict(schema) if isinstance(schema, Mapping) else {}
+    if isinstance(root, Mapping):
+        for k in ("$defs", "definitions"):
+            if k in root and k not in sub:
+                sub[k] = root[k]
+    return sub
+
+
 @dataclass
 class Kit:
     """What a format needs to write its part of a turn grammar (see the module docstring).
@@ -65,14 +79,17 @@ class Kit:
     ``options``: the arguments' :func:`compile_json_schema` options; ``layouts``: the
     whitespace layouts admitted for JSON values (the first is ``options["whitespace"]``; a
     format whose models write both ``json.dumps`` spacing and compact JSON lists both).
+    ``reasoning_open``: the prompt ended inside the reasoning channel (formats that build
+    their whole turn read it, see :meth:`WireFormat.turn_grammar`).
     """
 
     options: Mapping[str, Any]
     special_tokens: frozenset[str] = frozenset()
     layouts: tuple[str, ...] = ()
+    reasoning_open: bool = False
     rules: list[Rule] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
-    _texts: dict[tuple[str, ...], Node] = field(default_factory=dict)
+    _texts: dict[tuple[str | tuple[str, str], ...], Node] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.layouts:
@@ -88,38 +105,59 @@ class Kit:
         return RuleRef(name)
 
     def marker(self, text: str) -> Node:
-        """``Special(text)`` if ``text`` is a special token of the vocabulary, else its bytes."""
-        if text and text in self.special_tokens:
-            return Special(text)
-        return lit(text)
+        """``Special(text)`` if ``text`` is a special token of the vocabulary, else its bytes
+        with the special tokens inside it as Special nodes (``<|channel>thought``)."""
+        return marker_node(text, self.special_tokens)
 
     def ws(self, hi: int = 4, lo: int = 0) -> Node:
         return json_ws(hi, lo)
 
     # -- values -----------------------------------------------------------------------------------
-    def json(self, schema: Any, prefix: str) -> Node:
-        """The JSON grammar of ``schema`` in every admitted layout (rules ``prefix...``)."""
+    def json(self, schema: Any, prefix: str, notation: str = "json", *, at: str = "") -> Node:
+        """The JSON grammar of ``schema`` in every admitted layout (rules ``prefix...``);
+        ``notation`` ``"python"`` / ``"gemma"`` spells the values otherwise (see
+        :mod:`toolmask.schema._notation`), its markers special where the vocabulary says.
+        ``at``: the JSON pointer of ``schema`` in the tool's parameters when it is a part of
+        them (one parameter), so that a SchemaError or LimitError points into the parameters."""
         alts: list[Node] = []
+        extra: dict[str, Any] = {}
+        if notation != "json":
+            from toolmask.schema._notation import GEMMA_QUOTE
+
+            special = sorted({GEMMA_QUOTE} & self.special_tokens)
+            extra = {"notation": notation, "special_tokens": special}
         for j, layout in enumerate(self.layouts):
-            options = {**self.options, "whitespace": layout}
+            options = {**self.options, **extra, "whitespace": layout}
             name = prefix if len(self.layouts) == 1 else f"{prefix}{j}_"
-            entry, rules = prefix_rules(arguments_grammar(schema, options), name)
+            try:
+                grammar = arguments_grammar(schema, options)
+            except (SchemaError, LimitError) as e:
+                e.within(at)
+                raise
+            entry, rules = prefix_rules(grammar, name)
             for r in rules:
                 self.add(r.name, r.body)
             alts.append(entry)
         return choice(*alts)
 
-    def text_without(self, stops: Sequence[str], *, nonempty: bool = False) -> Node:
+    def text_without(
+        self, stops: Sequence[str | tuple[str, str]], *, nonempty: bool = False
+    ) -> Node:
         """Any UTF-8 text that contains none of ``stops`` (a DFA lowered to rules; shared by
-        every use of the same stops). O(sum of the stops' lengths) states."""
+        every use of the same stops); a stop ``(a, b)`` is ``a``, any JSON whitespace, then
+        ``b``. O(sum of the stops' lengths) states."""
         key = (*stops, "+" if nonempty else "*")
         hit = self._texts.get(key)
         if hit is not None:
             return hit
         anything = Dfa.any_string()
+        ws = Dfa.char(CharSet.of(ord(c) for c in " \t\r\n")).star()
         dfa = Dfa.epsilon().complement() if nonempty else anything
         for s in stops:
-            dfa = dfa.intersect(anything.concat(Dfa.literal(s)).concat(anything).complement())
+            stop = Dfa.literal(s) if isinstance(s, str) else Dfa.literal(s[0]).concat(ws)
+            if not isinstance(s, str):
+                stop = stop.concat(Dfa.literal(s[1]))
+            dfa = dfa.intersect(anything.concat(stop).concat(anything).complement())
         name = f"text{len(self._texts)}"
         entry, rules = dfa_to_rules(dfa, name, encoding="raw")
         for r in rules:
@@ -143,11 +181,12 @@ class Kit:
             self.add(r.name, r.body)
         return entry
 
-    def raw_value(self, schema: Any, root: Any, prefix: str, raw: Node) -> Node:
+    def raw_value(self, schema: Any, root: Any, prefix: str, raw: Node, *, at: str = "") -> Node:
         """A parameter value written as raw text (XML-parameter formats): a string parameter
         is the text itself (``raw``; an ``enum``/``const`` of strings is its literal values),
-        any other type is JSON for its subschema; a boolean may also be written ``True`` /
-        ``False`` (Python literals, as some templates render them)."""
+        any other type is JSON for its subschema (:func:`with_defs`; ``at`` as for
+        :meth:`json`); a boolean may also be written ``True`` / ``False`` (Python literals, as
+        some templates render them)."""
         types = schema_types(schema)
         if isinstance(schema, Mapping):
             values = list(schema.get("enum") or ())
@@ -157,12 +196,7 @@ class Kit:
                 return choice(*(lit(v) for v in values))
         if not types or "string" in types:
             return raw
-        sub = dict(schema) if isinstance(schema, Mapping) else {}
-        if isinstance(root, Mapping):
-            for k in ("$defs", "definitions"):
-                if k in root and k not in sub:
-                    sub[k] = root[k]
-        node = self.json(sub, prefix)
+        node = self.json(with_defs(schema, root), prefix, at=at)
         if types == {"boolean"}:
             return choice(node, lit("True"), lit("False"))
         return node
@@ -174,35 +208,71 @@ class Kit:
         param: Callable[[str, Node], Node],
         raw: Node,
         free: Callable[[], Node] | None = None,
+        *,
+        sep: Node | None = None,
+        value: Callable[[Any, str], Node] | None = None,
+        keep: Callable[[str], bool] | None = None,
     ) -> Node:
         """The parameters of a tool schema written one by one (``param(key, value)``): each
         declared parameter at most once, the required ones present, in any order (schema order
         beyond :data:`MAX_ANY_ORDER_PARAMS`). An object schema that declares no properties
-        but allows others gets ``free()`` (any key, raw value) repeated."""
+        but allows others gets ``free()`` (any key, raw value) repeated.
+
+        ``sep`` goes between two parameters (Python's ``, ``); ``value(subschema, prefix)``
+        writes a value (default: :meth:`raw_value` with ``raw``); a parameter whose key
+        ``keep`` refuses cannot be written (a required one makes the call impossible)."""
         props = schema.get("properties") if isinstance(schema, Mapping) else None
         props = props if isinstance(props, Mapping) else {}
         required = set(schema.get("required") or ()) if isinstance(schema, Mapping) else set()
+        if keep is not None:
+            if any(not keep(k) for k in required if k in props):
+                return NOTHING
+            props = {k: v for k, v in props.items() if keep(k)}
         keys = list(props)
         if not keys:
             extra = (
                 schema.get("additionalProperties", True) if isinstance(schema, Mapping) else True
             )
             if free is not None and extra is not False:
+                if sep is not None:
+                    f = free()
+                    return opt(seq(f, repeat(seq(sep, f), 0, None)))
                 return repeat(free(), 0, None)
             return EMPTY
-        nodes = [
-            self.add(
-                f"{prefix}p{j}", param(k, self.raw_value(props[k], schema, f"{prefix}v{j}_", raw))
-            )
-            for j, k in enumerate(keys)
-        ]
+
+        def value_of(j: int, k: str) -> Node:
+            at = json_pointer(("properties", k))
+            if value is not None:
+                try:
+                    return value(with_defs(props[k], schema), f"{prefix}v{j}_")
+                except (SchemaError, LimitError) as e:
+                    e.within(at)
+                    raise
+            return self.raw_value(props[k], schema, f"{prefix}v{j}_", raw, at=at)
+
+        nodes = [self.add(f"{prefix}p{j}", param(k, value_of(j, k))) for j, k in enumerate(keys)]
+        lead = sep if sep is not None else EMPTY
         if len(keys) > MAX_ANY_ORDER_PARAMS:
-            return seq(*(n if k in required else opt(n) for k, n in zip(keys, nodes, strict=True)))
+            if sep is None:
+                return seq(
+                    *(n if k in required else opt(n) for k, n in zip(keys, nodes, strict=True))
+                )
+            # schema order: rule t{i}_{w}: parameters i.. after w (0/1) were written
+            for i in range(len(keys), -1, -1):
+                for w in (0, 1):
+                    if i == len(keys):
+                        body: Node = EMPTY
+                    else:
+                        put = seq(lead if w else EMPTY, nodes[i], RuleRef(f"{prefix}t{i + 1}_1"))
+                        skip = RuleRef(f"{prefix}t{i + 1}_{w}")
+                        body = put if keys[i] in required else choice(put, skip)
+                    self.add(f"{prefix}t{i}_{w}", body)
+            return RuleRef(f"{prefix}t0_0")
         req_mask = sum(1 << j for j, k in enumerate(keys) if k in required)
         n = len(keys)
         for mask in range(1 << n):
             alts: list[Node] = [
-                seq(nodes[j], RuleRef(f"{prefix}s{mask | (1 << j)}"))
+                seq(lead if mask else EMPTY, nodes[j], RuleRef(f"{prefix}s{mask | (1 << j)}"))
                 for j in range(n)
                 if not mask & (1 << j)
             ]

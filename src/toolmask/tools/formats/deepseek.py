@@ -23,15 +23,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from toolmask._pointer import json_pointer
 from toolmask.grammar._ir import EMPTY, Node, choice, lit, opt, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
-    closed_block,
     coerce_value,
     done,
     loads,
     param_schema,
+    regex_calls,
     schema_types,
     tools_prompt,
 )
@@ -87,32 +88,12 @@ class _DeepSeek(WireFormat):
     reasoning_end = "</think>"
     template_markers = _MARKERS
 
-    def read_block(
-        self,
-        text: str,
-        k: int,
-        *,
-        final: bool,
-        bare: bool = False,
-        schemas: Mapping[str, Any] | None = None,
-    ) -> Block | None:
-        got = closed_block(text, k, len(self.open), self.close, final)
-        if isinstance(got, Block):
-            return got
-        inner_end, end = got
-        pos = k + len(self.open)
-        while pos < inner_end and text[pos] in " \t\r\n":
-            pos += 1
-        calls = []
-        while pos < inner_end:
-            m = _CALL.match(text, pos, inner_end)
-            if m is None:
-                return Block("bad", end, reason="expected a complete tool call")
-            args, err = loads(m.group(2))
-            if err is not None or not isinstance(args, dict):
-                return Block("bad", end, reason=err or "the arguments must be a JSON object")
-            calls.append(done(m.group(1), args))
-            pos = m.end()
+    def read_inner(
+        self, text: str, start: int, inner_end: int, end: int, schemas: Mapping[str, Any] | None
+    ) -> Block:
+        calls = regex_calls(_CALL, text, start, inner_end, end)
+        if isinstance(calls, Block):
+            return calls
         if not calls:
             return Block("bad", end, reason="an empty block of calls")
         return Block("ok", end, calls)
@@ -194,6 +175,9 @@ class DeepSeekDsml(WireFormat):
         schemas: Mapping[str, Any] | None = None,
     ) -> Block | None:
         m = _DSML_OPEN.match(text, k)
+        if m is None and final and _INVOKE.match(text, k) and not _INVOKE_END.search(text, k):
+            # the rest of a block cut off (see below): an unfinished invoke
+            return Block("bad", len(text), reason="truncated: the reply ends inside an invoke")
         if m is None:
             head = text[k : k + 40]
             if not final and ">" not in head:
@@ -201,10 +185,18 @@ class DeepSeekDsml(WireFormat):
             return Block("bad", k + len(DSML) + 1, reason="expected <｜DSML｜function_calls>")
         close = re.compile(r"</｜DSML｜\s*" + m.group(1) + r"\s*>")
         c = close.search(text, m.end())
-        if c is None:
-            if final:
-                return Block("bad", len(text), reason="truncated: no closing DSML tag")
+        if c is None and not final:
             return Block("pending")
+        if c is None:  # cut off: its complete invokes are kept, the unfinished one follows
+            ends = list(_INVOKE_END.finditer(text, m.end()))
+            if not ends:
+                return Block("bad", len(text), reason="truncated: no closing DSML tag")
+            last = ends[-1]
+            closed = f"{text[: last.end()]}</{DSML}{m.group(1)}>"
+            got = self.read_block(closed, k, final=True, schemas=schemas)
+            if got is None or got.status != "ok":
+                return Block("bad", len(text), reason="truncated: no closing DSML tag")
+            return Block("ok", last.end(), got.calls)
         end = c.end()
         pos, inner_end = m.end(), c.start()
         calls = []
@@ -258,12 +250,12 @@ class DeepSeekDsml(WireFormat):
             if not types or "string" in types:
                 alts.append(seq(lit('true">'), raw))
             if types - {"string"} or not types:
-                sub = dict(schema) if isinstance(schema, Mapping) else {}
-                for k in ("$defs", "definitions"):
-                    if k in tool.parameters:
-                        sub.setdefault(k, tool.parameters[k])
+                from toolmask.tools.formats._gen import with_defs
+
                 j = list(props).index(key)
-                alts.append(seq(lit('false">'), kit.json(sub, f"a{index}_j{j}_")))
+                sub = with_defs(schema, tool.parameters)
+                at = json_pointer(("properties", key))
+                alts.append(seq(lit('false">'), kit.json(sub, f"a{index}_j{j}_", at=at)))
             return choice(*alts)
 
         def free() -> Node:

@@ -3,19 +3,26 @@
 channel ``<|channel>thought ... <channel|>``::
 
     <|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>
+
+The grammar writes the arguments in that notation from the tool's schema (compact, as the
+template renders them, or with ``", "`` between members as some models write; keys in any
+order); calls follow each other without a separator, and text may follow the last call (the
+template renders a message's content after its calls).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from toolmask.grammar._ir import Node, lit, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import Block, done, skip_ws, tools_prompt
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._gen import Kit
 
 __all__ = ["Gemma4", "dump_value", "read_value"]
 
@@ -117,10 +124,16 @@ def dump_value(v: object) -> str:
 
 @register_format("gemma4")
 class Gemma4(WireFormat):
-    has_grammar = False
     open = "<|tool_call>"
     close = "<tool_call|>"
     block_sep = ""
+    prose_after_calls = True
+    argument_options: ClassVar[Mapping[str, Any]] = {
+        "whitespace": "compact",
+        "property_order": "any",
+        "additional_properties_default": False,
+    }
+    extra_layouts = ("spaced",)
     reasoning_start = "<|channel>thought"
     reasoning_end = "<channel|>"
     template_markers = (
@@ -181,6 +194,12 @@ class Gemma4(WireFormat):
         if c >= 0:
             return Block("bad", c + len(self.close), reason=reason)
         return Block("bad", len(text), reason=reason) if final else Block("pending")
+
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``call:NAME{key:value,...}``: the arguments in Gemma's object notation, derived
+        from the tool's schema (strings between ``<|"|>``, a special token where the
+        vocabulary has it)."""
+        return seq(lit(f"call:{tool.name}"), kit.json(tool.parameters, f"a{index}_", "gemma"))
 
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         return "".join(f"{self.open}call:{n}{dump_value(a)}{self.close}" for n, a in calls)

@@ -17,7 +17,6 @@ from toolmask.grammar._ir import Node, lit, opt, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
-    closed_block,
     coerce_value,
     done,
     param_schema,
@@ -30,7 +29,15 @@ if TYPE_CHECKING:
 
 __all__ = ["Glm"]
 
-_PAIR = re.compile(r"\s*<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.S)
+_NAME_END = re.compile(r"<arg_key>|</tool_call>")
+_KEY = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>", re.S)
+_VALUE_END = re.compile(r"</arg_value>|</tool_call>")
+
+
+def _skip(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
 
 
 @register_format("glm")
@@ -69,35 +76,73 @@ class Glm(WireFormat):
         bare: bool = False,
         schemas: Mapping[str, Any] | None = None,
     ) -> Block | None:
-        got = closed_block(text, k, len(self.open), self.close, final)
-        if isinstance(got, Block):
-            return got
-        inner_end, end = got
-        inner = text[k + len(self.open) : inner_end]
-        cut = inner.find("<arg_key>")
-        name = (inner if cut < 0 else inner[:cut]).strip()
+        """The call from ``<tool_call>`` to its ``</tool_call>``, read structurally: a value
+        ends at the ``</arg_value>`` followed by ``<arg_key>`` or ``</tool_call>`` (whitespace
+        between), so marker text inside a value stays text; a last value whose
+        ``</arg_value>`` is missing ends at a ``</tool_call>`` that ends the reply or is
+        followed by the next ``<tool_call>``."""
+        n = len(text)
+
+        def wait(reason: str) -> Block:
+            return Block("bad", n, reason=f"truncated: {reason}") if final else Block("pending")
+
+        def bad(reason: str, at: int) -> Block:
+            c = text.find(self.close, at)
+            return Block("bad", c + len(self.close) if c >= 0 else n, reason=reason)
+
+        pos = k + len(self.open)
+        m = _NAME_END.search(text, pos)
+        if m is None:
+            return wait("the reply ends in the function name")
+        name = text[pos : m.start()].strip()
         if not name or any(c in name for c in "<>\n"):
-            return Block("bad", end, reason="the call has no function name")
+            return bad("the call has no function name", pos)
         args: dict[str, Any] = {}
-        pos = 0 if cut < 0 else cut
-        body = "" if cut < 0 else inner[cut:]
-        pos = 0
-        while pos < len(body):
-            m = _PAIR.match(body, pos)
-            if m is None:
-                if body[pos:].strip():
-                    return Block("bad", end, reason="expected <arg_key>K</arg_key><arg_value>")
-                break
-            key = m.group(1).strip()
-            args[key] = coerce_value(m.group(2), param_schema(schemas, name, key))
-            pos = m.end()
-        return Block("ok", end, [done(name, args)])
+        p = m.start()
+        while True:
+            j = _skip(text, p)
+            if text.startswith(self.close, j):
+                return Block("ok", j + len(self.close), [done(name, args)])
+            kv = _KEY.match(text, j)
+            if kv is None:
+                rest = text[j:]
+                if any(w.startswith(rest) for w in (self.close, "<arg_key>")) or (
+                    rest.startswith("<arg_key>") and "<arg_value>" not in rest
+                ):
+                    return wait("the reply ends inside a call")
+                return bad("expected <arg_key>K</arg_key><arg_value>", j)
+            key = kv.group(1).strip()
+            q = kv.end()
+            stop = after = -1
+            while stop < 0:  # the first value end the structure confirms
+                e = _VALUE_END.search(text, q)
+                if e is None:
+                    return wait("the reply ends inside a value")
+                nxt = (("<arg_key>", self.close), ("", self.open))[e.group() == self.close]
+                t = _skip(text, e.end())
+                rest = text[t:]
+                if e.group() == self.close and t >= n:
+                    if not final:
+                        return Block("pending")
+                    stop, after = e.start(), e.start()
+                elif any(w and rest.startswith(w) for w in nxt):
+                    stop, after = e.start(), e.end()
+                    if e.group() == self.close:
+                        after = e.start()  # the close marker ends the call below
+                elif not final and any(w.startswith(rest) for w in nxt if w):
+                    return Block("pending")
+                else:
+                    q = e.end()
+            args[key] = coerce_value(text[kv.end() : stop], param_schema(schemas, name, key))
+            p = after
 
     def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
         """``NAME`` then ``<arg_key>K</arg_key><arg_value>V</arg_value>`` pairs (strings raw,
         other types JSON; declared keys in any order, required ones present), with the
         newlines GLM 4.5/4.6 write between them optional (4.7+ write none)."""
-        raw = kit.text_without(("</arg_value>", self.close))  # the reader ends there
+        # a value holds no </arg_value>, and no close marker that the reader would take for
+        # the end of a call whose last </arg_value> is missing (one the next call follows)
+        raw = kit.text_without(("</arg_value>", (self.close, self.open)))
         nl = opt(lit("\n"))
 
         def pair(key: Node, value: Node) -> Node:

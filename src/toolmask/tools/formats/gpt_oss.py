@@ -112,6 +112,10 @@ class GptOss(WireFormat):
 
     extra_layouts = ("compact",)
 
+    @property
+    def reasoning_opener(self) -> str:
+        return "<|channel|>analysis" + MESSAGE
+
     def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
         """One call message: the recipient ``to=functions.NAME`` in the role header (``
         to=...<|channel|>commentary``) or after the channel (``<|channel|>commentary to=...``),

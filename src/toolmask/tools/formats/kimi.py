@@ -14,10 +14,11 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolmask.grammar._ir import Node, byte_range, lit, opt, repeat, seq
+from toolmask.errors import LimitError, SchemaError
+from toolmask.grammar._ir import EMPTY, Node, byte_range, choice, lit, opt, repeat, seq, star
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
@@ -26,6 +27,8 @@ from toolmask.tools.formats._blocks import (
     done,
     loads,
     param_schema,
+    regex_calls,
+    schema_types,
     tools_prompt,
 )
 
@@ -66,30 +69,12 @@ class KimiK2(WireFormat):
         "</think>",
     )
 
-    def read_block(
-        self,
-        text: str,
-        k: int,
-        *,
-        final: bool,
-        bare: bool = False,
-        schemas: Mapping[str, Any] | None = None,
-    ) -> Block | None:
-        got = closed_block(text, k, len(self.open), self.close, final)
-        if isinstance(got, Block):
-            return got
-        inner_end, end = got
-        pos = k + len(self.open)
-        calls = []
-        while text[pos:inner_end].strip():
-            m = _K2_CALL.match(text, pos, inner_end)
-            if m is None:
-                return Block("bad", end, reason="expected a complete tool call")
-            args, err = loads(m.group(2))
-            if err is not None or not isinstance(args, dict):
-                return Block("bad", end, reason=err or "the arguments must be a JSON object")
-            calls.append(done(m.group(1), args))
-            pos = m.end()
+    def read_inner(
+        self, text: str, start: int, inner_end: int, end: int, schemas: Mapping[str, Any] | None
+    ) -> Block:
+        calls = regex_calls(_K2_CALL, text, start, inner_end, end)
+        if isinstance(calls, Block):
+            return calls
         return Block("ok", end, calls)  # an empty section is no call, not text
 
     def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
@@ -123,7 +108,6 @@ _K3_ATTR = re.compile(r'(\w+)="([^"]*)"')
 
 @register_format("kimi_k3")
 class KimiK3(WireFormat):
-    has_grammar = False
     open = "<|open|>tools<|sep|>"
     close = "<|close|>tools<|sep|>"
     extra_triggers = ("<|open|>", "<|close|>")
@@ -203,6 +187,71 @@ class KimiK3(WireFormat):
             return Block("bad", end, reason="an empty tools section")
         return Block("ok", end, calls)
 
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``<|open|>call tool="NAME" index="N"<|sep|>`` then one ``<|open|>argument key="K"
+        type="T"<|sep|>VALUE<|close|>argument<|sep|>`` per parameter (any order, required ones
+        present; a string is raw text, other types JSON, ``T`` the value's JSON type with
+        ``number`` for integers), then ``<|close|>call<|sep|>``."""
+        m = kit.marker
+        raw = _text(kit)
+
+        def value(schema: Any, prefix: str) -> Node:
+            return _typed_value(kit, schema, prefix, raw)
+
+        def param(key: str, v: Node) -> Node:
+            return seq(m("<|open|>"), lit(f'argument key="{_attr(key)}" type="'), v, _arg_end(m))
+
+        def free() -> Node:
+            key = kit.chars('"<>&\n')
+            return seq(
+                m("<|open|>"), lit('argument key="'), key, lit('" type="'),
+                _typed_value(kit, {}, f"a{index}_any_", raw), _arg_end(m),
+            )  # fmt: skip
+
+        params = kit.params(tool.parameters, f"a{index}_", param, raw, free, value=value)
+        head = seq(
+            m("<|open|>"),
+            lit(f'call tool="{_attr(tool.name)}" index="'),
+            repeat(byte_range(0x30, 0x39), 1, 4),
+            lit('"'),
+            m("<|sep|>"),
+        )
+        return seq(head, params, m("<|close|>call<|sep|>"))
+
+    def turn_grammar(
+        self, kit: Kit, calls: Sequence[Node], mode: str, *, parallel: bool, reasoning: bool
+    ) -> Node | None:
+        """XTML sections::
+
+            turn   ::= [think] response tail                 reasoning (the prompt opened it:
+                     | text <|close|>response<|sep|> tail     think required, without its open)
+            think  ::= <|open|>think<|sep|> text <|close|>think<|sep|>
+            response ::= <|open|>response<|sep|> text <|close|>response<|sep|>   (text empty
+                                                                               under required)
+            tail   ::= [tools] [<|close|>message<|sep|>] ws   (tools required under required,
+            tools  ::= <|open|>tools<|sep|> call+ <|close|>tools<|sep|>      absent under none)
+
+        The second shape is a prompt that ended with ``<|open|>response<|sep|>`` (thinking
+        disabled). ``text`` holds no ``<|open|>`` / ``<|close|>`` (where the reader sees tags)."""
+        m = kit.marker
+        text = _text(kit)
+        prose = EMPTY if mode == "required" else text
+        end = seq(opt(m("<|close|>message<|sep|>")), kit.ws(self.max_trailing_ws))
+        if mode == "none":
+            tail: Node = end
+        else:
+            call = kit.add("call", choice(*calls))
+            body = seq(call, star(call)) if parallel else call
+            tools = kit.add("tools", seq(m(self.open), body, m(self.close)))
+            tail = seq(tools if mode == "required" else opt(tools), end)
+        closed = seq(prose, m("<|close|>response<|sep|>"), tail)
+        response = seq(m("<|open|>response<|sep|>"), closed)
+        think = seq(text, m(self.reasoning_end))
+        if kit.reasoning_open:
+            return seq(think, response)
+        lead = opt(seq(m(self.reasoning_start), think)) if reasoning else EMPTY
+        return choice(closed, seq(lead, response))
+
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         out = [self.open]
         for i, (name, arguments) in enumerate(calls, 1):
@@ -210,13 +259,78 @@ class KimiK3(WireFormat):
             for key, v in (arguments if isinstance(arguments, dict) else {}).items():
                 typ = _type_name(v)
                 val = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-                out.append(f'<|open|>argument key="{key}" type="{typ}"<|sep|>{val}')
+                out.append(f'<|open|>argument key="{_attr(key)}" type="{typ}"<|sep|>{val}')
                 out.append("<|close|>argument<|sep|>")
             out.append("<|close|>call<|sep|>")
         return "".join(out) + self.close
 
     def render_tools(self, tools: Sequence[Tool]) -> str:
         return tools_prompt(tool_json_lines(tools), self.render_call("{name}", {"{arg}": "..."}))
+
+
+def _attr(text: str) -> str:
+    """An XTML attribute value: ``&``, ``<``, ``>`` and ``"`` as entities."""
+    return html.escape(text, quote=False).replace('"', "&quot;")
+
+
+def _arg_end(m: Callable[[str], Node]) -> Node:
+    return m("<|close|>argument<|sep|>")
+
+
+def _text(kit: Kit) -> Node:
+    return kit.text_without(("<|open|>", "<|close|>"))
+
+
+#: the ``type`` attribute Kimi K3 writes for a value of each JSON type
+_TYPE_ATTR = {"integer": "number", "number": "number", "string": "string", "boolean": "boolean",
+              "null": "null", "array": "array", "object": "object"}  # fmt: skip
+
+
+def _typed_value(kit: Kit, schema: Any, prefix: str, raw: Node) -> Node:
+    """``T"<|sep|>VALUE`` for each JSON type the schema admits: a string raw (its enum /
+    const values literally), any other type JSON (json.dumps spacing) for the schema narrowed
+    to that type."""
+    types = schema_types(schema) or set(_TYPE_ATTR)
+    if "number" in types:
+        types.discard("integer")
+    sep = kit.marker("<|sep|>")
+    alts: list[Node] = []
+    for j, t in enumerate(sorted(types)):
+        if t not in _TYPE_ATTR:
+            continue
+        if t == "string":
+            node = raw
+            if isinstance(schema, Mapping) and ("enum" in schema or "const" in schema):
+                values = [schema["const"]] if "const" in schema else list(schema["enum"])
+                words = [v for v in values if isinstance(v, str)]
+                if not words:
+                    continue
+                node = choice(*(lit(v) for v in words))
+        elif schema_types(schema) in ({t}, {"integer", "number"}):  # already that type alone
+            node = kit.json(schema, f"{prefix}{j}_")
+        else:
+            try:
+                node = kit.json(_narrow(schema, t), f"{prefix}{j}_")
+            except (SchemaError, LimitError) as e:  # point into the schema, not the wrapper
+                if e.pointer is not None:
+                    e.pointer = e.pointer.removeprefix("/allOf/0")
+                raise
+        alts.append(seq(lit(_TYPE_ATTR[t] + '"'), sep, node))
+    return choice(*alts)
+
+
+def _narrow(schema: Any, t: str) -> dict[str, Any]:
+    """``schema`` and ``{"type": t}`` (its ``$defs`` kept at the top)."""
+    if not isinstance(schema, Mapping) or not schema:
+        return {"type": t}
+    out: dict[str, Any] = {
+        "type": t,
+        "allOf": [{k: v for k, v in schema.items() if k not in ("$defs", "definitions")}],
+    }
+    for k in ("$defs", "definitions"):
+        if k in schema:
+            out[k] = schema[k]
+    return out
 
 
 def _skip(text: str, i: int) -> int:

@@ -7,7 +7,9 @@ The reply is the call itself, optionally behind ``<|python_tag|>``; parallel cal
     <|python_tag|>{"name": "a", "parameters": {}}; {"name": "b", "parameters": {}}
 
 Without the tag a block is recognised only at the very start of the reply (a reply that starts
-with ``{``); ``<|python_tag|>`` is a special token in Llama 3 vocabularies.
+with ``{``); ``<|python_tag|>`` is a special token in Llama 3 vocabularies. The template asks for
+``"parameters"``; Llama 3 models also write ``"arguments"`` (vLLM's and SGLang's parsers read
+both), and so does the grammar.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from toolmask.grammar._ir import Node, choice
 from toolmask.tools.formats._base import WireFormat, register_format
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._gen import Kit
 
 __all__ = ["Llama3Json"]
 
@@ -42,6 +46,13 @@ class Llama3Json(WireFormat):
         "<|finetune_right_pad_id|>",
     )
 
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """The call object with ``"parameters"`` or ``"arguments"`` (one arguments rule)."""
+        args = kit.json(tool.parameters, f"a{index}_")
+        layout = str(kit.options.get("whitespace", "compact"))
+        max_ws = int(kit.options.get("max_whitespace", 4))
+        return choice(*(self.call_node(tool.name, args, layout, max_ws, key) for key in _ARGS_KEYS))
+
     def render_tools(self, tools: Sequence[Tool]) -> str:
         """The JSON tool-calling instructions of the Llama 3.1 chat template (user turn)."""
         defs = "\n\n".join(json.dumps(t.to_openai(), indent=4, ensure_ascii=False) for t in tools)
@@ -51,3 +62,6 @@ class Llama3Json(WireFormat):
             'Respond in the format {"name": function name, "parameters": dictionary of '
             "argument name and its value}. Do not use variables.\n\n" + defs + "\n\n"
         )
+
+
+_ARGS_KEYS = ("parameters", "arguments")

@@ -4,14 +4,25 @@
 
 optionally between ``<|python_start|>`` and ``<|python_end|>``. Without them a block is
 recognised only at the start of the reply.
+
+The grammar writes each value as a Python literal derived from the parameter's schema (strings
+in either quote with backslash escapes, ``True`` / ``False`` / ``None``, lists and dicts with
+``", "`` or compact spacing); keyword arguments in any order, each at most once, the required
+ones present, separated by ``", "`` or ``","``. A property whose name is not a Python
+identifier cannot be a keyword argument: it is never written (when required, the tool cannot be
+called).
 """
 
 from __future__ import annotations
 
 import ast
+import keyword
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from toolmask.grammar._charset import CharSet
+from toolmask.grammar._fsm import Dfa, dfa_to_rules
+from toolmask.grammar._ir import Node, RuleRef, choice, lit, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
@@ -24,6 +35,7 @@ from toolmask.tools.formats._blocks import (
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
+    from toolmask.tools.formats._gen import Kit
 
 __all__ = ["Llama4Pythonic"]
 
@@ -78,12 +90,21 @@ def read_calls(src: str) -> list[Any] | str:
 
 @register_format("llama4_pythonic")
 class Llama4Pythonic(WireFormat):
-    has_grammar = False
     open = "<|python_start|>"
     close = "<|python_end|>"
     bare_at_start = True
     bare_start = "["
     block_sep = ""
+    list_open = "["
+    list_close = "]"
+    separator = ","
+    separator_text = ", "
+    argument_options: ClassVar[Mapping[str, Any]] = {
+        "whitespace": "spaced",
+        "property_order": "any",
+        "additional_properties_default": False,
+    }
+    extra_layouts = ("compact",)
     template_markers = (
         "<|begin_of_text|>",
         "<|end_of_text|>",
@@ -127,15 +148,58 @@ class Llama4Pythonic(WireFormat):
             return Block("bad", end, reason=calls)
         return Block("ok", end, calls)
 
-    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
-        def lit(v: object) -> str:
-            return repr(v)
+    def separator_node(self) -> Node:
+        return choice(lit(", "), lit(","))
 
+    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+        """``NAME(key=value, ...)`` with Python-literal values (see the module docstring)."""
+        sep = choice(lit(", "), lit(","))
+
+        def param(key: str, value: Node) -> Node:
+            return seq(lit(f"{key}="), value)
+
+        def value(sub: Any, prefix: str) -> Node:
+            return kit.json(sub, prefix, "python")
+
+        def free() -> Node:
+            return seq(_identifier(kit), lit("="), kit.json({}, f"a{index}_any_", "python"))
+
+        params = kit.params(
+            tool.parameters, f"a{index}_", param, lit(""), free, sep=sep, value=value,
+            keep=_is_keyword_name,
+        )  # fmt: skip
+        return seq(lit(f"{tool.name}("), params, lit(")"))
+
+    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
         parts = [
-            f"{n}(" + ", ".join(f"{k}={lit(v)}" for k, v in dict(a).items()) + ")"  # type: ignore[call-overload]
+            f"{n}(" + ", ".join(f"{k}={_py(v)}" for k, v in dict(a).items()) + ")"  # type: ignore[call-overload]
             for n, a in calls
         ]
         return "[" + ", ".join(parts) + "]"
 
     def render_tools(self, tools: Sequence[Tool]) -> str:
         return tools_prompt(tool_json_lines(tools), "[func_name1(param1=value1), func_name2()]")
+
+
+def _is_keyword_name(key: str) -> bool:
+    return key.isidentifier() and not keyword.iskeyword(key)
+
+
+def _identifier(kit: Kit) -> Node:
+    """An ASCII Python identifier that is not a keyword (a free keyword argument's name);
+    one rule set per kit."""
+    if "kwname_s0" in {r.name for r in kit.rules}:
+        return RuleRef("kwname_s0")
+    first = CharSet.of([(0x41, 0x5A), (0x61, 0x7A), 0x5F])
+    rest = first | CharSet.of([(0x30, 0x39)])
+    dfa = Dfa.char(first).concat(Dfa.char(rest).star())
+    dfa = dfa.intersect(Dfa.literals(keyword.kwlist).complement())
+    entry, rules = dfa_to_rules(dfa, "kwname", encoding="raw")
+    for r in rules:
+        kit.add(r.name, r.body)
+    return entry
+
+
+def _py(v: object) -> str:
+    """``v`` (JSON data) as a Python literal: ``repr`` with JSON's constants spelled as Python's."""
+    return repr(v)

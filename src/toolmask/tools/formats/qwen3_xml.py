@@ -10,8 +10,9 @@
     </tool_call>
 
 Values are raw text; the parser types them with the tool's schema (strings stay text, other types
-are JSON). A ``<function=...>`` written without ``<tool_call>`` and a missing ``</parameter>``
-are read too (both seen in the wild).
+are JSON). The reader is structural: a tag ends a value only where the next tag follows it, so
+``</parameter>`` or ``</tool_call>`` inside a value stays text. A ``<function=...>`` written
+without ``<tool_call>`` and a missing ``</parameter>`` are read too (both seen in the wild).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from toolmask.grammar._ir import Node, lit, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,
-    closed_block,
     coerce_value,
     done,
     param_schema,
@@ -41,7 +41,9 @@ __all__ = ["Qwen3Xml"]
 
 _FUNC = re.compile(r"\s*<function=([^>\n]+)>", re.S)
 _PARAM = re.compile(r"\s*<parameter=([^>\n]+)>", re.S)
-_PARAM_END = re.compile(r"</parameter>|(?=<parameter=)|(?=</function>)")
+#: where a value may end: its close tag, or (close tag missing) the next tag on a new line
+_VALUE_END = re.compile(r"</parameter>|\n(?=<parameter=|</function>)")
+_NEXT = ("<parameter=", "</function>")
 
 
 def _value(raw: str) -> str:
@@ -52,36 +54,93 @@ def _value(raw: str) -> str:
     return raw
 
 
+def _followed_by(text: str, i: int, words: Sequence[str], final: bool) -> bool | None:
+    """Whether ``text[i:]`` is whitespace then one of ``words``; None when the text ends
+    before that is known (and ``final`` is false)."""
+    j = skip_ws(text, i)
+    rest = text[j:]
+    if any(rest.startswith(w) for w in words):
+        return True
+    if not final and (j >= len(text) or any(w.startswith(rest) for w in words)):
+        return None
+    return False
+
+
 def read_functions(
-    text: str, pos: int, end: int, schemas: Mapping[str, Any] | None
-) -> list[Any] | str:
-    """The ``<function=...>`` calls in ``text[pos:end]``, or the reason they are malformed."""
+    text: str, pos: int, close: str, final: bool, schemas: Mapping[str, Any] | None
+) -> tuple[list[Any], int] | Block:
+    """The ``<function=...>`` calls from ``text[pos]`` up to and including the block's
+    ``close`` (optional at the very end: a bare ``<function=...>`` may end there), and the
+    block's end; or the pending / bad :class:`Block`. Structural tags are told from the same
+    text inside a value by what follows them: a value ends at ``</parameter>`` followed by
+    ``<parameter=`` or ``</function>`` (whitespace between), a function at ``</function>``
+    followed by ``close``, ``<function=`` or the end, as the templates write them."""
     calls = []
-    while text[pos:end].strip():
-        f = _FUNC.match(text, pos, end)
+    n = len(text)
+
+    def wait(reason: str) -> Block:
+        return Block("bad", n, reason=f"truncated: {reason}") if final else Block("pending")
+
+    while True:
+        f = _FUNC.match(text, pos)
         if f is None:
-            return "expected <function=NAME>"
+            if _unfinished_tag(text[skip_ws(text, pos) :], "<function="):
+                return wait("the reply ends before a function's name")
+            return Block("bad", _end_of(text, pos, close), reason="expected <function=NAME>")
         name = f.group(1).strip()
-        f_end = text.find("</function>", f.end(), end)
-        if f_end < 0:
-            return "a function without </function>"
         args: dict[str, Any] = {}
         p = f.end()
-        while text[p:f_end].strip():
-            m = _PARAM.match(text, p, f_end)
+        while True:
+            j = skip_ws(text, p)
+            if text.startswith("</function>", j):
+                p = j + len("</function>")
+                break
+            m = _PARAM.match(text, p)
             if m is None:
-                return "expected <parameter=NAME>"
+                if any(_unfinished_tag(text[j:], w) for w in _NEXT):
+                    return wait("the reply ends inside a function")
+                return Block("bad", _end_of(text, p, close), reason="expected <parameter=NAME>")
             key = m.group(1).strip()
-            e = _PARAM_END.search(text, m.end(), f_end)
-            stop = e.start() if e is not None else f_end
-            raw = _value(text[m.end() : stop])
-            if e is None or not e.group():  # no </parameter>: the text up to the next tag
-                raw = raw.rstrip("\n")
-            args[key] = coerce_value(raw, param_schema(schemas, name, key))
-            p = e.end() if e is not None else f_end
+            q = m.end()
+            while True:  # the first value end that the structure confirms
+                e = _VALUE_END.search(text, q)
+                if e is None:
+                    return wait("the reply ends inside a parameter value")
+                if e.group() == "\n":  # no </parameter>: a tag on the next line ends the value
+                    stop, after = e.start(), e.end()
+                    break
+                ok = _followed_by(text, e.end(), _NEXT, final)
+                if ok is None:
+                    return wait("the reply ends inside a parameter value")
+                if ok:
+                    stop, after = e.start(), e.end()
+                    break
+                q = e.end()
+            args[key] = coerce_value(_value(text[m.end() : stop]), param_schema(schemas, name, key))
+            p = after
         calls.append(done(name, args))
-        pos = f_end + len("</function>")
-    return calls
+        j = skip_ws(text, p)
+        if text.startswith(close, j):
+            return calls, j + len(close)
+        if text.startswith("<function=", j):
+            pos = j
+            continue
+        if j >= n or (not final and close.startswith(text[j:])):
+            if final:
+                return calls, p  # a bare function at the end of the reply
+            return Block("pending")
+        return calls, p  # text after a bare function
+
+
+def _unfinished_tag(rest: str, tag: str) -> bool:
+    """``rest`` is the start of ``tag`` or of ``tag`` followed by a name and ``>``."""
+    return tag.startswith(rest) or (rest.startswith(tag) and not re.search("[>\n]", rest))
+
+
+def _end_of(text: str, pos: int, close: str) -> int:
+    """Where a malformed block ends: after the next ``close``, else at the end of the text."""
+    c = text.find(close, pos)
+    return c + len(close) if c >= 0 else len(text)
 
 
 @register_format("qwen3_xml")
@@ -106,37 +165,23 @@ class Qwen3Xml(WireFormat):
         bare: bool = False,
         schemas: Mapping[str, Any] | None = None,
     ) -> Block | None:
-        if text.startswith(self.open, k):
-            got = closed_block(text, k, len(self.open), self.close, final)
-            if isinstance(got, Block):
-                return got
-            inner_end, end = got
-            calls = read_functions(text, k + len(self.open), inner_end, schemas)
-        else:  # <function=...> without <tool_call>
-            f = text.find("</function>", k)
-            if f < 0:
-                if final:
-                    return Block("bad", len(text), reason="truncated: no </function>")
-                return Block("pending")
-            end = f + len("</function>")
-            j = skip_ws(text, end)
-            if text.startswith(self.close, j):
-                end = j + len(self.close)
-            elif not final and self.close.startswith(text[j:]):
-                return Block("pending")
-            calls = read_functions(text, k, f + len("</function>"), schemas)
-        if isinstance(calls, str):
-            return Block("bad", end, reason=calls)
-        if not calls:
-            return Block("bad", end, reason="an empty <tool_call>")
+        """``<tool_call>`` then ``<function=...>`` calls (or a bare ``<function=...>``), read
+        structurally (:func:`read_functions`), so that marker text inside a value stays
+        text."""
+        pos = k + len(self.open) if text.startswith(self.open, k) else k
+        got = read_functions(text, pos, self.close, final, schemas)
+        if isinstance(got, Block):
+            return got
+        calls, end = got
         return Block("ok", end, calls)
 
     def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
         """``<function=NAME>\n`` then each parameter as ``<parameter=K>\nVALUE\n</parameter>\n``
         (strings raw, other types JSON; declared parameters in any order, required ones
         present), then ``</function>``."""
-        # the reader ends a value at these, and the block at its close marker
-        raw = kit.text_without(("</parameter>", "<parameter=", "</function>", self.close))
+        # a value holds none of the tags that may end it (the reader looks at what follows
+        # them); the block's close marker is text there (the block ends after </function>)
+        raw = kit.text_without(("</parameter>", "<parameter=", "</function>"))
 
         def param(key: str, value: Node) -> Node:
             return seq(lit(f"<parameter={key}>\n"), value, lit("\n</parameter>\n"))

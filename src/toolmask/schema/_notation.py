@@ -1,0 +1,141 @@
+"""How a schema's values are written: JSON, or the other value notations models use for tool
+arguments.
+
+The schema compiler's shapes say *which* values are valid; a notation says how a value is
+spelled. :func:`~toolmask.schema.compile_json_schema` takes one by name:
+
+* ``json``: RFC 8259 text (the default; strings in ``json.dumps`` canonical form);
+* ``python``: Python literals (Llama 4's pythonic calls): strings in single or double quotes
+  with backslash escapes (:func:`python_string_char`), ``True`` / ``False`` / ``None``, dict keys
+  as strings; numbers, lists and dicts otherwise as in JSON. Every text is one that
+  :func:`ast.literal_eval` reads back as the value;
+* ``gemma``: Gemma 4's object notation: strings between ``<|"|>`` markers with raw content (it
+  cannot hold the marker), keys bare (``{city:<|"|>Paris<|"|>,days:3}``), ``:`` after a key in
+  every layout but ``flexible``; ``true`` / ``false`` / ``null`` and numbers as in JSON.
+
+A notation's markers that are special tokens of the vocabulary (Gemma's ``<|"|>``) become
+:class:`~toolmask.grammar.Special` nodes when named in ``special_tokens``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Literal
+
+from toolmask.grammar._charset import CharSet, utf8_node
+from toolmask.grammar._fsm import Dfa
+from toolmask.grammar._ir import NOTHING, Node, Special, byte_class, choice, lit, seq
+
+__all__ = [
+    "GEMMA_QUOTE",
+    "NOTATIONS",
+    "Notation",
+    "gemma_key_dfa",
+    "gemma_string_dfa",
+    "python_string_char",
+]
+
+NotationName = Literal["json", "python", "gemma"]
+
+#: Gemma 4's string delimiter (a special token in Gemma 4 vocabularies)
+GEMMA_QUOTE = '<|"|>'
+
+
+@dataclass(frozen=True, slots=True)
+class Notation:
+    """The spelling of the scalar constants; strings and keys are built by the lowerer from
+    :attr:`name` (they need its rule memo)."""
+
+    name: NotationName
+    null: str
+    true: str
+    false: str
+
+
+NOTATIONS: dict[str, Notation] = {
+    "json": Notation("json", "null", "true", "false"),
+    "python": Notation("python", "None", "True", "False"),
+    "gemma": Notation("gemma", "null", "true", "false"),
+}
+
+# -- python ------------------------------------------------------------------------------------
+
+_PY_SHORT = {0x5C: "\\", 0x27: "'", 0x22: '"', 0x0A: "n", 0x0D: "r", 0x09: "t"}
+#: code points never written raw inside a Python string literal: the backslash, line ends
+#: and the other C0 controls (tab is written raw too)
+_PY_ESCAPED = CharSet.of([(0, 0x08), (0x0A, 0x1F), 0x5C])
+
+
+@functools.lru_cache(maxsize=8192)
+def _python_char(cs: CharSet, quote: str) -> Node:
+    q = ord(quote)
+    special = cs & (_PY_ESCAPED | CharSet.of([q]))
+    plain = cs - _PY_ESCAPED - CharSet.of([q])
+    alts: list[Node] = []
+    if plain:
+        cp = plain.ranges[0][0]
+        if len(plain.ranges) == 1 and cp == plain.ranges[0][1] and not 0xD800 <= cp <= 0xDFFF:
+            alts.append(lit(chr(cp)))
+        else:
+            alts.append(utf8_node(plain))
+    # either quote may be escaped in either quoting (``'Martha\'s'``, ``'\"x\"'``)
+    short = [ord(_PY_SHORT[cp]) for cp in _PY_SHORT if cp in cs]
+    if short:
+        alts.append(seq(lit("\\"), byte_class(*short)))
+    hexes = [
+        cp
+        for lo, hi in special.ranges
+        for cp in range(lo, hi + 1)
+        if cp not in _PY_SHORT and cp != q
+    ]
+    if hexes:
+        alts.append(choice(*(lit(f"\\x{cp:02x}") for cp in hexes)))
+    return choice(*alts) if alts else NOTHING
+
+
+def python_string_char(quote: str) -> functools.partial[Node]:
+    """The encoder of one code point inside a Python string literal quoted with ``quote``:
+    raw UTF-8 except the backslash, the quote and the C0 controls but tab; escapes ``\\\\``,
+    ``\\'``, ``\\"`` (both quotes, in either quoting), ``\\n``, ``\\r``, ``\\t``, and ``\\xhh``
+    (lowercase, as ``repr`` writes them) for the other controls."""
+    return functools.partial(_python_char, quote=quote)
+
+
+# -- gemma -------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _no_quote() -> Dfa:
+    anything = Dfa.any_string()
+    return anything.concat(Dfa.literal(GEMMA_QUOTE)).concat(anything).complement()
+
+
+def gemma_string_dfa(content: Dfa | None) -> Dfa:
+    """The raw contents of a Gemma string: ``content`` (any text when None) that does not hold
+    the ``<|"|>`` delimiter."""
+    return _no_quote() if content is None else content.intersect(_no_quote())
+
+
+#: characters a bare Gemma key cannot hold: the reader ends or refuses a key at them
+_GEMMA_KEY_STOP = CharSet.of(":{}[],<\"'")
+_WS = CharSet.of(" \t\r\n")
+
+
+@functools.lru_cache(maxsize=1)
+def _bare_key() -> Dfa:
+    inner = CharSet.of([(0, 0x10FFFF)]) - _GEMMA_KEY_STOP
+    edge = inner - _WS - CharSet.of([(0, 0x1F)])
+    middle = Dfa.char(inner - CharSet.of([(0, 0x1F)]) | CharSet.of(" ")).star()
+    one = Dfa.char(edge)
+    return one.union(one.concat(middle).concat(one))
+
+
+def gemma_key_dfa(keys: Dfa | None) -> Dfa:
+    """Keys written bare: non-empty, no ``:{}[],<`` or quotes, no control characters, no
+    whitespace at either end (the reader strips it); ``keys`` (any name when None) narrows."""
+    return _bare_key() if keys is None else keys.intersect(_bare_key())
+
+
+def gemma_quote(special_tokens: frozenset[str]) -> Node:
+    return Special(GEMMA_QUOTE) if GEMMA_QUOTE in special_tokens else lit(GEMMA_QUOTE)
