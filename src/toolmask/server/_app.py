@@ -43,9 +43,17 @@ from toolmask.errors import ToolmaskError
 from toolmask.limits import SERVER_LIMITS, Limits
 from toolmask.sampling import SamplingParams
 from toolmask.server._defaults import BUILTIN, ServerDefaults
-from toolmask.server._engine import Cancelled, Engine, Finished, Job, MaxTokensError, QueueFull
+from toolmask.server._engine import (
+    Cancelled,
+    Engine,
+    Finished,
+    Job,
+    JobQueue,
+    MaxTokensError,
+    QueueFull,
+)
 from toolmask.server._plans import Plan, PlanCache
-from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request
+from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request, turn_spec
 from toolmask.tools import StreamDelta, ToolTurn, resolve_format
 
 try:
@@ -288,7 +296,7 @@ def create_app(
     queue_size: int = 16,
     aliases: Iterable[str] = ("default",),
     compile_threads: int = 2,
-    engine: Engine | None = None,
+    engine: JobQueue | None = None,
     template: Template | None = None,
     fmt: str = "auto",
     strict_formats: bool = False,
@@ -308,7 +316,7 @@ def create_app(
     ``tool_reminder``: follow the last user message with the format's decision prompt when the
     tool prompt is ours (see :func:`render_prompt`). The engine's worker thread starts now and
     stops on the app's shutdown."""
-    eng = engine or Engine(backend, queue_size=queue_size)
+    eng: JobQueue = engine or Engine(backend, queue_size=queue_size)
     chat_template = template or default_template(backend)
     source = getattr(chat_template, "source", None) or getattr(backend, "chat_template", None)
     fmt = resolve_format(fmt, source, backend.vocab.special.values())
@@ -408,10 +416,18 @@ def create_app(
         t0 = time.monotonic()
         if eng.full:  # refused before the body is read or a grammar compiled: cheap under load
             raise _busy(eng.reject())
-        req = parse_chat_request(await read_body(request), limits=limits)
+        raw = await read_body(request)
+        req = parse_chat_request(raw, limits=limits)
         if req.model not in names:
             raise _unknown_model(req.model)
-        plan = await anyio.to_thread.run_sync(plans.get, req, limiter=compile_limiter)
+        if req.reasoning_budget is not None and not eng.supports_reasoning_budget:
+            raise APIError(
+                400,
+                "reasoning_budget is not supported by this server's engine",
+                param="reasoning_budget",
+                code="unsupported_parameter",
+            )
+        plan = first_plan = await anyio.to_thread.run_sync(plans.get, req, limiter=compile_limiter)
         prompt = render_prompt(
             req.messages,
             plan,
@@ -428,6 +444,9 @@ def create_app(
             )
         events = _Events()
         budget = req.reasoning_budget
+        spec = None
+        if eng.needs_spec and plan.compiled is not None:
+            spec = turn_spec(raw, plans.fmt, reasoning_open=plan is not first_plan)
         job = Job(
             prompt,
             plan.compiled,
@@ -439,6 +458,7 @@ def create_app(
             reasoning_budget=ReasoningBudget.for_turn(
                 plan.turn, defaults.reasoning_budget if budget is None else budget
             ),
+            spec=spec,
         )
         try:
             fut = eng.submit(job)

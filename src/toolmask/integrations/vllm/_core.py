@@ -31,8 +31,9 @@ import numpy.typing as npt
 
 from toolmask._compile import CompiledGrammar, Matcher
 from toolmask.limits import SERVER_LIMITS, Limits
+from toolmask.sampling import apply_bitmask
 from toolmask.server._plans import PlanCache
-from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request
+from toolmask.server._protocol import SPEC_FIELDS, APIError, ChatRequest, parse_chat_request
 from toolmask.tools import FORMATS
 from toolmask.vocab import Vocabulary
 
@@ -52,14 +53,7 @@ EXTRA_ARGS_KEY = "toolmask"
 #: the wire format of a spec without ``format``
 DEFAULT_FORMAT = "hermes"
 #: the spec fields that go to the chat-request validator as they are
-_REQUEST_FIELDS = (
-    "tools",
-    "tool_choice",
-    "parallel_tool_calls",
-    "response_format",
-    "reasoning_effort",
-    "chat_template_kwargs",
-)
+_REQUEST_FIELDS = SPEC_FIELDS
 _OWN_FIELDS = ("format", "reasoning_open")
 
 
@@ -175,10 +169,17 @@ def check_spec(extra_args: Mapping[str, Any] | None) -> None:
 class _Slot:
     """One constrained request in one batch slot."""
 
-    __slots__ = ("broken", "fed", "future", "matcher", "output")
+    __slots__ = ("broken", "fed", "future", "matcher", "output", "temperature")
 
-    def __init__(self, future: Future[CompiledGrammar | None], output: Sequence[int] | None):
+    def __init__(
+        self,
+        future: Future[CompiledGrammar | None],
+        output: Sequence[int] | None,
+        temperature: float,
+    ):
         self.future: Future[CompiledGrammar | None] | None = future
+        #: the request's sampling temperature (end on exit merges mass at this temperature)
+        self.temperature = temperature
         self.matcher: Matcher | None = None
         #: vLLM's live list of the request's output ids (V1), or None (V2 feeds explicitly)
         self.output = output
@@ -205,6 +206,8 @@ class BatchConstrainer:
         self.vocab = vocab
         self.planner = Planner(vocab, limits)
         self.words = (vocab.vocab_size + 31) // 32
+        #: the token that ends a turn (the lowest EOS id, as the decode loop uses), -1: none
+        self.end_id = min(vocab.eos_ids) if vocab.eos_ids else -1
         self.slots: dict[int, _Slot] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolmask-compile")
         self._bitmask = np.zeros((0, self.words), dtype=np.int32)
@@ -212,13 +215,19 @@ class BatchConstrainer:
     def _compile(self, spec: TurnSpec) -> CompiledGrammar | None:
         return self.planner.compile(spec)
 
-    def add(self, slot: int, spec: TurnSpec | None, output: Sequence[int] | None = None) -> bool:
-        """Track ``slot`` under ``spec`` (None: drop whatever the slot held). True if the
-        slot is constrained."""
+    def add(
+        self,
+        slot: int,
+        spec: TurnSpec | None,
+        output: Sequence[int] | None = None,
+        temperature: float = 0.0,
+    ) -> bool:
+        """Track ``slot`` under ``spec`` (None: drop whatever the slot held), a request
+        sampled at ``temperature`` (0: greedy). True if the slot is constrained."""
         self.slots.pop(slot, None)
         if spec is None:
             return False
-        self.slots[slot] = _Slot(self._pool.submit(self._compile, spec), output)
+        self.slots[slot] = _Slot(self._pool.submit(self._compile, spec), output, temperature)
         return True
 
     def remove(self, slot: int) -> None:
@@ -266,7 +275,9 @@ class BatchConstrainer:
             if not m.accept_token(int(t)):
                 log.warning(
                     "slot %d: token %d is outside the grammar; the request is unconstrained "
-                    "from here", slot, t
+                    "from here",
+                    slot,
+                    t,
                 )
                 s.broken = True
                 return
@@ -277,13 +288,18 @@ class BatchConstrainer:
         if s is not None and s.output is not None and len(s.output) > s.fed:
             self.feed(slot, s.output[s.fed :])
 
-    def fill(self, rows: Sequence[tuple[int, int]]) -> npt.NDArray[np.int32]:
+    def fill(
+        self, rows: Sequence[tuple[int, int]]
+    ) -> tuple[npt.NDArray[np.int32], list[tuple[int, float]]]:
         """The bitmask of ``rows`` (pairs of logits row and slot; constrained slots only), as
-        ``int32[len(rows), W]``; a row whose slot is unconstrained by now is all ones."""
+        ``int32[len(rows), W]`` (a row whose slot is unconstrained by now is all ones), and
+        the rows whose matcher accepts (the turn may end there), as pairs of index into
+        ``rows`` and the request's temperature, for :func:`apply_rows`."""
         n = len(rows)
         if self._bitmask.shape[0] < n:
             self._bitmask = np.zeros((max(n, 2 * self._bitmask.shape[0]), self.words), np.int32)
         bm = self._bitmask[:n]
+        exits: list[tuple[int, float]] = []
         for i, (_, slot) in enumerate(rows):
             s = self.slots[slot]
             m = self._ready(slot, s)
@@ -291,7 +307,42 @@ class BatchConstrainer:
                 bm[i].fill(-1)
             else:
                 m.fill_bitmask(bm, i)
-        return bm
+                if self.end_id >= 0 and m.is_accepting():
+                    exits.append((i, s.temperature))
+        return bm, exits
+
+    def apply(self, logits: Any, rows: Sequence[tuple[int, int]]) -> Any:
+        """Mask the logits rows of ``rows`` (pairs of logits row and slot, constrained slots
+        only) in place and return ``logits`` (a torch tensor ``[B, V]``).
+
+        Ending on exit, as :meth:`DecodingBackend.generate
+        <toolmask.backends.DecodingBackend.generate>` does by default: where the matcher
+        accepts, a draw of a token the grammar forbids ends the turn. Here that is one logit:
+        the end token's becomes ``T * logsumexp(l / T)`` over itself and every forbidden token
+        (``T`` the request's temperature; the maximum when greedy), so that after vLLM divides
+        by ``T`` the end token carries exactly the probability of "end, or anything the grammar
+        forbids", and every allowed token keeps its own."""
+        import torch  # type: ignore[import-not-found, unused-ignore]
+
+        bm, exits = self.fill(rows)
+        idx = [r for r, _ in rows]
+        raw = None
+        if exits:
+            raw = logits[[idx[i] for i, _ in exits]].clone()
+        if idx == list(range(logits.shape[0])):
+            apply_bitmask(logits, bm, inplace=True)
+        else:
+            sel = torch.tensor(idx, device=logits.device)
+            logits[sel] = apply_bitmask(logits[sel], bm, inplace=True)
+        if raw is not None:
+            end = self.end_id
+            for j, (i, temp) in enumerate(exits):
+                row = logits[idx[i]]
+                out = torch.isneginf(row) & ~torch.isneginf(raw[j])
+                out[end] = True
+                vals = raw[j][out]
+                row[end] = vals.max() if temp <= 0 else temp * torch.logsumexp(vals / temp, 0)
+        return logits
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -14,7 +14,6 @@ from vllm.v1.sample.logits_processor import (  # type: ignore[import-not-found, 
 
 from toolmask.integrations.vllm._core import BatchConstrainer, check_spec, read_spec
 from toolmask.integrations.vllm._vocab import vocabulary_from_tokenizer
-from toolmask.sampling import apply_bitmask
 from toolmask.vocab import Vocabulary
 
 __all__ = ["ToolmaskLogitsProcessor", "model_vocabulary"]
@@ -34,6 +33,12 @@ def model_vocabulary(vllm_config: Any) -> Vocabulary:
     return vocabulary_from_tokenizer(
         cached_tokenizer_from_config(mc), int(mc.get_vocab_size()), eos_ids
     )
+
+
+def _temperature(params: Any) -> float:
+    """A request's sampling temperature (0: greedy)."""
+    t = getattr(params, "temperature", 0.0)
+    return float(t) if t is not None else 0.0
 
 
 class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ignore]
@@ -68,7 +73,7 @@ class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ign
             for slot in batch_update.removed:
                 c.remove(slot)
             for slot, params, _prompt, output in batch_update.added:
-                c.add(slot, read_spec(params.extra_args), output)
+                c.add(slot, read_spec(params.extra_args), output, _temperature(params))
             for a, b, how in batch_update.moved:
                 if how == MoveDirectionality.SWAP:
                     c.swap(a, b)
@@ -82,14 +87,4 @@ class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ign
         if not c.slots:
             return logits
         rows = sorted((slot, slot) for slot in c.slots if slot < logits.shape[0])
-        if not rows:
-            return logits
-        bm = c.fill(rows)
-        idx = [r for r, _ in rows]
-        if len(idx) == logits.shape[0]:
-            return apply_bitmask(logits, bm, inplace=True)
-        import torch  # type: ignore[import-not-found, unused-ignore]
-
-        sel = torch.tensor(idx, device=logits.device)
-        logits[sel] = apply_bitmask(logits[sel], bm, inplace=True)
-        return logits
+        return c.apply(logits, rows) if rows else logits

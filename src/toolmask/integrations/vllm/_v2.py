@@ -10,8 +10,7 @@ from vllm.v1.worker.gpu.sample.logits_processor.interface import (  # type: igno
 )
 
 from toolmask.integrations.vllm._core import BatchConstrainer, check_spec, read_spec
-from toolmask.integrations.vllm._v1 import model_vocabulary
-from toolmask.sampling import apply_bitmask
+from toolmask.integrations.vllm._v1 import _temperature, model_vocabulary
 
 __all__ = ["ToolmaskLogitsProcessorV2"]
 
@@ -43,7 +42,8 @@ class ToolmaskLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc, unused-i
 
     def add_request(self, req_idx: int, sampling_params: Any) -> bool:
         self._prompt_len.pop(req_idx, None)  # read on the slot's first apply
-        return self.constrainer.add(req_idx, read_spec(sampling_params.extra_args))
+        spec = read_spec(sampling_params.extra_args)
+        return self.constrainer.add(req_idx, spec, None, _temperature(sampling_params))
 
     def apply(self, logits: Any, ctx: Any) -> Any:
         c = self.constrainer
@@ -70,12 +70,4 @@ class ToolmaskLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc, unused-i
                 a = self._prompt_len[s] + st.fed
                 run = rs.all_token_ids.gpu[s, a : a + gap].tolist()
                 c.feed(s, [int(t) for t in run])
-        bm = c.fill(rows)
-        idx = [r for r, _ in rows]
-        if len(idx) == logits.shape[0]:
-            return apply_bitmask(logits, bm, inplace=True)
-        import torch  # type: ignore[import-not-found, unused-ignore]
-
-        sel = torch.tensor(idx, device=logits.device)
-        logits[sel] = apply_bitmask(logits[sel], bm, inplace=True)
-        return logits
+        return c.apply(logits, rows)
