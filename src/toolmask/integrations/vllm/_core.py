@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,7 +42,9 @@ from toolmask.vocab import Vocabulary
 __all__ = [
     "DEFAULT_FORMAT",
     "EXTRA_ARGS_KEY",
+    "STATS_ENV",
     "BatchConstrainer",
+    "StepStats",
     "TurnSpec",
     "byte_vocabulary",
     "read_spec",
@@ -164,6 +168,72 @@ def check_spec(extra_args: Mapping[str, Any] | None) -> None:
         if _CHECKER is None:
             _CHECKER = Planner(byte_vocabulary())
     _CHECKER.compile(spec)
+
+
+#: the environment variable naming the file where the processors write their step timings
+STATS_ENV = "TOOLMASK_VLLM_STATS"
+#: a gap between two steps longer than this is the engine idling, not a step
+_IDLE_GAP_S = 2.0
+
+
+class StepStats:
+    """The processor's share of vLLM's decode step, by batch size, for ``bench/load.py``.
+
+    :meth:`add` is called once per step with the batch rows, the constrained rows and the
+    seconds the processor spent in that step (``update_state`` plus ``apply``: feeding the new
+    tokens, filling the masks, masking the logits). The step's time is the wall time from the
+    previous step's call to this one (a gap over 2 s is the engine idling and is not counted).
+    Every 64 steps, and on :meth:`flush`, the summary is written as JSON to ``path``
+    (atomically): per batch size, the steps, the mean processor and step milliseconds and the
+    share. Nothing is kept per step: memory is one small dict per batch size."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._last: float | None = None
+        self._by: dict[int, list[float]] = {}  # batch -> [steps, processor s, step s, rows]
+        self._n = 0
+
+    def add(self, batch: int, constrained: int, spent: float) -> None:
+        now = time.perf_counter()
+        gap = None if self._last is None else now - self._last
+        self._last = now
+        if gap is None or gap > _IDLE_GAP_S or constrained == 0:
+            return
+        acc = self._by.setdefault(batch, [0.0, 0.0, 0.0, 0.0])
+        acc[0] += 1
+        acc[1] += spent
+        acc[2] += gap
+        acc[3] += constrained
+        self._n += 1
+        if self._n % 64 == 0:
+            self.flush()
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for batch, (n, spent, step, rows) in sorted(self._by.items()):
+            out[str(batch)] = {
+                "steps": int(n),
+                "constrained_rows_mean": round(rows / n, 2),
+                "processor_ms_mean": round(1000 * spent / n, 4),
+                "step_ms_mean": round(1000 * step / n, 3),
+                "share": round(spent / step, 5) if step else None,
+            }
+        return out
+
+    def flush(self) -> None:
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"pid": os.getpid(), "by_batch": self.summary()}, f, indent=1)
+            os.replace(tmp, self.path)
+        except OSError as e:  # pragma: no cover - a benchmark aid must not break serving
+            log.warning("cannot write %s: %s", self.path, e)
+
+
+def step_stats() -> StepStats | None:
+    """A :class:`StepStats` writing to ``$TOOLMASK_VLLM_STATS``, or None when it is unset."""
+    path = os.environ.get(STATS_ENV)
+    return StepStats(path) if path else None
 
 
 class _Slot:

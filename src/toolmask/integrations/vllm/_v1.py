@@ -3,6 +3,7 @@ of the model runner vLLM uses today, on CPU and GPU."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,7 +13,7 @@ from vllm.v1.sample.logits_processor import (  # type: ignore[import-not-found, 
     MoveDirectionality,
 )
 
-from toolmask.integrations.vllm._core import BatchConstrainer, check_spec, read_spec
+from toolmask.integrations.vllm._core import BatchConstrainer, check_spec, read_spec, step_stats
 from toolmask.integrations.vllm._vocab import vocabulary_from_tokenizer
 from toolmask.vocab import Vocabulary
 
@@ -56,6 +57,8 @@ class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ign
     def __init__(self, vllm_config: Any, device: Any, is_pin_memory: bool) -> None:
         self.device = device
         self.constrainer = BatchConstrainer(model_vocabulary(vllm_config))
+        self.stats = step_stats()
+        self._spent = 0.0  # seconds in this step's update_state
 
     @classmethod
     def validate_params(cls, sampling_params: Any) -> None:
@@ -68,6 +71,11 @@ class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ign
         return False
 
     def update_state(self, batch_update: BatchUpdate | None) -> None:
+        t0 = time.perf_counter()
+        self._update(batch_update)
+        self._spent = time.perf_counter() - t0
+
+    def _update(self, batch_update: BatchUpdate | None) -> None:
         c = self.constrainer
         if batch_update is not None:
             for slot in batch_update.removed:
@@ -83,8 +91,12 @@ class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ign
             c.catch_up(slot)
 
     def apply(self, logits: Any) -> Any:
+        t0 = time.perf_counter()
         c = self.constrainer
-        if not c.slots:
-            return logits
         rows = sorted((slot, slot) for slot in c.slots if slot < logits.shape[0])
-        return c.apply(logits, rows) if rows else logits
+        if rows:
+            logits = c.apply(logits, rows)
+        if self.stats is not None:
+            spent = self._spent + time.perf_counter() - t0
+            self.stats.add(int(logits.shape[0]), len(rows), spent)
+        return logits

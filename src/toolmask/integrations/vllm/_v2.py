@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from vllm.v1.worker.gpu.sample.logits_processor.interface import (  # type: ignore[import-not-found, unused-ignore]
     LogitsProcessor,
 )
 
-from toolmask.integrations.vllm._core import BatchConstrainer, check_spec, read_spec
+from toolmask.integrations.vllm._core import BatchConstrainer, check_spec, read_spec, step_stats
 from toolmask.integrations.vllm._v1 import _temperature, model_vocabulary
 
 __all__ = ["ToolmaskLogitsProcessorV2"]
@@ -32,6 +33,7 @@ class ToolmaskLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc, unused-i
         self.req_states = req_states
         self.constrainer = BatchConstrainer(self._vocabulary(vllm_config))
         self._prompt_len: dict[int, int] = {}
+        self.stats = step_stats()
 
     def _vocabulary(self, vllm_config: Any) -> Any:
         return model_vocabulary(vllm_config)
@@ -46,13 +48,20 @@ class ToolmaskLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc, unused-i
         return self.constrainer.add(req_idx, spec, None, _temperature(sampling_params))
 
     def apply(self, logits: Any, ctx: Any) -> Any:
+        t0 = time.perf_counter()
+        out, rows = self._apply(logits, ctx)
+        if self.stats is not None:
+            self.stats.add(int(logits.shape[0]), rows, time.perf_counter() - t0)
+        return out
+
+    def _apply(self, logits: Any, ctx: Any) -> tuple[Any, int]:
         c = self.constrainer
         if not c.slots:
-            return logits
+            return logits, 0
         slots = [int(s) for s in ctx.idx_mapping_np]
         rows = [(r, s) for r, s in enumerate(slots) if s in c.slots]
         if not rows:
-            return logits
+            return logits, 0
         rs = self.req_states
         lens = ctx.seq_lens_upper_bound_np
         newest: list[int] | None = None
@@ -70,4 +79,4 @@ class ToolmaskLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc, unused-i
                 a = self._prompt_len[s] + st.fed
                 run = rs.all_token_ids.gpu[s, a : a + gap].tolist()
                 c.feed(s, [int(t) for t in run])
-        return c.apply(logits, rows)
+        return c.apply(logits, rows), len(rows)
