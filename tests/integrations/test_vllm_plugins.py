@@ -329,6 +329,25 @@ def test_prompt_that_opens_the_channel(tokenizer: Any) -> None:
     assert want["reasoning"] == "weather in Paris"
 
 
+def test_reasoning_token_ids(tokenizer: Any, plugins: Any) -> None:
+    # what vLLM's prompt check and structured-output gate ask, on token ids
+    qwen3 = plugins.REASONING_PARSERS["toolmask-qwen3"](tokenizer)
+
+    def ids(text: str) -> list[int]:
+        return list(tokenizer.encode(text, add_special_tokens=False))
+
+    assert qwen3.is_reasoning_end(ids("<|im_start|>assistant\n<think>\n\n</think>\n\n"))
+    assert not qwen3.is_reasoning_end(ids("<|im_start|>assistant\n"))
+    assert not qwen3.is_reasoning_end(ids("<|im_start|>assistant\n<think>\n"))
+    reply = ids("<think>\nhm\n</think>") + ids("Sure.")
+    assert qwen3.extract_content_ids(reply) == ids("Sure.")
+    n = len(ids("<think>\nhm\n</think>"))
+    assert qwen3.is_reasoning_end_streaming(reply[:n], reply[n - 2 : n])
+    assert not qwen3.is_reasoning_end_streaming(reply, reply[-1:])
+    hermes = plugins.REASONING_PARSERS["toolmask"](tokenizer)  # SmolLM2: no channel
+    assert hermes.is_reasoning_end(ids("<think>")) and hermes.extract_content_ids([1, 2]) == [1, 2]
+
+
 def test_tool_choice_none_is_content(tokenizer: Any) -> None:
     text = FORMATS["hermes"].render_calls([("get_weather", W)])
     cls = _parser_cls(tokenizer, "hermes")
