@@ -490,3 +490,32 @@ def test_plain_vllm_serve_with_the_plugins(server: str) -> None:
     assert streamed == batch
     assert content == (msg.content or "")
     assert finish == reply.choices[0].finish_reason
+
+
+def test_a_plain_openai_request_is_constrained_without_a_spec(server: str) -> None:
+    """No ``vllm_xargs``: the tool parser's ``adjust_request`` turns the request's own tools
+    and ``tool_choice`` into the toolmask spec, so the processor constrains it."""
+    import jsonschema
+    import openai
+
+    client = openai.OpenAI(base_url=server + "/v1", api_key="-")
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    for choice in (
+        "required",
+        {"type": "function", "function": {"name": TOOLS[-1]["function"]["name"]}},
+    ):
+        reply = client.chat.completions.create(
+            model="smollm2",
+            messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+            tools=TOOLS,
+            tool_choice=choice,  # type: ignore[arg-type]
+            parallel_tool_calls=False,
+            temperature=0.0,
+            max_tokens=128,
+        )
+        msg = reply.choices[0].message
+        assert msg.tool_calls and len(msg.tool_calls) == 1, msg
+        call = msg.tool_calls[0]
+        if isinstance(choice, dict):
+            assert call.function.name == choice["function"]["name"]
+        jsonschema.validate(json.loads(call.function.arguments), schemas[call.function.name])

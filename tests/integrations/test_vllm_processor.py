@@ -72,6 +72,8 @@ def test_read_spec_accepts_objects_and_json_text_and_names_what_is_wrong() -> No
     spec = {"tools": TOOLS, "tool_choice": "required", "format": "hermes"}
     a, b = read_spec({"toolmask": spec}), read_spec({"toolmask": json.dumps(spec)})
     assert a is not None and a == b and a.fmt == "hermes"
+    plain = read_spec({"toolmask": {"tools": TOOLS}})
+    assert plain is not None and plain.fmt is None  # the processor's default: the model's
     for bad, words in [
         ("{", "not valid JSON"),
         ([1], "must be an object"),
@@ -249,8 +251,8 @@ class _V2(tv.ToolmaskLogitsProcessorV2):  # type: ignore[misc]
 
     vocab: Vocabulary
 
-    def _vocabulary(self, vllm_config: Any) -> Any:
-        return self.vocab
+    def _model(self, vllm_config: Any) -> tuple[Vocabulary, str]:
+        return self.vocab, "hermes"
 
 
 def test_v2_decodes_valid_calls_through_a_fake_request_state(hf_model: str) -> None:

@@ -8,7 +8,9 @@ fields of an OpenAI chat request that shape the reply, read by the server's own 
 
 ``tools`` (OpenAI tool list), ``tool_choice``, ``parallel_tool_calls``, ``response_format``,
 ``reasoning_effort``, ``chat_template_kwargs``, plus ``format`` (the wire format, a name of
-:data:`toolmask.tools.FORMATS`; default :data:`DEFAULT_FORMAT`) and ``reasoning_open`` (the
+:data:`toolmask.tools.FORMATS`; default: the model's own, read from its chat template and
+special tokens as ``toolmask serve --format auto`` does, :data:`DEFAULT_FORMAT` where nothing is
+known) and ``reasoning_open`` (the
 prompt ends inside the format's reasoning channel).
 
 The grammar is built by :class:`toolmask.server.PlanCache` (the same shapes as ``toolmask
@@ -67,7 +69,8 @@ class TurnSpec:
     whether the prompt opens the reasoning channel."""
 
     request: ChatRequest
-    fmt: str = DEFAULT_FORMAT
+    #: None: the processor's default (the model's format)
+    fmt: str | None = None
     reasoning_open: bool = False
 
 
@@ -96,8 +99,8 @@ def read_spec(extra_args: Mapping[str, Any] | None) -> TurnSpec | None:
             f"extra_args.{EXTRA_ARGS_KEY}: unknown field {unknown[0]!r}; known: "
             + ", ".join(_REQUEST_FIELDS + _OWN_FIELDS)
         )
-    fmt = raw.get("format", DEFAULT_FORMAT)
-    if fmt not in FORMATS:
+    fmt = raw.get("format")
+    if fmt is not None and fmt not in FORMATS:
         raise ValueError(
             f"extra_args.{EXTRA_ARGS_KEY}.format: unknown wire format {fmt!r}; known: "
             + ", ".join(sorted(FORMATS))
@@ -111,7 +114,7 @@ def read_spec(extra_args: Mapping[str, Any] | None) -> TurnSpec | None:
         req = parse_chat_request(body)
     except APIError as e:
         raise ValueError(f"extra_args.{EXTRA_ARGS_KEY}: {e.message}") from None
-    return TurnSpec(req, FORMATS[fmt].name, opens)
+    return TurnSpec(req, FORMATS[fmt].name if fmt is not None else None, opens)
 
 
 _BYTE_VOCAB: Vocabulary | None = None
@@ -129,9 +132,13 @@ def byte_vocabulary() -> Vocabulary:
 class Planner:
     """One :class:`PlanCache` per wire format over one vocabulary (thread-safe)."""
 
-    def __init__(self, vocab: Vocabulary, limits: Limits = SERVER_LIMITS) -> None:
+    def __init__(
+        self, vocab: Vocabulary, limits: Limits = SERVER_LIMITS, fmt: str = DEFAULT_FORMAT
+    ) -> None:
         self.vocab = vocab
         self.limits = limits
+        #: the wire format of a spec that names none
+        self.fmt = fmt
         self._caches: dict[str, PlanCache] = {}
         self._lock = threading.Lock()
 
@@ -146,7 +153,9 @@ class Planner:
         """The spec's grammar for this vocabulary (None: unconstrained). Raises ValueError
         with the server's 400 message for a schema that does not compile."""
         try:
-            plan = self.cache(spec.fmt).get(spec.request, reasoning_open=spec.reasoning_open)
+            plan = self.cache(spec.fmt or self.fmt).get(
+                spec.request, reasoning_open=spec.reasoning_open
+            )
         except APIError as e:
             where = f" (at {e.param})" if e.param else ""
             raise ValueError(f"extra_args.{EXTRA_ARGS_KEY}{where}: {e.message}") from None
@@ -272,9 +281,11 @@ class BatchConstrainer:
     request with a warning: a matcher never raises on model output.
     """
 
-    def __init__(self, vocab: Vocabulary, limits: Limits = SERVER_LIMITS) -> None:
+    def __init__(
+        self, vocab: Vocabulary, limits: Limits = SERVER_LIMITS, fmt: str = DEFAULT_FORMAT
+    ) -> None:
         self.vocab = vocab
-        self.planner = Planner(vocab, limits)
+        self.planner = Planner(vocab, limits, fmt)
         self.words = (vocab.vocab_size + 31) // 32
         #: the token that ends a turn (the lowest EOS id, as the decode loop uses), -1: none
         self.end_id = min(vocab.eos_ids) if vocab.eos_ids else -1

@@ -14,7 +14,7 @@ from vllm.v1.sample.logits_processor import (  # type: ignore[import-not-found, 
 )
 
 from toolmask.integrations.vllm._core import BatchConstrainer, check_spec, read_spec, step_stats
-from toolmask.integrations.vllm._vocab import vocabulary_from_tokenizer
+from toolmask.integrations.vllm._vocab import model_format, vocabulary_from_tokenizer
 from toolmask.vocab import Vocabulary
 
 __all__ = ["ToolmaskLogitsProcessor", "model_vocabulary"]
@@ -23,6 +23,12 @@ __all__ = ["ToolmaskLogitsProcessor", "model_vocabulary"]
 def model_vocabulary(vllm_config: Any) -> Vocabulary:
     """The vocabulary of the model vLLM serves: vLLM's own tokenizer, the logits width of the
     model config, the stop ids of its generation config."""
+    return _model(vllm_config)[0]
+
+
+def _model(vllm_config: Any) -> tuple[Vocabulary, str]:
+    """The vocabulary and the wire format (read from the chat template and special tokens) of
+    the model vLLM serves."""
     from vllm.tokenizers import (  # type: ignore[import-not-found, unused-ignore]
         cached_tokenizer_from_config,
     )
@@ -31,9 +37,9 @@ def model_vocabulary(vllm_config: Any) -> Vocabulary:
     gen = mc.try_get_generation_config() or {}
     eos = gen.get("eos_token_id")
     eos_ids: Iterable[int] = eos if isinstance(eos, list) else ([eos] if eos is not None else [])
-    return vocabulary_from_tokenizer(
-        cached_tokenizer_from_config(mc), int(mc.get_vocab_size()), eos_ids
-    )
+    tok = cached_tokenizer_from_config(mc)
+    vocab = vocabulary_from_tokenizer(tok, int(mc.get_vocab_size()), eos_ids)
+    return vocab, model_format(tok)
 
 
 def _temperature(params: Any) -> float:
@@ -56,7 +62,8 @@ class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ign
 
     def __init__(self, vllm_config: Any, device: Any, is_pin_memory: bool) -> None:
         self.device = device
-        self.constrainer = BatchConstrainer(model_vocabulary(vllm_config))
+        vocab, fmt = _model(vllm_config)
+        self.constrainer = BatchConstrainer(vocab, fmt=fmt)
         self.stats = step_stats()
         self._spent = 0.0  # seconds in this step's update_state
 

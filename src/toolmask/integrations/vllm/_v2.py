@@ -11,7 +11,8 @@ from vllm.v1.worker.gpu.sample.logits_processor.interface import (  # type: igno
 )
 
 from toolmask.integrations.vllm._core import BatchConstrainer, check_spec, read_spec, step_stats
-from toolmask.integrations.vllm._v1 import _temperature, model_vocabulary
+from toolmask.integrations.vllm._v1 import _model, _temperature
+from toolmask.vocab import Vocabulary
 
 __all__ = ["ToolmaskLogitsProcessorV2"]
 
@@ -31,12 +32,14 @@ class ToolmaskLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc, unused-i
         if getattr(vllm_config, "speculative_config", None) is not None:
             raise ValueError("toolmask's logits processor does not support speculative decoding")
         self.req_states = req_states
-        self.constrainer = BatchConstrainer(self._vocabulary(vllm_config))
+        vocab, fmt = self._model(vllm_config)
+        self.constrainer = BatchConstrainer(vocab, fmt=fmt)
         self._prompt_len: dict[int, int] = {}
         self.stats = step_stats()
 
-    def _vocabulary(self, vllm_config: Any) -> Any:
-        return model_vocabulary(vllm_config)
+    def _model(self, vllm_config: Any) -> tuple[Vocabulary, str]:
+        """The model's vocabulary and wire format (overridden in tests without a vLLM config)."""
+        return _model(vllm_config)
 
     @classmethod
     def validate_params(cls, sampling_params: Any) -> None:

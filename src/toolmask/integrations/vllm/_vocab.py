@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from toolmask.errors import ToolmaskError
+from toolmask.tools import resolve_format
 from toolmask.vocab import Vocabulary
 from toolmask.vocab._vocab import EOS_NAMES
 
-__all__ = ["vocabulary_from_tokenizer"]
+__all__ = ["model_format", "vocabulary_from_tokenizer"]
 
 
 def vocabulary_from_tokenizer(
@@ -60,3 +62,27 @@ def vocabulary_from_tokenizer(
         bos_id=vocab.bos_id,
         vocab_size=vocab_size,
     )
+
+
+def _special_texts(tokenizer: Any) -> list[str]:
+    out = [str(t) for t in getattr(tokenizer, "all_special_tokens", None) or ()]
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    out += [str(getattr(t, "content", t)) for t in added.values()]
+    return out
+
+
+def model_format(tokenizer: Any) -> str:
+    """The wire format of the model behind a vLLM (Hugging Face) tokenizer: its chat template's
+    markers, else its special tokens (:func:`toolmask.tools.resolve_format` with ``"auto"``;
+    ``hermes`` with a warning when nothing names one). O(template length x rules)."""
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, Mapping):  # several named templates: the tool-use one first
+        template = template.get("tool_use") or template.get("default")
+    return _detect(
+        template if isinstance(template, str) else None, tuple(_special_texts(tokenizer))
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _detect(template: str | None, specials: tuple[str, ...]) -> str:
+    return resolve_format("auto", template, specials)

@@ -50,7 +50,8 @@ from vllm.tool_parsers import (  # type: ignore[import-not-found, unused-ignore]
     ToolParserManager,
 )
 
-from toolmask.tools import FORMATS, StreamDelta, StreamParser, WireFormat, resolve_format
+from toolmask.integrations.vllm._vocab import model_format
+from toolmask.tools import FORMATS, StreamDelta, StreamParser, WireFormat
 from toolmask.tools._parser import _Scanner, _State
 from toolmask.tools.formats._base import WireFormat as _BaseFormat
 
@@ -73,30 +74,6 @@ _WS = " \t\n\r"
 
 
 # -- formats ---------------------------------------------------------------------------------------
-
-
-def _special_texts(tokenizer: Any) -> list[str]:
-    out = [str(t) for t in getattr(tokenizer, "all_special_tokens", None) or ()]
-    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
-    out += [str(getattr(t, "content", t)) for t in added.values()]
-    return out
-
-
-def model_format(tokenizer: Any) -> str:
-    """The wire format of the model behind a vLLM (Hugging Face) tokenizer: its chat template's
-    markers, else its special tokens (:func:`toolmask.tools.resolve_format` with ``"auto"``;
-    ``hermes`` with a warning when nothing names one). O(template length x rules)."""
-    template = getattr(tokenizer, "chat_template", None)
-    if isinstance(template, Mapping):  # several named templates: the tool-use one first
-        template = template.get("tool_use") or template.get("default")
-    return _detect(
-        template if isinstance(template, str) else None, tuple(_special_texts(tokenizer))
-    )
-
-
-@functools.lru_cache(maxsize=16)
-def _detect(template: str | None, specials: tuple[str, ...]) -> str:
-    return resolve_format("auto", template, specials)
 
 
 def _parsable(fmt: WireFormat) -> bool:
@@ -134,6 +111,29 @@ def _spec_format(request: Any) -> str | None:
             return None
     fmt = raw.get("format") if isinstance(raw, Mapping) else None
     return fmt if isinstance(fmt, str) and fmt in FORMATS else None
+
+
+def _plain(value: Any) -> Any:
+    """A pydantic object of vLLM's protocol (or a plain value) as JSON data."""
+    dump = getattr(value, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else value
+
+
+def _request_spec(request: Any, fmt: str) -> dict[str, Any]:
+    """The toolmask spec of an OpenAI request that carries none: its ``tools``,
+    ``tool_choice`` and ``parallel_tool_calls`` as the client sent them, and the parser's
+    wire format. ``response_format`` stays with vLLM's own structured outputs."""
+    spec: dict[str, Any] = {
+        "tools": [_plain(t) for t in request.tools],
+        "format": fmt,
+    }
+    choice = getattr(request, "tool_choice", None)
+    if choice is not None:
+        spec["tool_choice"] = _plain(choice)
+    parallel = getattr(request, "parallel_tool_calls", None)
+    if parallel is not None:
+        spec["parallel_tool_calls"] = bool(parallel)
+    return spec
 
 
 def _schemas(tools: Iterable[Any] | None) -> dict[str, Any]:
@@ -214,6 +214,13 @@ class ToolmaskToolParser(ToolParser):  # type: ignore[misc, unused-ignore]
         if request.tools and request.tool_choice != "none":
             # markers may be special tokens (Qwen's <tool_call>): the parser must see their text
             request.skip_special_tokens = False
+        if request.tools:
+            xargs = dict(getattr(request, "vllm_xargs", None) or {})
+            if _EXTRA_ARGS_KEY not in xargs:
+                # the request's own tools and tool_choice become its toolmask spec, so the
+                # logits processor (when vLLM loads it) constrains a plain OpenAI request
+                xargs[_EXTRA_ARGS_KEY] = json.dumps(_request_spec(request, self.format.name))
+                request.vllm_xargs = xargs
         return request
 
     def extract_tool_calls(self, model_output: str, request: Any) -> ExtractedToolCallInformation:
