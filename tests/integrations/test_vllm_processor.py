@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 from types import SimpleNamespace
@@ -26,6 +27,9 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
     pytest.mark.filterwarnings("ignore::UserWarning"),
+    # vLLM's client leaves a zmq context to the garbage collector (collected in the teardown)
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
 
 torch = pytest.importorskip("torch")
@@ -33,6 +37,7 @@ pytest.importorskip("vllm")
 tv = pytest.importorskip("toolmask.integrations.vllm")
 
 from toolmask.integrations.vllm._core import BatchConstrainer, read_spec  # noqa: E402
+from toolmask.limits import SERVER_LIMITS  # noqa: E402
 from toolmask.server._plans import PlanCache  # noqa: E402
 from toolmask.vocab import Vocabulary  # noqa: E402
 
@@ -163,6 +168,8 @@ def llm(hf_model: str) -> Any:
     )
     yield engine
     engine.llm_engine.engine_core.shutdown()
+    del engine
+    gc.collect()  # here, under this module's warning filters, not in a later test
 
 
 def _prompt(llm: Any, user: str) -> str:
@@ -177,9 +184,7 @@ def _turn(spec: dict[str, Any]) -> Any:
     """The toolmask turn (parser) of a spec, as the server builds it."""
     s = read_spec({"toolmask": spec})
     assert s is not None
-    plan = PlanCache(_byte_vocab(), tv.check_spec.__globals__["SERVER_LIMITS"], fmt=s.fmt).get(
-        s.request
-    )
+    plan = PlanCache(_byte_vocab(), SERVER_LIMITS, fmt=s.fmt or "hermes").get(s.request)
     return plan.turn
 
 
@@ -333,3 +338,17 @@ def test_v2_decodes_valid_calls_through_a_fake_request_state(hf_model: str) -> N
 def test_v2_refuses_speculative_decoding() -> None:
     with pytest.raises(ValueError, match="speculative"):
         tv.ToolmaskLogitsProcessorV2(SimpleNamespace(speculative_config=object()), None)
+
+
+def test_vllm_loaders_take_each_processor_by_name_and_v2_refuses_the_v1_one() -> None:
+    from vllm.v1.worker.gpu.sample.logits_processor.loader import (
+        _load_v2_logitsprocs_by_fqcns,
+    )
+
+    v2 = "toolmask.integrations.vllm:ToolmaskLogitsProcessorV2"
+    assert _load_v2_logitsprocs_by_fqcns([v2]) == [tv.ToolmaskLogitsProcessorV2]
+    with pytest.raises(ValueError, match="not a subclass"):
+        _load_v2_logitsprocs_by_fqcns(["toolmask.integrations.vllm:ToolmaskLogitsProcessor"])
+    from vllm.v1.sample.logits_processor import LogitsProcessor
+
+    assert issubclass(tv.ToolmaskLogitsProcessor, LogitsProcessor)
