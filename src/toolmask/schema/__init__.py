@@ -72,7 +72,7 @@ def compile_json_schema(
     Raises :class:`SchemaError` (with a JSON pointer and keyword) for schemas it cannot compile
     and :class:`LimitError` when a resource cap of ``limits`` is hit.
     """
-    from toolmask.schema._compiler import _REF_KEYWORDS, SchemaCompiler
+    from toolmask.schema._compiler import SchemaCompiler
     from toolmask.schema._lower import Layout, Lowerer
     from toolmask.schema._notation import NOTATIONS
 
@@ -105,8 +105,9 @@ def compile_json_schema(
         )
     resources_json = json.dumps(dict(resources or {}), ensure_ascii=False) if resources else ""
     # a key is written as its quoted text, so a schema without these texts has no reference
-    # and its registry is not crawled (see SchemaCompiler)
-    crawl = bool(resources) or any(f'"{k}"' in schema_json for k in _REF_KEYWORDS)
+    # and its registry is not crawled (see SchemaCompiler); definitions are crawled too, since
+    # only the crawl reads (and refuses) a malformed definition that nothing refers to
+    crawl = bool(resources) or any(f'"{k}"' in schema_json for k in _CRAWL_KEYWORDS)
 
     def make(crawl: bool) -> SchemaCompiler:
         return SchemaCompiler(
@@ -148,6 +149,10 @@ def compile_json_schema(
         # a malformed schema that slipped past the keyword checks (a subschema that is a
         # number, say) tripped the resolver: name the place through the metaschema
         raise _malformed(schema, e) from e
+
+
+#: keys whose presence makes compile_json_schema crawl the registry up front
+_CRAWL_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef", "$defs", "definitions")
 
 
 def _too_deep(doc: Any, cap: int) -> list[str | int] | None:
