@@ -85,7 +85,7 @@ class GrammarCompiler:
         self._named: dict[str, LRUCache[Any, Any]] = {}
         self._lock = threading.Lock()
         # what _trim measured last, and the compiles since (it measures at intervals)
-        self._last_total = 0
+        self._last_total = self.max_cache_bytes  # not measured yet: the next compile does
         self._since_trim = 0
 
     # -- compiling --------------------------------------------------------------------------------
@@ -221,14 +221,15 @@ class GrammarCompiler:
         entries of the measured named caches (the memos), largest cache first. Runs after each
         compile (memos filled by building a grammar alone are trimmed at the next compile).
 
-        Measuring asks every cached grammar its size (O(cached grammars)), so while the last
-        measure was under half of ``max_cache_bytes`` the next ones are spaced out: one per
-        ``len(compiled) // 16`` compiles (amortised O(16) per compile); past half, every
-        compile measures."""
+        Measuring asks every cached grammar its size (O(cached grammars), 10-30 µs for a
+        dozen), so while the last measure was under half of ``max_cache_bytes`` the next ones
+        are spaced out: one per ``max(8, len(compiled) // 16)`` compiles (amortised O(16) per
+        compile); past half, every compile measures. A compile adds an automaton's initial
+        state and some memos, far below half the budget in 8 compiles; the masks grow while
+        matchers decode, between compiles, whatever the spacing."""
         self._since_trim += 1
-        if (
-            self._last_total < self.max_cache_bytes // 2
-            and self._since_trim < len(self._compiled) // 16
+        if self._last_total < self.max_cache_bytes // 2 and self._since_trim < max(
+            8, len(self._compiled) // 16
         ):
             return
         self._since_trim = 0
@@ -255,7 +256,7 @@ class GrammarCompiler:
         """Forget everything cached (compiled grammars, automata, indexes, named caches)."""
         self._compiled.clear()
         self._automata.clear()
-        self._last_total = self._since_trim = 0
+        self._last_total, self._since_trim = self.max_cache_bytes, 0
         self._indexes.clear()
         for c in list(self._named.values()):
             c.clear()

@@ -104,24 +104,41 @@ def compile_json_schema(
             f"the schema has {len(schema_json)} bytes of JSON", limit="max_schema_bytes", pointer=""
         )
     resources_json = json.dumps(dict(resources or {}), ensure_ascii=False) if resources else ""
-    try:
-        compiler = SchemaCompiler(
+    # a key is written as its quoted text, so a schema without these texts has no reference
+    # and its registry is not crawled (see SchemaCompiler); definitions are crawled too, since
+    # only the crawl reads (and refuses) a malformed definition that nothing refers to
+    crawl = bool(resources) or any(f'"{k}"' in schema_json for k in _CRAWL_KEYWORDS)
+
+    def make(crawl: bool) -> SchemaCompiler:
+        return SchemaCompiler(
             schema,
             resources=resources,
             lenient=lenient,
             limits=limits,
             strict_formats=strict_formats,
+            crawl=crawl,
         )
-        lowerer = Lowerer(
-            compiler,
-            Layout(whitespace, indent, max_whitespace),
-            additional_properties_default=additional_properties_default,
-            max_indent_depth=max_indent_depth,
-            any_order=property_order == "any",
-            notation=NOTATIONS[notation],
-            special_tokens=frozenset(special_tokens),
-        )
-        return lowerer.run(compiler.root_term, schema_json, resources_json)
+
+    try:
+        try:
+            compiler = make(crawl)
+            lowerer = Lowerer(
+                compiler,
+                Layout(whitespace, indent, max_whitespace),
+                additional_properties_default=additional_properties_default,
+                max_indent_depth=max_indent_depth,
+                any_order=property_order == "any",
+                notation=NOTATIONS[notation],
+                special_tokens=frozenset(special_tokens),
+            )
+            return lowerer.run(compiler.root_term, schema_json, resources_json)
+        except Exception:
+            if not crawl:
+                # the crawl walks every subschema first and trips on a malformed one: the
+                # error it raises (located below through the metaschema) comes first, as it
+                # does when the registry is crawled up front
+                make(True)
+            raise
     except RecursionError as e:  # a backstop: the depth checks above should come first
         raise LimitError(
             "the schema nests too deeply for the compiler's stack",
@@ -132,6 +149,10 @@ def compile_json_schema(
         # a malformed schema that slipped past the keyword checks (a subschema that is a
         # number, say) tripped the resolver: name the place through the metaschema
         raise _malformed(schema, e) from e
+
+
+#: keys whose presence makes compile_json_schema crawl the registry up front
+_CRAWL_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef", "$defs", "definitions")
 
 
 def _too_deep(doc: Any, cap: int) -> list[str | int] | None:

@@ -138,7 +138,12 @@ class SchemaCompiler:
         lenient: bool,
         limits: Limits,
         strict_formats: bool = False,
+        crawl: bool = True,
     ) -> None:
+        """``crawl=False`` when no document has a reference keyword (``$ref``,
+        ``$dynamicRef``, ``$recursiveRef``): nothing is then ever looked up, so the registry's
+        index of ``$id`` s and anchors is not built (``referencing`` builds it on the first
+        lookup that misses anyway). That index costs about 50 µs on a small schema."""
         self.root = schema
         self.lenient = lenient
         self.strict_formats = strict_formats
@@ -179,7 +184,7 @@ class SchemaCompiler:
             registry = registry.with_resource(_ROOT_ALIAS, root_res)
         self._uris: dict[int, str] | None = None  # by id(subschema), see _as_ref
         self._with_refs: set[int] = set()
-        self.registry = registry.crawl()
+        self.registry = registry.crawl() if crawl else registry
         self.root_resolver = self.registry.resolver(base_uri=root_uri)
         self.root_term = self.loc(schema, self.root_resolver, "")
 
@@ -490,6 +495,10 @@ class SchemaCompiler:
     def intersect(self, a: Shape, b: Shape) -> Shape:
         """Intersection of two type splits (literal shapes are converted first)."""
         a, b = self.split(a), self.split(b)
+        if a is SHAPE_TOP and self._top_identity(b):
+            return b  # what the pairwise products below give for TOP and b (the first meet)
+        if b is SHAPE_TOP and self._top_identity(a):
+            return a
         flags = a.flags | b.flags
         nums = self._pairs(a.numbers, b.numbers, self._num_and)
         strs = self._pairs(a.strings, b.strings, self._str_and)
@@ -504,6 +513,53 @@ class SchemaCompiler:
             objects=tuple(x for x, _ in objs),
             flags=flags | _join([f for _, f in nums + strs + arrs + objs]),
         )
+
+    def _top_identity(self, s: Shape) -> bool:
+        """``intersect(SHAPE_TOP, s)`` is ``s`` itself: every alternative meets "any value of
+        its type" unchanged (the ``_*_and`` products with a TOP alternative copy the other
+        side, except where they normalise: a number DFA re-met with the integer spelling, a
+        string DFA that may be empty, literal containers, trailing prefix items equal to
+        ``items``, BOTTOM or empty regions, required BOTTOM properties, counts out of order),
+        no alternative repeats (the products are deduplicated) and there is at most one
+        object alternative (several are merged). O(alternatives + properties)."""
+        for n in s.numbers:
+            if n.dfa is not None:
+                return False
+        for x in s.strings:
+            if x.dfa is not None:
+                return False
+        for a in s.arrays:
+            if a.literal is not None or (a.prefix and a.prefix[-1] == a.items):
+                return False
+            if a.max_items is not None and a.min_items > a.max_items:
+                return False
+            if a.contains is None and (a.min_contains != 1 or a.max_contains is not None):
+                return False  # the product takes TOP's contains bounds then
+        if len(s.objects) > 1:
+            return False
+        for o in s.objects:
+            if o.literal is not None:
+                return False
+            if o.max_props is not None and o.min_props > o.max_props:
+                return False
+            if len({p.name for p in o.props}) != len(o.props):
+                return False
+            required = 0
+            for p in o.props:
+                if p.required:
+                    required += 1
+                    if p.value == BOTTOM:
+                        return False
+            if o.max_props is not None and required > o.max_props:
+                return False
+            for r in o.regions:
+                if r.value == BOTTOM or (r.keys is not None and r.keys.is_empty()):
+                    return False
+        cap = self.limits.max_alternatives
+        for alts in (s.numbers, s.strings, s.arrays):
+            if len(alts) > 1 and (len(set(alts)) != len(alts) or len(alts) > cap):
+                return False
+        return True
 
     def _pairs(
         self,

@@ -49,6 +49,7 @@ from toolmask.grammar._ir import (
     repeat,
     seq,
     star,
+    trusted_grammar,
 )
 from toolmask.grammar._regex import regex_direct_node
 from toolmask.schema import _langs
@@ -187,7 +188,9 @@ class Lowerer:
         if over:
             checks = (PostCheck(schema_json, tuple(sorted(over)), resources_json),)
         rules = tuple(Rule(n, self.rules[n]) for n in self.order)
-        return Grammar(rules, "root", checks)
+        # every RuleRef the lowerer writes names a rule it defines (ref, shared, dfa_node,
+        # objects' and arrays' rules): the per-node check of Grammar() is skipped
+        return trusted_grammar(rules, "root", checks)
 
     def _define(self, name: str, body: Node) -> None:
         if name not in self.rules:
