@@ -34,6 +34,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _VLLM_OUTCOMES[report.nodeid] = report.outcome
 
 
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    # a vLLM test module skipped whole (its importorskip at import): one entry for the module
+    if report.skipped and "vllm" in report.nodeid:
+        _VLLM_OUTCOMES[report.nodeid] = "skipped (module)"
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not _VLLM_OUTCOMES:
         return
