@@ -665,7 +665,11 @@ def _length_only(dfa: Dfa) -> tuple[int, int | None] | None:
     if n > _MAX_LENGTH_REPEAT + 1:
         return None
     for i, es in enumerate(edges[:-1]):
-        if len(es) != 1 or es[0][0] != ANY_CHAR or es[0][1] != i + 1:
+        if len(es) != 1:
+            return None
+        cs, to = es[0]
+        # Dfa.length's edges share one class object: identity settles the usual case
+        if to != i + 1 or (cs is not ANY_CHAR and cs != ANY_CHAR):
             return None
     last = edges[-1]
     if last and (len(last) != 1 or last[0][0] != ANY_CHAR or last[0][1] != n - 1):
