@@ -18,6 +18,8 @@ SCHEMA = {
         "name": {"type": "string", "maxLength": 12},
         "size": {"type": "number", "minimum": 0.25, "maximum": 1000.5},
         "kind": {"enum": [f"k{i}" for i in range(40)]},
+        # a non-ASCII name: its key-tree node goes through the memoised off-trie alternatives
+        "größe": {"type": "integer"},
         # an unanchored pattern takes the DFA route (the anchored one above is written from
         # its syntax tree); key names constrained by propertyNames meet the names' complement
         "note": {"type": "string", "pattern": "[a-z]+x"},

@@ -395,6 +395,12 @@ class SchemaCompiler:
 
         if "enum" in schema or "const" in schema:
             return self._literals_at(loc, schema, ptr)
+        t = schema.get("type")
+        leaf = t if isinstance(t, str) and t in _LEAF_TYPES and schema.keys() <= _LEAF_KEYS else ""
+        if leaf:
+            got = _LEAF_SHAPES.get(leaf)
+            if got is not None:
+                return got
 
         parts: list[Shape] = []
         for handler in _HANDLERS:
@@ -409,6 +415,8 @@ class SchemaCompiler:
             shape = self.meet(loc, parts) if parts else SHAPE_TOP
         if "unevaluatedProperties" in schema or "unevaluatedItems" in schema:
             shape = self._apply_unevaluated(schema, resolver, ptr, shape)
+        if leaf:
+            _LEAF_SHAPES[leaf] = shape
         return shape
 
     def unsupported(self, ptr: str, kw: str, note: str) -> None:
@@ -1149,6 +1157,16 @@ _ENUM_SIBLINGS = frozenset(
     {"enum", "type"}
     | {k for k, info in KEYWORDS.items() if info.enforcement == "annotation" and k != "$schema"}
 )
+
+#: a location with one of these types and nothing but annotations beside it (``{"type":
+#: "string", "description": ...}``, most tool parameters) has the shape of its type whatever the
+#: schema, limits and options: :meth:`SchemaCompiler._expand_loc` computes it once per process
+#: (the general route, so the same value) and returns it from ``_LEAF_SHAPES`` after that
+_LEAF_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
+_LEAF_KEYS = frozenset(
+    k for k in _ENUM_SIBLINGS if k != "enum" and (k == "$comment" or not k.startswith("$"))
+)
+_LEAF_SHAPES: dict[str, Shape] = {}
 
 #: the JSON type of the values whose type every dialect agrees on
 _PLAIN_TYPES: dict[type, str] = {str: "string", bool: "boolean", type(None): "null"}

@@ -17,7 +17,7 @@ from decimal import Decimal
 from toolmask._cache import compiler_memo
 from toolmask.grammar._charset import ANY_CHAR
 from toolmask.grammar._fsm import Dfa, dfa_bytes
-from toolmask.grammar._ir import Node, node_bytes, repeat, seq
+from toolmask.grammar._ir import Node, byte_class, choice, lit, node_bytes, repeat, seq
 from toolmask.grammar._regex import (
     RCat,
     anchored_chain,
@@ -181,6 +181,10 @@ def _range_lang(
         rx = number_regex(lo, lo_excl, hi, hi_excl)
     if rx is None:
         return (None,)
+    cap = max(8 * limits.max_dfa_states, 1_000)
+    direct = _range_node(rx, integer, cap, limits.max_regex_nesting)
+    if direct is not None:
+        return (RangeLang(rx, rx[: -len(_FRACTION)] if integer else None, direct),)
     ast = parse_full_match(rx, limits=limits)
     if integer:
         assert rx.endswith(_FRACTION) and isinstance(ast, RCat), rx
@@ -190,6 +194,124 @@ def _range_lang(
     node = regex_ast_node(ast)
     assert node is not None  # generated regexes have no assertions
     return (RangeLang(rx, plain, node),)
+
+
+#: the characters of the generated range regexes that :func:`_range_node` reads as literals
+_RANGE_LITS = frozenset("0123456789-")
+
+
+def _range_node(rx: str, integer: bool, cap: int, max_nesting: int) -> Node | None:
+    r"""``regex_ast_node`` of ``parse_full_match(rx)`` (less the ``(?:\.0+)?`` tail for an
+    integer range) read straight from a generated range regex, without its syntax tree: the
+    same smart constructors on the same items in the same order give the same node. Only the
+    generators' syntax is read (digits, ``-``, ``\.``, ``[a-b]``, ``(?:...)``, ``|``, ``?``,
+    ``*``, ``+``, ``{n}``, ``{n,}``); anything else, an NFA bound past ``cap`` or groups
+    nested deeper than ``max_nesting`` (the checks ``parse_full_match`` makes, computed as it
+    does) gives None and the caller parses, which raises. O(len(rx))."""
+    n = len(rx)
+    pos = 0
+    depth = 0
+
+    def disjunction() -> tuple[list[Node], int] | None:
+        # the alternatives (each a node and its NFA bound) and, for more than one, RAlt's bound
+        nonlocal pos
+        alts: list[Node] = []
+        total = 2
+        while True:
+            got = alternative()
+            if got is None:
+                return None
+            node, size = got
+            alts.append(node)
+            total += size
+            if pos < n and rx[pos] == "|":
+                pos += 1
+                continue
+            break
+        return alts, (size if len(alts) == 1 else total)
+
+    def alternative() -> tuple[Node, int] | None:
+        nonlocal pos
+        items: list[Node] = []
+        total = 2
+        last = 0
+        while pos < n and rx[pos] not in "|)":
+            got = term()
+            if got is None:
+                return None
+            items.append(got[0])
+            last = got[1]
+            total += last
+        if not items:
+            return None
+        return seq(*items), (last if len(items) == 1 else total)
+
+    def term() -> tuple[Node, int] | None:
+        nonlocal pos, depth
+        c = rx[pos]
+        if c in _RANGE_LITS:
+            pos += 1
+            node, size = lit(c), 2
+        elif c == "\\" and rx.startswith("\\.", pos):
+            pos += 2
+            node, size = lit("."), 2
+        elif c == "[" and pos + 4 < n and rx[pos + 2] == "-" and rx[pos + 4] == "]":
+            a, b = rx[pos + 1], rx[pos + 3]
+            if not ("0" <= a < b <= "9"):
+                return None
+            pos += 5
+            node, size = byte_class((ord(a), ord(b))), 2
+        elif c == "(" and rx.startswith("(?:", pos):
+            pos += 3
+            depth += 1
+            if depth > max_nesting:
+                return None
+            got = disjunction()
+            depth -= 1
+            if got is None or pos >= n or rx[pos] != ")":
+                return None
+            pos += 1
+            node, size = choice(*got[0]), got[1]
+        else:
+            return None
+        if pos >= n:
+            return node, size
+        q = rx[pos]
+        if q == "?":
+            lo, hi, end = 0, 1, pos + 1
+        elif q == "*":
+            lo, hi, end = 0, None, pos + 1
+        elif q == "+":
+            lo, hi, end = 1, None, pos + 1
+        elif q == "{":
+            close = rx.find("}", pos)
+            body = rx[pos + 1 : close] if close > 0 else ""
+            num = body[:-1] if body.endswith(",") else body
+            if not num.isdigit() or not num.isascii():
+                return None
+            lo = int(num)
+            hi = None if body.endswith(",") else lo
+            end = close + 1
+        else:
+            return node, size
+        if end < n and rx[end] in "?*+{":
+            return None  # a lazy or doubled quantifier: not generated, let the parser judge
+        pos = end
+        copies = hi if hi is not None else max(lo, 1)
+        return repeat(node, lo, hi), min(size * copies, cap + 1) + 2
+
+    got = disjunction()
+    if got is None or pos != n or got[1] > cap:
+        return None
+    alts, _ = got
+    if len(alts) != 1:
+        return choice(*alts) if not integer else None
+    if not integer:
+        return alts[0]
+    # an integer range ends in the (?:\.0+)? tail: the node is the items before it
+    if not rx.endswith(_FRACTION):
+        return None
+    return _range_node(rx[: -len(_FRACTION)], False, cap, max_nesting)
 
 
 def _int_ceil(x: Decimal, excl: bool) -> int:
@@ -260,7 +382,16 @@ def length_dfa(lo: int, hi: int | None) -> Dfa:
     return _length_dfa(lo, hi)
 
 
-@compiler_memo("schema.length_dfas", limit="max_language_memos", entry_bytes=dfa_bytes)
+def _length_dfa_bytes(d: Dfa) -> int:
+    """``dfa_bytes`` of a length DFA over ANY_CHAR without walking its classes: every state
+    but the last has one edge on ANY_CHAR, the last has one when unbounded."""
+    if not d.edges:
+        return dfa_bytes(d)
+    n = len(d.edges)
+    return 64 + 72 * n + (64 + 16 * len(ANY_CHAR.ranges)) * (n - 1 + len(d.edges[-1]))
+
+
+@compiler_memo("schema.length_dfas", limit="max_language_memos", entry_bytes=_length_dfa_bytes)
 def _length_dfa(lo: int, hi: int | None) -> Dfa:
     return Dfa.length(lo, hi, ANY_CHAR)
 

@@ -32,6 +32,7 @@ from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
     NOTHING,
+    ByteClass,
     Choice,
     Grammar,
     Node,
@@ -664,7 +665,11 @@ def _length_only(dfa: Dfa) -> tuple[int, int | None] | None:
     if n > _MAX_LENGTH_REPEAT + 1:
         return None
     for i, es in enumerate(edges[:-1]):
-        if len(es) != 1 or es[0][0] != ANY_CHAR or es[0][1] != i + 1:
+        if len(es) != 1:
+            return None
+        cs, to = es[0]
+        # Dfa.length's edges share one class object: identity settles the usual case
+        if to != i + 1 or (cs is not ANY_CHAR and cs != ANY_CHAR):
             return None
     last = edges[-1]
     if last and (len(last) != 1 or last[0][0] != ANY_CHAR or last[0][1] != n - 1):
@@ -810,6 +815,25 @@ def _off_trie(kids: tuple[int, ...]) -> tuple[tuple[Node, ...], frozenset[str]]:
     return tuple(alts), frozenset(uses)
 
 
+#: bit ``c`` set for each printable ASCII character JSON writes as itself (``_PLAIN_ASCII``), and
+#: a bit above them standing for any other character
+_PLAIN_MASK = sum(1 << c for lo, hi in _PLAIN_ASCII.ranges for c in range(lo, hi + 1))
+_NOT_PLAIN = 1 << 0x80 | ((1 << 0x80) - 1) & ~_PLAIN_MASK
+#: each plain character as the literal ``json_string_char`` gives it (the character itself)
+_PLAIN_LITS: dict[int, Node] = {
+    c: lit(bytes((c,))) for lo, hi in _PLAIN_ASCII.ranges for c in range(lo, hi + 1)
+}
+_ALL_KEY_RULES = frozenset({KEY_REST, KEY_REST_ESC, KEY_REST_MB})
+
+
+def _plain_node(mask: int) -> Node:
+    """``json_string_char`` of the plain characters in ``mask`` (not empty): the one character
+    as a literal, or a byte class of them."""
+    if mask & (mask - 1) == 0:
+        return _PLAIN_LITS[mask.bit_length() - 1]
+    return ByteClass(mask)
+
+
 def _json_char_lit(cp: int) -> Node:
     return json_string_char(CharSet(((cp, cp),)))
 
@@ -863,10 +887,30 @@ def _other_keys_body(
         ends.add(node)
     built: list[Node | None] = [None] * len(children)
     uses: set[str] = set()
+    rest, esc_ref, mb_ref = RuleRef(KEY_REST), RuleRef(KEY_REST_ESC), RuleRef(KEY_REST_MB)
     # children have larger numbers than their parent: build from the last node back
     for v in range(len(children) - 1, -1, -1):
         kids = children[v]
         order = sorted(kids)
+        kmask = 0
+        for cp in order:
+            kmask |= 1 << cp if cp < 0x80 else _NOT_PLAIN
+        if not kmask & _NOT_PLAIN:
+            # every child is printable ASCII written as itself (the usual property name): the
+            # off-trie alternatives of _off_trie written directly, without its memo
+            pmask = _PLAIN_MASK & ~kmask
+            alts: list[Node] = [Seq((_plain_node(pmask), rest))] if pmask else []
+            alts += (esc_ref, mb_ref)
+            uses |= _ALL_KEY_RULES
+            for cp in order:
+                sub = built[kids[cp]]
+                assert type(sub) is Choice  # every node has two alternatives or more
+                alts.append(Seq((_PLAIN_LITS[cp], sub)))
+            if v not in ends:
+                alts.append(EMPTY)
+            # what choice() gives: no alternative is a choice, a single byte or a duplicate
+            built[v] = Choice(tuple(alts))
+            continue
         off, used = _off_trie(tuple(order))
         uses |= used
         alts = list(off)
