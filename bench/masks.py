@@ -4,7 +4,11 @@ What is measured, per vocabulary x engine x schema set (the 12 tool-call schemas
 Glaiveai2K sample from JSONSchemaBench):
 
 * **setup**: the engine's tokenizer/vocabulary index, built from the same token bytes, special
-  tokens and EOS ids for every engine (once per vocabulary; not part of compile);
+  tokens and EOS ids for every engine (once per vocabulary; not part of compile), then one
+  warm-up compile and mask of the same schema for every engine (``bench/_peers.WARM_UP``, in
+  neither set), so that each engine's once-per-process initialisation is not charged to the
+  first measured schemas (until 2026-11-24 only toolmask had a warm-up, of ``{"type":
+  "boolean"}``, which left its first-use tables to the first tool schemas);
 * **compile** (ms, p50/p99): schema -> the engine's handle (toolmask: grammar + lazy automaton;
   llguidance: grammar string + one ``LLMatcher``; xgrammar: ``compile_json_schema``, which
   precomputes its token-mask cache; outlines-core: regex + full token index);
@@ -423,6 +427,7 @@ def worker(vocab_name: str, engine_name: str, tasks_path: str, start: int, mem_g
     vocab = load_vocab(vocab_name)
     t1 = time.perf_counter()
     engine = ENGINES[engine_name](vocab)
+    engine.warm_up()  # the same warm-up schema for every engine: first-use costs are setup
     t2 = time.perf_counter()
     send({"setup": {"vocab_load_s": t1 - t0, "setup_s": t2 - t1, "version": engine.version()}})
     native, view = engine.alloc_bitmask()

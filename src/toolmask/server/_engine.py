@@ -33,6 +33,7 @@ __all__ = [
     "Engine",
     "Finished",
     "Job",
+    "JobCounters",
     "JobQueue",
     "MaxTokensError",
     "QueueFull",
@@ -222,10 +223,45 @@ class JobQueue(Protocol):
     def close(self, timeout: float = ...) -> None: ...
 
 
+class JobCounters:
+    """What both generation queues count for ``/health`` (``served``, ``cancelled``, ``failed``,
+    ``rejected``, the moving average ``service_s``) and how a job's outcome reaches its future:
+    :meth:`settle` with the result or the exception, :meth:`took` with the seconds it held the
+    engine."""
+
+    def __init__(self) -> None:
+        self.served = 0
+        self.cancelled = 0
+        self.failed = 0
+        self.rejected = 0
+        #: moving average of the seconds a job holds the engine (None before the first)
+        self.service_s: float | None = None
+
+    def settle(self, job: Job, outcome: Finished | BaseException) -> None:
+        """Hand ``job`` its result or error and count it: a context overflow or a
+        ``max_tokens`` too large is the client's error (not counted as failed); a job whose
+        client went away while it ran counts as cancelled."""
+        if isinstance(outcome, BaseException):
+            if not isinstance(outcome, ContextOverflowError | MaxTokensError):
+                self.failed += 1
+                log.error("generation failed", exc_info=outcome)
+            job.future.set_exception(outcome)
+            return
+        if job.cancel.is_set():
+            self.cancelled += 1
+        else:
+            self.served += 1
+        job.future.set_result(outcome)
+
+    def took(self, seconds: float) -> None:
+        prev = self.service_s
+        self.service_s = seconds if prev is None else 0.7 * prev + 0.3 * seconds
+
+
 _STOP = object()
 
 
-class Engine:
+class Engine(JobCounters):
     """One worker thread, a bounded FIFO of :class:`Job` s (see the module docstring).
 
     Counters (read without a lock; for ``/health``): ``served``, ``cancelled``, ``failed``,
@@ -244,13 +280,8 @@ class Engine:
         self.queue_size = queue_size
         self.n_ctx = context_size(backend)
         self._q: queue.Queue[Job | object] = queue.Queue(maxsize=queue_size)
-        self.served = 0
-        self.cancelled = 0
-        self.failed = 0
-        self.rejected = 0
+        super().__init__()
         self.busy = False
-        #: moving average of the seconds a job holds the worker (None before the first)
-        self.service_s: float | None = None
         self._thread = threading.Thread(target=self._run, name="toolmask-engine", daemon=True)
         self._thread.start()
 
@@ -320,20 +351,11 @@ class Engine:
             try:
                 result = self._generate(job)
             except BaseException as e:  # the worker survives anything a job does
-                if not isinstance(e, ContextOverflowError | MaxTokensError):
-                    self.failed += 1
-                    log.exception("generation failed")
-                job.future.set_exception(e)
+                self.settle(job, e)
             else:
-                if job.cancel.is_set():
-                    self.cancelled += 1
-                else:
-                    self.served += 1
-                job.future.set_result(result)
+                self.settle(job, result)
             finally:
-                took = time.monotonic() - began
-                prev = self.service_s
-                self.service_s = took if prev is None else 0.7 * prev + 0.3 * took
+                self.took(time.monotonic() - began)
                 self.busy = False
 
     def _generate(self, job: Job) -> Finished:

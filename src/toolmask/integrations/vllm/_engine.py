@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from toolmask.backends._base import ContextOverflowError, Generation
+from toolmask.backends._base import Generation
 from toolmask.errors import ToolmaskError
 from toolmask.integrations.vllm._core import EXTRA_ARGS_KEY
 from toolmask.integrations.vllm._vocab import vocabulary_from_tokenizer
@@ -39,7 +39,7 @@ from toolmask.server._engine import (
     Cancelled,
     Finished,
     Job,
-    MaxTokensError,
+    JobCounters,
     QueueFull,
     TextStream,
     token_budget,
@@ -149,7 +149,7 @@ def engine_args(
     return args
 
 
-class VllmEngine:
+class VllmEngine(JobCounters):
     """The server's queue on vLLM (see the module docstring). ``capacity`` =
     ``max_num_seqs`` decoding + ``queue_size`` waiting; a job beyond it is refused
     (:class:`QueueFull`, the server's 429). Counters as :class:`~toolmask.server._engine.Engine`:
@@ -166,11 +166,7 @@ class VllmEngine:
         self.queue_size = queue_size
         self.max_num_seqs = int(args.max_num_seqs or 1)
         self.n_ctx: int | None = model.n_ctx
-        self.served = 0
-        self.cancelled = 0
-        self.failed = 0
-        self.rejected = 0
-        self.service_s: float | None = None
+        super().__init__()
         self._inflight = 0
         self._lock = threading.Lock()
         self._eos = frozenset(model.vocab.eos_ids)
@@ -255,20 +251,11 @@ class VllmEngine:
             try:
                 result = await self._generate(job)
             except BaseException as e:
-                if not isinstance(e, ContextOverflowError | MaxTokensError):
-                    self.failed += 1
-                    log.exception("generation failed")
-                job.future.set_exception(e)
+                self.settle(job, e)
             else:
-                if job.cancel.is_set():
-                    self.cancelled += 1
-                else:
-                    self.served += 1
-                job.future.set_result(result)
+                self.settle(job, result)
         finally:
-            took = time.monotonic() - began
-            prev = self.service_s
-            self.service_s = took if prev is None else 0.7 * prev + 0.3 * took
+            self.took(time.monotonic() - began)
             with self._lock:
                 self._inflight -= 1
 
