@@ -80,8 +80,10 @@ class Engine:
         """Compile :data:`WARM_UP` and fill one mask: once per worker, as part of setup, so that
         each engine's once-per-process initialisation (tables built on first use, lazy imports)
         is not charged to the first measured schemas."""
+        native, view = self.alloc_bitmask()  # the view owns the memory a pointer may name
         self.start(self.compile(WARM_UP))
-        self.fill(self.alloc_bitmask()[0])
+        self.fill(native)
+        assert view.any(), "the warm-up mask allows nothing"
 
 
 # -- toolmask --------------------------------------------------------------------------------------
