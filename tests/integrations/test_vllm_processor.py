@@ -36,7 +36,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("vllm")
 tv = pytest.importorskip("toolmask.integrations.vllm")
 
-from toolmask.integrations.vllm._core import BatchConstrainer, read_spec  # noqa: E402
+from toolmask.integrations.vllm._core import (  # noqa: E402
+    DEFAULT_FORMAT,
+    BatchConstrainer,
+    byte_vocabulary,
+    read_spec,
+)
 from toolmask.limits import SERVER_LIMITS  # noqa: E402
 from toolmask.server._plans import PlanCache  # noqa: E402
 from toolmask.vocab import Vocabulary  # noqa: E402
@@ -184,14 +189,8 @@ def _turn(spec: dict[str, Any]) -> Any:
     """The toolmask turn (parser) of a spec, as the server builds it."""
     s = read_spec({"toolmask": spec})
     assert s is not None
-    plan = PlanCache(_byte_vocab(), SERVER_LIMITS, fmt=s.fmt or "hermes").get(s.request)
+    plan = PlanCache(byte_vocabulary(), SERVER_LIMITS, fmt=s.fmt or DEFAULT_FORMAT).get(s.request)
     return plan.turn
-
-
-def _byte_vocab() -> Vocabulary:
-    from toolmask.integrations.vllm._core import byte_vocabulary
-
-    return byte_vocabulary()
 
 
 def test_v1_a_mixed_batch_gets_valid_calls_and_json(llm: Any) -> None:

@@ -427,7 +427,7 @@ def create_app(
                 param="reasoning_budget",
                 code="unsupported_parameter",
             )
-        plan = first_plan = await anyio.to_thread.run_sync(plans.get, req, limiter=compile_limiter)
+        plan = await anyio.to_thread.run_sync(plans.get, req, limiter=compile_limiter)
         prompt = render_prompt(
             req.messages,
             plan,
@@ -436,7 +436,8 @@ def create_app(
             reminder=tool_reminder,
             template_kwargs=req.template_kwargs(),
         )
-        if plan.turn is not None and plan.turn.format.prompt_opens_reasoning(prompt):
+        reasoning_open = plan.turn is not None and plan.turn.format.prompt_opens_reasoning(prompt)
+        if reasoning_open:
             # the template prefilled the reasoning channel (<think>): grammar and parser start
             # inside it (a second plan, cached like the first)
             plan = await anyio.to_thread.run_sync(
@@ -446,7 +447,7 @@ def create_app(
         budget = req.reasoning_budget
         spec = None
         if eng.needs_spec and plan.compiled is not None:
-            spec = turn_spec(raw, plans.fmt, reasoning_open=plan is not first_plan)
+            spec = turn_spec(raw, plans.fmt, reasoning_open=reasoning_open)
         job = Job(
             prompt,
             plan.compiled,

@@ -50,6 +50,7 @@ from vllm.tool_parsers import (  # type: ignore[import-not-found, unused-ignore]
     ToolParserManager,
 )
 
+from toolmask.integrations.vllm._core import EXTRA_ARGS_KEY
 from toolmask.integrations.vllm._vocab import model_format
 from toolmask.tools import FORMATS, StreamDelta, StreamParser, WireFormat
 from toolmask.tools._parser import _Scanner, _State
@@ -69,7 +70,6 @@ log = logging.getLogger("toolmask.vllm")
 
 #: every parser name starts with it: ``toolmask`` (format from the model), ``toolmask-<format>``
 PREFIX = "toolmask"
-_EXTRA_ARGS_KEY = "toolmask"  # = toolmask.integrations.vllm._core.EXTRA_ARGS_KEY (no import cycle)
 _WS = " \t\n\r"
 
 
@@ -101,9 +101,9 @@ def _body_format(fmt: WireFormat) -> WireFormat:
 def _spec_format(request: Any) -> str | None:
     """The ``format`` named by a request's toolmask spec (``vllm_xargs``), if it is a known one."""
     xargs = getattr(request, "vllm_xargs", None)
-    if not isinstance(xargs, Mapping) or _EXTRA_ARGS_KEY not in xargs:
+    if not isinstance(xargs, Mapping) or EXTRA_ARGS_KEY not in xargs:
         return None
-    raw = xargs[_EXTRA_ARGS_KEY]
+    raw = xargs[EXTRA_ARGS_KEY]
     if isinstance(raw, str | bytes):
         try:
             raw = json.loads(raw)
@@ -216,10 +216,10 @@ class ToolmaskToolParser(ToolParser):  # type: ignore[misc, unused-ignore]
             request.skip_special_tokens = False
         if request.tools:
             xargs = dict(getattr(request, "vllm_xargs", None) or {})
-            if _EXTRA_ARGS_KEY not in xargs:
+            if EXTRA_ARGS_KEY not in xargs:
                 # the request's own tools and tool_choice become its toolmask spec, so the
                 # logits processor (when vLLM loads it) constrains a plain OpenAI request
-                xargs[_EXTRA_ARGS_KEY] = json.dumps(_request_spec(request, self.format.name))
+                xargs[EXTRA_ARGS_KEY] = json.dumps(_request_spec(request, self.format.name))
                 request.vllm_xargs = xargs
         return request
 
