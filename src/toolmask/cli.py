@@ -322,9 +322,9 @@ def _chat(args: argparse.Namespace, tools: list[Any], policy: Any) -> int:
 # -- MCP servers as the tool source (toolmask.integrations.mcp, extra ``mcp``) ----------------
 
 
-def add_mcp_arguments(p: argparse.ArgumentParser, *, policy: bool = True) -> None:
-    """``--mcp`` (repeatable) and, with ``policy``, the permission flags: shared by ``check``,
-    ``demo`` and ``chat``."""
+def add_mcp_arguments(p: argparse.ArgumentParser) -> None:
+    """``--mcp`` (repeatable) and the permission flags, shared by ``check``, ``demo`` and
+    ``chat``."""
     p.add_argument(
         "--mcp",
         action="append",
@@ -333,28 +333,27 @@ def add_mcp_arguments(p: argparse.ArgumentParser, *, policy: bool = True) -> Non
         "like a shell would; run as a subprocess, spoken to over stdio) or an http(s) URL "
         "(streamable HTTP)",
     )
-    if policy:
-        p.add_argument(
-            "--allow-destructive",
-            action="store_true",
-            help="let the model call MCP tools that may destroy (by their annotations: not "
-            "readOnlyHint, destructiveHint not false); masked by default",
-        )
-        p.add_argument(
-            "--allow-tool",
-            action="append",
-            default=[],
-            metavar="NAME",
-            help="an MCP tool (name or glob) the model may call whatever its annotations say "
-            "(repeatable)",
-        )
-        p.add_argument(
-            "--deny-tool",
-            action="append",
-            default=[],
-            metavar="NAME",
-            help="an MCP tool (name or glob) the model may not call (repeatable)",
-        )
+    p.add_argument(
+        "--allow-destructive",
+        action="store_true",
+        help="let the model call MCP tools that may destroy (by their annotations: not "
+        "readOnlyHint, destructiveHint not false); masked by default",
+    )
+    p.add_argument(
+        "--allow-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an MCP tool (name or glob) the model may call whatever its annotations say "
+        "(repeatable)",
+    )
+    p.add_argument(
+        "--deny-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an MCP tool (name or glob) the model may not call (repeatable)",
+    )
 
 
 def _mcp_toolset(args: argparse.Namespace) -> Any:
@@ -363,9 +362,9 @@ def _mcp_toolset(args: argparse.Namespace) -> Any:
     from toolmask.integrations.mcp import McpToolset, Permissions
 
     permissions = Permissions(
-        allow_destructive=getattr(args, "allow_destructive", False),
-        allow=tuple(getattr(args, "allow_tool", ())),
-        deny=tuple(getattr(args, "deny_tool", ())),
+        allow_destructive=args.allow_destructive,
+        allow=tuple(args.allow_tool),
+        deny=tuple(args.deny_tool),
     )
     fmt = args.format if getattr(args, "format", "auto") != "auto" else "hermes"
     toolset = McpToolset(args.mcp, permissions=permissions, fmt=fmt)

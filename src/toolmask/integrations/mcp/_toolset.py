@@ -245,7 +245,9 @@ class McpToolset:
         """An agent policy (:mod:`toolmask.agent`) that masks the tools ``permissions``
         forbid at every step: ``["*", "!tool", ...]`` (every other tool of the agent stays
         allowed, its answer tool included), or ``None`` (no narrowing) when nothing is
-        masked. The prompt is unchanged; only the grammar's allowed set narrows."""
+        masked. The prompt is unchanged; only the grammar's allowed set narrows. Give the
+        agent every tool of :attr:`tools` (with any of its own): the agent refuses a pattern
+        that names no tool it has, so a masked tool left out of its list is an error."""
         patterns = ["*", *(f"!{n}" for n in self.masked(permissions))]
 
         def permitted(step: int, transcript: Sequence[Message]) -> list[str] | None:
