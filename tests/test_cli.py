@@ -188,3 +188,75 @@ def test_demo_verdict_says_what_happened(tmp_path: Path) -> None:
     )
     other = _verdict("Say hi.", run(Outcome("answer", "hi", "answered")), str(tmp_path), now)
     assert other.endswith("converged: unknown (no expected answer for this prompt)")
+
+
+# -- --mcp: MCP servers as the tool source (tests/integrations/test_mcp.py tests the parts) -----
+
+EDGE_SERVER = Path(__file__).parent / "integrations" / "mcp_edge_server.py"
+
+
+def _edge_command() -> str:
+    import shlex
+    import sys
+
+    pytest.importorskip("mcp")
+    return shlex.join([sys.executable, str(EDGE_SERVER), "--name", "edge"])
+
+
+def test_check_mcp_prints_a_row_per_tool(capsys: pytest.CaptureFixture[str]) -> None:
+    edge = _edge_command()
+    assert main(["check", "--mcp", "mcp-server-time", "--mcp", edge]) == 1  # weird is refused
+    out, err = capsys.readouterr()
+    rows = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert rows["tool"].split() == [
+        "tool",
+        "server",
+        "arguments",
+        "grammar",
+        "after",
+        "decoding",
+        "hints",
+        "permission",
+    ]
+    assert "mcp-time" in rows["get_current_time"] and "+output" in rows["get_current_time"]
+    assert rows["get_current_time"].split()[-2:] == ["read-only", "allowed"]
+    assert rows["wipe"].split()[-4:] == ["destructive,", "open-world*", "masked", "(destructive)"]
+    assert "REFUSED" in rows["weird"]
+    assert "refused: edge: tool 'weird': #/properties/x ($dynamicRef)" in out
+    assert "12 of 13 tools compiled" in out
+    assert "MCP servers: mcp-time (mcp-server-time), edge (" in err
+    assert "masked (in the prompt, not callable): wipe (destructive), my_tool (destructive)" in err
+
+
+def test_check_mcp_json_and_permissions(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["check", "--mcp", _edge_command(), "--json", "--allow-destructive"]
+    assert main([*argv, "--deny-tool", "inject"]) == 1
+    rows = {r["tool"]: r for r in json.loads(capsys.readouterr().out)["tools"]}
+    assert rows["wipe"]["permission"] == "allowed"
+    assert rows["inject"]["permission"] == "masked (denied)"
+    assert rows["add"]["validated"] == [] and rows["add"]["grammar"] > 0
+    assert rows["add"]["output_schema"] is True and rows["whoami"]["output_schema"] is False
+    assert rows["weird"]["status"] == "refused" and rows["weird"]["pointer"] == "/properties/x"
+    assert main(["check", "--mcp", "mcp-server-time", "--allow-tool", "nope"]) == 1
+    assert "'nope' matches no MCP tool" in capsys.readouterr().err
+
+
+def test_check_needs_a_schema_or_mcp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check"]) == 1
+    assert "give a schema file" in capsys.readouterr().err
+    path = tmp_path / "s.json"
+    path.write_text("{}")
+    assert main(["check", str(path), "--mcp", "mcp-server-time"]) == 1
+    assert "not both" in capsys.readouterr().err
+
+
+@pytest.mark.model
+def test_demo_mcp_calls_the_time_server(capsys: pytest.CaptureFixture[str]) -> None:
+    _model_or_skip()
+    pytest.importorskip("mcp")
+    prompt = "What time is it in Tokyo (Asia/Tokyo)?"
+    assert main(["demo", "--mcp", "mcp-server-time", "--prompt", prompt]) == 0
+    out = capsys.readouterr().out
+    assert 'parsed call: get_current_time({"timezone": "Asia/Tokyo"})' in out
+    assert '--- tool get_current_time: {\n  "timezone": "Asia/Tokyo",' in out
+    assert "\nverdict: " in out and "| tools: get_current_time |" in out

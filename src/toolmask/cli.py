@@ -85,6 +85,12 @@ def _cmd_grammar(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from toolmask.schema._report import check_schema, format_report, load_schema
 
+    if args.mcp:
+        if args.schema is not None:
+            raise ToolmaskError("give a schema file or --mcp, not both")
+        return _cmd_check_mcp(args)
+    if args.schema is None:
+        raise ToolmaskError("give a schema file (or --mcp CMD to check an MCP server's tools)")
     options: dict[str, Any] = {
         "lenient": args.lenient,
         "whitespace": args.whitespace,
@@ -220,6 +226,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from toolmask.agent import Agent, PoolFilter
     from toolmask.agent.demo_tools import ACT_ONCE, DEMO_MARKERS, demo_tools
 
+    if args.mcp:
+        return _demo_mcp(args)
     backend = _load_backend(args.model)
     grammar = args.mode == "grammar"
     agent = Agent(
@@ -232,6 +240,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         max_steps=args.max_steps,
         fmt=args.format,
     )
+    _demo_prompts(agent, args)
+    return 0
+
+
+def _demo_prompts(agent: Any, args: argparse.Namespace) -> None:
+    """Run each demo prompt through ``agent``: its steps, then the verdict line."""
     for prompt in args.prompt or DEMO_PROMPTS:
         print(f"\n### user: {prompt}")
         started = time.time()
@@ -240,20 +254,35 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if transcript.outcome.stop in ("blocked", "max_steps"):
             print(transcript.outcome.message)
         print(_verdict(prompt, transcript, args.dir, started), flush=True)
-    return 0
 
 
 CHAT_HELP = "commands: /reset forgets the conversation, /exit (or end of input) leaves"
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        policy = None
+        if args.mcp:
+            if args.tools or args.no_tools:
+                raise ToolmaskError("--mcp replaces the tools: leave out --tools and --no-tools")
+            toolset = stack.enter_context(_mcp_toolset(args))
+            tools: list[Any] = list(toolset.tools)
+            policy = toolset.policy()
+        else:
+            from toolmask.agent.demo_tools import demo_tools
+
+            tools = [] if args.no_tools else demo_tools(args.dir)
+            if args.tools:
+                tools = _load_tools(args.tools)
+        return _chat(args, tools, policy)
+
+
+def _chat(args: argparse.Namespace, tools: list[Any], policy: Any) -> int:
     from toolmask.agent import Agent, Message
-    from toolmask.agent.demo_tools import demo_tools
     from toolmask.sampling import SamplingParams
 
-    tools: list[Any] = [] if args.no_tools else demo_tools(args.dir)
-    if args.tools:
-        tools = _load_tools(args.tools)
     backend = _load_backend(args.model)
     agent = Agent(
         backend,
@@ -263,6 +292,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         sampling=SamplingParams(temperature=args.temperature, seed=args.seed),
         fmt=args.format,
+        policy=policy,
     )
     names = ", ".join(t.name for t in agent.tools) or "none"
     print(f"tools: {names}\n{CHAT_HELP}", file=sys.stderr, flush=True)
@@ -287,6 +317,182 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         history = transcript[1:]
         sys.stdout.flush()
     return 0
+
+
+# -- MCP servers as the tool source (toolmask.integrations.mcp, extra ``mcp``) ----------------
+
+
+def add_mcp_arguments(p: argparse.ArgumentParser) -> None:
+    """``--mcp`` (repeatable) and the permission flags, shared by ``check``, ``demo`` and
+    ``chat``."""
+    p.add_argument(
+        "--mcp",
+        action="append",
+        metavar="CMD|URL",
+        help="an MCP server as the tool source (repeatable): a command line (quoted, split "
+        "like a shell would; run as a subprocess, spoken to over stdio) or an http(s) URL "
+        "(streamable HTTP)",
+    )
+    p.add_argument(
+        "--allow-destructive",
+        action="store_true",
+        help="let the model call MCP tools that may destroy (by their annotations: not "
+        "readOnlyHint, destructiveHint not false); masked by default",
+    )
+    p.add_argument(
+        "--allow-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an MCP tool (name or glob) the model may call whatever its annotations say "
+        "(repeatable)",
+    )
+    p.add_argument(
+        "--deny-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an MCP tool (name or glob) the model may not call (repeatable)",
+    )
+
+
+def _mcp_toolset(args: argparse.Namespace) -> Any:
+    """The :class:`~toolmask.integrations.mcp.McpToolset` of ``--mcp`` and the permission
+    flags; says on stderr which tools were refused or are masked."""
+    from toolmask.integrations.mcp import McpToolset, Permissions
+
+    permissions = Permissions(
+        allow_destructive=args.allow_destructive,
+        allow=tuple(args.allow_tool),
+        deny=tuple(args.deny_tool),
+    )
+    fmt = args.format if getattr(args, "format", "auto") != "auto" else "hermes"
+    toolset = McpToolset(args.mcp, permissions=permissions, fmt=fmt)
+    try:
+        names = ", ".join(f"{s.name} ({s.spec.label})" for s in toolset.servers)
+        print(f"MCP servers: {names}; {len(toolset)} tools", file=sys.stderr)
+        for refused in toolset.refused:
+            print(f"left out: {refused}", file=sys.stderr)
+        masked = toolset.masked()
+        if masked:
+            shown = ", ".join(f"{n} ({why})" for n, why in masked.items())
+            print(f"masked (in the prompt, not callable): {shown}", file=sys.stderr, flush=True)
+    except BaseException:
+        toolset.close()
+        raise
+    return toolset
+
+
+def _demo_mcp(args: argparse.Namespace) -> int:
+    """``demo --mcp``: the demo's agent (grammar mode: one tool, then final_answer; the
+    tool picked by the likelihood of its whole name) on the servers' tools."""
+    from toolmask.agent import Agent
+    from toolmask.agent.demo_tools import ACT_ONCE
+
+    if not args.prompt:
+        raise ToolmaskError("demo --mcp needs --prompt (the built-in prompts use the demo tools)")
+    with _mcp_toolset(args) as toolset:
+        backend = _load_backend(args.model)
+        grammar = args.mode == "grammar"
+        agent = Agent(
+            backend,
+            toolset.tools,
+            mode=args.mode,
+            policy=[toolset.policy(), ACT_ONCE] if grammar else toolset.policy(),
+            tool_choice="required" if grammar else args.tool_choice,
+            answer_after=1 if grammar else 0,
+            name_choice="likelihood" if grammar else "decode",
+            max_steps=args.max_steps,
+            fmt=args.format,
+        )
+        _demo_prompts(agent, args)
+    return 0
+
+
+def _cmd_check_mcp(args: argparse.Namespace) -> int:
+    """``check --mcp``: compile every tool of the servers; one row per tool. Exit status 1
+    when a tool's schema was refused."""
+    from toolmask.schema._report import check_schema
+    from toolmask.tools.formats import get_format
+
+    options = dict(get_format("hermes").argument_options)
+    options.update(lenient=args.lenient, strict_formats=args.strict_formats)
+    rows: list[dict[str, Any]] = []
+    with _mcp_toolset(args) as toolset:
+        masked = toolset.masked()
+        for entry in toolset:
+            report = check_schema(entry.tool.parameters, **options)
+            counts = report.counts()
+            rows.append(
+                {
+                    "tool": entry.name,
+                    "server": entry.server,
+                    "mcp_name": entry.remote_name,
+                    "status": "compiled",
+                    "rules": report.rules,
+                    "grammar": counts.get("grammar", 0),
+                    "validated": [
+                        f"{k.pointer} {k.keyword}"
+                        for k in report.keywords
+                        if k.enforcement in ("validator", "unsupported")
+                    ],
+                    "annotation": counts.get("annotation", 0),
+                    "output_schema": entry.output_schema is not None,
+                    "hints": entry.hints.brief(),
+                    "permission": f"masked ({masked[entry.name]})"
+                    if entry.name in masked
+                    else "allowed",
+                }
+            )
+        for refused in toolset.refused:
+            rows.append(
+                {
+                    "tool": refused.name,
+                    "server": refused.server,
+                    "mcp_name": refused.remote_name,
+                    "status": "refused",
+                    "error": str(refused.error),
+                    "pointer": getattr(refused.error, "pointer", None),
+                    "hints": refused.hints.brief(),
+                    "permission": "left out",
+                }
+            )
+    if args.json:
+        sys.stdout.write(json.dumps({"tools": rows}, indent=1, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(_mcp_table(rows))
+    return 1 if any(r["status"] == "refused" for r in rows) else 0
+
+
+def _mcp_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows of ``check --mcp`` as a plain-text table."""
+    head = ("tool", "server", "arguments", "grammar", "after decoding", "hints", "permission")
+    table = [head]
+    for r in rows:
+        if r["status"] == "refused":
+            args_cell, grammar, after = "REFUSED", "-", "(below)"
+        else:
+            args_cell = f"{r['rules']} rules" + (", +output" if r["output_schema"] else "")
+            grammar = str(r["grammar"])
+            after = ", ".join(r["validated"]) or "-"
+        table.append(
+            (r["tool"], r["server"], args_cell, grammar, after, r["hints"], r["permission"])
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
+        for row in table
+    ]
+    ok = sum(r["status"] == "compiled" for r in rows)
+    for r in rows:
+        if r["status"] == "refused":
+            lines.append(f"refused: {r['server']}: {r['error']}")
+    lines.append(
+        f"\n{ok} of {len(rows)} tools compiled; grammar: keywords the decoder enforces; after "
+        "decoding: keywords the validator checks; hints marked * are MCP's defaults (not "
+        "declared by the server)"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def add_format_argument(p: argparse.ArgumentParser) -> None:
@@ -365,7 +571,8 @@ def _parser() -> argparse.ArgumentParser:
         "enforces it, the post-decode validator checks it, or it is an annotation. An "
         "unsupported keyword is an error naming its JSON pointer (a warning with --lenient).",
     )
-    c.add_argument("schema", help="JSON file holding the schema ('-': stdin)")
+    c.add_argument("schema", nargs="?", help="JSON file holding the schema ('-': stdin)")
+    add_mcp_arguments(c)
     c.add_argument("--lenient", action="store_true", help="unsupported keywords: warn, validate")
     c.add_argument(
         "--strict-formats",
@@ -400,6 +607,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--tool-choice", default="auto", type=_tool_choice, help="prose mode only")
     add_format_argument(d)
     d.add_argument("--max-steps", type=int, default=4)
+    add_mcp_arguments(d)
     d.set_defaults(run=_cmd_demo)
 
     ch = sub.add_parser(
@@ -421,6 +629,7 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--temperature", type=float, default=0.0)
     ch.add_argument("--seed", type=int, default=None)
     ch.add_argument("--raw", action="store_true", help="print every raw completion")
+    add_mcp_arguments(ch)
     ch.set_defaults(run=_cmd_chat)
 
     from toolmask.server.cli import add_serve_parser
