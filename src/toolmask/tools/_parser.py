@@ -411,6 +411,8 @@ class _Scanner:
             if isinstance(got, str):
                 return self._bad(text, k, got, final)
             call.name, call.args = got
+            if fmt.id_key and isinstance(obj.get(fmt.id_key), str):
+                call.id = obj[fmt.id_key] or None
             if not call.stream or _loads(call.stream)[0] != call.args:
                 call.stream = json.dumps(call.args, ensure_ascii=False)
             calls.append(call)
@@ -460,6 +462,12 @@ class _Scanner:
         a_end = _json_end(text, a)
         limit = a_end if a_end is not None else (end if end is not None else len(text))
         return _Call(name, text[a:limit]), end
+
+
+def _own_id(c: _Call, taken: set[str]) -> str | None:
+    """The id the model wrote for call ``c`` (Mistral's ``"id"``), unless another call of the
+    reply already has it."""
+    return c.id if c.id and c.id not in taken else None
 
 
 def _held(seg: str, t: str) -> int:
@@ -521,7 +529,14 @@ def parse_turn(
     """
     st = _State()
     _Scanner(fmt, reasoning_open=reasoning_open, schemas=schemas).scan(text, st, final=True)
-    return _assemble(text, st.items, lambda n, _it, _j: id_factory(n))
+    taken: set[str] = set()
+
+    def ids(n: int, it: _Item, j: int) -> str:
+        out = _own_id(it.calls[j], taken) or id_factory(n)
+        taken.add(out)
+        return out
+
+    return _assemble(text, st.items, ids)
 
 
 class StreamParser:
@@ -627,7 +642,8 @@ class StreamParser:
             hit = self._announced.get(key)
             if hit is None:
                 index = len(self._announced)
-                hit = (index, self._ids(index))
+                taken = {v[1] for v in self._announced.values()}
+                hit = (index, _own_id(c, taken) or self._ids(index))
                 self._announced[key] = hit
                 self._sent_args[index] = 0
                 out.append(StreamDelta(index=index, id=hit[1], name=c.name, arguments=""))

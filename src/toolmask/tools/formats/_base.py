@@ -86,6 +86,9 @@ class WireFormat:
     #: keys of the call object
     name_key: ClassVar[str] = "name"
     args_key: ClassVar[str] = "arguments"
+    #: a key of the call object that holds the call's id, written after the arguments
+    #: (Mistral v3: ``"id"``); the parser returns it as the call's id ("" = none)
+    id_key: ClassVar[str] = ""
     #: the chat template's control markers (role markers, tool markers) for the sanitizer
     template_markers: ClassVar[tuple[str, ...]] = ()
     #: how the arguments JSON is written (options of :func:`~toolmask.schema.compile_json_schema`):
