@@ -15,6 +15,7 @@ from toolmask.tools._detect import (
     FormatEvidence,
     FormatGuess,
     detect_format,
+    detection_report,
     prove_format,
     resolve_format,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "build_turn_grammar",
     "check_tool_name",
     "detect_format",
+    "detection_report",
     "distortion_sites",
     "get_format",
     "load_chat_template",

@@ -48,6 +48,8 @@ __all__ = [
     "FormatEvidence",
     "FormatGuess",
     "detect_format",
+    "detection_report",
+    "evidence_table",
     "prove_format",
     "resolve_format",
     "specificity",
@@ -332,6 +334,53 @@ def resolve_format(
     if guess.confident:
         log.info("format auto: %s", guess)
     return guess.name
+
+
+def _near(c: CaseEvidence) -> bool:
+    """The format read some call back (right or not) or left only something else over."""
+    return c.parsed or not c.detail.startswith("calls read back: []")
+
+
+def _mark(ok: bool | None) -> str:
+    return "-" if ok is None else ("yes" if ok else "NO")
+
+
+def detection_report(guess: FormatGuess) -> str:
+    """``guess`` as text for people (``toolmask check --template``): the decision, the turns
+    the template rendered (what the model writes, the end-of-turn marker cut), and per format
+    that read any call back: parsed? / grammar takes the bytes under required? / auto? per
+    case, with the reason where not; the formats that read nothing are named in one line."""
+    lines = [f"template: {guess.template or '(none)'}", f"detected: {guess}"]
+    probe = guess.probe
+    if probe is not None:
+        lines.append(f"probe: {probe.variant}")
+        lines += [f"note: {n}" for n in probe.notes]
+        if probe.error:
+            lines.append(f"render error: {probe.error}")
+        if probe.cases:
+            lines.append("rendered turns (what the model writes; the end-of-turn marker cut):")
+            for pc in probe.cases:
+                lines.append(f"  {pc.name}: {pc.text!r}")
+                lines.append(f"  {' ' * len(pc.name)}  end: {pc.end!r}")
+        else:
+            lines.append("rendered turns: none (the template renders no tool calls)")
+    read = [e for e in guess.evidence if any(_near(c) for c in e.cases)]
+    rest = [e.format for e in guess.evidence if e not in read]
+    if read:
+        lines.append("evidence (parsed / required grammar / auto grammar, per case):")
+        for e in read:
+            verdict = "PROVEN" if e.proven else "refused"
+            lines.append(f"  {e.format}: {verdict}")
+            for c in e.cases:
+                row = f"    {c.case}: {_mark(c.parsed)} / {_mark(c.required)} / {_mark(c.auto)}"
+                lines.append(row + (f"  ({c.detail})" if c.detail else ""))
+    if rest:
+        lines.append(f"no calls read back by: {', '.join(rest)}")
+    if guess.clues:
+        lines.append(f"clues: {', '.join(map(repr, guess.clues))}")
+    if guess.warning:
+        lines.append(f"warning: {guess.warning}")
+    return "\n".join(lines) + "\n"
 
 
 def evidence_table(guess: FormatGuess) -> list[Mapping[str, Any]]:

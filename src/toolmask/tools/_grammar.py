@@ -11,6 +11,7 @@ Shape (``[]`` optional, names as in the printed grammar)::
     required  body ::= ws calls                   (llama3_json: calls | bare_calls)
     calls     one call per block:  block (ws block)* ws       (parallel off: block ws)
               list formats:  open [ call (sep call)* ] close ws  (parallel off: one call)
+                (list_optional: or blocks of one bare call each, as one call per block)
               then, where the format has prose after its calls (gemma4), prose_t
     ws        ::= [ \t\n\r]{0,max_trailing_ws}
     call      ::= call_0 | call_1 | ...               one alternative per callable tool
@@ -113,7 +114,12 @@ def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool)
         if bare:
             closer = lit(fmt.before_close)
         inner = seq(call, star(seq(sep, call))) if parallel else call
-        return seq(first, lit(fmt.list_open), inner, lit(fmt.list_close), closer, ws)
+        listed = seq(first, lit(fmt.list_open), inner, lit(fmt.list_close), closer, ws)
+        if not fmt.list_optional or bare:
+            return listed
+        single = seq(call, closer)  # the brackets left out: one call a block, blocks repeat
+        more = star(seq(ws, opener, single)) if parallel else EMPTY
+        return choice(listed, seq(first, single, more, ws))
     body = seq(lit(fmt.list_open), call, lit(fmt.list_close), closer)
     if not parallel:
         return seq(first, body, ws)

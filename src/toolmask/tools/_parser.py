@@ -387,12 +387,16 @@ class _Scanner:
 
         i = k if bare else k + len(fmt.open)
         i = _skip_ws(text, i)
-        if fmt.list_open:
+        listed = bool(fmt.list_open)
+        if listed:
             if i >= n:
                 return truncated(f"before {fmt.list_open!r}")
-            if text[i] != fmt.list_open:
+            if fmt.list_optional and text[i] == "{":
+                listed = False  # one bare call object in this block
+            elif text[i] != fmt.list_open:
                 return self._bad(text, k, f"expected {fmt.list_open!r} after the marker", final)
-            i += 1
+            else:
+                i += 1
         end = i
         while True:
             i = _skip_ws(text, i)
@@ -417,7 +421,7 @@ class _Scanner:
                 call.stream = json.dumps(call.args, ensure_ascii=False)
             calls.append(call)
             i = _skip_ws(text, end)
-            if not fmt.separator:
+            if not fmt.separator or (fmt.list_open and not listed):
                 break
             if i >= n:
                 if fmt.list_close or fmt.close or not final:
@@ -433,7 +437,7 @@ class _Scanner:
                 i += 1
                 end = i
             break
-        if fmt.list_close and not fmt.separator:
+        if fmt.list_close and not fmt.separator and listed:
             if i >= n:
                 return truncated(f"before {fmt.list_close!r}")
             if text[i] != fmt.list_close:

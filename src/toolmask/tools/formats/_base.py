@@ -61,6 +61,9 @@ class WireFormat:
     #: brackets around the calls of one block ("[" / "]" for a JSON array, or "")
     list_open: ClassVar[str] = ""
     list_close: ClassVar[str] = ""
+    #: the brackets may be left out, and then a block holds one call object (blocks repeat,
+    #: as Phi-4-mini writes ``<|tool_call|>{...}<|/tool_call|>`` besides a list)
+    list_optional: ClassVar[bool] = False
     #: one character between calls inside a block ("," / ";"), "" = one call per block
     separator: ClassVar[str] = ""
     #: what the grammar emits for ``separator``
