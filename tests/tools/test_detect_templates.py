@@ -83,7 +83,8 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/Reka-Edge.jinja": "qwen3",
     "llama.cpp/Spark2.5.jinja": "glm",
     "llama.cpp/StepFun3.5-Flash.jinja": "qwen3_xml",
-    "llama.cpp/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": NO_CALLS,
+    "llama.cpp/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": BUG
+    + "a single call is never closed",
     "llama.cpp/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "deepseek_v3",
     "llama.cpp/deepseek-ai-DeepSeek-V3.1.jinja": "deepseek_v31",
     "llama.cpp/deepseek-ai-DeepSeek-V3.2.jinja": "deepseek_dsml",
@@ -276,12 +277,17 @@ def _rendered_call_cases() -> list[tuple[str, str]]:
 def test_the_summary_figure() -> None:
     """Cases (one call, two calls) passing over the rendered call cases, as issue 23 counts
     them: detection picks a format whose grammar takes the bytes and whose parser gives the
-    calls back. It matches the table exactly; once no family is pending it is at least 95%."""
+    calls back. The passing cases are exactly the table's; over llama.cpp's collection (the
+    issue's measure) the share is at least 95% once none of its families is pending, each
+    remaining case a template bug named in docs/tools.md. vLLM's templates are counted apart."""
     cases = _rendered_call_cases()
     passing = [(n, c) for n, c in cases if guess_of(n).confident]
-    expected = [(n, c) for n, c in cases if EXPECTED[n] in FORMATS]
-    share = len(passing) / len(cases)
-    print(f"\ntemplates: {len(passing)} of {len(cases)} rendered call cases pass ({share:.0%})")
-    assert passing == expected
-    if not any(v.startswith("family pending") for v in EXPECTED.values()):
-        assert share >= 0.95
+    assert passing == [(n, c) for n, c in cases if EXPECTED[n] in FORMATS]
+    for label, prefix in (("llama.cpp", "llama.cpp"), ("vLLM", "vllm"), ("all", "")):
+        mine = [(n, c) for n, c in cases if n.startswith(prefix)]
+        ok = [x for x in passing if x in mine]
+        print(f"\n{label} templates: {len(ok)} of {len(mine)} rendered call cases pass", end="")
+    llama = [(n, c) for n, c in cases if n.startswith("llama.cpp")]
+    if not any(EXPECTED[n].startswith("family pending") for n, _ in llama):
+        share = len([x for x in passing if x in llama]) / len(llama)
+        assert share >= 0.95, share

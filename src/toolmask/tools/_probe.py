@@ -15,8 +15,8 @@ Templates disagree on how a call must be given to them, so the probe has
 :data:`VARIANTS`, tried in order by detection: arguments as a dict (transformers' convention)
 or as a JSON string (OpenAI's), call ids of nine alphanumeric characters (Mistral's templates
 refuse others) or ``functions.NAME:IDX`` (Kimi K2's templates print the id as the call's
-name). Every variant passes the same ``tools`` (OpenAI shape) with the function's fields
-repeated at the top level (Command R's and Firefunction's templates read them there).
+name), and the message's content ``""`` or null (DeepSeek R1's template renders calls only
+then).
 """
 
 from __future__ import annotations
@@ -139,15 +139,18 @@ TEMPLATE_INPUTS: dict[str, Callable[[], Any]] = {
 class Variant:
     """How the probe gives its calls to a template: ``arguments`` ``"dict"`` or ``"json"``
     (a JSON string), ``ids`` ``"alnum"`` (nine alphanumeric characters) or ``"functions"``
-    (``functions.NAME:IDX``)."""
+    (``functions.NAME:IDX``), the assistant message's ``content`` ``""`` or ``None`` (OpenAI's
+    null, which DeepSeek R1's template requires to render calls at all)."""
 
     arguments: str = "dict"
     ids: str = "alnum"
+    content: str | None = ""
 
     def __str__(self) -> str:
         args = "arguments as a dict" if self.arguments == "dict" else "arguments as JSON text"
         ids = "ids of 9 alphanumerics" if self.ids == "alnum" else "ids functions.NAME:IDX"
-        return f"{args}, {ids}"
+        content = "" if self.content is not None else ", content null"
+        return f"{args}, {ids}{content}"
 
 
 #: the variants detection tries, in order (see the module docstring)
@@ -156,6 +159,8 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("json", "alnum"),
     Variant("dict", "functions"),
     Variant("json", "functions"),
+    Variant("dict", "alnum", None),
+    Variant("json", "alnum", None),
 )
 
 
@@ -212,7 +217,7 @@ def _assistant(
 ) -> dict[str, Any]:
     msg: dict[str, Any] = {
         "role": "assistant",
-        "content": "",
+        "content": variant.content,
         "tool_calls": [
             {
                 "id": _call_id(variant, name, i),
