@@ -244,7 +244,8 @@ def _detect_template(source: TemplateSource) -> FormatGuess:
     try:
         renderer = TemplateRenderer(source)
     except ChatTemplateError as e:
-        return FormatGuess(FALLBACK, "fallback", warning=f"{e}", template=where)
+        msg = f"{e}; using {FALLBACK} (prompt-injected); pass --format NAME (fmt=) to override"
+        return FormatGuess(FALLBACK, "fallback", warning=msg, template=where)
     first: tuple[Probe, tuple[FormatEvidence, ...]] | None = None
     seen_probe: Probe | None = None
     for variant in VARIANTS:

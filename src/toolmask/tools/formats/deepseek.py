@@ -85,7 +85,7 @@ class _DeepSeek(WireFormat):
     #: and before the calls' end, and vLLM's DeepSeek templates (no whitespace control) indent
     #: them: up to 20 spaces before the block, 17 bytes between calls, 8 before its end
     before_close = "\n"
-    max_trailing_ws = 24
+    max_inner_ws = 24
     block_sep = ""
     list_calls = True
     extra_layouts = ("compact",)
