@@ -11,6 +11,7 @@ from toolmask.cli import main
 from toolmask.grammar import Grammar
 
 from .tools.toolset import OPENAI_TOOLS
+from .vendored import chat_template
 
 
 @pytest.fixture
@@ -94,6 +95,44 @@ def test_check_unsupported_keyword(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["check", str(path), "--lenient"]) == 0
     out = capsys.readouterr().out
     assert "$dynamicRef" in out and "validator" in out and "warning:" in out
+
+
+def test_check_template_shows_the_proof(capsys: pytest.CaptureFixture[str]) -> None:
+    path = chat_template("llama.cpp/mistralai-Mistral-Nemo-Instruct-2407.jinja")
+    assert main(["check", "--template", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "detected: mistral (proven on the calls the chat template renders)" in out
+    assert '"id": "call0000a"' in out  # the rendered call bytes, Nemo's call id included
+    assert "  mistral: PROVEN" in out and "one: yes / yes / yes" in out
+    assert main(["check", "--template", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["format"], report["source"]) == ("mistral", "template")
+    assert [c["case"] for c in report["cases"]] == ["one", "two"]
+    assert {"format": "mistral", "case": "two", "parsed": True, "required": True,
+            "auto": True, "detail": ""} in report["evidence"]  # fmt: skip
+
+
+def test_check_template_fallback_warns(capsys: pytest.CaptureFixture[str]) -> None:
+    path = chat_template("vllm/tool_chat_template_xlam_qwen.jinja")
+    assert main(["check", "--template", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "detected: functools (fallback)" in out
+    assert "warning: the chat template tool_chat_template_xlam_qwen.jinja renders tool calls" in out
+    assert "--format" in out
+
+
+def test_check_template_of_a_gguf_without_tool_calls(capsys: pytest.CaptureFixture[str]) -> None:
+    from toolmask.backends.llama_cpp import default_model_path
+
+    assert main(["check", "--template", str(default_model_path())]) == 1
+    out = capsys.readouterr().out
+    assert "rendered turns: none (the template renders no tool calls)" in out
+    assert "detected: hermes (no calls: '<|im_start|>')" in out
+
+
+def test_check_needs_a_schema_or_a_template(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check"]) == 2
+    assert "--template" in capsys.readouterr().err
 
 
 def _model_or_skip() -> None:

@@ -62,3 +62,22 @@ def suite_remotes() -> dict[str, Any]:
     if not out:
         raise FileNotFoundError(f"no remote documents under {base}")
     return out
+
+
+TEMPLATE_DIR = DATA / "templates"
+
+
+def chat_templates() -> list[Path]:
+    """Every vendored chat template (``<collection>/<file>.jinja``), sorted."""
+    files = sorted(TEMPLATE_DIR.glob("*/*.jinja"))
+    if not files:
+        raise FileNotFoundError(f"no chat templates under {TEMPLATE_DIR}")
+    return files
+
+
+def chat_template(name: str) -> Path:
+    """The vendored chat template ``<collection>/<file>.jinja``."""
+    path = TEMPLATE_DIR / name
+    if not path.is_file():
+        raise FileNotFoundError(f"no vendored chat template {path}")
+    return path

@@ -83,6 +83,10 @@ def _cmd_grammar(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    if args.template is not None:
+        if args.schema is not None or args.mcp:
+            raise ToolmaskError("give one of a schema file, --template or --mcp")
+        return _check_template(args)
     from toolmask.schema._report import check_schema, format_report, load_schema
 
     if args.mcp:
@@ -90,7 +94,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
             raise ToolmaskError("give a schema file or --mcp, not both")
         return _cmd_check_mcp(args)
     if args.schema is None:
-        raise ToolmaskError("give a schema file (or --mcp CMD to check an MCP server's tools)")
+        raise ToolmaskError(
+            "give a schema file, --template FILE|GGUF|FOLDER, or --mcp CMD (an MCP server's tools)"
+        )
     options: dict[str, Any] = {
         "lenient": args.lenient,
         "whitespace": args.whitespace,
@@ -102,6 +108,34 @@ def _cmd_check(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_report(report))
     return 0
+
+
+def _check_template(args: argparse.Namespace) -> int:
+    """``check --template``: the wire format read from a chat template, with the evidence.
+    Exit status 0 when a format proved itself, 1 when it is the fallback."""
+    from toolmask.tools import detect_format, detection_report, load_chat_template
+    from toolmask.tools._detect import evidence_table
+
+    guess = detect_format(load_chat_template(args.template))
+    if args.json:
+        probe = guess.probe
+        out = {
+            "template": guess.template,
+            "format": guess.name,
+            "source": guess.source,
+            "proven": list(guess.proven),
+            "clues": list(guess.clues),
+            "warning": guess.warning,
+            "cases": [
+                {"case": c.name, "text": c.text, "end": c.end}
+                for c in (probe.cases if probe is not None else ())
+            ],
+            "evidence": evidence_table(guess),
+        }
+        sys.stdout.write(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(detection_report(guess))
+    return 0 if guess.confident else 1
 
 
 DEMO_PROMPTS = (
@@ -566,12 +600,21 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser(
         "check",
-        help="show how each keyword of a JSON Schema is enforced",
+        help="show how each keyword of a JSON Schema is enforced, or which tool-call format a "
+        "chat template proves",
         description="Compile a JSON Schema and list, for every keyword, whether the grammar "
         "enforces it, the post-decode validator checks it, or it is an annotation. An "
-        "unsupported keyword is an error naming its JSON pointer (a warning with --lenient).",
+        "unsupported keyword is an error naming its JSON pointer (a warning with --lenient). "
+        "With --template: render a model's chat template with a probe conversation and show "
+        "which wire format reads its calls back and takes them as its grammar (exit status 1 "
+        "when none does and the prompt-injected fallback applies).",
     )
     c.add_argument("schema", nargs="?", help="JSON file holding the schema ('-': stdin)")
+    c.add_argument(
+        "--template",
+        metavar="FILE|GGUF|FOLDER",
+        help="a chat template: a Jinja file, a GGUF, or a Hugging Face model folder",
+    )
     add_mcp_arguments(c)
     c.add_argument("--lenient", action="store_true", help="unsupported keywords: warn, validate")
     c.add_argument(

@@ -32,6 +32,14 @@ TOKENS: list[bytes | None] = [None, *(bytes([b]) for b in range(256))]
 VOCAB = tm.Vocabulary.from_token_bytes(TOKENS, eos_ids=[EOS], special_texts={EOS: "<eos>"})
 
 
+def _agent(*args: Any, **kw: Any) -> Agent:
+    """An Agent that reads its replies as Hermes, the format these scripts write (a backend
+    without a chat template or a special token naming a format would get the prompt-injected
+    fallback)."""
+    kw.setdefault("fmt", "hermes")
+    return Agent(*args, **kw)
+
+
 class Scripted(DecodingBackend):
     """Prefers, at every step, the next byte of the current scripted completion, then EOS."""
 
@@ -135,7 +143,7 @@ def raw_of(t: Transcript) -> list[str | None]:
 def test_grammar_mode_ends_on_the_answer_tool() -> None:
     script = [call("add", '{"a": 2, "b": 3}'), answer("5")]
     b = Scripted(script)
-    agent = Agent(b, [add], mode="grammar")
+    agent = _agent(b, [add], mode="grammar")
     t = agent.run("2 + 3?")
     assert raw_of(t) == script  # the mask let the script through unchanged
     assert t.outcome.stop == "answer" and t.outcome.answer == "5"
@@ -147,7 +155,7 @@ def test_grammar_mode_ends_on_the_answer_tool() -> None:
 
 def test_grammar_mode_never_lets_prose_through() -> None:
     b = Scripted(["The answer is 5.", answer("5")])
-    t = Agent(b, [add], mode="grammar", max_steps=2).run("2 + 3?")
+    t = _agent(b, [add], mode="grammar", max_steps=2).run("2 + 3?")
     first = t[2]
     assert first.raw != "The answer is 5." and first.raw is not None
     assert first.raw.lstrip().startswith("<tool_call>")  # the grammar required a call
@@ -165,24 +173,24 @@ def test_configurable_answer_tool() -> None:
         return f"{text} ({confidence}/10)"
 
     script = [call("reply", '{"text": "five", "confidence": 9}')]
-    t = Agent(Scripted(script), [add], mode="grammar", answer_tool=reply).run("2 + 3?")
+    t = _agent(Scripted(script), [add], mode="grammar", answer_tool=reply).run("2 + 3?")
     assert t.outcome.answer == "five (9/10)" and t.outcome.stop == "answer"
 
 
 def test_prose_mode_is_unchanged() -> None:
-    t = Agent(Scripted(["It is 5."]), [add]).run("2 + 3?")
+    t = _agent(Scripted(["It is 5."]), [add]).run("2 + 3?")
     assert t.outcome.stop == "prose" and t.outcome.answer == "It is 5."
-    assert ANSWER_TOOL.name not in Agent(Scripted([]), [add]).system
+    assert ANSWER_TOOL.name not in _agent(Scripted([]), [add]).system
 
 
 def test_unknown_mode_is_an_error() -> None:
     with pytest.raises(ToolError, match="mode"):
-        Agent(Scripted([]), [add], mode="chat")  # type: ignore[arg-type]
+        _agent(Scripted([]), [add], mode="chat")  # type: ignore[arg-type]
 
 
 def test_unconstrained_parses_only() -> None:
     b = Scripted(["The answer is 5."])
-    t = Agent(b, [add], mode="grammar", constrained=False, max_steps=1).run("2 + 3?")
+    t = _agent(b, [add], mode="grammar", constrained=False, max_steps=1).run("2 + 3?")
     assert raw_of(t) == ["The answer is 5."]  # nothing forced it into a call
     assert t.outcome.stop == "max_steps" and t.outcome.answer is None
 
@@ -193,7 +201,7 @@ def test_unconstrained_parses_only() -> None:
 def test_repeated_call_with_same_result_is_blocked_and_stops() -> None:
     same = call("add", '{"a": 2, "b": 3}')
     b = Scripted([same, same, same, same])
-    t = Agent(b, [add], mode="grammar", max_consecutive_blocked=2, max_steps=6).run("2 + 3?")
+    t = _agent(b, [add], mode="grammar", max_consecutive_blocked=2, max_steps=6).run("2 + 3?")
     assert t.outcome.stop == "blocked" and t.outcome.steps == 3
     assert t.outcome.answer is None
     assert "2 blocked steps in a row" in t.outcome.message
@@ -211,13 +219,13 @@ def test_a_repeat_with_a_new_result_is_not_blocked() -> None:
         return box["n"]
 
     same = call("tick", "{}")
-    t = Agent(Scripted([same, same, same]), [tick], mode="grammar", max_steps=3).run("go")
+    t = _agent(Scripted([same, same, same]), [tick], mode="grammar", max_steps=3).run("go")
     assert t.outcome.stop == "max_steps" and t.outcome.blocked == ()
 
 
 def test_tool_errors_are_blocked() -> None:
     b = Scripted([call("flaky", '{"x": 1}'), call("flaky", '{"x": 2}')])
-    t = Agent(b, [flaky], mode="grammar", max_consecutive_blocked=2).run("go")
+    t = _agent(b, [flaky], mode="grammar", max_consecutive_blocked=2).run("go")
     assert t.outcome.stop == "blocked"
     assert "RuntimeError: disk on fire" in t.outcome.message
     assert next(m.content for m in t if m.role == "tool").startswith("error: RuntimeError")
@@ -240,7 +248,7 @@ def test_validator_errors_go_back_and_count_as_blocked() -> None:
     spec["function"]["parameters"]["properties"]["xs"]["uniqueItems"] = True  # type: ignore[index]
     bad = call("pick", '{"xs": [1, 1]}')
     b = Scripted([bad, bad, answer("x")])
-    agent = Agent(b, [spec], functions={"pick": lambda xs: xs}, mode="grammar")
+    agent = _agent(b, [spec], functions={"pick": lambda xs: xs}, mode="grammar")
     t = agent.run("pick")
     tool_msgs = [m for m in t if m.role == "tool"]
     assert tool_msgs[0].content.startswith("error:") and "/xs" in tool_msgs[0].content
@@ -252,14 +260,14 @@ def test_a_good_step_resets_the_counter() -> None:
     b = Scripted(
         [call("flaky", '{"x": 1}'), call("add", '{"a": 1, "b": 1}'), call("flaky", '{"x": 2}')]
     )
-    t = Agent(b, [flaky, add], mode="grammar", max_steps=3).run("go")
+    t = _agent(b, [flaky, add], mode="grammar", max_steps=3).run("go")
     assert t.outcome.stop == "max_steps" and len(t.outcome.blocked) == 2
 
 
 def test_a_cut_turn_is_blocked_in_grammar_mode() -> None:
     long = call("add", '{"a": 1111111111111111, "b": 2}')
     b = Scripted([long, long])
-    t = Agent(b, [add], mode="grammar", max_tokens=20).run("go")
+    t = _agent(b, [add], mode="grammar", max_tokens=20).run("go")
     assert t.outcome.stop == "blocked" and "cut at max_tokens" in t.outcome.message
 
 
@@ -281,7 +289,7 @@ def _run_state_machine(script: list[str]) -> tuple[Scripted, Transcript, Agent]:
         transitions={"start": {"browser_open": "open"}, "open": {"browser_read": "read"}},
     )
     b = Scripted(script)
-    agent = Agent(b, [shell, browser_open, browser_read], mode="grammar", policy=machine)
+    agent = _agent(b, [shell, browser_open, browser_read], mode="grammar", policy=machine)
     return b, agent.run("what does example.org say?"), agent
 
 
@@ -349,7 +357,7 @@ def test_pool_filter_matches_whole_words() -> None:
 
 def test_pool_filter_in_the_loop_masks_escape_hatches() -> None:
     script = [call("shell", '{"command": "echo 5"}'), answer("5")]
-    agent = Agent(
+    agent = _agent(
         Scripted(script),
         [add, shell],
         mode="grammar",
@@ -362,7 +370,7 @@ def test_pool_filter_in_the_loop_masks_escape_hatches() -> None:
 
 
 def test_policies_intersect() -> None:
-    agent = Agent(
+    agent = _agent(
         Scripted([]),
         [add, shell, browser_open],
         mode="grammar",
@@ -374,7 +382,7 @@ def test_policies_intersect() -> None:
 def test_answer_after_masks_the_answer_until_a_tool_ran() -> None:
     script = [answer("6"), call("flaky", '{"x": 1}'), call("add", '{"a": 2, "b": 3}'), answer("5")]
     b = Scripted(script)
-    t = Agent(b, [add, flaky], mode="grammar", answer_after=1, max_consecutive_blocked=3).run("?")
+    t = _agent(b, [add, flaky], mode="grammar", answer_after=1, max_consecutive_blocked=3).run("?")
     allowed = [m.meta["allowed"] for m in t if m.role == "assistant"]
     assert allowed[:3] == [["add", "flaky"]] * 3  # a failed tool does not count
     assert allowed[3] == ["add", "flaky", "final_answer"]
@@ -387,6 +395,7 @@ def test_format_auto_prompt_opened_reasoning_and_budget() -> None:
     the turn starts inside the channel; the budget closes it after 3 tokens and the call
     follows."""
     from tests.backends.thinker import Thinker
+    from tests.tools.test_probe import TEMPLATES
 
     call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
     backend = Thinker(
@@ -394,7 +403,7 @@ def test_format_auto_prompt_opened_reasoning_and_budget() -> None:
         close="</think>",
         after="\n\n" + call,
         specials=["<think>", "</think>"],
-        chat_template="{{ '<|im_start|>' }}<tool_call></tool_call>{{ '<think>' }}",
+        chat_template=TEMPLATES["qwen3"],  # renders calls as Qwen 3 does: proves qwen3
     )
 
     def template(messages: Any, turn: Any, **_kw: Any) -> str:
@@ -419,7 +428,7 @@ def test_format_auto_prompt_opened_reasoning_and_budget() -> None:
 
 def test_auto_prose_steps_carry_the_decision_prompt_after_the_user_message() -> None:
     b = Scripted([call("add", '{"a": 2, "b": 3}'), "It is 5."])
-    t = Agent(b, [add]).run("2 + 3?")
+    t = _agent(b, [add]).run("2 + 3?")
     decision = "<|im_start|>system\nReply with <tool_call> if a function can answer this"
     for prompt in b.prompts:
         user = prompt.index("<|im_start|>user\n2 + 3?<|im_end|>\n")
@@ -432,9 +441,9 @@ def test_auto_prose_steps_carry_the_decision_prompt_after_the_user_message() -> 
 
 def test_no_decision_prompt_when_the_mask_decides_or_when_asked() -> None:
     for agent in (
-        Agent(Scripted([answer("5")]), [add], mode="grammar"),
-        Agent(Scripted(["It is 5."]), [add], tool_choice="required", max_steps=1),
-        Agent(Scripted(["It is 5."]), [add], reminder=False),
+        _agent(Scripted([answer("5")]), [add], mode="grammar"),
+        _agent(Scripted(["It is 5."]), [add], tool_choice="required", max_steps=1),
+        _agent(Scripted(["It is 5."]), [add], reminder=False),
     ):
         agent.run("2 + 3?")
         backend = agent.backend
@@ -476,23 +485,23 @@ def test_likelihood_picks_the_name_the_model_means_with_the_same_prompt(meant: s
     shared = len('<tool_call>\n{"name": "add')
     script = [call(meant, args)[shared:]] * 2 + [call(meant, args)]
     b = Scripted(script)
-    agent = Agent(b, [add_days, add], mode="grammar", answer_after=1, name_choice="likelihood")
+    agent = _agent(b, [add_days, add], mode="grammar", answer_after=1, name_choice="likelihood")
     t = agent.run("2 + 3?", max_steps=1)
     step = t[2]
     scores = step.meta["name_scores"]
     assert set(scores) == {"add_days", "add"} and max(scores, key=scores.get) == meant
     assert step.meta["allowed"] == [meant] and step.tool_calls[0].name == meant
     plain = Scripted([call(meant, args)])
-    Agent(plain, [add_days, add], mode="grammar", answer_after=1).run("2 + 3?", max_steps=1)
+    _agent(plain, [add_days, add], mode="grammar", answer_after=1).run("2 + 3?", max_steps=1)
     assert b.prompts[-1] == plain.prompts[0]  # the mask changed, the prompt did not
 
 
 def test_likelihood_leaves_prose_steps_and_single_tools_alone() -> None:
     b = Scripted(["It is 5."])
-    t = Agent(b, [add_days, add], name_choice="likelihood").run("2 + 3?")
+    t = _agent(b, [add_days, add], name_choice="likelihood").run("2 + 3?")
     assert t[2].meta["name_scores"] == {} and len(b.prompts) == 1  # auto: nothing scored
     b = Scripted([call("add", '{"a": 2, "b": 3}')])
-    t = Agent(b, [add], tool_choice="required", name_choice="likelihood").run("?", max_steps=1)
+    t = _agent(b, [add], tool_choice="required", name_choice="likelihood").run("?", max_steps=1)
     assert t[2].meta["name_scores"] == {} and len(b.prompts) == 1  # one tool: nothing to choose
     with pytest.raises(ToolError, match="name_choice"):
-        Agent(b, [add], name_choice="best")  # type: ignore[arg-type]
+        _agent(b, [add], name_choice="best")  # type: ignore[arg-type]

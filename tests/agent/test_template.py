@@ -107,13 +107,13 @@ class _Backend:
 
 
 def test_agent_uses_the_backends_template_and_leaves_tools_to_it() -> None:
-    plain = Agent(_Backend(None), [weather])
+    plain = Agent(_Backend(None), [weather], fmt="hermes")
     assert plain.template is render_chatml
     assert "<tools>" in plain.system  # the format's own tool prompt
-    aware = Agent(_Backend(TOOL_AWARE), [weather])
+    aware = Agent(_Backend(TOOL_AWARE), [weather], fmt="hermes")
     assert isinstance(aware.template, ChatTemplate) and aware.template.bos_token == "<s>"
     assert "<tools>" not in aware.system  # the template advertises them
-    chatml = Agent(_Backend(CHATML), [weather])
+    chatml = Agent(_Backend(CHATML), [weather], fmt="hermes")
     assert "<tools>" in chatml.system
     assert isinstance(default_template(_Backend(CHATML)), ChatTemplate)
 

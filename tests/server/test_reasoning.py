@@ -27,6 +27,8 @@ from toolmask.backends._base import Generation, OnToken
 from toolmask.server._app import create_app
 from toolmask.tools import ToolTurn
 
+from ..vendored import chat_template
+
 TOOL = {
     "type": "function",
     "function": {
@@ -221,9 +223,11 @@ def test_the_reasoning_budget_closes_the_channel() -> None:
 
 
 def test_the_format_is_read_from_the_model() -> None:
-    """``create_app``'s default ``fmt="auto"``: the backend's chat template names the format."""
+    """``create_app``'s default ``fmt="auto"``: the format proven on the backend's chat
+    template (Gemma 4's own)."""
     backend = Scripted(GEMMA_REPLY)
-    backend.chat_template = "{{ '<|tool_call>' }}call:{{ name }}{{ '<tool_call|>' }}"  # type: ignore[attr-defined]
+    gemma = chat_template("llama.cpp/google-gemma-4-31B-it.jinja").read_text(encoding="utf-8")
+    backend.chat_template = gemma  # type: ignore[attr-defined]
     app = create_app(backend, model_name="m", template=Template())
     assert app.state.plans.fmt == "gemma4"
     with TestClient(app) as client:

@@ -1,40 +1,121 @@
-"""``fmt="auto"``: the format read from a model's chat template and special tokens.
+"""``fmt="auto"``: a format is detected only when it proves itself on the calls the model's own
+chat template renders; otherwise the prompt-injected fallback, with a warning.
 
-Templates are not needed, markers suffice: a template renders earlier calls the way the model
-writes them, so every format is recognised from its own markers and a rendered call; every
-canitoolcall family from its ``family.json`` markers taken as special tokens; an unknown model
-gets hermes with a warning.
-"""
+Small templates show each rule here; ``test_detect_templates.py`` runs every vendored real
+template."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
 from canitoolcall.fixtures import load_family
 
 from toolmask.errors import ToolError
-from toolmask.tools import FORMATS, ToolTurn, detect_format, get_format, resolve_format
+from toolmask.tools import (
+    FORMATS,
+    TemplateSource,
+    ToolTurn,
+    detect_format,
+    get_format,
+    load_chat_template,
+    resolve_format,
+)
+from toolmask.tools._detect import FALLBACK, specificity
+from toolmask.tools._probe import PROBE_CASES
 
+from ..vendored import chat_template
 from .canitoolcall_glue import _FORMAT_BY_MODEL, FAMILIES
+from .test_probe import TEMPLATES
 
 
-def _template(name: str) -> str:
-    """What a chat template of the format holds: its call and reasoning markers and a call in
-    history (not the role markers it shares with other families' templates)."""
+def _own_template(name: str) -> str:
+    """A ChatML template whose assistant turns hold ``name``'s own rendering of the probe's
+    calls (:meth:`WireFormat.render_calls`), its markers named in a comment as a real template
+    of the family would name them."""
     fmt = FORMATS[name]
-    own = (fmt.open, fmt.close, fmt.trigger, fmt.reasoning_start, fmt.reasoning_end)
-    return " ".join(own) + "\n" + fmt.render_call("get_weather", {"city": "Paris"})
+    one, two = (
+        json.dumps(fmt.render_calls(list(PROBE_CASES[c]))) for c in ("one", "two")
+    )  # JSON string literals are Jinja string literals
+    marks = " ".join(
+        m for m in (fmt.open, fmt.close, fmt.trigger, fmt.reasoning_start, fmt.reasoning_end) if m
+    )
+    return (
+        "{# " + marks + " #}"
+        "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}"
+        "{% if m.tool_calls %}{{ " + one + " if m.tool_calls | length == 1 else " + two + " }}"
+        "{% else %}{{ m.content }}{% endif %}{{ '<|im_end|>\\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+    )
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
-def test_every_format_from_its_template_markers(name: str) -> None:
-    guess = detect_format(_template(name))
-    assert guess.name == name and guess.source == "template", str(guess)
+#: formats whose render_calls is not a whole turn their grammar takes alone (Kimi K3's turn is
+#: sections around the calls; see test_detect_templates for its real template)
+_NOT_A_TURN = {"kimi_k3"}
+
+
+@pytest.mark.parametrize("name", sorted(set(FORMATS) - _NOT_A_TURN))
+def test_every_format_proves_itself_on_its_own_calls(name: str) -> None:
+    guess = detect_format(_own_template(name))
+    assert guess.name == name and guess.confident, (str(guess), guess.warning)
+    assert all(e.proven for e in guess.evidence if e.format in guess.proven)
+
+
+def test_the_most_specific_of_the_proven() -> None:
+    # Qwen 2.5's shape: hermes and qwen3 both read it; <think> is nowhere in the template
+    guess = detect_format(TEMPLATES["hermes"])
+    assert (guess.name, guess.proven) == ("hermes", ("hermes", "qwen3"))
+    assert specificity(FORMATS["hermes"], TEMPLATES["hermes"]) == (1.0, 23)
+    assert specificity(FORMATS["qwen3"], TEMPLATES["hermes"]) == (0.5, 23)
+    # Qwen 3's renders reasoning: only a format that reads it back as reasoning proves itself
+    guess = detect_format(TEMPLATES["qwen3"])
+    assert (guess.name, guess.proven) == ("qwen3", ("qwen3",))
+    hermes = next(e for e in guess.evidence if e.format == "hermes")
+    bad = next(c for c in hermes.cases if c.case == "reasoning")
+    assert not bad.parsed and "left in the content" in bad.detail
+
+
+def test_arguments_given_as_json_text_when_the_template_wants_them() -> None:
+    guess = detect_format(TEMPLATES["json arguments"])
+    assert guess.name == "hermes" and guess.confident
+    assert guess.probe is not None and guess.probe.variant.arguments == "json"
+
+
+def test_calls_no_format_reads_get_the_fallback_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    source = TemplateSource(TEMPLATES["unknown"], origin="/models/odd/template.jinja")
+    with caplog.at_level(logging.WARNING, logger="toolmask.tools"):
+        guess = detect_format(source)
+    assert (guess.name, guess.source, guess.confident) == (FALLBACK, "fallback", False)
+    assert "template.jinja renders tool calls that no format reads" in guess.warning
+    assert "--format" in guess.warning
+    assert any(guess.warning in r.message for r in caplog.records)
+    assert guess.probe is not None and guess.probe.renders_calls
+    assert not any(e.proven for e in guess.evidence)
+
+
+def test_a_template_that_renders_no_calls_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="toolmask.tools"):
+        guess = detect_format(TEMPLATES["no calls"])
+    assert (guess.name, guess.source) == (FALLBACK, "no calls")
+    assert "renders no tool calls" in guess.warning and "--format" in guess.warning
+    # the special tokens may still name the family (the template shows nothing to prove)
+    guess = detect_format(TEMPLATES["no calls"], ["<|im_start|>", "<tool_call>"])
+    assert (guess.name, guess.source, guess.clues) == ("hermes", "no calls", ("<tool_call>",))
+
+
+def test_the_embedded_model_is_chatml_without_tool_calls() -> None:
+    from toolmask.backends.llama_cpp import default_model_path
+
+    guess = detect_format(load_chat_template(default_model_path()))
+    assert (guess.name, guess.source, guess.clues) == ("hermes", "no calls", ("<|im_start|>",))
+    assert "SmolLM2" in guess.warning
 
 
 @pytest.mark.parametrize("slug", FAMILIES)
-def test_every_family_from_its_special_tokens(slug: str) -> None:
+def test_every_family_from_its_special_tokens_without_a_template(slug: str) -> None:
     family = load_family(slug)
     expected = {fmt for fam, _prefix, fmt in _FORMAT_BY_MODEL if fam == slug}
     guess = detect_format(None, family.markers)
@@ -42,42 +123,31 @@ def test_every_family_from_its_special_tokens(slug: str) -> None:
     assert guess.name in expected, (slug, str(guess))
 
 
-@pytest.mark.parametrize(
-    ("template", "name"),
-    [
-        # Qwen2.5's ChatML with <tool_call>, Qwen3's with <think> too
-        ("<|im_start|>system\n<tools></tools> <tool_call>\n</tool_call><|im_end|>", "hermes"),
-        ("<|im_start|>{{ '<think>' }} <tool_call>", "qwen3"),
-        ("<|im_start|>user\n{{ content }}<|im_end|>", "hermes"),  # ChatML, no tools: SmolLM2
-        ("<tool_call><function=NAME><parameter=x>", "qwen3_xml"),  # not hermes: more specific
-        ("<tool_call>{{ k }}<arg_key>k</arg_key>", "glm"),
-        ("[TOOL_CALLS][{{ calls|tojson }}]", "mistral"),
-        ("[TOOL_CALLS]{{ name }}[ARGS]{{ args }}", "mistral_v11"),
-    ],
-)
-def test_shared_markers_go_to_the_specific_family(template: str, name: str) -> None:
-    assert detect_format(template).name == name
-
-
 def test_the_template_wins_over_the_special_tokens() -> None:
-    # Kimi K3's vocabulary may keep K2's section tokens; its template names K3
+    # Kimi K3's vocabulary may keep K2's section tokens; its template proves K3
+    source = load_chat_template(chat_template("llama.cpp/Kimi-K3.jinja"))
     specials = ["<|tool_calls_section_begin|>", "<|open|>", "<|sep|>"]
-    assert detect_format("{{ '<|open|>' }}tools{{ '<|sep|>' }}", specials).name == "kimi_k3"
-    assert detect_format("no markers here", ["<|tool_calls_section_begin|>"]).name == "kimi_k2"
+    assert detect_format(source, specials).name == "kimi_k3"
+    assert detect_format(None, ["<|tool_calls_section_begin|>"]).name == "kimi_k2"
 
 
-def test_an_unknown_model_gets_hermes_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_nothing_at_all_gets_the_fallback_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="toolmask.tools"):
-        guess = detect_format("{{ bos_token }}<start_of_turn>user", ["<start_of_turn>"])
-    assert guess.name == "hermes" and guess.source == "fallback"
-    assert any("using hermes" in r.message for r in caplog.records)
-    assert resolve_format("auto") == "hermes"
+        guess = detect_format(None, ["<start_of_turn>"])
+    assert (guess.name, guess.source) == (FALLBACK, "none")
+    assert any("using functools" in r.message for r in caplog.records)
+    assert resolve_format("auto") == FALLBACK
 
 
 def test_resolve_keeps_a_named_format() -> None:
-    assert resolve_format("glm", _template("gemma4")) == "glm"
-    assert resolve_format("auto", _template("gemma4")) == "gemma4"
+    assert resolve_format("glm", TEMPLATES["hermes"]) == "glm"
+    assert resolve_format("auto", TEMPLATES["hermes"]) == "hermes"
     with pytest.raises(ToolError, match="resolve_format"):
         get_format("auto")
     with pytest.raises(ToolError, match="resolve_format"):
         ToolTurn([], "auto")
+
+
+def test_a_template_that_does_not_compile_gets_the_fallback() -> None:
+    guess = detect_format("{% if %}")
+    assert guess.name == FALLBACK and "does not compile" in guess.warning

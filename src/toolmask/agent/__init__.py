@@ -30,9 +30,9 @@ from toolmask.agent._template import ChatTemplate, ChatTemplateError
 from toolmask.backends._base import Backend, ReasoningBudget
 from toolmask.errors import ToolError
 from toolmask.sampling import SamplingParams
-from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn
+from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn, resolve_format
 from toolmask.tools._validate import render_errors
-from toolmask.tools.formats import WireFormat, resolve_format
+from toolmask.tools.formats import WireFormat
 
 __all__ = [
     "ANSWER_TOOL",

@@ -10,6 +10,15 @@ from __future__ import annotations
 
 from toolmask.errors import ToolError
 from toolmask.tools._choice import ToolChoice
+from toolmask.tools._detect import (
+    CaseEvidence,
+    FormatEvidence,
+    FormatGuess,
+    detect_format,
+    detection_report,
+    prove_format,
+    resolve_format,
+)
 from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
 from toolmask.tools._parser import (
     MalformedBlock,
@@ -21,31 +30,36 @@ from toolmask.tools._parser import (
     random_call_id,
     sequential_call_id,
 )
+from toolmask.tools._probe import Probe, ProbeCase, probe_template
 from toolmask.tools._rename import prefix_rules
 from toolmask.tools._sanitize import sanitize_tool_output
 from toolmask.tools._sites import SITES, distortion_sites, site_at, sites_of
 from toolmask.tools._spec import Tool, check_tool_name, type_schema
+from toolmask.tools._template import TemplateRenderer, TemplateSource, load_chat_template
 from toolmask.tools._turn import ToolTurn
 from toolmask.tools._validate import CallError, render_errors, validate_call
 from toolmask.tools.formats import (
     FORMATS,
-    FormatGuess,
     WireFormat,
-    detect_format,
     get_format,
     register_format,
-    resolve_format,
 )
 
 __all__ = [
     "FORMATS",
     "SITES",
     "CallError",
+    "CaseEvidence",
+    "FormatEvidence",
     "FormatGuess",
     "MalformedBlock",
     "ParsedTurn",
+    "Probe",
+    "ProbeCase",
     "StreamDelta",
     "StreamParser",
+    "TemplateRenderer",
+    "TemplateSource",
     "Tool",
     "ToolCall",
     "ToolChoice",
@@ -56,10 +70,14 @@ __all__ = [
     "build_turn_grammar",
     "check_tool_name",
     "detect_format",
+    "detection_report",
     "distortion_sites",
     "get_format",
+    "load_chat_template",
     "parse_turn",
     "prefix_rules",
+    "probe_template",
+    "prove_format",
     "random_call_id",
     "register_format",
     "render_errors",

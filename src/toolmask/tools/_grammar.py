@@ -8,11 +8,13 @@ Shape (``[]`` optional, names as in the printed grammar)::
                 | text reasoning_end                      the prompt opened it (reasoning_open)
     none      body ::= prose
     auto      body ::= prose [calls]              (llama3_json: prose_nb [calls] | bare_calls)
-    required  body ::= ws calls                   (llama3_json: calls | bare_calls)
+    required  body ::= ws_in calls                (llama3_json: calls | bare_calls)
     calls     one call per block:  block (ws block)* ws       (parallel off: block ws)
               list formats:  open [ call (sep call)* ] close ws  (parallel off: one call)
+                (list_optional: or blocks of one bare call each, as one call per block)
               then, where the format has prose after its calls (gemma4), prose_t
     ws        ::= [ \t\n\r]{0,max_trailing_ws}
+    ws_in     ::= [ \t\n\r]{0,inner_ws}    between the calls of one block, before the first
     call      ::= call_0 | call_1 | ...               one alternative per callable tool
     call_i    ::= '{"name": "<tool i>", "arguments": ' a<i>_root '}'   or the format's own
                   encoding (WireFormat.call_grammar: XML parameters, name-then-arguments, ...)
@@ -105,15 +107,21 @@ def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool)
     """The block(s) holding the calls, then the trailing whitespace before the end of the turn;
     ``bare`` leaves out the first block's opener, and its closer (a bare block has no marker)."""
     ws = _ws(fmt)
+    inner_ws = json_ws(fmt.inner_ws)
     opener = fmt.open_node(kit.special_tokens)
     closer = fmt.close_node(kit.special_tokens) if fmt.close else lit(fmt.before_close)
     first = EMPTY if bare else opener
     if fmt.separator or fmt.list_calls:  # all calls in one block
-        sep = fmt.separator_node() if fmt.separator else ws
+        sep = fmt.separator_node() if fmt.separator else inner_ws
         if bare:
             closer = lit(fmt.before_close)
         inner = seq(call, star(seq(sep, call))) if parallel else call
-        return seq(first, lit(fmt.list_open), inner, lit(fmt.list_close), closer, ws)
+        listed = seq(first, lit(fmt.list_open), inner, lit(fmt.list_close), closer, ws)
+        if not fmt.list_optional or bare:
+            return listed
+        single = seq(call, closer)  # the brackets left out: one call a block, blocks repeat
+        more = star(seq(ws, opener, single)) if parallel else EMPTY
+        return choice(listed, seq(first, single, more, ws))
     body = seq(lit(fmt.list_open), call, lit(fmt.list_close), closer)
     if not parallel:
         return seq(first, body, ws)
@@ -224,7 +232,7 @@ def build_turn_grammar(
         if mode == "auto":
             alts.append(seq(prose, opt(RuleRef("calls"))))
         else:
-            alts.append(seq(_ws(fmt), RuleRef("calls")))
+            alts.append(seq(json_ws(fmt.inner_ws), RuleRef("calls")))
         if bare is not None:
             alts.append(RuleRef("bare_calls"))
         return choice(*alts)

@@ -387,12 +387,16 @@ class _Scanner:
 
         i = k if bare else k + len(fmt.open)
         i = _skip_ws(text, i)
-        if fmt.list_open:
+        listed = bool(fmt.list_open)
+        if listed:
             if i >= n:
                 return truncated(f"before {fmt.list_open!r}")
-            if text[i] != fmt.list_open:
+            if fmt.list_optional and text[i] == "{":
+                listed = False  # one bare call object in this block
+            elif text[i] != fmt.list_open:
                 return self._bad(text, k, f"expected {fmt.list_open!r} after the marker", final)
-            i += 1
+            else:
+                i += 1
         end = i
         while True:
             i = _skip_ws(text, i)
@@ -411,11 +415,13 @@ class _Scanner:
             if isinstance(got, str):
                 return self._bad(text, k, got, final)
             call.name, call.args = got
+            if fmt.id_key and isinstance(obj.get(fmt.id_key), str):
+                call.id = obj[fmt.id_key] or None
             if not call.stream or _loads(call.stream)[0] != call.args:
                 call.stream = json.dumps(call.args, ensure_ascii=False)
             calls.append(call)
             i = _skip_ws(text, end)
-            if not fmt.separator:
+            if not fmt.separator or (fmt.list_open and not listed):
                 break
             if i >= n:
                 if fmt.list_close or fmt.close or not final:
@@ -431,7 +437,7 @@ class _Scanner:
                 i += 1
                 end = i
             break
-        if fmt.list_close and not fmt.separator:
+        if fmt.list_close and not fmt.separator and listed:
             if i >= n:
                 return truncated(f"before {fmt.list_close!r}")
             if text[i] != fmt.list_close:
@@ -460,6 +466,12 @@ class _Scanner:
         a_end = _json_end(text, a)
         limit = a_end if a_end is not None else (end if end is not None else len(text))
         return _Call(name, text[a:limit]), end
+
+
+def _own_id(c: _Call, taken: set[str]) -> str | None:
+    """The id the model wrote for call ``c`` (Mistral's ``"id"``), unless another call of the
+    reply already has it."""
+    return c.id if c.id and c.id not in taken else None
 
 
 def _held(seg: str, t: str) -> int:
@@ -521,7 +533,14 @@ def parse_turn(
     """
     st = _State()
     _Scanner(fmt, reasoning_open=reasoning_open, schemas=schemas).scan(text, st, final=True)
-    return _assemble(text, st.items, lambda n, _it, _j: id_factory(n))
+    taken: set[str] = set()
+
+    def ids(n: int, it: _Item, j: int) -> str:
+        out = _own_id(it.calls[j], taken) or id_factory(n)
+        taken.add(out)
+        return out
+
+    return _assemble(text, st.items, ids)
 
 
 class StreamParser:
@@ -627,7 +646,8 @@ class StreamParser:
             hit = self._announced.get(key)
             if hit is None:
                 index = len(self._announced)
-                hit = (index, self._ids(index))
+                taken = {v[1] for v in self._announced.values()}
+                hit = (index, _own_id(c, taken) or self._ids(index))
                 self._announced[key] = hit
                 self._sent_args[index] = 0
                 out.append(StreamDelta(index=index, id=hit[1], name=c.name, arguments=""))

@@ -6,6 +6,7 @@ Loaders: :meth:`Vocabulary.from_tokenizer_json`, :meth:`Vocabulary.from_gguf`,
 
 from __future__ import annotations
 
+from toolmask.vocab._gguf import gguf_metadata
 from toolmask.vocab._vocab import VocabError, Vocabulary, byte_decoder
 
-__all__ = ["VocabError", "Vocabulary", "byte_decoder"]
+__all__ = ["VocabError", "Vocabulary", "byte_decoder", "gguf_metadata"]

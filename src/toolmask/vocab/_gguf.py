@@ -18,7 +18,16 @@ import numpy as np
 
 from toolmask.errors import ToolmaskError
 
-__all__ = ["BYTE", "CONTROL", "NORMAL", "UNKNOWN", "UNUSED", "USER_DEFINED", "GgufFile"]
+__all__ = [
+    "BYTE",
+    "CONTROL",
+    "NORMAL",
+    "UNKNOWN",
+    "UNUSED",
+    "USER_DEFINED",
+    "GgufFile",
+    "gguf_metadata",
+]
 
 #: llama.cpp token types (``tokenizer.ggml.token_type``)
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -146,3 +155,15 @@ class GgufFile:
         out = np.asarray(out, dtype=np.float32).reshape(tuple(reversed(t.shape)))
         # F32 tensors are views of the read-only map: torch wants memory it may write
         return out if out.flags.writeable and out.flags.c_contiguous else out.copy()
+
+
+def gguf_metadata(path: str | Path, keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The metadata of the GGUF file ``path`` (key -> value). String arrays are read only for
+    the keys in ``keep`` (others hold their element count); numeric arrays are lists. Raises
+    :class:`ToolmaskError` for a file that is not a readable GGUF. Cost: one pass over the
+    metadata, the tensors untouched."""
+    f = GgufFile(Path(path), frozenset(keep))
+    try:
+        return dict(f.meta)
+    finally:
+        f.close()

@@ -7,8 +7,9 @@
 name[ARGS]``), ``magistral`` (v11 calls after ``<think>`` text), ``gemma4``, ``phi4_mini``
 (Phi-4-mini) and ``functools`` (prompt-injected).
 
-``auto`` is not a format but a request: :func:`resolve_format` / :func:`detect_format` read the
-format from a model's chat template and special tokens (see :mod:`._detect`).
+``auto`` is not a format but a request: :func:`toolmask.tools.resolve_format` /
+:func:`toolmask.tools.detect_format` prove a format on the calls a model's chat template renders;
+:data:`RULES` (the clue table) only orders equally specific formats and reads special tokens.
 """
 
 from __future__ import annotations
@@ -31,15 +32,14 @@ from toolmask.tools.formats import (
     qwen3_xml,
 )
 from toolmask.tools.formats._base import FORMATS, WireFormat, get_format, register_format
-from toolmask.tools.formats._detect import AUTO, FormatGuess, detect_format, resolve_format
+from toolmask.tools.formats._detect import AUTO, RULES, match_clues
 
 __all__ = [
     "AUTO",
     "FORMATS",
-    "FormatGuess",
+    "RULES",
     "WireFormat",
     "deepseek",
-    "detect_format",
     "functools",
     "gemma4",
     "get_format",
@@ -50,11 +50,11 @@ __all__ = [
     "llama3_json",
     "llama4_pythonic",
     "magistral",
+    "match_clues",
     "mistral",
     "mistral_v11",
     "phi4_mini",
     "qwen3",
     "qwen3_xml",
     "register_format",
-    "resolve_format",
 ]

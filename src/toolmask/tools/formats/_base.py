@@ -61,6 +61,9 @@ class WireFormat:
     #: brackets around the calls of one block ("[" / "]" for a JSON array, or "")
     list_open: ClassVar[str] = ""
     list_close: ClassVar[str] = ""
+    #: the brackets may be left out, and then a block holds one call object (blocks repeat,
+    #: as Phi-4-mini writes ``<|tool_call|>{...}<|/tool_call|>`` besides a list)
+    list_optional: ClassVar[bool] = False
     #: one character between calls inside a block ("," / ";"), "" = one call per block
     separator: ClassVar[str] = ""
     #: what the grammar emits for ``separator``
@@ -71,6 +74,10 @@ class WireFormat:
     #: whitespace bytes (``[ \t\n\r]``) allowed after the last block before the end of the turn,
     #: and between blocks: models write ``</tool_call>\n`` and then end their turn
     max_trailing_ws: ClassVar[int] = 4
+    #: whitespace bytes allowed before the first block (under ``required``), between the
+    #: calls of one block and before its close marker; None = ``max_trailing_ws`` (vLLM's
+    #: DeepSeek templates indent their markers by up to 20 spaces)
+    max_inner_ws: ClassVar[int | None] = None
     #: text may follow the last call (Gemma 4's template renders content after the calls):
     #: prose that cannot start another call
     prose_after_calls: ClassVar[bool] = False
@@ -86,6 +93,9 @@ class WireFormat:
     #: keys of the call object
     name_key: ClassVar[str] = "name"
     args_key: ClassVar[str] = "arguments"
+    #: a key of the call object that holds the call's id, written after the arguments
+    #: (Mistral v3: ``"id"``); the parser returns it as the call's id ("" = none)
+    id_key: ClassVar[str] = ""
     #: the chat template's control markers (role markers, tool markers) for the sanitizer
     template_markers: ClassVar[tuple[str, ...]] = ()
     #: how the arguments JSON is written (options of :func:`~toolmask.schema.compile_json_schema`):
@@ -97,6 +107,11 @@ class WireFormat:
         "property_order": "any",
         "additional_properties_default": False,
     }
+
+    @property
+    def inner_ws(self) -> int:
+        """``max_inner_ws``, defaulting to ``max_trailing_ws``."""
+        return self.max_trailing_ws if self.max_inner_ws is None else self.max_inner_ws
 
     @property
     def trigger_text(self) -> str:
@@ -203,12 +218,12 @@ class WireFormat:
     def close_node(self, special_tokens: frozenset[str]) -> Node:
         """``before_close`` then the ``close`` marker. Whitespace-only fixed text around the
         markers is optional (``<tool_call>{...}</tool_call>`` is seen too); before the closer it
-        is any whitespace up to ``max_trailing_ws`` bytes, as small models often write a blank
+        is any whitespace up to ``inner_ws`` bytes, as small models often write a blank
         line there. After the opener it stays at most its own length: a blank line admitted
         there led SmolLM2 off its path (the meter's removals per step rose from 19% to 26% under
         ``required``)."""
         return seq(
-            _spacing(self.before_close, self.max_trailing_ws),
+            _spacing(self.before_close, self.inner_ws),
             self.marker_node(self.close, special_tokens),
         )
 

@@ -38,11 +38,13 @@ WS = " \t\r\n"
 @dataclass(slots=True)
 class Call:
     """A call inside a block. ``stream`` is its arguments text as the stream sends it: the raw
-    text when the envelope reads name-then-``{``, else (complete calls only) canonical JSON."""
+    text when the envelope reads name-then-``{``, else (complete calls only) canonical JSON.
+    ``id``: the call id the model wrote (Mistral's ``"id"`` key, ``[CALL_ID]``), if any."""
 
     name: str | None
     stream: str
     args: dict[str, Any] | None = None  # None while incomplete
+    id: str | None = None
 
 
 @dataclass(slots=True)
@@ -56,9 +58,10 @@ class Block:
     text: str = ""
 
 
-def done(name: str, args: dict[str, Any]) -> Call:
-    """A complete call (its stream text is the canonical JSON of ``args``)."""
-    return Call(name, json.dumps(args, ensure_ascii=False), args)
+def done(name: str, args: dict[str, Any], call_id: str | None = None) -> Call:
+    """A complete call (its stream text is the canonical JSON of ``args``); ``call_id`` the id
+    the model wrote, if any."""
+    return Call(name, json.dumps(args, ensure_ascii=False), args, call_id or None)
 
 
 def closed_block(

@@ -1,21 +1,14 @@
-"""``fmt="auto"``: the wire format of a model, read from its chat template and special tokens.
+"""The clue table: which format a text names by its markers (``fmt="auto"``'s hints).
 
-A model's chat template renders earlier tool calls the way the model writes them, so the
-template's markers name the family; the vocabulary's special tokens are the fallback when the
-template says nothing (a GGUF without ``tokenizer.chat_template``). :data:`RULES` is the one
-table: the first rule whose every clue is found wins, the template text first, then the special
-tokens. An unknown model gets ``hermes`` with a warning on the ``toolmask.tools`` logger.
+Detection proves a format on the calls a chat template renders (:mod:`toolmask.tools._detect`);
+this table only orders formats that prove equally specific, and names a format from a
+vocabulary's special tokens when a model carries no template (or one that renders no calls).
+:data:`RULES`: the first rule whose every clue is found wins.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable
-from dataclasses import dataclass
-
-__all__ = ["AUTO", "RULES", "FormatGuess", "detect_format", "resolve_format"]
-
-log = logging.getLogger("toolmask.tools")
+__all__ = ["AUTO", "RULES", "match_clues"]
 
 #: the format name that asks for detection
 AUTO = "auto"
@@ -48,23 +41,12 @@ RULES: tuple[tuple[str, tuple[str | tuple[str, ...], ...]], ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class FormatGuess:
-    """The detected format ``name`` and why: ``source`` ``"template"``, ``"special tokens"`` or
-    ``"fallback"`` (nothing matched), ``clues`` the texts found."""
-
-    name: str
-    source: str
-    clues: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        if self.source == "fallback":
-            return f"{self.name} (nothing in the chat template or special tokens names a format)"
-        return f"{self.name} (the {self.source} hold {', '.join(map(repr, self.clues))})"
-
-
-def _match(text: str) -> tuple[str, tuple[str, ...]] | None:
-    for name, clues in RULES:
+def match_clues(
+    text: str, rules: tuple[tuple[str, tuple[str | tuple[str, ...], ...]], ...] = RULES
+) -> tuple[str, tuple[str, ...]] | None:
+    """The first rule of ``rules`` whose every clue ``text`` contains: ``(format, clues
+    found)``, else None. O(rules x len(text))."""
+    for name, clues in rules:
         found: list[str] = []
         for clue in clues:
             alts = (clue,) if isinstance(clue, str) else clue
@@ -75,36 +57,3 @@ def _match(text: str) -> tuple[str, tuple[str, ...]] | None:
         else:
             return name, tuple(found)
     return None
-
-
-def detect_format(
-    chat_template: str | None = None, special_tokens: Iterable[str] = ()
-) -> FormatGuess:
-    """The wire format of a model from its Jinja chat template text and its special-token texts
-    (see :data:`RULES`); ``hermes`` with a warning when neither names one. O(rules x text)."""
-    if chat_template:
-        got = _match(chat_template)
-        if got is not None:
-            return FormatGuess(got[0], "template", got[1])
-    specials = "\n".join(sorted(set(special_tokens)))
-    if specials:
-        got = _match(specials)
-        if got is not None:
-            return FormatGuess(got[0], "special tokens", got[1])
-    log.warning(
-        "format auto: neither the chat template nor the special tokens name a tool-call format; "
-        "using hermes (<tool_call>); pass the format by name if the model writes another"
-    )
-    return FormatGuess("hermes", "fallback")
-
-
-def resolve_format(
-    fmt: str, chat_template: str | None = None, special_tokens: Iterable[str] = ()
-) -> str:
-    """``fmt`` itself, or for ``"auto"`` the detected format's name (logged at INFO)."""
-    if fmt != AUTO:
-        return fmt
-    guess = detect_format(chat_template, special_tokens)
-    if guess.source != "fallback":
-        log.info("format auto: %s", guess)
-    return guess.name

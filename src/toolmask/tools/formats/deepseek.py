@@ -81,6 +81,11 @@ _CALL = re.compile(
 class _DeepSeek(WireFormat):
     open = CALLS_BEGIN
     close = CALLS_END
+    #: whitespace templates write around the markers: a newline between calls (R1's template)
+    #: and before the calls' end, and vLLM's DeepSeek templates (no whitespace control) indent
+    #: them: up to 20 spaces before the block, 17 bytes between calls, 8 before its end
+    before_close = "\n"
+    max_inner_ws = 24
     block_sep = ""
     list_calls = True
     extra_layouts = ("compact",)

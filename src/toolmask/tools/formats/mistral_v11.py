@@ -76,7 +76,10 @@ class MistralV11(WireFormat):
         m = _NAME.match(text, i)
         if m is None:
             rest = text[i:]
-            if not final and ("[" not in rest or "[ARGS]".startswith(rest[rest.rfind("[") :])):
+            tail = rest[rest.rfind("[") :]
+            if not final and (
+                "[" not in rest or any(t.startswith(tail) for t in ("[ARGS]", "[CALL_ID]"))
+            ):
                 return Block("pending")
             if not final and re.fullmatch(r"[^\[\]{}\s]+\s*\[CALL_ID\][^\[]*", rest):
                 return Block("pending")

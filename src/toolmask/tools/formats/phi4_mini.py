@@ -1,10 +1,14 @@
 """``phi4_mini``: Phi-4-mini-instruct.
 
-All calls in one JSON array between ``<|tool_call|>`` and ``<|/tool_call|>``::
+All calls in one JSON array between ``<|tool_call|>`` and ``<|/tool_call|>`` (the model's own
+special tokens), or one bare call object per block, as llama.cpp's template for the model
+renders them (and the model writes too)::
 
     <|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|/tool_call|>
+    <|tool_call|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|/tool_call|>
 
 Tools are advertised as a JSON list between ``<|tool|>`` and ``<|/tool|>`` in the system turn.
+Microsoft's own template renders no calls at all; see docs/tools.md for the decision.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ class Phi4Mini(WireFormat):
     close = "<|/tool_call|>"
     list_open = "["
     list_close = "]"
+    list_optional = True
     separator = ","
     separator_text = ", "
     template_markers = (
