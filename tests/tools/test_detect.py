@@ -15,6 +15,7 @@ from canitoolcall.fixtures import load_family
 
 from toolmask.errors import ToolError
 from toolmask.tools import FORMATS, ToolTurn, detect_format, get_format, resolve_format
+from toolmask.tools.formats._detect import RULES
 
 from .canitoolcall_glue import _FORMAT_BY_MODEL, FAMILIES
 
@@ -27,7 +28,12 @@ def _template(name: str) -> str:
     return " ".join(own) + "\n" + fmt.render_call("get_weather", {"city": "Paris"})
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
+#: the formats the clue table names (the JSON-call families of issue 23 are detected by
+#: rendering the model's template, not by clues)
+CLUED = sorted({name for name, _clues in RULES})
+
+
+@pytest.mark.parametrize("name", CLUED)
 def test_every_format_from_its_template_markers(name: str) -> None:
     guess = detect_format(_template(name))
     assert guess.name == name and guess.source == "template", str(guess)

@@ -113,8 +113,8 @@ def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool)
         if bare:
             closer = lit(fmt.before_close)
         inner = seq(call, star(seq(sep, call))) if parallel else call
-        return seq(first, lit(fmt.list_open), inner, lit(fmt.list_close), closer, ws)
-    body = seq(lit(fmt.list_open), call, lit(fmt.list_close), closer)
+        return seq(first, fmt.list_open_node(), inner, fmt.list_close_node(), closer, ws)
+    body = seq(fmt.list_open_node(), call, fmt.list_close_node(), closer)
     if not parallel:
         return seq(first, body, ws)
     return seq(first, body, star(seq(ws, opener, body)), ws)
@@ -181,6 +181,7 @@ def build_turn_grammar(
             f"format {fmt.name!r} parses replies but has no generation grammar yet",
             where="format",
         )
+    parallel = parallel and fmt.parallel_calls
     callable_names = set(tool_choice.callable([t.name for t in tools]))
     chosen = [t for t in tools if t.name in callable_names]
     mode = tool_choice.mode if chosen else "none"

@@ -38,11 +38,13 @@ WS = " \t\r\n"
 @dataclass(slots=True)
 class Call:
     """A call inside a block. ``stream`` is its arguments text as the stream sends it: the raw
-    text when the envelope reads name-then-``{``, else (complete calls only) canonical JSON."""
+    text when the envelope reads name-then-``{``, else (complete calls only) canonical JSON.
+    ``id``: the id the model wrote in the call, where its format writes one."""
 
     name: str | None
     stream: str
     args: dict[str, Any] | None = None  # None while incomplete
+    id: str | None = None
 
 
 @dataclass(slots=True)
