@@ -58,3 +58,10 @@ def test_the_assistants_text_comes_first() -> None:
     assert got.content == "Checking the weather." and len(got.calls) == 1
     reply31 = "Checking." + CASES["gigachat31"].reply
     assert takes("gigachat31", CASES["gigachat31"], reply31, "auto")
+
+
+def test_the_role_header_without_the_message_separator_is_read() -> None:
+    reply = "function call<|role_sep|>\n" + _W
+    got = ToolTurn(TOOLS, "gigachat3").parse(reply)
+    assert [(c.name, c.arguments) for c in got.calls] == ONE and got.content == ""
+    assert not takes("gigachat3", CASES["gigachat3"], reply)  # the model writes the separator

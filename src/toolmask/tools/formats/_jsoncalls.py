@@ -224,7 +224,8 @@ class JsonCalls(WireFormat):
         """The block of JSON calls whose trigger is at ``text[k]`` (``bare``: a block without
         its markers at the start of the reply)."""
         n = len(text)
-        start = k if bare else k + len(self.open)
+        opener = next((t for t in (self.open, *self.extra_triggers) if text.startswith(t, k)), "")
+        start = k if bare else k + len(opener)
         i = skip_ws(text, start)
         close = "" if bare else self.close
 
@@ -385,8 +386,8 @@ class ProseMessages(JsonCalls):
 
 
 def marked_call(kit: Kit, parts: Sequence[str | Node]) -> Node:
-    """A call written between markers (Solar Open's, Functionary's): ``parts`` are marker
-    texts (special tokens where the vocabulary has them) and grammar nodes, in order."""
+    """A call written between markers (Solar Open's): ``parts`` are marker texts (special
+    tokens where the vocabulary has them) and grammar nodes, in order."""
     return seq(*(kit.marker(p) if isinstance(p, str) else p for p in parts))
 
 

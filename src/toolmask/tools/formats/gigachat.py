@@ -30,6 +30,8 @@ _MARKERS = ("<|message_sep|>", "<|role_sep|>", "<|function_call|>")
 class GigaChat3(JsonCalls):
     open = "<|message_sep|>\n\nfunction call<|role_sep|>"
     after_open = "\n"
+    #: a decoder that drops ``<|message_sep|>`` leaves the role header alone: read it too
+    extra_triggers = ("function call<|role_sep|>",)
     parallel_calls = False
     template_markers = _MARKERS
 
