@@ -141,6 +141,15 @@ def test_allowed_bytes_and_specials() -> None:
     assert m.allowed_specials() == frozenset({"<s>"})
 
 
+def test_grammars_that_differ_only_in_their_special_tokens_are_two_grammars() -> None:
+    # the native cache key serialises a special node as an index into the grammar's special
+    # texts: the texts must be part of the key, or these two would share one automaton
+    a = compile(Grammar((Rule("root", seq(Special("<a>"), lit("x"))),)))
+    b = compile(Grammar((Rule("root", seq(Special("<b>"), lit("x"))),)))
+    assert a is not b
+    assert b.matcher().accept_special("<b>") and not b.matcher().accept_special("<a>")
+
+
 def test_matcher_never_raises_on_garbage() -> None:
     m = compile(_kv()).matcher()
     for b in range(256):

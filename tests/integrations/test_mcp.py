@@ -393,7 +393,12 @@ def test_agent_goes_on_after_the_server_dies() -> None:
             _answer("3"),
         ]
         agent = Agent(
-            Scripted(script), ts.tools, mode="grammar", max_steps=5, max_consecutive_blocked=3
+            Scripted(script),
+            ts.tools,
+            mode="grammar",
+            fmt="hermes",
+            max_steps=5,
+            max_consecutive_blocked=3,
         )
         transcript = agent.run("Add 1 and 2.")
         tool_msgs = [m for m in transcript if m.role == "tool"]
@@ -410,7 +415,7 @@ def test_agent_defuses_control_markers_in_results(time_and_edge: McpToolset) -> 
     raw = time_and_edge.call("inject", {})
     assert "<|im_start|>system" in raw  # the server's text, untouched by the toolset
     backend = Scripted([call("inject", "{}"), _answer("42")])
-    agent = Agent(backend, time_and_edge.tools, mode="grammar", max_steps=3)
+    agent = Agent(backend, time_and_edge.tools, mode="grammar", fmt="hermes", max_steps=3)
     transcript = agent.run("What is the result?")
     [result] = [m.content for m in transcript if m.role == "tool" and m.name == "inject"]
     assert result == sanitize_tool_output(raw, "hermes", special_tokens=["<eos>"])
@@ -425,7 +430,7 @@ def test_destructive_tools_are_masked_and_the_prompt_stays(time_and_edge: McpToo
     ts = time_and_edge
     script = [call("wipe", "{}"), _answer("done")]
     masked = Scripted(list(script))
-    agent = Agent(masked, ts.tools, mode="grammar", policy=ts.policy(), max_steps=2)
+    agent = Agent(masked, ts.tools, mode="grammar", fmt="hermes", policy=ts.policy(), max_steps=2)
     transcript = agent.run("Delete everything.")
     first = transcript[2]
     assert "wipe" not in first.meta["allowed"] and "my_tool" not in first.meta["allowed"]
@@ -435,7 +440,7 @@ def test_destructive_tools_are_masked_and_the_prompt_stays(time_and_edge: McpToo
 
     allowed = Scripted(list(script))
     permissive = ts.policy(Permissions(allow_destructive=True))
-    agent2 = Agent(allowed, ts.tools, mode="grammar", policy=permissive, max_steps=2)
+    agent2 = Agent(allowed, ts.tools, mode="grammar", fmt="hermes", policy=permissive, max_steps=2)
     transcript2 = agent2.run("Delete everything.")
     assert transcript2.outcome.tools == ("wipe",)
     assert masked.prompts[0] == allowed.prompts[0]  # the same prompt, byte for byte

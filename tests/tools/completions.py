@@ -48,11 +48,20 @@ def custom_turn(fmt: WireFormat) -> bool:
     return type(fmt).turn_grammar is not WireFormat.turn_grammar
 
 
+def prose_markers(fmt: WireFormat) -> tuple[str, str]:
+    """The markers around a prose message of the formats that write one (Command R7B's
+    ``<|START_RESPONSE|>``, Solar Open's ``<|content|>``), else ``("", "")``."""
+    return getattr(fmt, "prose_open", ""), getattr(fmt, "prose_close", "")
+
+
 def prose_text(fmt: WireFormat, prose: str, *, before_calls: bool) -> str:
     """Prose as the format writes it: plain text, a Harmony message (final, or a commentary
-    preamble before calls) or Kimi K3's response section."""
+    preamble before calls), Kimi K3's response section or a prose message between markers."""
     if fmt.name == "kimi_k3":
         return f"<|open|>response<|sep|>{prose}<|close|>response<|sep|>"
+    start, end = prose_markers(fmt)
+    if start:
+        return start + prose + end
     if not custom_turn(fmt):
         return prose
     if before_calls:
@@ -66,7 +75,7 @@ def reasoning_text(fmt: WireFormat, thought: str, *, opened: bool = False) -> st
     if fmt.name == "kimi_k3":
         start = "" if opened else fmt.reasoning_start
         return f"{start}{thought}{fmt.reasoning_end}"
-    if custom_turn(fmt):
+    if custom_turn(fmt) and not prose_markers(fmt)[0]:
         return f"<|channel|>analysis<|message|>{thought}<|end|><|start|>assistant"
     start = "" if opened else fmt.reasoning_start
     return f"{start}{thought}{fmt.reasoning_end}\n\n"

@@ -35,12 +35,12 @@ def _own_template(name: str) -> str:
     calls (:meth:`WireFormat.render_calls`), its markers named in a comment as a real template
     of the family would name them."""
     fmt = FORMATS[name]
+    # a format with one call per turn has templates that render the first call only
+    keep = None if fmt.parallel_calls else 1
     one, two = (
-        json.dumps(fmt.render_calls(list(PROBE_CASES[c]))) for c in ("one", "two")
+        json.dumps(fmt.render_calls(list(PROBE_CASES[c])[:keep])) for c in ("one", "two")
     )  # JSON string literals are Jinja string literals
-    marks = " ".join(
-        m for m in (fmt.open, fmt.close, fmt.trigger, fmt.reasoning_start, fmt.reasoning_end) if m
-    )
+    marks = " ".join(fmt.own_markers())
     return (
         "{# " + marks + " #}"
         "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}"

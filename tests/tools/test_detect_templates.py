@@ -3,7 +3,8 @@ what detection picks, and whether that format takes the calls the template rende
 
 :data:`EXPECTED` is the one table of what each template should give: a format name, ``NO_CALLS``
 (the template renders no tool calls), a family another module will bring (``PENDING_*``: until
-it lands, detection must fall back), or a template bug named in docs/tools.md. The table is
+it lands, detection must fall back), a family not supported yet (``UNSUPPORTED``: detection
+falls back, and docs/tools.md names it), or a template bug named in docs/tools.md. The table is
 strict both ways: a template listed as falling back that starts to prove a format fails
 :func:`test_detection`, so the table is updated on purpose (as ``xfail_strict`` does).
 
@@ -41,24 +42,24 @@ from toolmask.tools._probe import PROBE_TOOLS, ProbeCase
 from ..vendored import TEMPLATE_DIR, chat_templates
 
 NO_CALLS = "renders no calls"
-PENDING_JSON = "family pending (famjson)"
+UNSUPPORTED = "not supported yet: "
 PENDING_XML = "family pending (famxml)"
 BUG = "template bug: "
 
 #: template -> what detection must give (see the module docstring); the bugs are named, with
 #: the template's file name, in docs/tools.md
 EXPECTED: dict[str, str] = {
-    "llama.cpp/Apertus-8B-Instruct.jinja": PENDING_JSON,
-    "llama.cpp/Apriel-1.6-15b-Thinker-fixed.jinja": PENDING_JSON,
+    "llama.cpp/Apertus-8B-Instruct.jinja": "apertus",
+    "llama.cpp/Apriel-1.6-15b-Thinker-fixed.jinja": "apriel",
     "llama.cpp/Bielik-11B-v3.0-Instruct.jinja": "qwen3",
     "llama.cpp/ByteDance-Seed-OSS.jinja": PENDING_XML,
-    "llama.cpp/Cohere2MoE.jinja": PENDING_JSON,
-    "llama.cpp/CohereForAI-c4ai-command-r-plus-tool_use.jinja": PENDING_JSON,
-    "llama.cpp/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": PENDING_JSON,
+    "llama.cpp/Cohere2MoE.jinja": "cohere2",
+    "llama.cpp/CohereForAI-c4ai-command-r-plus-tool_use.jinja": "command_r_plus",
+    "llama.cpp/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": "command_r7b",
     "llama.cpp/GLM-4.6.jinja": "glm",
     "llama.cpp/GLM-4.7-Flash.jinja": "glm",
-    "llama.cpp/GigaChat3-10B-A1.8B.jinja": PENDING_JSON,
-    "llama.cpp/GigaChat3.1-10B-A1.8B.jinja": PENDING_JSON,
+    "llama.cpp/GigaChat3-10B-A1.8B.jinja": "gigachat3",
+    "llama.cpp/GigaChat3.1-10B-A1.8B.jinja": "gigachat31",
     "llama.cpp/HuggingFaceTB-SmolLM3-3B.jinja": NO_CALLS,
     "llama.cpp/Kimi-K2-Instruct.jinja": "kimi_k2",
     "llama.cpp/Kimi-K2-Thinking.jinja": "kimi_k2",
@@ -67,12 +68,12 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/LFM2.5-8B-A1B.jinja": PENDING_XML,
     "llama.cpp/LFM2.5-Instruct.jinja": NO_CALLS,
     "llama.cpp/MiMo-VL.jinja": "hermes",
-    "llama.cpp/MiniMax-M1.jinja": PENDING_JSON,
+    "llama.cpp/MiniMax-M1.jinja": "minimax_m1",
     "llama.cpp/MiniMax-M2.jinja": PENDING_XML,
     "llama.cpp/MiniMax-M3.jinja": PENDING_XML,
     "llama.cpp/Mistral-Small-3.2-24B-Instruct-2506.jinja": "mistral_v11",
     "llama.cpp/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": "qwen3_xml",
-    "llama.cpp/NVIDIA-Nemotron-Nano-v2.jinja": PENDING_JSON,
+    "llama.cpp/NVIDIA-Nemotron-Nano-v2.jinja": "nemotron_v2",
     "llama.cpp/NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": "hermes",
     "llama.cpp/NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja": "hermes",
     "llama.cpp/Qwen-QwQ-32B.jinja": "qwen3",
@@ -100,8 +101,9 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/inclusionai-ling-3.0-flash.jinja": "glm",
     "llama.cpp/llama-cpp-deepseek-r1.jinja": "deepseek_v3",
     "llama.cpp/llama-cpp-rwkv-world.jinja": NO_CALLS,
-    "llama.cpp/meetkai-functionary-medium-v3.1.jinja": PENDING_JSON,
-    "llama.cpp/meetkai-functionary-medium-v3.2.jinja": PENDING_JSON,
+    "llama.cpp/meetkai-functionary-medium-v3.1.jinja": "functionary_v31",
+    "llama.cpp/meetkai-functionary-medium-v3.2.jinja": UNSUPPORTED
+    + "Functionary v3.2's >>>name channels",
     "llama.cpp/meta-llama-Llama-3.1-8B-Instruct.jinja": "llama3_json",
     "llama.cpp/meta-llama-Llama-3.2-3B-Instruct.jinja": "llama3_json",
     "llama.cpp/meta-llama-Llama-3.3-70B-Instruct.jinja": "llama3_json",
@@ -116,11 +118,11 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/poolside-Laguna-XS-2.1.jinja": "glm",
     "llama.cpp/poolside-Laguna-XS.2.jinja": "glm",
     "llama.cpp/tencent-Hy3.jinja": PENDING_XML,
-    "llama.cpp/unsloth-Apriel-1.5.jinja": PENDING_JSON,
+    "llama.cpp/unsloth-Apriel-1.5.jinja": "apriel",
     "llama.cpp/unsloth-mistral-Devstral-Small-2507.jinja": "mistral_v11",
-    "llama.cpp/upstage-Solar-Open-100B.jinja": PENDING_JSON,
+    "llama.cpp/upstage-Solar-Open-100B.jinja": "solar_open",
     "llama.cpp-upstream/DeepSeek-V3.2.jinja": "deepseek_dsml",
-    "llama.cpp-upstream/GigaChat3.5.jinja": PENDING_JSON,
+    "llama.cpp-upstream/GigaChat3.5.jinja": UNSUPPORTED + "GigaChat 3.5's call format",
     "llama.cpp-upstream/MiroThinker-v1.jinja": BUG + "does not compile in Jinja2",
     "llama.cpp-upstream/StepFun3.7-Flash.jinja": "qwen3_xml",
     "llama.cpp-upstream/gemma4.jinja": "gemma4",
@@ -129,9 +131,9 @@ EXPECTED: dict[str, str] = {
     "llama.cpp-upstream/llama-cpp-microsoft-Phi-4-mini-instruct.jinja": "phi4_mini",
     "llama.cpp-upstream/mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja": "mistral",
     "llama.cpp-upstream/moonshotai-Kimi-K2-Thinking.jinja": "kimi_k2",
-    "llama.cpp-upstream/nvidia-Llama-3_3-Nemotron-Super-49B-v1_5.jinja": PENDING_JSON,
+    "llama.cpp-upstream/nvidia-Llama-3_3-Nemotron-Super-49B-v1_5.jinja": "nemotron_v2",
     "llama.cpp-upstream/unsloth-MiniMax-M2.jinja": PENDING_XML,
-    "vllm/tool_chat_template_apertus.jinja": PENDING_JSON,
+    "vllm/tool_chat_template_apertus.jinja": "apertus",
     "vllm/tool_chat_template_deepseekr1.jinja": "deepseek_v3",
     "vllm/tool_chat_template_deepseekv3.jinja": "deepseek_v3",
     "vllm/tool_chat_template_deepseekv31.jinja": "deepseek_v31",
@@ -139,15 +141,15 @@ EXPECTED: dict[str, str] = {
     "vllm/tool_chat_template_gemma3_pythonic.jinja": BUG + "no comma between keyword arguments",
     "vllm/tool_chat_template_gemma4.jinja": "gemma4",
     "vllm/tool_chat_template_glm4.jinja": NO_CALLS,
-    "vllm/tool_chat_template_granite.jinja": PENDING_JSON,
-    "vllm/tool_chat_template_granite_20b_fc.jinja": PENDING_JSON,
+    "vllm/tool_chat_template_granite.jinja": "granite",
+    "vllm/tool_chat_template_granite_20b_fc.jinja": "granite_20b_fc",
     "vllm/tool_chat_template_hermes.jinja": "hermes",
-    "vllm/tool_chat_template_hunyuan_a13b.jinja": PENDING_JSON,
-    "vllm/tool_chat_template_internlm2_tool.jinja": PENDING_JSON,
+    "vllm/tool_chat_template_hunyuan_a13b.jinja": "hunyuan_a13b",
+    "vllm/tool_chat_template_internlm2_tool.jinja": "internlm2",
     "vllm/tool_chat_template_llama3.1_json.jinja": "llama3_json",
     "vllm/tool_chat_template_llama3.2_json.jinja": "llama3_json",
     "vllm/tool_chat_template_llama3.2_pythonic.jinja": BUG + "string values unquoted",
-    "vllm/tool_chat_template_llama4_json.jinja": PENDING_JSON,
+    "vllm/tool_chat_template_llama4_json.jinja": "llama4_json",
     "vllm/tool_chat_template_llama4_pythonic.jinja": BUG + "every value quoted as a string",
     "vllm/tool_chat_template_mistral.jinja": "mistral",
     "vllm/tool_chat_template_mistral3.jinja": "mistral",
@@ -156,8 +158,8 @@ EXPECTED: dict[str, str] = {
     "vllm/tool_chat_template_phi4_mini.jinja": BUG + "unmarked calls, Python-repr arguments",
     "vllm/tool_chat_template_qwen3coder.jinja": "qwen3_xml",
     "vllm/tool_chat_template_toolace.jinja": BUG + "string values unquoted",
-    "vllm/tool_chat_template_xlam_llama.jinja": PENDING_JSON,
-    "vllm/tool_chat_template_xlam_qwen.jinja": PENDING_JSON,
+    "vllm/tool_chat_template_xlam_llama.jinja": "xlam",
+    "vllm/tool_chat_template_xlam_qwen.jinja": "xlam",
 }
 
 NAMES = [p.relative_to(TEMPLATE_DIR).as_posix() for p in chat_templates()]
@@ -191,7 +193,7 @@ def test_detection(name: str) -> None:
         assert guess.source == "fallback", guess.warning
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if EXPECTED[n].startswith(BUG)])
+@pytest.mark.parametrize("name", [n for n in NAMES if EXPECTED[n].startswith((BUG, UNSUPPORTED))])
 def test_every_template_bug_is_named_in_the_docs(name: str) -> None:
     assert Path(name).name in DOCS.read_text(encoding="utf-8")
 

@@ -26,10 +26,13 @@ CHOICES: list[Any] = [
 
 def test_registry() -> None:
     assert GRAMMAR_FORMATS == [
+        "apertus", "apriel", "cohere2", "command_r7b", "command_r_plus",
         "deepseek_dsml", "deepseek_v3", "deepseek_v31", "deepseek_v4", "deepseek_v41",
-        "functools", "gemma4", "glm", "gpt_oss", "hermes", "kimi_k2", "kimi_k3", "llama3_json",
-        "llama4_pythonic", "magistral", "mistral", "mistral_v11", "phi4_mini", "qwen3",
-        "qwen3_xml",
+        "functionary_v31", "functools", "gemma4", "gigachat3", "gigachat31", "glm", "gpt_oss",
+        "granite", "granite_20b_fc", "hermes", "hunyuan_a13b", "internlm2", "kimi_k2",
+        "kimi_k3", "llama3_json", "llama4_json", "llama4_pythonic", "magistral", "minimax_m1",
+        "mistral", "mistral_v11", "nemotron_v2", "phi4_mini", "qwen3", "qwen3_xml",
+        "solar_open", "xlam",
     ]  # fmt: skip
     assert sorted(FORMATS) == GRAMMAR_FORMATS  # every format has a generation grammar
     assert get_format("hermes") is FORMATS["hermes"]

@@ -67,9 +67,16 @@ static PyObject *Flat_get_nodes(FlatObject *self, void *c) {
     return PyLong_FromLong(self->has_ir ? self->ir.nodes.n : -1);
 }
 
+static PyObject *Flat_get_texts(FlatObject *self, void *c) {
+    (void)c;
+    return PyList_AsTuple(self->texts);
+}
+
 static PyGetSetDef Flat_getset[] = {
     {"key", (getter)Flat_get_key, NULL, "canonical serialisation of the flat IR (bytes)", NULL},
     {"nodes", (getter)Flat_get_nodes, NULL, "distinct IR nodes", NULL},
+    {"texts", (getter)Flat_get_texts, NULL,
+     "the special-token texts, in the order the key's special nodes index them", NULL},
     {NULL}};
 
 static PyTypeObject FlatType = {

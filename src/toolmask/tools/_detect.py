@@ -12,12 +12,13 @@ prove itself on each rendered case:
   (parallel calls allowed; the reasoning channel open where the generation prompt opens it).
 
 A format is detected only when it passes every rendered case. When several do, the most
-specific wins (:func:`specificity`): first the share of the format's own markers (open,
-close, trigger, reasoning open/close, extra triggers) that the template's text contains, so a
-format never wins on a marker the template never mentions (``qwen3``'s ``<think>`` for Qwen
-2.5, which ``hermes`` reads as well); then the length of those markers (the longer, the fewer
-texts they match); then the clue table's order (:data:`~toolmask.tools.formats.RULES`); then
-registration order.
+specific wins (:func:`specificity`): first the share of the format's own markers
+(:meth:`~toolmask.tools.formats.WireFormat.own_markers`: open, close, trigger, reasoning
+open/close, extra triggers, prose markers where its prose is a message) that the template's
+text contains, so a format never wins on a marker the template never mentions (``qwen3``'s
+``<think>`` for Qwen 2.5, which ``hermes`` reads as well); then the length of those markers
+(the longer, the fewer texts they match); then the clue table's order
+(:data:`~toolmask.tools.formats.RULES`); then registration order.
 
 When no format reads the template's calls, the answer is the prompt-injected ``functools``
 format with a warning that names the template and says ``--format`` overrides; a template
@@ -130,18 +131,7 @@ def specificity(fmt: WireFormat, template: str) -> tuple[float, int]:
     """How specific ``fmt`` is for a template whose text is ``template`` (larger is more
     specific): the share of the format's own markers found in the text, then their total
     length. Reads only class attributes every format has, so new formats need nothing."""
-    markers = {
-        m
-        for m in (
-            fmt.open,
-            fmt.close,
-            fmt.trigger,
-            fmt.reasoning_start,
-            fmt.reasoning_end,
-            *fmt.extra_triggers,
-        )
-        if m
-    }
+    markers = fmt.own_markers()
     if not markers:
         return (0.0, 0)
     found = [m for m in markers if m in template]

@@ -116,13 +116,13 @@ def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool)
         if bare:
             closer = lit(fmt.before_close)
         inner = seq(call, star(seq(sep, call))) if parallel else call
-        listed = seq(first, lit(fmt.list_open), inner, lit(fmt.list_close), closer, ws)
+        listed = seq(first, fmt.list_open_node(), inner, fmt.list_close_node(), closer, ws)
         if not fmt.list_optional or bare:
             return listed
         single = seq(call, closer)  # the brackets left out: one call a block, blocks repeat
         more = star(seq(ws, opener, single)) if parallel else EMPTY
         return choice(listed, seq(first, single, more, ws))
-    body = seq(lit(fmt.list_open), call, lit(fmt.list_close), closer)
+    body = seq(fmt.list_open_node(), call, fmt.list_close_node(), closer)
     if not parallel:
         return seq(first, body, ws)
     return seq(first, body, star(seq(ws, opener, body)), ws)
@@ -189,6 +189,7 @@ def build_turn_grammar(
             f"format {fmt.name!r} parses replies but has no generation grammar yet",
             where="format",
         )
+    parallel = parallel and fmt.parallel_calls
     callable_names = set(tool_choice.callable([t.name for t in tools]))
     chosen = [t for t in tools if t.name in callable_names]
     mode = tool_choice.mode if chosen else "none"

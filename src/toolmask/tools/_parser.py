@@ -468,12 +468,6 @@ class _Scanner:
         return _Call(name, text[a:limit]), end
 
 
-def _own_id(c: _Call, taken: set[str]) -> str | None:
-    """The id the model wrote for call ``c`` (Mistral's ``"id"``), unless another call of the
-    reply already has it."""
-    return c.id if c.id and c.id not in taken else None
-
-
 def _held(seg: str, t: str) -> int:
     """Length of the longest suffix of ``seg`` that is a proper prefix of ``t``."""
     for h in range(min(len(t) - 1, len(seg)), 0, -1):
@@ -516,6 +510,14 @@ def _assemble(text: str, items: list[_Item], ids: Callable[[int, _Item, int], st
     return ParsedTurn("".join(content), tuple(calls), tuple(malformed), "\n\n".join(reasoning))
 
 
+def _call_id(c: _Call, made: str, used: set[str]) -> str:
+    """The id the model wrote in the call (formats whose template writes one), unless it is
+    empty or already given to a call of this reply; else ``made`` (the id factory's)."""
+    cid = c.id if c.id and c.id not in used else made
+    used.add(cid)
+    return cid
+
+
 def parse_turn(
     text: str,
     fmt: WireFormat,
@@ -526,6 +528,10 @@ def parse_turn(
 ) -> ParsedTurn:
     """Parse a finished reply (see the module docstring). O(len(text)); never raises on text.
 
+    Call ids come from ``id_factory``, except where the format's calls carry the id the model
+    wrote (Command R7B's ``tool_call_id``, Solar Open's): that id, unless empty or already
+    given to an earlier call of the reply.
+
     ``reasoning_open``: the prompt ended inside the reasoning channel (a template that
     prefills ``<think>``; see :meth:`WireFormat.prompt_opens_reasoning`), so the reply starts
     with reasoning. ``schemas`` (tool name -> parameters schema) types the values of formats
@@ -533,14 +539,8 @@ def parse_turn(
     """
     st = _State()
     _Scanner(fmt, reasoning_open=reasoning_open, schemas=schemas).scan(text, st, final=True)
-    taken: set[str] = set()
-
-    def ids(n: int, it: _Item, j: int) -> str:
-        out = _own_id(it.calls[j], taken) or id_factory(n)
-        taken.add(out)
-        return out
-
-    return _assemble(text, st.items, ids)
+    used: set[str] = set()
+    return _assemble(text, st.items, lambda n, it, j: _call_id(it.calls[j], id_factory(n), used))
 
 
 class StreamParser:
@@ -570,6 +570,7 @@ class StreamParser:
         self._reasoning = ""  # decided reasoning so far
         self._reasoning_sent = 0
         self._ids = id_factory
+        self._used_ids: set[str] = set()
         self._text = ""
         self._st = _State()
         self._n_items_content = 0  # items whose content has been added to _content
@@ -646,8 +647,7 @@ class StreamParser:
             hit = self._announced.get(key)
             if hit is None:
                 index = len(self._announced)
-                taken = {v[1] for v in self._announced.values()}
-                hit = (index, _own_id(c, taken) or self._ids(index))
+                hit = (index, _call_id(c, self._ids(index), self._used_ids))
                 self._announced[key] = hit
                 self._sent_args[index] = 0
                 out.append(StreamDelta(index=index, id=hit[1], name=c.name, arguments=""))

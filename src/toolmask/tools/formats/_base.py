@@ -90,6 +90,9 @@ class WireFormat:
     #: ``argument_options["whitespace"]``: the models of a family that write both ``json.dumps``
     #: spacing and compact JSON (``("compact",)``); ignored when ``schema_options`` set one
     extra_layouts: ClassVar[tuple[str, ...]] = ()
+    #: whether a turn may hold more than one call: ``False`` for the families whose template
+    #: renders only one call per assistant turn (GigaChat), whatever ``parallel_tool_calls`` says
+    parallel_calls: ClassVar[bool] = True
     #: keys of the call object
     name_key: ClassVar[str] = "name"
     args_key: ClassVar[str] = "arguments"
@@ -122,6 +125,20 @@ class WireFormat:
         """The text a reply opens its reasoning channel with (``reasoning_start``; Harmony's
         analysis header), for the reasoning budget."""
         return self.reasoning_start
+
+    def own_markers(self) -> tuple[str, ...]:
+        """The markers that set this format apart from its chat template's turn markers (the
+        block's open and close, its trigger, the reasoning channel's markers, extra triggers):
+        what format detection weighs to pick the most specific of several proven formats."""
+        found = (
+            self.open,
+            self.close,
+            self.trigger,
+            self.reasoning_start,
+            self.reasoning_end,
+            *self.extra_triggers,
+        )
+        return tuple(dict.fromkeys(m for m in found if m))
 
     def markers(self) -> tuple[str, ...]:
         """Every control-marker text of this format and its chat template, longest first."""
@@ -214,6 +231,14 @@ class WireFormat:
     def separator_node(self) -> Node:
         """What the grammar admits between two calls of a list (``separator_text``)."""
         return lit(self.separator_text)
+
+    def list_open_node(self) -> Node:
+        """What the grammar admits before the first call of a block (``list_open``)."""
+        return lit(self.list_open)
+
+    def list_close_node(self) -> Node:
+        """What the grammar admits after the last call of a block (``list_close``)."""
+        return lit(self.list_close)
 
     def close_node(self, special_tokens: frozenset[str]) -> Node:
         """``before_close`` then the ``close`` marker. Whitespace-only fixed text around the

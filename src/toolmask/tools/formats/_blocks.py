@@ -39,7 +39,8 @@ WS = " \t\r\n"
 class Call:
     """A call inside a block. ``stream`` is its arguments text as the stream sends it: the raw
     text when the envelope reads name-then-``{``, else (complete calls only) canonical JSON.
-    ``id``: the call id the model wrote (Mistral's ``"id"`` key, ``[CALL_ID]``), if any."""
+    ``id``: the call id the model wrote (Mistral's ``"id"`` key, ``[CALL_ID]``, Command R7B's
+    ``tool_call_id``, Solar Open's), where its format writes one."""
 
     name: str | None
     stream: str

@@ -25,10 +25,15 @@ from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     EMPTY,
     NOTHING,
+    ByteClass,
+    Bytes,
+    Choice,
     Grammar,
     Node,
+    Repeat,
     Rule,
     RuleRef,
+    Seq,
     choice,
     lit,
     opt,
@@ -41,7 +46,14 @@ from toolmask.tools._rename import prefix_rules
 from toolmask.tools.formats._base import marker_node
 from toolmask.tools.formats._blocks import schema_types
 
-__all__ = ["MAX_ANY_ORDER_PARAMS", "Kit", "arguments_grammar", "schema_types", "with_defs"]
+__all__ = [
+    "MAX_ANY_ORDER_PARAMS",
+    "Kit",
+    "arguments_grammar",
+    "indent_newlines",
+    "schema_types",
+    "with_defs",
+]
 
 #: parameter lists longer than this keep the schema's order (any order costs 2**n rules)
 MAX_ANY_ORDER_PARAMS = 8
@@ -59,6 +71,32 @@ def arguments_grammar(schema: Any, options: Mapping[str, Any]) -> Grammar:
     if hit is not None:
         return hit
     return cache.put(key, compile_json_schema(schema, **options))  # type: ignore[no-any-return]
+
+
+def indent_newlines(grammar: Grammar, pad: str) -> Grammar:
+    """``grammar`` with ``pad`` written after every newline byte of its literals: an
+    ``"indent"``-layout JSON grammar (``json.dumps(v, indent=k)``) moved to a deeper level, as
+    when a template indents the arguments inside the call object (``tojson(indent=4)`` of a
+    list of calls puts them two levels down). Sound only for grammars whose newlines are all
+    literal bytes (the indent layout's: strings escape theirs): a byte class or a repetition
+    that admits a newline raises ValueError. Cost: O(grammar size)."""
+    nl = pad.encode("utf-8")
+
+    def shift(node: Node) -> Node:
+        if isinstance(node, Bytes):
+            return Bytes(node.value.replace(b"\n", b"\n" + nl)) if b"\n" in node.value else node
+        if isinstance(node, ByteClass):
+            if 0x0A in node:
+                raise ValueError("indent_newlines: a byte class admits a newline")
+            return node
+        if isinstance(node, Seq | Choice):
+            return type(node)(tuple(shift(i) for i in node.items))
+        if isinstance(node, Repeat):
+            return Repeat(shift(node.item), node.min, node.max)
+        return node
+
+    rules = tuple(Rule(r.name, shift(r.body)) for r in grammar.rules)
+    return Grammar(rules, grammar.start, grammar.checks)
 
 
 def with_defs(schema: Any, root: Any) -> dict[str, Any]:
@@ -139,6 +177,19 @@ class Kit:
                 self.add(r.name, r.body)
             alts.append(entry)
         return choice(*alts)
+
+    def json_indented(self, schema: Any, prefix: str, *, indent: int, depth: int) -> Node:
+        """The JSON grammar of ``schema`` as ``tojson(indent=indent)`` writes it when the value
+        sits ``depth`` levels down in an indented document (its inner lines start ``indent *
+        (depth + 1)`` spaces in), whatever the kit's layouts (rules ``prefix...``)."""
+        options = {**self.options, "whitespace": "indent", "indent": indent}
+        grammar = arguments_grammar(schema, options)
+        if depth:
+            grammar = indent_newlines(grammar, " " * (indent * depth))
+        entry, rules = prefix_rules(grammar, prefix)
+        for r in rules:
+            self.add(r.name, r.body)
+        return entry
 
     def text_without(
         self, stops: Sequence[str | tuple[str, str]], *, nonempty: bool = False

@@ -1,0 +1,41 @@
+"""``apertus``: Swiss AI Apertus: every call of the turn in one JSON list whose objects have
+the tool's name as their only key; reasoning between ``<|inner_prefix|>`` and
+``<|inner_suffix|>``::
+
+    <|tools_prefix|>[{"get_weather": {"city": "Paris"}}, {"get_time": {}}]<|tools_suffix|>
+"""
+
+from __future__ import annotations
+
+from toolmask.tools.formats._base import register_format
+from toolmask.tools.formats._jsoncalls import JsonCalls
+
+__all__ = ["Apertus"]
+
+
+@register_format("apertus")
+class Apertus(JsonCalls):
+    open = "<|tools_prefix|>"
+    close = "<|tools_suffix|>"
+    list_open = "["
+    list_close = "]"
+    separator = ","
+    separator_text = ", "
+    json_list = True
+    name_as_key = True
+    reasoning_start = "<|inner_prefix|>"
+    reasoning_end = "<|inner_suffix|>"
+    template_markers = (
+        "<|system_start|>",
+        "<|system_end|>",
+        "<|developer_start|>",
+        "<|developer_end|>",
+        "<|user_start|>",
+        "<|user_end|>",
+        "<|assistant_start|>",
+        "<|assistant_end|>",
+        "<|inner_prefix|>",
+        "<|inner_suffix|>",
+        "<|tools_prefix|>",
+        "<|tools_suffix|>",
+    )
