@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import Dfa
@@ -370,11 +370,7 @@ class ShapeAlgebra:
 
     def _arr_and(self, a: ArrAlt, b: ArrAlt) -> tuple[ArrAlt, Flags] | None:
         if a.literal is not None or b.literal is not None:
-            lit, other = (a, b) if a.literal is not None else (b, a)
-            if other.literal is not None:
-                return (lit, NO_FLAGS) if lit.literal == other.literal else None
-            assert lit.literal is not None
-            return (lit, NO_FLAGS) if self._arr_accepts(other, json.loads(lit.literal)) else None
+            return _meet_literal(a, b, self._arr_accepts)
         k = max(len(a.prefix), len(b.prefix))
         prefix = tuple(mk_and(a.item_term(i), b.item_term(i)) for i in range(k))
         items = mk_and(a.items, b.items)
@@ -416,11 +412,7 @@ class ShapeAlgebra:
 
     def _obj_and(self, a: ObjAlt, b: ObjAlt) -> tuple[ObjAlt, Flags] | None:
         if a.literal is not None or b.literal is not None:
-            lit, other = (a, b) if a.literal is not None else (b, a)
-            if other.literal is not None:
-                return (lit, NO_FLAGS) if lit.literal == other.literal else None
-            assert lit.literal is not None
-            return (lit, NO_FLAGS) if self._obj_accepts(other, json.loads(lit.literal)) else None
+            return _meet_literal(a, b, self._obj_accepts)
         names = [p.name for p in a.props] + [p.name for p in b.props if a.prop(p.name) is None]
         props: list[Prop] = []
         for n in names:
@@ -676,3 +668,18 @@ def _min_opt(a: int | None, b: int | None) -> int | None:
     if b is None:
         return a
     return min(a, b)
+
+
+_Container = TypeVar("_Container", ArrAlt, ObjAlt)
+
+
+def _meet_literal(
+    a: _Container, b: _Container, accepts: Callable[[_Container, Any], bool]
+) -> tuple[_Container, Flags] | None:
+    """The product of two array (or object) alternatives, one of them a literal: a literal
+    meets a literal iff they are equal, and another alternative iff it accepts the value."""
+    lit, other = (a, b) if a.literal is not None else (b, a)
+    if other.literal is not None:
+        return (lit, NO_FLAGS) if lit.literal == other.literal else None
+    assert lit.literal is not None
+    return (lit, NO_FLAGS) if accepts(other, json.loads(lit.literal)) else None

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from toolmask.errors import GrammarError, LimitError, SchemaError
 from toolmask.grammar import Dfa
 from toolmask.schema import _langs
-from toolmask.schema._site import Expander, Family, KeywordFn, Site, only
+from toolmask.schema._site import Expander, Family, KeywordFn, Site, count_keyword, only
 from toolmask.schema._terms import (
     BOTTOM,
     NO_FLAGS,
@@ -70,14 +70,6 @@ def _items(site: Site, acc: _Arrays) -> None:
 def _additional_items(site: Site, acc: _Arrays) -> None:
     """Read by an array-form ``items``; on its own it constrains nothing (an array part that
     admits every array)."""
-
-
-def _min_items(site: Site, acc: _Arrays) -> None:
-    acc.lo = site.nonneg_int("minItems")
-
-
-def _max_items(site: Site, acc: _Arrays) -> None:
-    acc.hi = site.nonneg_int("maxItems")
 
 
 def _contains(site: Site, acc: _Arrays) -> None:
@@ -192,14 +184,6 @@ def _property_names(site: Site, acc: _Objects) -> None:
         acc.parts.append(ObjAlt(regions=(Region(keys, TOP, False),)))
 
 
-def _min_properties(site: Site, acc: _Objects) -> None:
-    acc.lo = site.nonneg_int("minProperties")
-
-
-def _max_properties(site: Site, acc: _Objects) -> None:
-    acc.hi = site.nonneg_int("maxProperties")
-
-
 def _finish_objects(site: Site, acc: _Objects) -> Shape | None:
     parts = acc.parts
     if acc.lo or acc.hi is not None:
@@ -299,8 +283,8 @@ ARRAYS: Family[_Arrays] = Family(
         "prefixItems": _prefix_items,
         "items": _items,
         "additionalItems": _additional_items,
-        "minItems": _min_items,
-        "maxItems": _max_items,
+        "minItems": count_keyword("minItems", "lo"),
+        "maxItems": count_keyword("maxItems", "hi"),
         "contains": _contains,
         "uniqueItems": _unique_items,
     },
@@ -315,8 +299,8 @@ OBJECTS: Family[_Objects] = Family(
         "additionalProperties": _object_keys,
         "required": _required,
         "propertyNames": _property_names,
-        "minProperties": _min_properties,
-        "maxProperties": _max_properties,
+        "minProperties": count_keyword("minProperties", "lo"),
+        "maxProperties": count_keyword("maxProperties", "hi"),
     },
     _Objects,
     _finish_objects,

@@ -11,7 +11,7 @@ from toolmask.errors import GrammarError, LimitError, SchemaError
 from toolmask.grammar import Dfa
 from toolmask.schema import _langs
 from toolmask.schema._formats import FORMATS
-from toolmask.schema._site import Family, Site, only
+from toolmask.schema._site import Family, Site, count_keyword, only
 from toolmask.schema._terms import (
     NO_FLAGS,
     ArrAlt,
@@ -211,14 +211,6 @@ class _Strings:
     pattern: str | None = None
 
 
-def _min_length(site: Site, acc: _Strings) -> None:
-    acc.lo = site.nonneg_int("minLength")
-
-
-def _max_length(site: Site, acc: _Strings) -> None:
-    acc.hi = site.nonneg_int("maxLength")
-
-
 def _pattern(site: Site, acc: _Strings) -> None:
     p = site.s["pattern"]
     if not isinstance(p, str):
@@ -281,7 +273,11 @@ NUMBERS: Family[_Numbers] = Family(
 )
 STRINGS: Family[_Strings] = Family(
     "strings",
-    {"minLength": _min_length, "maxLength": _max_length, "pattern": _pattern},
+    {
+        "minLength": count_keyword("minLength", "lo"),
+        "maxLength": count_keyword("maxLength", "hi"),
+        "pattern": _pattern,
+    },
     _Strings,
     _finish_strings,
 )

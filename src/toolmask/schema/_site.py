@@ -16,7 +16,16 @@ from toolmask.schema._algebra import is_number, to_decimal
 from toolmask.schema._resolve import Resolver
 from toolmask.schema._terms import SHAPE_TOP, Flags, Loc, Shape, Term
 
-__all__ = ["Expander", "Family", "KeywordFn", "Site", "keyword_parts", "nonneg_int", "only"]
+__all__ = [
+    "Expander",
+    "Family",
+    "KeywordFn",
+    "Site",
+    "count_keyword",
+    "keyword_parts",
+    "nonneg_int",
+    "only",
+]
 
 
 class Expander(Protocol):
@@ -133,3 +142,15 @@ def keyword_parts(
         if part is not None:
             parts.append(part)
     return parts
+
+
+def count_keyword(keyword: str, attr: str) -> KeywordFn[Any]:
+    """The function of a count keyword (``minLength``, ``maxItems``, ``minProperties``, ...):
+    its value, a non-negative integer (SchemaError otherwise), into the accumulator's
+    ``attr``."""
+
+    def read(site: Site, acc: Any) -> None:
+        setattr(acc, attr, site.nonneg_int(keyword))
+
+    read.__name__ = read.__qualname__ = f"_{keyword}"
+    return read
