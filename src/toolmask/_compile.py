@@ -148,14 +148,20 @@ class GrammarCompiler:
 
     # -- caches -----------------------------------------------------------------------------------
     def cache(
-        self, name: str, *, limit: str, entry_bytes: Callable[[Any], int] | None = None
+        self,
+        name: str,
+        *,
+        limit: str,
+        entry_bytes: Callable[[Any], int] | None = None,
+        sizeof: Callable[[Any], int] | None = None,
     ) -> LRUCache[Any, Any]:
         """The named cache ``name`` of :attr:`caches` (created on first use), bounded by the
         ``Limits`` field ``limit`` of this compiler's limits; ``entry_bytes`` measures a value
-        when it is stored, for :meth:`memory` and the byte budget. For the layers above: the
-        tool layer keeps its schema grammars, validators and sanitizer patterns here, so that
-        :meth:`clear` and :meth:`memory` cover them."""
-        return self.caches.cache(name, limit=limit, entry_bytes=entry_bytes)
+        when it is stored, ``sizeof`` whenever the budget is checked (a value that grows, such
+        as a lazily built automaton), for :meth:`memory` and the byte budget. For the layers
+        above: the tool layer keeps its schema grammars, validators and sanitizer patterns
+        here, so that :meth:`clear` and :meth:`memory` cover them."""
+        return self.caches.cache(name, limit=limit, entry_bytes=entry_bytes, sizeof=sizeof)
 
     @contextmanager
     def activate(self) -> Iterator[GrammarCompiler]:
