@@ -29,20 +29,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from toolmask._backend import Backend, choose_backend
 from toolmask._cache import SHARED, CacheSet, LRUCache
 from toolmask._kernel import BackendName
 from toolmask._pointer import json_pointer
-from toolmask.automaton import Automaton, AutomatonState
 from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
-from toolmask.mask import MaskCache, VocabIndex
 from toolmask.schema import make_validator
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
     from jsonschema.protocols import Validator
 
+    from toolmask._backend import Backend
+    from toolmask.automaton import Automaton, AutomatonState
+    from toolmask.mask import MaskCache, VocabIndex
     from toolmask.vocab import Vocabulary
 
 __all__ = [
@@ -84,6 +84,9 @@ class GrammarCompiler:
         max_cache_bytes: int | None = None,
         caches: CacheSet | None = None,
     ) -> None:
+        # the automaton and mask implementations load with the first compiler, not on import
+        from toolmask._backend import choose_backend
+
         self.limits = limits
         self._backend: Backend = choose_backend(backend)
         self.backend: BackendName = self._backend.name

@@ -78,9 +78,14 @@ def join_flags(fs: list[Flags]) -> Flags:
 class ShapeAlgebra:
     """Boolean operations on shapes under one compilation's limits and deadline."""
 
+    #: whether a value is in a term's set, exactly (``Locations.accepts``, bound once: it runs
+    #: per literal value)
+    accepts: Callable[[Term, Any], bool]
+
     def __init__(self, limits: Limits, locations: Locations) -> None:
         self.limits = limits
         self.locs = locations
+        self.accepts = locations.accepts
         self.deadline = time.monotonic() + limits.max_compile_seconds
 
     def check_time(self) -> None:
@@ -93,10 +98,6 @@ class ShapeAlgebra:
 
     def flag_under(self, pointer: str, keyword: str) -> Flags:
         return Flags(under=frozenset({(pointer, keyword)}))
-
-    def accepts(self, term: Term, value: Any) -> bool:
-        """Whether ``value`` is in ``term``'s set, exactly (see ``Locations.accepts``)."""
-        return self.locs.accepts(term, value)
 
     # -- meet, intersection, union ----------------------------------------------------------
     def meet(self, term: Term, shapes: list[Shape]) -> Shape:

@@ -93,12 +93,10 @@ class SchemaCompiler(ShapeAlgebra):
         self._loc_depth = 0  # Loc expansions open one inside another ($ref chains, allOf, ...)
         self.forced_over: set[tuple[str, str]] = set()
         self.root_term = self.locs.root_term
+        #: the term of a subschema (``Locations.sub``, bound once: it runs per subschema)
+        self.sub = self.locs.sub
 
     # -- locations (see Locations) ----------------------------------------------------------------
-    def sub(self, schema: Any, resolver: Resolver, ptr: str, *keys: str | int) -> Term:
-        """The term of a subschema; boolean subschemas are the constants TOP / BOTTOM."""
-        return self.locs.sub(schema, resolver, ptr, *keys)
-
     def resolve(self, ref: Any, resolver: Resolver, ptr: str, kw: str) -> Loc:
         return self.locs.resolve(ref, resolver, ptr, kw)
 

@@ -17,8 +17,6 @@ from toolmask._pointer import json_pointer
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
-from toolmask.schema._compiler import SchemaCompiler
-from toolmask.schema._lower import Layout, Lowerer
 from toolmask.schema._notation import NOTATIONS
 from toolmask.schema._validate import dialect_of
 
@@ -79,6 +77,10 @@ def compile_json_schema(
     Raises :class:`SchemaError` (with a JSON pointer and keyword) for schemas it cannot compile
     and :class:`LimitError` when a resource cap of ``limits`` is hit.
     """
+    # the compiler's modules load with the first compilation (``import toolmask`` stays light)
+    from toolmask.schema._compiler import SchemaCompiler
+    from toolmask.schema._lower import Layout, Lowerer
+
     _check_options(whitespace, notation, property_order)
     schema_json, resources_json = _read_documents(schema, resources, limits)
     # a key is written as its quoted text, so a schema without these texts has no reference
