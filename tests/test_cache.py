@@ -144,3 +144,29 @@ def test_run_tables_are_bounded_by_the_limits(backend: str) -> None:
     if backend == "python":
         assert len(one.vocab_index(vocab)._runs) == 1
         assert len(free.vocab_index(vocab)._runs) > 1
+
+
+def test_a_stage_memoises_in_the_cache_set_it_is_given() -> None:
+    """compile_json_schema(caches=...) keeps its memos there, not in the process' shared set."""
+    from toolmask._cache import SHARED, CacheSet
+    from toolmask.schema import compile_json_schema
+
+    before = SHARED.counts()
+    mine = CacheSet()
+    compile_json_schema(SCHEMA, caches=mine)
+    assert {name for name, n in mine.counts().items() if n} >= MEMOS
+    assert SHARED.counts() == before
+
+
+def test_named_caches_hold_growing_values_under_the_byte_budget() -> None:
+    """A named cache measured by ``sizeof`` (per-part automata, say: they grow as input explores
+    them) counts in the compiler's memory and is trimmed with the memos."""
+    from toolmask.automaton import build_automaton
+
+    c = tm.GrammarCompiler(max_cache_bytes=1)
+    parts = c.cache("test.parts", limit="max_compiled_grammars", sizeof=lambda a: a.memory_bytes())
+    a = build_automaton(tm.Grammar.from_json_schema({"type": "array"}))
+    parts.put("array", a)
+    assert c.memory()["memos"] >= a.memory_bytes() > 0
+    c.compile(tm.Grammar.from_regex("a"))  # a compile trims the caches to the budget
+    assert len(parts) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from toolmask import schema as schema  # registers Grammar.from_json_schema's frontend
 from toolmask._compile import (
     CompiledGrammar,
     GrammarCompiler,

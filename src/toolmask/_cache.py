@@ -1,13 +1,14 @@
-"""Bounded caches, and which :class:`~toolmask.GrammarCompiler` owns them right now.
+"""Bounded caches: :class:`LRUCache`, the named caches of a :class:`CacheSet`, and the memos
+that keep their results in the cache set in use.
 
-Every cache toolmask keeps lives in one :class:`~toolmask.GrammarCompiler` (compiled grammars,
-automata, vocabulary indexes, masks, and the tool layer's schema grammars, validators and
-sanitizer patterns), so one object bounds them, reports their size and empties them.
-``tm.compile`` and the tool layer use the *active* compiler: the one made current by
-``with compiler.activate():`` in this thread or task (a :class:`contextvars.ContextVar`), else
-the process default (:func:`toolmask.default_compiler`).
-
-This module is import-light (no numpy, no kernel) so that any layer can reach its caches.
+A :class:`~toolmask.GrammarCompiler` owns one :class:`CacheSet` (``compiler.caches``) and passes
+it down: the stages below take it as an argument (``compile_json_schema(..., caches=...)``)
+and, while they run, it is the *cache set in use* for their memos (:func:`memo`), a
+:class:`contextvars.ContextVar` of this module that :meth:`CacheSet.use` sets for a block
+(``compiler.activate()`` does too). Outside any such block the memos use the process-wide
+:data:`SHARED` set, which the process's default compiler owns. Nothing here knows the compiler:
+it sits at the bottom of the layers (``docs/architecture.md``), importing only ``limits``, so
+that every stage can keep its memos in caches that one object bounds, reports and empties.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-if TYPE_CHECKING:
-    from toolmask._compile import GrammarCompiler
+from toolmask.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["LRUCache", "active_compiler", "compiler_memo"]
+__all__ = ["SHARED", "CacheSet", "LRUCache", "current_caches", "memo", "using"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -155,28 +156,135 @@ class LRUCache(Generic[K, V]):
         return f"LRUCache({self.name!r}, {len(self)}/{self.max_entries})"
 
 
+class CacheSet:
+    """Named :class:`LRUCache` s, each bounded by a field of ``limits``, measured for one byte
+    budget: the caches a compiler owns beside its compiled grammars (the stages' memos, the
+    tool layer's schema grammars, validators and sanitizer patterns; per-part automata keyed by
+    their own fingerprint fit the same way, measured by ``sizeof``).
+
+    Thread-safe: caches are created under a lock; each cache locks itself. Cost of
+    :meth:`cache` once created: one dict lookup.
+    """
+
+    __slots__ = ("_lock", "_named", "limits")
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+        self._named: dict[str, LRUCache[Any, Any]] = {}
+        self._lock = threading.Lock()
+
+    def cache(
+        self,
+        name: str,
+        *,
+        limit: str,
+        entry_bytes: Callable[[Any], int] | None = None,
+        sizeof: Callable[[Any], int] | None = None,
+    ) -> LRUCache[Any, Any]:
+        """The cache ``name`` (created on first use), bounded by the ``Limits`` field ``limit``
+        of :attr:`limits`; ``entry_bytes`` measures a value once when it is stored, ``sizeof``
+        each time the bytes are asked (values that grow after they are stored)."""
+        c = self._named.get(name)
+        if c is None:
+            with self._lock:
+                c = self._named.get(name)
+                if c is None:
+                    bound = int(getattr(self.limits, limit))
+                    c = LRUCache(name, bound, sizeof, entry_bytes=entry_bytes)
+                    self._named[name] = c
+        return c
+
+    def counts(self) -> dict[str, int]:
+        """Entries per cache, by name (sorted)."""
+        return {name: len(c) for name, c in sorted(self._named.items())}
+
+    def nbytes(self) -> int:
+        """Bytes of every cache's entries, as each measures them (see :meth:`LRUCache.nbytes`)."""
+        return sum(c.nbytes() for c in list(self._named.values()))
+
+    def trim(self, excess: int) -> int:
+        """Drop the least recently used entries of the measured caches, largest cache first,
+        until ``excess`` bytes are freed or nothing measured is left; returns the bytes freed.
+        O(entries dropped + caches)."""
+        freed = 0
+        measured = sorted(
+            (c for c in list(self._named.values()) if c.nbytes() > 0),
+            key=LRUCache.nbytes,
+            reverse=True,
+        )
+        for c in measured:
+            while freed < excess:
+                before = c.nbytes()
+                if c.pop_oldest() is None:
+                    break
+                freed += before - c.nbytes()
+        return freed
+
+    def clear(self) -> None:
+        """Empty every cache (they stay, with their bounds)."""
+        for c in list(self._named.values()):
+            c.clear()
+
+    @contextmanager
+    def use(self) -> Iterator[CacheSet]:
+        """Make this the cache set the memos use in this thread or task until the block ends."""
+        token = _in_use.set(self)
+        try:
+            yield self
+        finally:
+            _in_use.reset(token)
+
+    def __repr__(self) -> str:
+        return f"CacheSet({len(self._named)} caches, {self.nbytes()} bytes)"
+
+
+#: the cache set the memos use outside any :meth:`CacheSet.use` block; the process's default
+#: compiler (``toolmask.default_compiler()``) owns it
+SHARED = CacheSet()
+
+_in_use: ContextVar[CacheSet | None] = ContextVar("toolmask_caches", default=None)
+
+
+def current_caches() -> CacheSet:
+    """The cache set in use here: the one a :meth:`CacheSet.use` block set, else
+    :data:`SHARED`."""
+    c = _in_use.get()
+    return SHARED if c is None else c
+
+
+@contextmanager
+def using(caches: CacheSet | None) -> Iterator[CacheSet]:
+    """``caches.use()``, or the cache set already in use when ``caches`` is None: what an entry
+    point that takes ``caches=`` wraps its work in."""
+    if caches is None:
+        yield current_caches()
+    else:
+        with caches.use():
+            yield caches
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def compiler_memo(name: str, *, limit: str, entry_bytes: Callable[[Any], int]) -> Callable[[F], F]:
-    """Memoise a pure function in the active compiler's named cache ``name`` (bounded by the
-    :class:`~toolmask.limits.Limits` field ``limit``, its values measured by ``entry_bytes``
-    for the compiler's byte budget) instead of a module-level ``lru_cache``, so that one
-    object bounds, reports and empties it. The positional arguments are the key (hashable);
-    a result must not be None. Cost of a hit: a context-variable read, two dict lookups and a
-    move-to-end, no lock (about 0.7 µs where ``lru_cache`` takes 0.4 µs, most of both being
-    the key's hash): for memos called per schema node or DFA edge, not per byte or per
-    automaton state."""
+def memo(name: str, *, limit: str, entry_bytes: Callable[[Any], int]) -> Callable[[F], F]:
+    """Memoise a pure function in the cache ``name`` of the cache set in use
+    (:func:`current_caches`), bounded by the :class:`~toolmask.limits.Limits` field ``limit``,
+    its values measured by ``entry_bytes`` for the owner's byte budget: instead of a
+    module-level ``lru_cache``, so that the compiler that owns the cache set bounds, reports
+    and empties it. The positional arguments are the key (hashable); a result must not be
+    None. Cost of a hit: a context-variable read, two dict lookups and a move-to-end, no lock
+    (about 0.7 µs where ``lru_cache`` takes 0.4 µs, most of both being the key's hash): for
+    memos called per schema node or DFA edge, not per byte or per automaton state."""
 
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
         def call(*args: Any) -> Any:
-            c = _active.get()
-            if c is None:
-                c = active_compiler()
-            cache = c._named.get(name)
+            caches = _in_use.get()
+            if caches is None:
+                caches = SHARED
+            cache = caches._named.get(name)
             if cache is None:
-                cache = c.cache(name, limit=limit, entry_bytes=entry_bytes)
+                cache = caches.cache(name, limit=limit, entry_bytes=entry_bytes)
             hit = cache.lookup(args)
             if hit is None:
                 hit = cache.put(args, fn(*args))
@@ -185,23 +293,3 @@ def compiler_memo(name: str, *, limit: str, entry_bytes: Callable[[Any], int]) -
         return call  # type: ignore[return-value]
 
     return wrap
-
-
-_active: ContextVar[GrammarCompiler | None] = ContextVar("toolmask_compiler", default=None)
-
-
-def active_compiler() -> GrammarCompiler:
-    """The compiler whose caches are in use here: the one activated in this context, else the
-    process default."""
-    c = _active.get()
-    if c is not None:
-        return c
-    global _default_compiler
-    if _default_compiler is None:
-        from toolmask._compile import default_compiler
-
-        _default_compiler = default_compiler
-    return _default_compiler()
-
-
-_default_compiler: Callable[[], GrammarCompiler] | None = None

@@ -3,41 +3,53 @@
 
 A :class:`GrammarCompiler` owns every cache that compiling and matching fill: compiled grammars,
 automata (shared by every vocabulary), vocabulary indexes, the masks each compiled grammar
-caches, and named caches for the tool layer (schema grammars, validators, sanitizer patterns),
-under one byte budget (``Limits.max_cache_bytes``). ``tm.compile`` uses the active compiler
-(see :func:`toolmask._cache.active_compiler`): the process default unless another one was
-activated with ``with compiler.activate():``. The server holds its own.
+caches, and a :class:`~toolmask._cache.CacheSet` of named caches (the grammar and schema
+stages' memos, the tool layer's schema grammars, validators and sanitizer patterns), under one
+byte budget (``Limits.max_cache_bytes``). It passes its cache set down: ``with
+compiler.activate():`` makes it the active compiler (``tm.compile``, the tool layer) and its
+caches the ones the stages below memoise in; stages that take ``caches=`` get it as an
+argument. Nothing below this layer knows the compiler. ``tm.compile`` uses the active
+compiler: the process default (:func:`default_compiler`, which owns the shared cache set the
+memos use outside any ``activate()``) unless another one was activated. The server holds its
+own.
 
-Two backends compute the same thing: ``"native"``, the compiled kernel ``toolmask._native``
-(the default when it is built), and ``"python"``, the pure-Python reference
-(``TOOLMASK_BACKEND=python`` or ``GrammarCompiler(backend="python")``); see ``docs/masks.md``.
+The backend (native kernel or pure-Python reference) is chosen once, when the compiler is made
+(:func:`toolmask._backend.choose_backend`); see ``docs/masks.md``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from toolmask._cache import LRUCache, _active, active_compiler
-from toolmask._kernel import Backend, resolve_backend
+from toolmask._cache import SHARED, CacheSet, LRUCache
+from toolmask._kernel import BackendName
 from toolmask._pointer import json_pointer
-from toolmask.grammar._ir import Grammar
+from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
+from toolmask.schema import make_validator
 
 if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
+    from toolmask._backend import Backend
+    from toolmask.automaton import Automaton, AutomatonState
+    from toolmask.mask import MaskCache, VocabIndex
     from toolmask.vocab import Vocabulary
 
 __all__ = [
     "CompiledGrammar",
     "GrammarCompiler",
     "Matcher",
+    "active_compiler",
     "clear_cache",
     "compile",
     "default_compiler",
@@ -52,10 +64,13 @@ class GrammarCompiler:
 
     ``limits`` are the default compile limits and bound the caches: ``max_compiled_grammars``
     compiled grammars (and as many automata), ``max_vocab_indexes`` vocabulary indexes, the
-    tool layer's ``max_schema_grammars`` / ``max_validators`` / ``max_sanitizer_patterns``,
-    and ``max_cache_bytes`` for all of it together (each compiled grammar's masks are bounded
-    by ``max_mask_cache_bytes`` on their own). ``backend``: ``"native"``, ``"python"`` or
-    None for :func:`toolmask.mask.backend`.
+    named caches of :attr:`caches` (the tool layer's ``max_schema_grammars`` /
+    ``max_validators`` / ``max_sanitizer_patterns``, the memos' ``max_language_memos`` /
+    ``max_memo_entries``), and ``max_cache_bytes`` for all of it together (each compiled
+    grammar's masks are bounded by ``max_mask_cache_bytes`` on their own). ``backend``:
+    ``"native"``, ``"python"`` or None for :func:`toolmask.mask.backend`. ``caches``: the
+    cache set to own (a new one by default; the process default compiler owns
+    :data:`toolmask._cache.SHARED`).
 
     Thread-safe: compiles may run on several threads while matchers decode on others; two
     threads compiling the same grammar agree on one :class:`CompiledGrammar`.
@@ -67,23 +82,28 @@ class GrammarCompiler:
         limits: Limits = DEFAULT_LIMITS,
         backend: str | None = None,
         max_cache_bytes: int | None = None,
+        caches: CacheSet | None = None,
     ) -> None:
+        # the automaton and mask implementations load with the first compiler, not on import
+        from toolmask._backend import choose_backend
+
         self.limits = limits
-        self.backend: Backend = resolve_backend(backend)
+        self._backend: Backend = choose_backend(backend)
+        self.backend: BackendName = self._backend.name
         self.max_cache_bytes = (
             limits.max_cache_bytes if max_cache_bytes is None else max_cache_bytes
         )
+        #: the named caches this compiler owns and passes down (memos, the tool layer's)
+        self.caches = CacheSet(limits) if caches is None else caches
         self._compiled: LRUCache[tuple[str, Limits, str | None], CompiledGrammar] = LRUCache(
             "compiled", limits.max_compiled_grammars
         )
-        self._automata: LRUCache[tuple[str, Limits], Any] = LRUCache(
+        self._automata: LRUCache[tuple[str, Limits], Automaton] = LRUCache(
             "automata", limits.max_compiled_grammars
         )
-        self._indexes: LRUCache[str, Any] = LRUCache(
+        self._indexes: LRUCache[str, VocabIndex] = LRUCache(
             "vocab_indexes", limits.max_vocab_indexes, _index_bytes
         )
-        self._named: dict[str, LRUCache[Any, Any]] = {}
-        self._lock = threading.Lock()
         # what _trim measured last, and the compiles since (it measures at intervals)
         self._last_total = self.max_cache_bytes  # not measured yet: the next compile does
         self._since_trim = 0
@@ -101,88 +121,60 @@ class GrammarCompiler:
         hit: one pass over the grammar to key it (in C for the native backend).
         """
         lim = self.limits if limits is None else limits
-        flat: Any = None
-        if self.backend == "native":
-            from toolmask.automaton._native import flatten
-
-            flat = flatten(grammar)
-            fp = _native_key(flat, grammar)
-        else:
-            fp = grammar.fingerprint()
-        key = (fp, lim, vocab.fingerprint if vocab is not None else None)
+        keyed = self._backend.read(grammar)
+        key = (keyed.key, lim, vocab.fingerprint if vocab is not None else None)
         hit = self._compiled.get(key)
         if hit is not None:
             return hit
-        akey = (fp, lim)
+        akey = (keyed.key, lim)
         automaton = self._automata.get(akey)
         if automaton is None:
-            if flat is not None:
-                from toolmask.automaton._native import native_from_flat
-
-                automaton = native_from_flat(flat, grammar, lim)
-            else:
-                from toolmask.automaton import build_automaton
-
-                automaton = build_automaton(grammar, limits=lim)
-            automaton = self._automata.put(akey, automaton)
-        masks: Any = None
+            automaton = self._automata.put(akey, keyed.build(lim))
+        masks: MaskCache | None = None
         if vocab is not None:
             index = self.vocab_index(vocab)
-            if self.backend == "native":
-                from toolmask.mask._native import NativeMaskCache
-
-                masks = NativeMaskCache(automaton, index, lim.max_mask_cache_bytes)
-            else:
-                from toolmask.mask import MaskCache
-
-                masks = MaskCache(automaton, index, lim.max_mask_cache_bytes)
-        compiled = self._compiled.put(key, CompiledGrammar(grammar, automaton, masks))
+            masks = self._backend.mask_cache(automaton, index, lim.max_mask_cache_bytes)
+        compiled = self._compiled.put(
+            key, CompiledGrammar(grammar, automaton, masks, backend=self.backend)
+        )
         self._trim()
         return compiled
 
-    def vocab_index(self, vocab: Vocabulary) -> Any:
+    def vocab_index(self, vocab: Vocabulary) -> VocabIndex:
         """The index of ``vocab`` for this backend (tries, token tables, run tables), built
         once per fingerprint and kept in the ``max_vocab_indexes`` LRU (each keeps
         ``max_run_tables`` run tables)."""
         tables = self.limits.max_run_tables
-        if self.backend == "native":
-            from toolmask.mask._native import NativeVocabIndex
-
-            build: Callable[[], Any] = lambda: NativeVocabIndex(  # noqa: E731
-                vocab, max_run_tables=tables
-            )
-        else:
-            from toolmask.mask import VocabIndex
-
-            build = lambda: VocabIndex(vocab, max_run_tables=tables)  # noqa: E731
-        return self._indexes.get_or_build(vocab.fingerprint, build)
+        return self._indexes.get_or_build(
+            vocab.fingerprint, lambda: self._backend.vocab_index(vocab, max_run_tables=tables)
+        )
 
     # -- caches -----------------------------------------------------------------------------------
     def cache(
-        self, name: str, *, limit: str, entry_bytes: Callable[[Any], int] | None = None
+        self,
+        name: str,
+        *,
+        limit: str,
+        entry_bytes: Callable[[Any], int] | None = None,
+        sizeof: Callable[[Any], int] | None = None,
     ) -> LRUCache[Any, Any]:
-        """The named cache ``name`` owned by this compiler (created on first use), bounded by
-        the ``Limits`` field ``limit`` of this compiler's limits; ``entry_bytes`` measures a
-        value when it is stored, for :meth:`memory` and the byte budget. For the other layers:
-        the tool layer keeps its schema grammars, validators and sanitizer patterns here, the
-        schema and grammar layers their memos (:func:`toolmask._cache.compiler_memo`), so that
-        :meth:`clear` and :meth:`memory` cover them."""
-        c = self._named.get(name)
-        if c is None:
-            with self._lock:
-                c = self._named.get(name)
-                if c is None:
-                    c = LRUCache(name, int(getattr(self.limits, limit)), entry_bytes=entry_bytes)
-                    self._named[name] = c
-        return c
+        """The named cache ``name`` of :attr:`caches` (created on first use), bounded by the
+        ``Limits`` field ``limit`` of this compiler's limits; ``entry_bytes`` measures a value
+        when it is stored, ``sizeof`` whenever the budget is checked (a value that grows, such
+        as a lazily built automaton), for :meth:`memory` and the byte budget. For the layers
+        above: the tool layer keeps its schema grammars, validators and sanitizer patterns
+        here, so that :meth:`clear` and :meth:`memory` cover them."""
+        return self.caches.cache(name, limit=limit, entry_bytes=entry_bytes, sizeof=sizeof)
 
     @contextmanager
     def activate(self) -> Iterator[GrammarCompiler]:
         """Make this compiler the active one in this thread or task (for ``tm.compile`` and the
-        tool layer's caches) until the block ends."""
+        tool layer's caches), and its :attr:`caches` the ones the stages below memoise in,
+        until the block ends."""
         token = _active.set(self)
         try:
-            yield self
+            with self.caches.use():
+                yield self
         finally:
             _active.reset(token)
 
@@ -191,7 +183,7 @@ class GrammarCompiler:
         ``vocab_indexes``, ``memos`` (the named caches that measure their entries), and
         ``total``; plus the entry counts of the caches (``compiled``, and one per named
         cache)."""
-        automata: dict[int, Any] = {}
+        automata: dict[int, Automaton] = {}
         masks = 0
         compiled = self._compiled.values()
         for c in compiled:
@@ -200,9 +192,9 @@ class GrammarCompiler:
                 masks += c.masks.memory_bytes()
         for a in self._automata.values():
             automata[id(a)] = a
-        auto_bytes = sum(_automaton_bytes(a) for a in automata.values())
+        auto_bytes = sum(a.memory_bytes() for a in automata.values())
         index_bytes = self._indexes.nbytes()
-        memo_bytes = sum(c.nbytes() for c in list(self._named.values()))
+        memo_bytes = self.caches.nbytes()
         out = {
             "automata": auto_bytes,
             "masks": masks,
@@ -211,8 +203,7 @@ class GrammarCompiler:
             "total": auto_bytes + masks + index_bytes + memo_bytes,
             "compiled": len(compiled),
         }
-        for name, named in sorted(self._named.items()):
-            out[name] = len(named)
+        out.update(self.caches.counts())
         return out
 
     def _trim(self) -> None:
@@ -239,17 +230,8 @@ class GrammarCompiler:
             if len(self._automata) > 1:
                 self._automata.pop_oldest()
             total = self.memory()["total"]
-        memos = sorted(
-            (c for c in list(self._named.values()) if c.nbytes() > 0),
-            key=LRUCache.nbytes,
-            reverse=True,
-        )
-        for c in memos:
-            while total > self.max_cache_bytes:
-                before = c.nbytes()
-                if c.pop_oldest() is None:
-                    break
-                total -= before - c.nbytes()
+        if total > self.max_cache_bytes:
+            total -= self.caches.trim(total - self.max_cache_bytes)
         self._last_total = total
 
     def clear(self) -> None:
@@ -258,8 +240,7 @@ class GrammarCompiler:
         self._automata.clear()
         self._last_total, self._since_trim = self.max_cache_bytes, 0
         self._indexes.clear()
-        for c in list(self._named.values()):
-            c.clear()
+        self.caches.clear()
 
     def __repr__(self) -> str:
         return (
@@ -268,46 +249,34 @@ class GrammarCompiler:
         )
 
 
-def _native_key(flat: Any, grammar: Grammar) -> str:
-    """Cache key of a grammar on the native backend: a digest of the kernel's canonical
-    serialisation (nodes by content, rule bodies, start), the rule names, the special texts
-    and the post-decode checks. O(grammar size), hashing at C speed."""
-    h = hashlib.blake2b(flat.key, digest_size=32)
-    h.update(b"\0".join(r.name.encode("utf-8", "surrogatepass") for r in grammar.rules))
-    # the key's special nodes are indices into these texts: without them, two grammars that
-    # differ only in their special tokens would share one automaton
-    h.update(b"\2" + b"\0".join(t.encode("utf-8", "surrogatepass") for t in flat.texts))
-    h.update(b"\1" + repr(grammar.checks).encode("utf-8", "surrogatepass"))
-    return h.hexdigest()
-
-
-def _automaton_bytes(a: Any) -> int:
-    mb = getattr(a, "memory_bytes", None)
-    if mb is not None:
-        return int(mb())
-    # the pure-Python automaton: a rough estimate (positions and interned states with memos)
-    return int(a.n_positions) * 600 + int(a.cached_states()) * 1200
-
-
-def _index_bytes(index: Any) -> int:
-    mb = getattr(index, "memory_bytes", None)
-    return int(mb()) if mb is not None else 0
+def _index_bytes(index: VocabIndex) -> int:
+    return index.memory_bytes()
 
 
 _default: GrammarCompiler | None = None
 _default_lock = threading.Lock()
+_active: ContextVar[GrammarCompiler | None] = ContextVar("toolmask_compiler", default=None)
 
 
 def default_compiler() -> GrammarCompiler:
-    """The process-wide compiler ``tm.compile`` uses when no other one is active."""
+    """The process-wide compiler ``tm.compile`` uses when no other one is active; it owns the
+    shared cache set (:data:`toolmask._cache.SHARED`) the memos use outside any
+    ``activate()``."""
     global _default
     c = _default
     if c is None:
         with _default_lock:
             if _default is None:
-                _default = GrammarCompiler()
+                _default = GrammarCompiler(caches=SHARED)
             c = _default
     return c
+
+
+def active_compiler() -> GrammarCompiler:
+    """The compiler in use here: the one activated in this thread or task
+    (:meth:`GrammarCompiler.activate`), else :func:`default_compiler`."""
+    c = _active.get()
+    return c if c is not None else default_compiler()
 
 
 def compile(
@@ -336,27 +305,32 @@ class CompiledGrammar:
     Share it between threads and sequences; one :meth:`matcher` per sequence.
     """
 
-    __slots__ = ("_validators", "automaton", "grammar", "masks")
+    __slots__ = ("_validators", "automaton", "backend", "grammar", "masks")
 
     grammar: Grammar
-    automaton: Any
-    masks: Any
+    automaton: Automaton
+    masks: MaskCache | None
+    #: ``"native"`` (compiled kernel) or ``"python"`` (reference): the compiler's backend
+    backend: BackendName
 
-    def __init__(self, grammar: Grammar, automaton: Any, masks: Any = None) -> None:
+    def __init__(
+        self,
+        grammar: Grammar,
+        automaton: Automaton,
+        masks: MaskCache | None = None,
+        *,
+        backend: BackendName,
+    ) -> None:
         self.grammar = grammar
         self.automaton = automaton
         self.masks = masks
-        self._validators: list[Any] | None = None
+        self.backend = backend
+        self._validators: list[Validator] | None = None
 
     @property
     def vocab(self) -> Vocabulary | None:
         """The vocabulary the masks are computed for (None: byte-level matching only)."""
         return self.masks.index.vocab if self.masks is not None else None
-
-    @property
-    def backend(self) -> Backend:
-        """``"native"`` (compiled kernel) or ``"python"`` (reference)."""
-        return "native" if type(self.automaton).__module__ == "toolmask._native" else "python"
 
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the grammar (one per sequence). O(1)."""
@@ -367,7 +341,7 @@ class CompiledGrammar:
         transition memos, built lazily as input explores it) and ``masks`` (the cached masks;
         the vocabulary's shared tables are counted by the compiler, once per vocabulary)."""
         masks = self.masks.memory_bytes() if self.masks is not None else 0
-        return {"automaton": _automaton_bytes(self.automaton), "masks": masks}
+        return {"automaton": self.automaton.memory_bytes(), "masks": masks}
 
     def validate(self, doc: bytes | str) -> list[str]:
         """Run the grammar's post-decode checks on a finished document.
@@ -395,11 +369,9 @@ class CompiledGrammar:
                 errors.append(f"at {_pointer(err.absolute_path)}: {err.message}")
         return errors
 
-    def _get_validators(self) -> list[Any]:
+    def _get_validators(self) -> list[Validator]:
         vs = self._validators
         if vs is None:
-            from toolmask.schema._validate import make_validator
-
             vs = [make_validator(check) for check in self.grammar.checks]
             self._validators = vs
         return vs
@@ -417,11 +389,11 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
-def _error_sort_key(err: Any) -> tuple[list[str], str]:
+def _error_sort_key(err: ValidationError) -> tuple[list[str], str]:
     return [str(p) for p in err.absolute_path], str(err.message)
 
 
-def _pointer(path: Any) -> str:
+def _pointer(path: Iterable[str | int]) -> str:
     return json_pointer(path) or "(root)"
 
 
@@ -440,20 +412,20 @@ class Matcher:
 
     __slots__ = ("_a", "_history", "_masks", "_state", "_stopped_at")
 
-    def __init__(self, automaton: Any, masks: Any = None) -> None:
+    def __init__(self, automaton: Automaton, masks: MaskCache | None = None) -> None:
         self._a = automaton
         self._masks = masks
-        self._state: Any = automaton.initial
-        self._history: list[Any] = []
+        self._state: AutomatonState = automaton.initial
+        self._history: list[AutomatonState] = []
         self._stopped_at = -1
 
     @property
-    def state(self) -> Any:
+    def state(self) -> AutomatonState:
         """The current automaton state (interned; usable as a cache key)."""
         return self._state
 
     @property
-    def automaton(self) -> Any:
+    def automaton(self) -> Automaton:
         return self._a
 
     @property
@@ -471,7 +443,7 @@ class Matcher:
         """An EOS token was accepted."""
         return self._stopped_at >= 0
 
-    def _need_masks(self) -> Any:
+    def _need_masks(self) -> MaskCache:
         m = self._masks
         if m is None:
             raise ValueError(
@@ -485,13 +457,14 @@ class Matcher:
             return False
         data = bytes(data)
         a = self._a
-        s: Any = self._state
-        trail: list[Any] = []
+        s = self._state
+        trail: list[AutomatonState] = []
         for b in data:
             trail.append(s)
-            s = a.advance(s, b)
-            if s is None:
+            nxt = a.advance(s, b)
+            if nxt is None:
                 return False
+            s = nxt
         self._history.extend(trail)
         self._state = s
         return True
@@ -521,7 +494,7 @@ class Matcher:
         if not 0 <= tid < idx.size:
             return False
         cur = self._state
-        nxt: Any
+        nxt: AutomatonState | None
         if idx.text[tid]:
             nxt = masks.advance_token(cur, tid)
             if nxt is None:
@@ -583,7 +556,7 @@ class Matcher:
         masks = self._need_masks()
         if self._stopped_at >= 0:
             return np.zeros(masks.index.words, dtype=np.int32)
-        return masks.get(self._state)  # type: ignore[no-any-return]
+        return masks.get(self._state)
 
     def fill_bitmask(self, out: npt.NDArray[np.int32], index: int | None = None) -> None:
         """Write the allowed-token bitmask into ``out`` (int32, ``ceil(V/32)`` words), or into

@@ -6,7 +6,8 @@ reference: tests compare the two state by state.
 
 ``TOOLMASK_BACKEND`` (read once, at import) chooses: ``python`` forces the reference path,
 ``native`` requires the kernel (ImportError if it is missing), unset or ``auto`` uses the
-kernel when it imports. :func:`backend` says which one ``tm.compile`` uses by default.
+kernel when it imports. :func:`backend` says which one ``tm.compile`` uses by default; the
+compiler takes the implementation itself from ``toolmask._backend.choose_backend``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ import os
 from types import ModuleType
 from typing import Literal
 
-__all__ = ["BACKENDS", "Backend", "backend", "native_module", "resolve_backend"]
+__all__ = ["BACKENDS", "BackendName", "backend", "native_module", "resolve_backend"]
 
-Backend = Literal["native", "python"]
-BACKENDS: tuple[Backend, ...] = ("native", "python")
+BackendName = Literal["native", "python"]
+BACKENDS: tuple[BackendName, ...] = ("native", "python")
 
 _native: ModuleType | None
 _IMPORT_ERROR: ImportError | None = None
@@ -39,7 +40,7 @@ if _CHOICE == "native" and _native is None:
     )
 
 
-def backend() -> Backend:
+def backend() -> BackendName:
     """The backend ``tm.compile`` uses by default: ``"native"`` (the compiled kernel) or
     ``"python"`` (the reference, when forced by ``TOOLMASK_BACKEND=python`` or not built)."""
     if _CHOICE == "python" or _native is None:
@@ -47,7 +48,7 @@ def backend() -> Backend:
     return "native"
 
 
-def resolve_backend(name: str | None) -> Backend:
+def resolve_backend(name: str | None) -> BackendName:
     """``name`` checked (None: :func:`backend`); ValueError for an unknown one, ImportError for
     ``"native"`` when the kernel is not built."""
     if name is None:

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 from toolmask.grammar._charset import MAX_CP, CharSet, utf8_node
 from toolmask.grammar._ir import (
-    ByteClass,
-    Bytes,
-    Choice,
     Grammar,
     Node,
-    Repeat,
     Rule,
     RuleRef,
-    Seq,
-    Special,
     byte_class,
     byte_range,
     choice,
@@ -26,8 +18,6 @@ from toolmask.grammar._ir import (
     seq,
     star,
 )
-
-Symbol = int | str  # a byte, or the text of a special token
 
 
 def json_grammar() -> Grammar:
@@ -130,60 +120,10 @@ def single(body: Node) -> Grammar:
     return Grammar((Rule("root", body),), "root")
 
 
-# -- reference recogniser -------------------------------------------------------------------------
-
-
-def reference_accepts(grammar: Grammar, symbols: list[Symbol] | bytes) -> bool:
-    """Does ``grammar`` derive exactly ``symbols``? Memoised top-down search over end positions.
-
-    Terminates for grammars without left recursion (the automaton rejects the others).
-    """
-    syms: tuple[Symbol, ...] = tuple(symbols)
-    n = len(syms)
-
-    @cache
-    def ends(node: Node, i: int) -> frozenset[int]:
-        if isinstance(node, Bytes):
-            v = node.value
-            j = i + len(v)
-            return frozenset((j,)) if j <= n and syms[i:j] == tuple(v) else frozenset()
-        if isinstance(node, ByteClass):
-            s = syms[i] if i < n else None
-            return frozenset((i + 1,)) if isinstance(s, int) and s in node else frozenset()
-        if isinstance(node, Special):
-            return frozenset((i + 1,)) if i < n and syms[i] == node.text else frozenset()
-        if isinstance(node, Seq):
-            cur = frozenset((i,))
-            for item in node.items:
-                cur = frozenset(e for p in cur for e in ends(item, p))
-            return cur
-        if isinstance(node, Choice):
-            return frozenset(e for item in node.items for e in ends(item, i))
-        if isinstance(node, RuleRef):
-            return ends(grammar[node.name].body, i)
-        assert isinstance(node, Repeat)
-        layer = frozenset((i,))
-        out: set[int] = set(layer) if node.min == 0 else set()
-        seen: set[int] = set(out)
-        k = 0
-        while layer and (node.max is None or k < node.max):
-            k += 1
-            layer = frozenset(e for p in layer for e in ends(node.item, p))
-            if k >= node.min:
-                if node.max is None and layer <= seen:
-                    break
-                out |= layer
-                seen |= layer
-        return frozenset(out)
-
-    return n in ends(grammar[grammar.start].body, 0)
-
-
 __all__ = [
     "brackets",
     "json_grammar",
     "nested",
-    "reference_accepts",
     "right_linear",
     "single",
 ]

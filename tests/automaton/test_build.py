@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.automaton.ir_grammars import brackets, nested, reference_accepts, right_linear, single
+from tests.automaton.ir_grammars import brackets, nested, right_linear, single
+from tests.grammar.reference import matches as reference_accepts
 from toolmask.automaton import Automaton, State, build_automaton
 from toolmask.errors import GrammarError, LimitError
 from toolmask.grammar._ir import (

@@ -8,88 +8,29 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Mapping
 from decimal import Decimal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.grammar.reference import ir_fullmatch
 from toolmask.errors import LimitError
 from toolmask.grammar._charset import ANY_CHAR, CharSet
-from toolmask.grammar._fsm import (
-    EOL,
-    Dfa,
-    Nfa,
-    dfa_to_node,
-    dfa_to_rules,
-)
+from toolmask.grammar._fsm import Dfa, dfa_to_node, dfa_to_rules
 from toolmask.grammar._ir import (
-    ByteClass,
-    Bytes,
     Choice,
     Grammar,
-    Node,
-    Repeat,
     Rule,
     RuleRef,
-    Seq,
     iter_nodes,
 )
+from toolmask.grammar._nfa import EOL, Nfa
 from toolmask.grammar._regex import regex_dfa
 from toolmask.limits import Limits
 from toolmask.schema._json_text import json_string_char, json_string_node, multiple_of_dfa
 
-# -- a tiny reference matcher for IR trees ------------------------------------------------------
-
-
-def ir_ends(
-    node: Node, data: bytes, pos: int, rules: Mapping[str, Node], memo: dict[object, frozenset[int]]
-) -> frozenset[int]:
-    """End positions of matches of ``node`` in ``data`` starting at ``pos``."""
-    key = (id(node), pos)
-    hit = memo.get(key)
-    if hit is not None:
-        return hit
-    out: frozenset[int]
-    if isinstance(node, Bytes):
-        out = (
-            frozenset({pos + len(node.value)}) if data.startswith(node.value, pos) else frozenset()
-        )
-    elif isinstance(node, ByteClass):
-        out = frozenset({pos + 1}) if pos < len(data) and data[pos] in node else frozenset()
-    elif isinstance(node, Seq):
-        cur = frozenset({pos})
-        for item in node.items:
-            cur = frozenset(e for p in cur for e in ir_ends(item, data, p, rules, memo))
-        out = cur
-    elif isinstance(node, Choice):
-        out = frozenset(e for item in node.items for e in ir_ends(item, data, pos, rules, memo))
-    elif isinstance(node, Repeat):
-        result: set[int] = {pos} if node.min == 0 else set()
-        cur = frozenset({pos})
-        seen: set[frozenset[int]] = set()
-        i = 0
-        while cur and (node.max is None or i < node.max):
-            cur = frozenset(e for p in cur for e in ir_ends(node.item, data, p, rules, memo))
-            i += 1
-            if i >= node.min:
-                result |= cur
-                if cur in seen:
-                    break
-                seen.add(cur)
-        out = frozenset(result)
-    elif isinstance(node, RuleRef):
-        out = ir_ends(rules[node.name], data, pos, rules, memo)
-    else:
-        out = frozenset()
-    memo[key] = out
-    return out
-
-
-def ir_fullmatch(node: Node, rules: tuple[Rule, ...], data: bytes) -> bool:
-    table = {r.name: r.body for r in rules}
-    return len(data) in ir_ends(node, data, 0, table, {})
+# -- the automaton, when it is there --------------------------------------------------------------
 
 
 def automaton_accepts(grammar: Grammar, data: bytes) -> bool | None:

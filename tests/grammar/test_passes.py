@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.grammar.reference import matches, same_language, sample
 from toolmask.grammar import (
     ByteClass,
     Bytes,
     Choice,
     Grammar,
-    Node,
     Repeat,
     Rule,
     RuleRef,
@@ -30,118 +30,6 @@ from toolmask.grammar._gbnf import parse_gbnf
 from toolmask.grammar.passes import fuse, inline_rules, remove_dead_rules, simplify, utf8_classes
 from toolmask.grammar.passes.fuse import fuse_node
 from toolmask.grammar.passes.utf8_classes import charset_of, decode_product, lead_length, products
-
-# -- a tiny reference matcher and sampler (same as in test_gbnf.py) --------------------------------
-
-
-def matches(g: Grammar, data: bytes) -> bool:
-    """Whether ``g`` derives ``data``.
-
-    Lazy memo of (rule, start) -> set of end positions, grown to a fixpoint by whole passes (a
-    rule met again while in progress reads its current, partial entry: left recursion).
-    """
-    n = len(data)
-    table: dict[tuple[str, int], frozenset[int]] = {}
-    visited: set[tuple[str, int]] = set()
-    changed = False
-
-    def rule_ends(name: str, i: int) -> frozenset[int]:
-        nonlocal changed
-        key = (name, i)
-        if key in visited:
-            return table.get(key, frozenset())
-        visited.add(key)
-        while True:
-            old = table.get(key, frozenset())
-            new = old | frozenset(ev(g[name].body, i))
-            if new == old:
-                return old
-            table[key] = new
-            changed = True
-
-    def ev(node: Node, i: int) -> set[int]:
-        if isinstance(node, Bytes):
-            return {i + len(node.value)} if data.startswith(node.value, i) else set()
-        if isinstance(node, ByteClass):
-            return {i + 1} if i < n and data[i] in node else set()
-        if isinstance(node, Special):
-            return set()
-        if isinstance(node, RuleRef):
-            return set(rule_ends(node.name, i))
-        if isinstance(node, Seq):
-            cur = {i}
-            for it in node.items:
-                cur = {k for j in cur for k in ev(it, j)}
-                if not cur:
-                    break
-            return cur
-        if isinstance(node, Choice):
-            return set().union(*(ev(it, i) for it in node.items))
-        out = {i} if node.min == 0 else set()
-        cur, k = {i}, 0
-        limit = node.max if node.max is not None else node.min + n + 1
-        while cur and k < limit:
-            cur = {e for j in cur for e in ev(node.item, j)}
-            k += 1
-            if k >= node.min:
-                out |= cur
-        return out
-
-    while True:
-        changed = False
-        visited.clear()
-        rule_ends(g.start, 0)
-        if not changed:
-            return n in table.get((g.start, 0), frozenset())
-
-
-class _TooDeep(Exception):
-    pass
-
-
-def sample(g: Grammar, rng: random.Random, depth: int = 12) -> bytes | None:
-    def gen(node: Node, d: int) -> bytes:
-        if d > depth:
-            raise _TooDeep
-        if isinstance(node, Bytes):
-            return node.value
-        if isinstance(node, ByteClass):
-            return bytes([rng.choice(node.bytes())])
-        if isinstance(node, RuleRef):
-            return gen(g[node.name].body, d + 1)
-        if isinstance(node, Seq):
-            return b"".join(gen(i, d) for i in node.items)
-        if isinstance(node, Choice):
-            return gen(rng.choice(node.items), d)
-        if isinstance(node, Repeat):
-            hi = node.min + 2 if node.max is None else min(node.max, node.min + 2)
-            return b"".join(gen(node.item, d + 1) for _ in range(rng.randint(node.min, hi)))
-        raise _TooDeep
-
-    for _ in range(20):
-        try:
-            return gen(RuleRef(g.start), 0)
-        except _TooDeep:
-            continue
-    return None
-
-
-def same_language(a: Grammar, b: Grammar, seed: int = 0, n: int = 25) -> None:
-    rng = random.Random(seed)
-    corpus: set[bytes] = {b""}
-    for g in (a, b):
-        for _ in range(n):
-            s = sample(g, rng)
-            if s is None:
-                continue
-            corpus.add(s)
-            if s:
-                k = rng.randrange(len(s))
-                corpus.add(s[:k] + s[k + 1 :])
-                corpus.add(s[:k] + bytes([rng.randrange(256)]) + s[k:])
-    for s in sorted(corpus):
-        assert matches(a, s) == matches(b, s), s
-
 
 # -- corpus --------------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
@@ -15,80 +15,18 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tests.grammar.reference import ir_fullmatch
 from tests.vendored import SUITE_DIR
 from toolmask.errors import GrammarError, GrammarSyntaxError, LimitError
 from toolmask.grammar._charset import CharSet
 from toolmask.grammar._ir import (
-    ByteClass,
-    Bytes,
-    Choice,
     Grammar,
-    Node,
-    Repeat,
-    Rule,
     RuleRef,
-    Seq,
     iter_nodes,
 )
-from toolmask.grammar._regex import (
-    SPACE_CHARS,
-    grammar_from_regex,
-    parse_regex,
-    regex_dfa,
-    regex_node,
-    regex_rules,
-)
+from toolmask.grammar._regex import grammar_from_regex, regex_dfa, regex_node, regex_rules
+from toolmask.grammar._regex_syntax import SPACE_CHARS, parse_regex
 from toolmask.limits import Limits
-
-# -- tiny reference matcher for IR (same as in test_dfa.py) ---------------------------------------
-
-
-def ir_ends(
-    node: Node, data: bytes, pos: int, rules: Mapping[str, Node], memo: dict[object, frozenset[int]]
-) -> frozenset[int]:
-    key = (id(node), pos)
-    hit = memo.get(key)
-    if hit is not None:
-        return hit
-    out: frozenset[int]
-    if isinstance(node, Bytes):
-        out = (
-            frozenset({pos + len(node.value)}) if data.startswith(node.value, pos) else frozenset()
-        )
-    elif isinstance(node, ByteClass):
-        out = frozenset({pos + 1}) if pos < len(data) and data[pos] in node else frozenset()
-    elif isinstance(node, Seq):
-        cur = frozenset({pos})
-        for item in node.items:
-            cur = frozenset(e for p in cur for e in ir_ends(item, data, p, rules, memo))
-        out = cur
-    elif isinstance(node, Choice):
-        out = frozenset(e for item in node.items for e in ir_ends(item, data, pos, rules, memo))
-    elif isinstance(node, Repeat):
-        result: set[int] = {pos} if node.min == 0 else set()
-        cur = frozenset({pos})
-        seen: set[frozenset[int]] = set()
-        i = 0
-        while cur and (node.max is None or i < node.max):
-            cur = frozenset(e for p in cur for e in ir_ends(node.item, data, p, rules, memo))
-            i += 1
-            if i >= node.min:
-                result |= cur
-                if cur in seen:
-                    break
-                seen.add(cur)
-        out = frozenset(result)
-    elif isinstance(node, RuleRef):
-        out = ir_ends(rules[node.name], data, pos, rules, memo)
-    else:
-        out = frozenset()
-    memo[key] = out
-    return out
-
-
-def ir_fullmatch(node: Node, rules: tuple[Rule, ...], data: bytes) -> bool:
-    return len(data) in ir_ends(node, data, 0, {r.name: r.body for r in rules}, {})
-
 
 # -- differential testing against Python's re -----------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The undeclared-key tree of an object (``_lower.other_keys_body``) against the general route
+"""The undeclared-key tree of an object (``_keys.other_keys_body``) against the general route
 it shortcuts: a node whose children are all printable ASCII is written directly, every other
 node through ``_off_trie`` / ``json_string_char``; both must build the same IR."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from toolmask.grammar._ir import EMPTY, Node, choice, seq
-from toolmask.schema import _lower
+from toolmask.schema import _keys
 
 
 def _reference(names: frozenset[str]) -> tuple[Node, frozenset[str]]:
@@ -28,10 +28,10 @@ def _reference(names: frozenset[str]) -> tuple[Node, frozenset[str]]:
     uses: set[str] = set()
     for v in range(len(children) - 1, -1, -1):
         order = sorted(children[v])
-        off, used = _lower._off_trie(tuple(order))
+        off, used = _keys._off_trie(tuple(order))
         uses |= used
         alts = list(off)
-        alts += [seq(_lower._json_char_lit(cp), built[children[v][cp]]) for cp in order]
+        alts += [seq(_keys._json_char_lit(cp), built[children[v][cp]]) for cp in order]
         if v not in ends:
             alts.append(EMPTY)
         built[v] = choice(*alts)
@@ -51,6 +51,6 @@ def test_key_tree_matches_the_general_route() -> None:
             )
         )
     for names in cases:
-        got = _lower.other_keys_body(names, 10_000)
+        got = _keys.other_keys_body(names, 10_000)
         assert got is not None
         assert got == _reference(names), sorted(names)

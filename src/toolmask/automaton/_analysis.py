@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable
 
 from toolmask.errors import GrammarError, LimitError
-from toolmask.grammar._ir import (
+from toolmask.grammar import (
     ByteClass,
     Bytes,
     Choice,
@@ -34,7 +34,7 @@ from toolmask.grammar._ir import (
     Seq,
     Special,
 )
-from toolmask.grammar.passes._walk import NULLABLE, PRODUCTIVE, node_prop, rules_fixpoint
+from toolmask.grammar.passes import NULLABLE, PRODUCTIVE, node_prop, rules_fixpoint
 from toolmask.limits import Limits
 
 __all__ = ["INLINE_SMALL", "NULLABLE", "PRODUCTIVE", "Analysis", "repeat_copies"]

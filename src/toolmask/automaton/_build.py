@@ -5,14 +5,14 @@ from __future__ import annotations
 from toolmask.automaton._analysis import Analysis
 from toolmask.automaton._dfa import LazyDFA
 from toolmask.automaton._nfa import LazyNFA
-from toolmask.automaton._runtime import Automaton
-from toolmask.grammar._ir import Grammar
+from toolmask.automaton._runtime import PythonAutomaton
+from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["build_automaton"]
 
 
-def build_automaton(grammar: Grammar, *, limits: Limits = DEFAULT_LIMITS) -> Automaton:
+def build_automaton(grammar: Grammar, *, limits: Limits = DEFAULT_LIMITS) -> PythonAutomaton:
     """Compile ``grammar`` to a byte-level pushdown automaton (see ``docs/automaton.md``).
 
     The build is lazy: it reads the grammar once (reachable rules, references, repetition
@@ -31,9 +31,9 @@ def build_automaton(grammar: Grammar, *, limits: Limits = DEFAULT_LIMITS) -> Aut
     ``advance`` reject (return None) instead: matchers never raise on input.
 
     Cost: O(size of the reachable grammar) with a small constant, plus O(size of the cyclic
-    components); the rest is paid per position on first use (see ``Automaton``).
+    components); the rest is paid per position on first use (see ``PythonAutomaton``).
     """
     analysis = Analysis(grammar, limits)
-    automaton = Automaton(LazyDFA(LazyNFA(analysis, limits), limits), limits)
+    automaton = PythonAutomaton(LazyDFA(LazyNFA(analysis, limits), limits), limits)
     analysis.deadline.check()
     return automaton

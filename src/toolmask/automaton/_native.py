@@ -12,16 +12,15 @@ limit it passed), so both backends raise the same exceptions.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from toolmask._kernel import native_module
+from toolmask.automaton._protocol import Automaton
 from toolmask.errors import GrammarError, LimitError
-from toolmask.grammar._ir import Grammar
+from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["build_native_automaton", "flatten", "native_from_flat"]
-
-NativeAutomaton = Any  # toolmask._native.Automaton (a C type)
 
 
 def flatten(grammar: Grammar) -> Any:
@@ -30,7 +29,7 @@ def flatten(grammar: Grammar) -> Any:
     return native_module().Flat(grammar)
 
 
-def native_from_flat(flat: Any, grammar: Grammar, limits: Limits = DEFAULT_LIMITS) -> Any:
+def native_from_flat(flat: Any, grammar: Grammar, limits: Limits = DEFAULT_LIMITS) -> Automaton:
     """Build the automaton from ``flatten(grammar)`` (consumed). Raises what
     :func:`toolmask.automaton.build_automaton` raises, with the same messages."""
     if len(grammar.rules) > limits.max_rules:
@@ -40,7 +39,7 @@ def native_from_flat(flat: Any, grammar: Grammar, limits: Limits = DEFAULT_LIMIT
         )
     nat = native_module()
     try:
-        return nat.Automaton(flat, limits)
+        return cast(Automaton, nat.Automaton(flat, limits))
     except nat.BuildError as e:
         kind = str(e)
     # the reference describes the error (and raises it)
@@ -54,6 +53,6 @@ def native_from_flat(flat: Any, grammar: Grammar, limits: Limits = DEFAULT_LIMIT
     raise GrammarError(f"the compiled automaton could not be built ({kind})")
 
 
-def build_native_automaton(grammar: Grammar, *, limits: Limits = DEFAULT_LIMITS) -> Any:
+def build_native_automaton(grammar: Grammar, *, limits: Limits = DEFAULT_LIMITS) -> Automaton:
     """``build_automaton`` with the compiled kernel (see the module docstring)."""
     return native_from_flat(flatten(grammar), grammar, limits)

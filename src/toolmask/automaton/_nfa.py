@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from toolmask.automaton._analysis import PRODUCTIVE, Analysis
 from toolmask.errors import LimitError
-from toolmask.grammar._ir import (
+from toolmask.grammar import (
     ByteClass,
     Bytes,
     Choice,

@@ -15,7 +15,7 @@ from toolmask.automaton._dfa import LazyDFA
 from toolmask.errors import LimitError
 from toolmask.limits import Limits
 
-__all__ = ["Automaton", "State"]
+__all__ = ["PythonAutomaton", "State"]
 
 Stack = tuple[int, ...]
 _FULL = (1 << 256) - 1
@@ -103,8 +103,10 @@ class State:
         return f"State([{inner}{more}], accepting={self.accepting})"
 
 
-class Automaton:
-    """A byte-level pushdown automaton built by :func:`toolmask.automaton.build_automaton`.
+class PythonAutomaton:
+    """The pure-Python :class:`~toolmask.automaton.Automaton`, built by
+    :func:`toolmask.automaton.build_automaton` (the reference the compiled kernel is tested
+    against).
 
     Contract: ``advance`` never raises on input; it returns ``None`` when no parse survives.
     A stack deeper than ``limits.max_stack_depth`` is dropped (that parse dies); when more than
@@ -272,6 +274,11 @@ class Automaton:
     def cached_states(self) -> int:
         """States interned in the current cache generation (diagnostics)."""
         return len(self._intern)
+
+    def memory_bytes(self) -> int:
+        """Bytes held, a rough estimate: about 600 per position (its rows and closures) and 1200
+        per interned state (its stacks and transition memos). O(1)."""
+        return len(self._final) * 600 + len(self._intern) * 1200
 
     # -- internals ------------------------------------------------------------------------------
     def _make(self, stacks: frozenset[Stack], accepting: bool) -> State:

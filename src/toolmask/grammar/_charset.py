@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from toolmask._cache import compiler_memo
+from toolmask._cache import memo
 from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, node_bytes, seq
 
 __all__ = [
@@ -185,10 +185,10 @@ def _split_same_len(lo: int, hi: int, n: int) -> list[list[tuple[int, int]]]:
     return [[(a[k], b[k]) for k in range(n)]]
 
 
-@compiler_memo("grammar.utf8_nodes", limit="max_memo_entries", entry_bytes=node_bytes)
+@memo("grammar.utf8_nodes", limit="max_memo_entries", entry_bytes=node_bytes)
 def utf8_node(cs: CharSet) -> Node:
     """IR matching exactly the UTF-8 encodings of the code points in ``cs`` (surrogates dropped).
-    Memoised in the active GrammarCompiler."""
+    Memoised in the cache set in use (:func:`toolmask._cache.memo`)."""
     if cs.ranges and cs.ranges[-1][1] < 0x80:  # ASCII: one byte class
         return byte_class(*cs.ranges)
     alts = [seq(*(byte_class(r) for r in ranges)) for ranges in utf8_sequences(cs)]

@@ -8,6 +8,8 @@ atoms. Transition tables are then dense ``state x atom`` lists, which keeps the 
 textbook ones (subset construction, product construction, Hopcroft's minimisation) while the
 alphabet stays all of Unicode.
 
+The constructions themselves (NFAs, atoms, subset construction, Hopcroft's minimisation, the
+state table under the cap) are in ``_nfa``; this module wraps their tables as :class:`Dfa` s.
 Every public operation returns a *minimal, canonically numbered* DFA (states in breadth-first order
 from the start, edges sorted by their smallest code point), so two DFAs for the same language
 compare equal with ``==``. Every construction checks :attr:`Limits.max_dfa_states` while it builds
@@ -29,8 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from toolmask._cache import compiler_memo
-from toolmask.errors import LimitError
+from toolmask._cache import memo
 from toolmask.grammar._charset import ANY_CHAR, CharSet, utf8_node
 from toolmask.grammar._ir import (
     EMPTY,
@@ -45,18 +46,21 @@ from toolmask.grammar._ir import (
     seq,
     star,
 )
+from toolmask.grammar._nfa import (
+    Nfa,
+    StateTable,
+    atomize,
+    check_states,
+    dense_table,
+    determinize,
+    minimize,
+    union_of,
+)
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
-    "BOL",
-    "EOL",
-    "EPS",
-    "NOT_WORD_BOUNDARY",
-    "WORD_BOUNDARY",
-    "WORD_CHARS",
     "Dfa",
     "Encoding",
-    "Nfa",
     "dfa_bytes",
     "dfa_to_node",
     "dfa_to_rules",
@@ -64,243 +68,31 @@ __all__ = [
 ]
 
 
-#: ECMA-262 ``\w`` (without the ``i`` flag): the characters a word boundary looks at
-WORD_CHARS = CharSet.of([(0x30, 0x39), (0x41, 0x5A), 0x5F, (0x61, 0x7A)])
-
-# epsilon-edge conditions of an Nfa
-EPS = 0  #: unconditional
-BOL = 1  #: ``^``: at the start of the string
-EOL = 2  #: ``$``: at the end of the string
-WORD_BOUNDARY = 3  #: ``\b``
-NOT_WORD_BOUNDARY = 4  #: ``\B``
-LOOKAHEAD = 16  #: ``LOOKAHEAD + k``: passes lookahead ``k`` of :attr:`Nfa.looks`
-
-# contexts: the character before (prev) / after (next) the current position
-_EDGE = 0  # start of string (prev) or end of string (next)
-_NONWORD = 1
-_WORD = 2
-
-
-def _limit_error(limits: Limits) -> LimitError:
-    return LimitError(
-        f"automaton needs more than {limits.max_dfa_states} states", limit="max_dfa_states"
-    )
-
-
-# -- NFA ---------------------------------------------------------------------------------------
-
-
-class Nfa:
-    """A Thompson-style NFA over code points, with conditional epsilon edges (anchors, ``\\b``).
-
-    ``chars[q]`` lists ``(CharSet, target)`` edges, ``eps[q]`` lists ``(condition, target)``
-    edges where condition is one of :data:`EPS`, :data:`BOL`, :data:`EOL`, :data:`WORD_BOUNDARY`,
-    :data:`NOT_WORD_BOUNDARY`, or ``LOOKAHEAD + k`` for the lookahead ``looks[k] = (start,
-    accept, negative)``: a fragment of this NFA (without lookaheads of its own) that the rest of
-    the input, from where the edge is passed, must (``negative``: must not) start with a match
-    of. There is one start and one accepting state.
-    """
-
-    __slots__ = ("accept", "chars", "eps", "looks", "start")
-
-    def __init__(self) -> None:
-        self.chars: list[list[tuple[CharSet, int]]] = []
-        self.eps: list[list[tuple[int, int]]] = []
-        self.looks: list[tuple[int, int, bool]] = []
-        self.start = 0
-        self.accept = 0
-
-    def __len__(self) -> int:
-        return len(self.chars)
-
-    def add_state(self) -> int:
-        self.chars.append([])
-        self.eps.append([])
-        return len(self.chars) - 1
-
-    def add_char(self, p: int, cs: CharSet, q: int) -> None:
-        if cs:
-            self.chars[p].append((cs, q))
-
-    def add_eps(self, p: int, q: int, cond: int = EPS) -> None:
-        self.eps[p].append((cond, q))
-
-    def add_lookahead(self, p: int, q: int, start: int, accept: int, *, negative: bool) -> None:
-        """An epsilon edge ``p -> q`` guarded by the lookahead fragment ``start .. accept``."""
-        self.looks.append((start, accept, negative))
-        self.eps[p].append((LOOKAHEAD + len(self.looks) - 1, q))
-
-    def add_dfa(self, dfa: Dfa) -> tuple[int, int]:
-        """Copy ``dfa`` in; returns its (entry, exit) states (exit reached by epsilon)."""
-        base = len(self.chars)
-        for _ in range(dfa.n_states):
-            self.add_state()
-        out = self.add_state()
-        for s, es in enumerate(dfa.edges):
-            for cs, t in es:
-                self.add_char(base + s, cs, base + t)
-            if s in dfa.finals:
-                self.add_eps(base + s, out)
-        return base, out
-
-
-# -- atoms ---------------------------------------------------------------------------------------
-
-
-def _atomize(sets: Iterable[CharSet]) -> tuple[list[CharSet], dict[CharSet, list[int]]]:
-    """The coarsest partition of the union of ``sets`` refining each of them.
-
-    Returns the atoms and, for every distinct non-empty input set, the indices of its atoms.
-    """
-    distinct = list(dict.fromkeys(s for s in sets if s))
-    points = sorted({p for s in distinct for lo, hi in s.ranges for p in (lo, hi + 1)})
-    index = {p: i for i, p in enumerate(points)}
-    sigs: list[list[int]] = [[] for _ in points]
-    for k, s in enumerate(distinct):
-        for lo, hi in s.ranges:
-            for i in range(index[lo], index[hi + 1]):
-                sigs[i].append(k)
-    groups: dict[tuple[int, ...], list[tuple[int, int]]] = {}
-    for i, sig in enumerate(sigs):
-        if sig:
-            groups.setdefault(tuple(sig), []).append((points[i], points[i + 1] - 1))
-    atoms: list[CharSet] = []
-    members: dict[CharSet, list[int]] = {s: [] for s in distinct}
-    for sig_key, ranges in groups.items():
-        a = len(atoms)
-        atoms.append(CharSet(tuple(ranges)) if _disjoint_sorted(ranges) else _cs(ranges))
-        for k in sig_key:
-            members[distinct[k]].append(a)
-    return atoms, members
-
-
-def _disjoint_sorted(ranges: list[tuple[int, int]]) -> bool:
-    return all(ranges[i][1] + 1 < ranges[i + 1][0] for i in range(len(ranges) - 1))
-
-
-def _cs(ranges: Iterable[tuple[int, int]]) -> CharSet:
-    return CharSet.from_ranges(ranges)
-
-
-def _union(sets: Iterable[CharSet]) -> CharSet:
-    return CharSet.from_ranges(r for s in sets for r in s.ranges)
-
-
-def _table(dfa: Dfa, n_atoms: int, members: dict[CharSet, list[int]]) -> list[list[int]]:
-    rows: list[list[int]] = []
-    for es in dfa.edges:
-        row = [-1] * n_atoms
-        for cs, t in es:
-            for a in members[cs]:
-                row[a] = t
-        rows.append(row)
-    return rows
-
-
-# -- minimisation ---------------------------------------------------------------------------------
+# -- the constructions (``_nfa``) wrapped as Dfa --------------------------------------------------
 
 
 def _minimize(atoms: Sequence[CharSet], trans: Sequence[Sequence[int]], finals: set[int]) -> Dfa:
-    """Hopcroft's algorithm on a dense table (``-1`` = dead); returns a canonical minimal DFA."""
-    n = len(trans)
-    n_atoms = len(atoms)
-    reach = [False] * n
-    reach[0] = True
-    stack = [0]
-    while stack:
-        s = stack.pop()
-        for t in trans[s]:
-            if t >= 0 and not reach[t]:
-                reach[t] = True
-                stack.append(t)
-    rev: list[list[int]] = [[] for _ in range(n)]
-    for s in range(n):
-        if reach[s]:
-            for t in set(trans[s]):
-                if t >= 0:
-                    rev[t].append(s)
-    live = [False] * n
-    stack = [f for f in finals if reach[f]]
-    for f in stack:
-        live[f] = True
-    while stack:
-        t = stack.pop()
-        for s in rev[t]:
-            if not live[s]:
-                live[s] = True
-                stack.append(s)
-    if not live[0]:
-        return Dfa.empty()
-    states = [s for s in range(n) if live[s]]
-    ids = [-1] * n
-    for i, s in enumerate(states):
-        ids[s] = i
-    m = len(states)
-    dead = m
-    table = [[ids[t] if t >= 0 and ids[t] >= 0 else dead for t in trans[s]] for s in states]
-    table.append([dead] * n_atoms)
+    """The canonical minimal DFA of a dense table (see :func:`~toolmask.grammar._nfa.minimize`)."""
+    edges, fin = minimize(atoms, trans, finals)
+    return Dfa(edges, fin)
 
-    fin = {ids[f] for f in finals if f >= 0 and ids[f] >= 0}
-    rest = set(range(m + 1)) - fin
-    blocks: list[set[int]] = [set(fin), rest]
-    block = [0] * (m + 1)
-    for s in rest:
-        block[s] = 1
-    inv: list[dict[int, list[int]]] = [{} for _ in range(n_atoms)]
-    for s, row in enumerate(table):
-        for a in range(n_atoms):
-            inv[a].setdefault(row[a], []).append(s)
-    smaller = 0 if len(fin) <= len(rest) else 1
-    work: set[tuple[int, int]] = {(smaller, a) for a in range(n_atoms)}
-    while work:
-        b, a = work.pop()
-        inv_a = inv[a]
-        touched: dict[int, list[int]] = {}
-        for t in blocks[b]:
-            for s in inv_a.get(t, ()):
-                touched.setdefault(block[s], []).append(s)
-        for y, ys in touched.items():
-            whole = blocks[y]
-            if len(ys) == len(whole):
-                continue
-            new_block = set(ys)
-            whole -= new_block
-            nb = len(blocks)
-            blocks.append(new_block)
-            for s in ys:
-                block[s] = nb
-            small = nb if len(new_block) <= len(whole) else y
-            for c in range(n_atoms):
-                if (y, c) in work:
-                    work.add((nb, c))
-                else:
-                    work.add((small, c))
 
-    dead_block = block[dead]
-    rep: dict[int, int] = {}
-    for s in range(m):
-        rep.setdefault(block[s], s)
-    order = [block[0]]
-    num = {block[0]: 0}
-    edges_out: list[tuple[tuple[CharSet, int], ...]] = []
-    i = 0
-    while i < len(order):
-        row = table[rep[order[i]]]
-        by_target: dict[int, list[int]] = {}
-        for a in range(n_atoms):
-            tb = block[row[a]]
-            if tb != dead_block:
-                by_target.setdefault(tb, []).append(a)
-        es = [(_union(atoms[a] for a in al), tb) for tb, al in by_target.items()]
-        es.sort(key=lambda e: e[0].ranges[0][0])
-        for _, tb in es:
-            if tb not in num:
-                num[tb] = len(order)
-                order.append(tb)
-        edges_out.append(tuple((cs, num[tb]) for cs, tb in es))
-        i += 1
-    finals_out = frozenset(k for k, bk in enumerate(order) if rep[bk] in fin)
-    return Dfa(tuple(edges_out), finals_out)
+def _determinize(nfa: Nfa, limits: Limits) -> Dfa:
+    return _minimize(*determinize(nfa, limits))
+
+
+def _add_dfa(nfa: Nfa, dfa: Dfa) -> tuple[int, int]:
+    """Copy ``dfa`` into ``nfa``; returns its (entry, exit) states (exit reached by epsilon)."""
+    base = len(nfa.chars)
+    for _ in range(dfa.n_states):
+        nfa.add_state()
+    out = nfa.add_state()
+    for s, es in enumerate(dfa.edges):
+        for cs, t in es:
+            nfa.add_char(base + s, cs, base + t)
+        if s in dfa.finals:
+            nfa.add_eps(base + s, out)
+    return base, out
 
 
 # -- the DFA ------------------------------------------------------------------------------------
@@ -363,8 +155,7 @@ class Dfa:
                 nxt = children[node].get(cp)
                 if nxt is None:
                     nxt = len(children)
-                    if nxt >= limits.max_dfa_states:
-                        raise _limit_error(limits)
+                    check_states(nxt + 1, limits)
                     children.append({})
                     children[node][cp] = nxt
                 node = nxt
@@ -401,8 +192,7 @@ class Dfa:
         if not universe:
             return Dfa.epsilon() if min == 0 else Dfa.empty()
         top = min if max is None else max
-        if top + 1 > limits.max_dfa_states:
-            raise _limit_error(limits)
+        check_states(top + 1, limits)
         edges: list[tuple[tuple[CharSet, int], ...]] = [((universe, i + 1),) for i in range(top)]
         edges.append(((universe, top),) if max is None else ())
         return Dfa(tuple(edges), frozenset(range(min, top + 1)))
@@ -456,13 +246,13 @@ class Dfa:
 
     def alphabet(self) -> CharSet:
         """The code points appearing on some edge."""
-        return _union(cs for es in self.edges for cs, _ in es)
+        return union_of(cs for es in self.edges for cs, _ in es)
 
     # -- algebra --------------------------------------------------------------------------------
     def minimize(self) -> Dfa:
         """The canonical minimal DFA of the same language (dead states removed)."""
-        atoms, members = _atomize(cs for es in self.edges for cs, _ in es)
-        return _minimize(atoms, _table(self, len(atoms), members), set(self.finals))
+        atoms, members = atomize(cs for es in self.edges for cs, _ in es)
+        return _minimize(atoms, dense_table(self.edges, len(atoms), members), set(self.finals))
 
     def intersect(self, other: Dfa, *, limits: Limits = DEFAULT_LIMITS) -> Dfa:
         return _product(self, other, "and", limits)
@@ -476,11 +266,10 @@ class Dfa:
 
     def complement(self, universe: CharSet = ANY_CHAR, *, limits: Limits = DEFAULT_LIMITS) -> Dfa:
         """All strings over ``universe`` not in the language."""
-        if self.n_states + 1 > limits.max_dfa_states:
-            raise _limit_error(limits)
-        atoms, members = _atomize([universe, *(cs for es in self.edges for cs, _ in es)])
+        check_states(self.n_states + 1, limits)
+        atoms, members = atomize([universe, *(cs for es in self.edges for cs, _ in es)])
         keep = [a for a in members.get(universe, [])]
-        rows = _table(self, len(atoms), members)
+        rows = dense_table(self.edges, len(atoms), members)
         sink = len(rows)
         trans: list[list[int]] = []
         for row in [*rows, [-1] * len(atoms)]:
@@ -493,8 +282,8 @@ class Dfa:
 
     def concat(self, other: Dfa, *, limits: Limits = DEFAULT_LIMITS) -> Dfa:
         nfa = Nfa()
-        s1, e1 = nfa.add_dfa(self)
-        s2, e2 = nfa.add_dfa(other)
+        s1, e1 = _add_dfa(nfa, self)
+        s2, e2 = _add_dfa(nfa, other)
         nfa.add_eps(e1, s2)
         nfa.start, nfa.accept = s1, e2
         return _determinize(nfa, limits)
@@ -502,7 +291,7 @@ class Dfa:
     def star(self, *, limits: Limits = DEFAULT_LIMITS) -> Dfa:
         nfa = Nfa()
         hub = nfa.add_state()
-        s1, e1 = nfa.add_dfa(self)
+        s1, e1 = _add_dfa(nfa, self)
         nfa.add_eps(hub, s1)
         nfa.add_eps(e1, hub)
         nfa.start = nfa.accept = hub
@@ -587,16 +376,15 @@ def _is_acyclic(d: Dfa) -> bool:
 
 
 def _product(a: Dfa, b: Dfa, mode: str, limits: Limits) -> Dfa:
-    atoms, members = _atomize([cs for d in (a, b) for es in d.edges for cs, _ in es])
+    atoms, members = atomize([cs for d in (a, b) for es in d.edges for cs, _ in es])
     n_atoms = len(atoms)
-    ta = _table(a, n_atoms, members)
-    tb = _table(b, n_atoms, members)
+    ta = dense_table(a.edges, n_atoms, members)
+    tb = dense_table(b.edges, n_atoms, members)
     none = [-1] * n_atoms
-    index: dict[tuple[int, int], int] = {(0, 0): 0}
-    order: list[tuple[int, int]] = [(0, 0)]
+    states: StateTable[tuple[int, int]] = StateTable((0, 0), limits)
+    index, order = states.index, states.order
     trans: list[list[int]] = []
     finals: set[int] = set()
-    cap = limits.max_dfa_states
     i = 0
     while i < len(order):
         p, q = order[i]
@@ -615,13 +403,7 @@ def _product(a: Dfa, b: Dfa, mode: str, limits: Limits) -> Dfa:
                 continue
             key = (p2, q2)
             j = index.get(key)
-            if j is None:
-                j = len(order)
-                if j >= cap:
-                    raise _limit_error(limits)
-                index[key] = j
-                order.append(key)
-            row[x] = j
+            row[x] = states.add(key) if j is None else j
         trans.append(row)
         fa = p >= 0 and p in a.finals
         fb = q >= 0 and q in b.finals
@@ -639,118 +421,6 @@ def _combine(mode: str, fa: bool, fb: bool) -> bool:
     return fa and not fb
 
 
-def _determinize(nfa: Nfa, limits: Limits) -> Dfa:
-    if nfa.looks:
-        return _determinize_lookahead(nfa, limits)
-    conds = {c for row in nfa.eps for c, _ in row}
-    has_word = bool(conds & {WORD_BOUNDARY, NOT_WORD_BOUNDARY})
-    has_bol = BOL in conds
-    has_assert = bool(conds - {EPS})
-    sets = [cs for row in nfa.chars for cs, _ in row]
-    if has_word:
-        sets.append(WORD_CHARS)
-    atoms, members = _atomize(sets)
-    groups = (_NONWORD, _WORD) if has_word else (_NONWORD,)
-    atom_ctx = [_WORD if has_word and a.ranges[0][0] in WORD_CHARS else _NONWORD for a in atoms]
-    by_ctx: dict[CharSet, tuple[list[int], list[int], list[int]]] = {
-        cs: (
-            [],
-            [a for a in al if atom_ctx[a] == _NONWORD],
-            [a for a in al if atom_ctx[a] == _WORD],
-        )
-        for cs, al in members.items()
-    }
-    acc = nfa.accept
-    sink = -1
-    if not nfa.eps[acc] and any(t == acc and cs == ANY_CHAR for cs, t in nfa.chars[acc]):
-        sink = acc
-    chars = nfa.chars
-    eps = nfa.eps
-
-    def norm(ctx: int) -> int:
-        if ctx == _WORD and not has_word:
-            return _NONWORD
-        if ctx == _EDGE and not has_bol:
-            return _NONWORD
-        return ctx
-
-    plain: dict[frozenset[int], frozenset[int]] = {}
-
-    def closure(s: frozenset[int], prev: int, nxt: int) -> frozenset[int]:
-        if not has_assert:
-            hit = plain.get(s)
-            if hit is not None:
-                return hit
-        seen = set(s)
-        stack = list(s)
-        while stack:
-            q = stack.pop()
-            for cond, t in eps[q]:
-                if t in seen:
-                    continue
-                if cond != EPS:
-                    if cond == BOL:
-                        ok = prev == _EDGE
-                    elif cond == EOL:
-                        ok = nxt == _EDGE
-                    elif cond == WORD_BOUNDARY:
-                        ok = (prev == _WORD) != (nxt == _WORD)
-                    else:
-                        ok = (prev == _WORD) == (nxt == _WORD)
-                    if not ok:
-                        continue
-                seen.add(t)
-                stack.append(t)
-        out = frozenset(seen)
-        if not has_assert:
-            plain[s] = out
-        return out
-
-    start_key = (frozenset({nfa.start}), norm(_EDGE))
-    index: dict[tuple[frozenset[int], int], int] = {start_key: 0}
-    order = [start_key]
-    trans: list[list[int]] = []
-    finals: set[int] = set()
-    n_atoms = len(atoms)
-    cap = limits.max_dfa_states
-    sink_key = (frozenset({sink}), _NONWORD)
-    i = 0
-    while i < len(order):
-        cur, prev = order[i]
-        row = [-1] * n_atoms
-        if acc in closure(cur, prev, _EDGE):
-            finals.add(i)
-        for g in groups:
-            c = closure(cur, prev, g)
-            tgt: dict[int, set[int]] = {}
-            for q in c:
-                for cs, t in chars[q]:
-                    for a in by_ctx[cs][g]:
-                        ts = tgt.get(a)
-                        if ts is None:
-                            tgt[a] = {t}
-                        else:
-                            ts.add(t)
-            interned: dict[frozenset[int], int] = {}
-            for a, ts in tgt.items():
-                fs = frozenset(ts)
-                j = interned.get(fs)
-                if j is None:
-                    key = sink_key if sink in fs else (fs, norm(g))
-                    j = index.get(key)
-                    if j is None:
-                        j = len(order)
-                        if j >= cap:
-                            raise _limit_error(limits)
-                        index[key] = j
-                        order.append(key)
-                    interned[fs] = j
-                row[a] = j
-        trans.append(row)
-        i += 1
-    return _minimize(atoms, trans, finals)
-
-
 # -- lowering to IR -----------------------------------------------------------------------------
 
 #: how one code point of a class is written: :func:`encode_charset` for raw UTF-8 (``"raw"``),
@@ -765,11 +435,11 @@ def dfa_bytes(d: Dfa) -> int:
     return 64 + sum(72 + sum(64 + 16 * len(cs.ranges) for cs, _ in es) for es in d.edges)
 
 
-@compiler_memo("grammar.encoded_charsets", limit="max_memo_entries", entry_bytes=node_bytes)
+@memo("grammar.encoded_charsets", limit="max_memo_entries", entry_bytes=node_bytes)
 def encode_charset(cs: CharSet, encoding: Encoding = "raw") -> Node:
     """One code point of ``cs`` in ``encoding``: raw UTF-8, a single code point as a literal
     (so that :func:`seq` fuses neighbouring literals); or ``encoding(cs)``. Memoised in the
-    active GrammarCompiler."""
+    cache set in use (:func:`toolmask._cache.memo`)."""
     if encoding != "raw":
         return encoding(cs)
     if len(cs.ranges) == 1 and cs.ranges[0][0] == cs.ranges[0][1]:
@@ -911,182 +581,3 @@ def dfa_to_node(dfa: Dfa, *, encoding: Encoding = "raw", max_nodes: int = 2_000)
     if _node_size(result) > max_nodes:
         return None
     return result
-
-
-# -- lookahead ---------------------------------------------------------------------------------
-
-#: one pending lookahead: its index and the (epsilon-closed, or just stepped) states of its
-#: fragment
-_Obligation = tuple[int, frozenset[int]]
-#: one run of the main automaton: its state and the lookaheads it still has to honour
-_Thread = tuple[int, frozenset[_Obligation]]
-
-
-def _determinize_lookahead(nfa: Nfa, limits: Limits) -> Dfa:
-    """Subset construction for an NFA with lookahead edges (see :class:`Nfa`).
-
-    A lookahead reads the same input as the main automaton from the position it is passed, so
-    a run of the main automaton carries its *obligations*: for each lookahead it passed and that
-    is not settled yet, the states the lookahead's fragment has reached. A DFA state is the set
-    of such runs (plus the previous code point's context, for anchors and word boundaries). At
-    each position the runs are epsilon-closed under that context; an obligation whose fragment
-    reaches its accepting state is settled there: a positive one is met (dropped), a negative
-    one is broken (the run dies). Reading a code point steps every run and its obligations; a
-    positive obligation with no fragment state left kills its run, a negative one is met. At the
-    end of the input a run accepts when it is in the accepting state with no positive
-    obligation pending. So ``X(?=B)Y`` is ``X`` followed by ``Y... ∩ B.*`` and ``(?!B)`` the
-    complement, computed on the fly, also inside repetitions (``((?!ab).)*``): the language
-    stays regular and the DFA exact. Costs as subset construction, over runs instead of states.
-    """
-    conds = {c for row in nfa.eps for c, _ in row if c < LOOKAHEAD}
-    has_word = bool(conds & {WORD_BOUNDARY, NOT_WORD_BOUNDARY})
-    has_bol = BOL in conds
-    sets = [cs for row in nfa.chars for cs, _ in row]
-    if has_word:
-        sets.append(WORD_CHARS)
-    atoms, members = _atomize(sets)
-    groups = (_NONWORD, _WORD) if has_word else (_NONWORD,)
-    atom_ctx = [_WORD if has_word and a.ranges[0][0] in WORD_CHARS else _NONWORD for a in atoms]
-    chars, eps, looks, acc = nfa.chars, nfa.eps, nfa.looks, nfa.accept
-    # per NFA state: atom -> targets
-    step_of: list[dict[int, list[int]]] = []
-    for edges in chars:
-        by_atom: dict[int, list[int]] = {}
-        for cs, t in edges:
-            for a in members[cs]:
-                by_atom.setdefault(a, []).append(t)
-        step_of.append(by_atom)
-    sink = -1
-    if not eps[acc] and any(t == acc and cs == ANY_CHAR for cs, t in chars[acc]):
-        sink = acc  # search mode: once here, the rest of the input does not matter
-
-    def norm(ctx: int) -> int:
-        if ctx == _WORD and not has_word:
-            return _NONWORD
-        if ctx == _EDGE and not has_bol:
-            return _NONWORD
-        return ctx
-
-    def passes(cond: int, prev: int, nxt: int) -> bool:
-        if cond == EPS:
-            return True
-        if cond == BOL:
-            return prev == _EDGE
-        if cond == EOL:
-            return nxt == _EDGE
-        if cond == WORD_BOUNDARY:
-            return (prev == _WORD) != (nxt == _WORD)
-        return (prev == _WORD) == (nxt == _WORD)
-
-    def close_plain(states: frozenset[int], prev: int, nxt: int) -> frozenset[int]:
-        seen = set(states)
-        stack = list(states)
-        while stack:
-            q = stack.pop()
-            for cond, t in eps[q]:
-                if t not in seen and passes(cond, prev, nxt):
-                    seen.add(t)
-                    stack.append(t)
-        return frozenset(seen)
-
-    def settle(obs: frozenset[_Obligation], prev: int, nxt: int) -> frozenset[_Obligation] | None:
-        out: list[_Obligation] = []
-        for k, states in obs:
-            closed = close_plain(states, prev, nxt)
-            if looks[k][1] in closed:
-                if looks[k][2]:
-                    return None  # a negative lookahead matched here: the run dies
-                continue  # a positive one is met
-            out.append((k, closed))
-        return frozenset(out)
-
-    def close(threads: frozenset[_Thread], prev: int, nxt: int) -> set[_Thread]:
-        seen: set[_Thread] = set()
-        stack: list[_Thread] = []
-        for q, obs in threads:
-            settled = settle(obs, prev, nxt)
-            if settled is not None:
-                stack.append((q, settled))
-        while stack:
-            th = stack.pop()
-            if th in seen:
-                continue
-            seen.add(th)
-            q, obs = th
-            for cond, t in eps[q]:
-                if cond < LOOKAHEAD:
-                    if passes(cond, prev, nxt):
-                        stack.append((t, obs))
-                    continue
-                k = cond - LOOKAHEAD
-                start, accept, negative = looks[k]
-                body = close_plain(frozenset({start}), prev, nxt)
-                if accept in body:
-                    if not negative:
-                        stack.append((t, obs))  # met at once
-                    continue  # a negative one is broken at once
-                stack.append((t, obs | {(k, body)}))
-        return seen
-
-    def step_states(states: frozenset[int], a: int) -> frozenset[int]:
-        return frozenset(t for q in states for t in step_of[q].get(a, ()))
-
-    start_key: tuple[frozenset[_Thread], int] = (
-        frozenset({(nfa.start, frozenset())}),
-        norm(_EDGE),
-    )
-    index: dict[tuple[frozenset[_Thread], int], int] = {start_key: 0}
-    order = [start_key]
-    trans: list[list[int]] = []
-    finals: set[int] = set()
-    n_atoms = len(atoms)
-    cap = limits.max_dfa_states
-    sink_thread: _Thread = (sink, frozenset())
-    i = 0
-    while i < len(order):
-        cur, prev = order[i]
-        row = [-1] * n_atoms
-        for q, obs in close(cur, prev, _EDGE):
-            if q == acc and not any(not looks[k][2] for k, _ in obs):
-                finals.add(i)
-                break
-        for g in groups:
-            closed = close(cur, prev, g)
-            for a in range(n_atoms):
-                if atom_ctx[a] != g:
-                    continue
-                nxt_threads: set[_Thread] = set()
-                for q, obs in closed:
-                    targets = step_of[q].get(a)
-                    if not targets:
-                        continue
-                    stepped: list[_Obligation] = []
-                    alive = True
-                    for k, states in obs:
-                        moved = step_states(states, a)
-                        if moved:
-                            stepped.append((k, moved))
-                        elif not looks[k][2]:
-                            alive = False  # a positive lookahead can no longer match
-                            break
-                    if alive:
-                        fo = frozenset(stepped)
-                        nxt_threads.update((t, fo) for t in targets)
-                if not nxt_threads:
-                    continue
-                key = (
-                    (frozenset({sink_thread}), _NONWORD)
-                    if sink_thread in nxt_threads
-                    else (frozenset(nxt_threads), norm(g))
-                )
-                j = index.get(key)
-                if j is None:
-                    j = len(order)
-                    if j >= cap:
-                        raise _limit_error(limits)
-                    index[key] = j
-                    order.append(key)
-                row[a] = j
-        trans.append(row)
-        i += 1
-    return _minimize(atoms, trans, finals)

@@ -21,6 +21,7 @@ turns a maximum above 2000 into "unbounded").
 
 from __future__ import annotations
 
+from toolmask._cache import CacheSet, using
 from toolmask.errors import GrammarError
 from toolmask.grammar._charset import ANY_CHAR, CharSet, utf8_node
 from toolmask.grammar._ir import (
@@ -31,6 +32,8 @@ from toolmask.grammar._ir import (
     Special,
     choice,
     lit,
+    register_frontend,
+    register_printer,
     repeat,
     seq,
 )
@@ -247,15 +250,17 @@ class _Parser(Scanner):
         return Special(self.text[start : self.pos])
 
 
-def parse_gbnf(text: str, *, start: str = "root") -> Grammar:
+def parse_gbnf(text: str, *, start: str = "root", caches: CacheSet | None = None) -> Grammar:
     """Parse GBNF ``text`` into a :class:`Grammar` whose start rule is ``start``.
 
     Rule names are kept verbatim. Raises :class:`GrammarSyntaxError` (line, column, caret) on
     malformed text, an undefined rule reference, a rule defined twice, or a missing start rule.
-    O(len(text)) plus the UTF-8 expansion of the classes.
+    O(len(text)) plus the UTF-8 expansion of the classes, memoised in ``caches`` (None: the
+    cache set in use, see :mod:`toolmask._cache`).
     """
-    p = _Parser(text)
-    return p.grammar(p.parse(), p.refs, start)
+    with using(caches):
+        p = _Parser(text)
+        return p.grammar(p.parse(), p.refs, start)
 
 
 # -- printer -------------------------------------------------------------------------------------
@@ -376,3 +381,7 @@ def _check_bounds(n: CNode, rule: str) -> None:
     elif isinstance(n, (CSeq, CAlt)):
         for i in n.items:
             _check_bounds(i, rule)
+
+
+register_frontend("gbnf", parse_gbnf)
+register_printer("gbnf", to_gbnf)

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from toolmask.errors import GrammarError
 
@@ -32,9 +32,11 @@ __all__ = [
     "ByteClass",
     "Bytes",
     "Choice",
+    "Frontend",
     "Grammar",
     "Node",
     "PostCheck",
+    "Printer",
     "Repeat",
     "Rule",
     "RuleRef",
@@ -43,14 +45,19 @@ __all__ = [
     "byte_class",
     "byte_range",
     "choice",
+    "frontend",
     "iter_nodes",
     "lit",
     "node_bytes",
     "opt",
     "plus",
+    "printer",
+    "register_frontend",
+    "register_printer",
     "repeat",
     "seq",
     "star",
+    "trusted_grammar",
 ]
 
 _FULL_MASK = (1 << 256) - 1
@@ -324,51 +331,89 @@ class Grammar:
         ordered = [self[self.start]] + [r for r in self.rules if r.name != self.start]
         return "\n".join(str(r) for r in ordered) + "\n"
 
-    # -- constructors and printers (implemented by the frontends) -------------------------------
+    # -- constructors and printers (registered by the frontends) --------------------------------
     @classmethod
     def from_gbnf(cls, text: str, *, start: str = "root") -> Grammar:
-        """Parse llama.cpp's GBNF dialect (see :mod:`toolmask.grammar._gbnf`)."""
-        from toolmask.grammar._gbnf import parse_gbnf
-
-        return parse_gbnf(text, start=start)
+        """Parse llama.cpp's GBNF dialect (see :func:`toolmask.grammar.parse_gbnf`)."""
+        return frontend("gbnf")(text, start=start)
 
     @classmethod
     def from_lark(cls, text: str, *, start: str = "start") -> Grammar:
-        """Parse the Lark subset llguidance accepts (see :mod:`toolmask.grammar._lark`)."""
-        from toolmask.grammar._lark import parse_lark
-
-        return parse_lark(text, start=start)
+        """Parse the Lark subset llguidance accepts (see :func:`toolmask.grammar.parse_lark`)."""
+        return frontend("lark")(text, start=start)
 
     @classmethod
     def from_regex(cls, pattern: str) -> Grammar:
         """A grammar whose language is the set of strings the ECMA-262 ``pattern`` fully matches."""
-        from toolmask.grammar._regex import grammar_from_regex
-
-        return grammar_from_regex(pattern)
+        return frontend("regex")(pattern)
 
     @classmethod
-    def from_json_schema(cls, schema: object, **options: object) -> Grammar:
+    def from_json_schema(cls, schema: object, **options: Any) -> Grammar:
         """Compile a JSON Schema (see :func:`toolmask.schema.compile_json_schema`)."""
-        from toolmask.schema import compile_json_schema
-
-        return compile_json_schema(schema, **options)  # type: ignore[arg-type]
+        return frontend("json_schema")(schema, **options)
 
     @classmethod
-    def json(cls, **options: object) -> Grammar:
+    def json(cls, **options: Any) -> Grammar:
         """Any JSON value (same options as :meth:`from_json_schema`)."""
-        from toolmask.schema import compile_json_schema
-
-        return compile_json_schema(True, **options)  # type: ignore[arg-type]
+        return frontend("json_schema")(True, **options)
 
     def to_gbnf(self) -> str:
-        from toolmask.grammar._gbnf import to_gbnf
-
-        return to_gbnf(self)
+        """GBNF text (see :func:`toolmask.grammar.to_gbnf`)."""
+        return printer("gbnf")(self)
 
     def to_lark(self) -> str:
-        from toolmask.grammar._lark import to_lark
+        """Lark text (see :func:`toolmask.grammar.to_lark`)."""
+        return printer("lark")(self)
 
-        return to_lark(self)
+
+# -- frontends and printers ---------------------------------------------------------------------
+#
+# The IR knows no frontend: each one registers itself here when its module is imported (the
+# grammar package's own, GBNF, Lark and regex, by ``toolmask.grammar``; JSON Schema by
+# ``toolmask.schema``, a later stage), so the ``Grammar.from_*`` constructors work without this
+# module importing any of them. ``import toolmask`` imports both packages.
+
+Frontend = Callable[..., Grammar]
+Printer = Callable[[Grammar], str]
+
+_FRONTENDS: dict[str, Frontend] = {}
+_PRINTERS: dict[str, Printer] = {}
+
+
+def register_frontend(name: str, parse: Frontend) -> None:
+    """Make ``parse`` the frontend ``Grammar.from_<name>`` calls (a later one replaces it)."""
+    _FRONTENDS[name] = parse
+
+
+def register_printer(name: str, render: Printer) -> None:
+    """Make ``render`` the printer ``Grammar.to_<name>`` calls."""
+    _PRINTERS[name] = render
+
+
+def frontend(name: str) -> Frontend:
+    """The frontend registered as ``name``; LookupError naming the package to import when none
+    is (``json_schema`` comes with ``toolmask.schema``)."""
+    parse = _FRONTENDS.get(name)
+    if parse is None:
+        raise LookupError(f"no {name} frontend is registered: import {_PROVIDERS[name]}")
+    return parse
+
+
+def printer(name: str) -> Printer:
+    """The printer registered as ``name`` (LookupError when none is)."""
+    render = _PRINTERS.get(name)
+    if render is None:
+        raise LookupError(f"no {name} printer is registered: import {_PROVIDERS[name]}")
+    return render
+
+
+#: which package registers each frontend and printer
+_PROVIDERS = {
+    "gbnf": "toolmask.grammar",
+    "lark": "toolmask.grammar",
+    "regex": "toolmask.grammar",
+    "json_schema": "toolmask.schema",
+}
 
 
 def trusted_grammar(

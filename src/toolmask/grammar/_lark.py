@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 
+from toolmask._cache import CacheSet, using
 from toolmask.errors import GrammarError, GrammarSyntaxError
 from toolmask.grammar._charset import CharSet, utf8_node
 from toolmask.grammar._ir import (
@@ -42,6 +43,8 @@ from toolmask.grammar._ir import (
     lit,
     opt,
     plus,
+    register_frontend,
+    register_printer,
     repeat,
     seq,
     star,
@@ -555,19 +558,21 @@ def _is_terminal(name: str) -> bool:
     return bool(stripped) and stripped[0].isupper()
 
 
-def parse_lark(text: str, *, start: str = "start") -> Grammar:
+def parse_lark(text: str, *, start: str = "start", caches: CacheSet | None = None) -> Grammar:
     """Parse the llguidance Lark subset into a :class:`Grammar` whose start rule is ``start``.
 
     Rules and terminals keep their names (without ``?``/``!``). Raises
     :class:`GrammarSyntaxError` with line/column on anything outside the subset described in
-    this module's docstring. Regex terminals need :mod:`toolmask.grammar._regex`.
+    this module's docstring. Regex terminals need :mod:`toolmask.grammar._regex`. Memoises in
+    ``caches`` (None: the cache set in use, see :mod:`toolmask._cache`).
     """
-    p = _Parser(text)
-    parsed = p.parse()
-    for owner, name, pos in p.refs:
-        if _is_terminal(owner) and not _is_terminal(name):
-            raise p.error(f"terminal {owner} cannot refer to rule {name}", pos)
-    return p.grammar(parsed, ((name, pos) for _, name, pos in p.refs), start)
+    with using(caches):
+        p = _Parser(text)
+        parsed = p.parse()
+        for owner, name, pos in p.refs:
+            if _is_terminal(owner) and not _is_terminal(name):
+                raise p.error(f"terminal {owner} cannot refer to rule {name}", pos)
+        return p.grammar(parsed, ((name, pos) for _, name, pos in p.refs), start)
 
 
 # -- printer -------------------------------------------------------------------------------------
@@ -723,3 +728,7 @@ def to_lark(grammar: Grammar) -> str:
         text = _render(body, names, name)
         lines.append(f"{names[name]}: {text}".rstrip())
     return "\n".join(lines) + "\n"
+
+
+register_frontend("lark", parse_lark)
+register_printer("lark", to_lark)

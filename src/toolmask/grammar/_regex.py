@@ -1,23 +1,7 @@
 """ECMA-262 regular expressions (``u`` flag, no other flags) to DFAs and grammar IR.
 
-This is the dialect of JSON Schema's ``pattern`` / ``patternProperties``: the pattern and the
-strings are sequences of code points (``^🐲*$`` matches ``"🐲🐲"``), ``\\d`` is ``[0-9]``, ``\\w``
-is ``[A-Za-z0-9_]``, ``\\s`` is ECMA WhiteSpace + LineTerminator, ``.`` is any code point but
-``\\n \\r \\u2028 \\u2029``, and ``^`` / ``$`` assert the start / end of the whole string (no
-multiline flag) wherever they appear. ``\\b`` / ``\\B`` are handled exactly (the subset
-construction tracks whether the previous code point was a word character).
-
-Supported: literals, escapes (``\\n \\r \\t \\f \\v \\0 \\xHH \\uHHHH`` (surrogate pairs are
-combined) ``\\u{H..}`` ``\\cX``, escaped punctuation), ``.``, classes with ranges and class
-escapes, ``\\d \\D \\w \\W \\s \\S``, ``\\p{..}`` / ``\\P{..}`` for General_Category values
-(from Python's :mod:`unicodedata`) plus ``Any``, ``ASCII`` and ``Assigned``, groups (capturing,
-``(?:..)``, named), alternation, greedy and lazy quantifiers (same language), ``^ $ \\b \\B``.
-
-Rejected with :class:`~toolmask.errors.GrammarSyntaxError` (with the position): lookarounds,
-backreferences (``\\1``, ``\\k<n>``), scripts and other Unicode properties, inline modifiers, and
-malformed syntax. As in Annex B (and Python), a ``{`` that does not start a quantifier, and
-``}`` and ``]`` outside a class, are literals; an escaped ASCII letter or digit with no meaning
-is an error rather than a guess.
+The dialect (JSON Schema's ``pattern`` / ``patternProperties``) and its parser are in
+``_regex_syntax``; this module turns a syntax tree into an NFA and a DFA, or straight into IR.
 
 Entry points: :func:`regex_dfa` (``search=True`` is JSON Schema semantics: the string *contains* a
 match), :func:`regex_node` / :func:`regex_rules` (full match, raw UTF-8 bytes) and
@@ -26,556 +10,43 @@ match), :func:`regex_node` / :func:`regex_rules` (full match, raw UTF-8 bytes) a
 
 from __future__ import annotations
 
-import functools
-import unicodedata
-from dataclasses import dataclass
-from typing import TypeAlias
-
-from toolmask._cache import compiler_memo
-from toolmask.errors import GrammarError, GrammarSyntaxError, LimitError
-from toolmask.grammar._charset import ANY_CHAR, MAX_CP, CharSet
+from toolmask._cache import CacheSet, memo, using
+from toolmask.errors import GrammarError, LimitError
+from toolmask.grammar._charset import ANY_CHAR, CharSet
 from toolmask.grammar._fsm import (
-    BOL,
-    EOL,
-    NOT_WORD_BOUNDARY,
-    WORD_BOUNDARY,
-    WORD_CHARS,
     Dfa,
     Encoding,
-    Nfa,
     dfa_bytes,
     dfa_to_node,
     dfa_to_rules,
     encode_charset,
 )
-from toolmask.grammar._ir import Grammar, Node, Rule, choice, repeat, seq
+from toolmask.grammar._ir import Grammar, Node, Rule, choice, register_frontend, repeat, seq
+from toolmask.grammar._nfa import BOL, EOL, Nfa
+from toolmask.grammar._regex_syntax import (
+    RAlt,
+    RAssert,
+    RCat,
+    RChars,
+    RLook,
+    RNode,
+    RRepeat,
+    has_assertions,
+    parse_regex,
+    strip_outer_anchors,
+)
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
-    "DIGIT_CHARS",
-    "DOT_CHARS",
-    "SPACE_CHARS",
-    "WORD_CHARS",
     "anchored_chain",
     "grammar_from_regex",
     "parse_full_match",
-    "parse_regex",
     "regex_ast_node",
     "regex_dfa",
     "regex_direct_node",
     "regex_node",
     "regex_rules",
 ]
-
-DIGIT_CHARS = CharSet.range(0x30, 0x39)
-#: ECMA-262 WhiteSpace + LineTerminator
-SPACE_CHARS = CharSet.of(
-    [
-        (0x09, 0x0D),
-        0x20,
-        0xA0,
-        0x1680,
-        (0x2000, 0x200A),
-        0x2028,
-        0x2029,
-        0x202F,
-        0x205F,
-        0x3000,
-        0xFEFF,
-    ]
-)
-_LINE_TERMINATORS = CharSet.of([0x0A, 0x0D, 0x2028, 0x2029])
-#: ``.`` without the ``s`` flag
-DOT_CHARS = ANY_CHAR - _LINE_TERMINATORS
-
-_CLASS_ESCAPES = {
-    "d": DIGIT_CHARS,
-    "D": DIGIT_CHARS.complement(),
-    "w": WORD_CHARS,
-    "W": WORD_CHARS.complement(),
-    "s": SPACE_CHARS,
-    "S": SPACE_CHARS.complement(),
-}
-_CONTROL_ESCAPES = {"n": 0x0A, "r": 0x0D, "t": 0x09, "f": 0x0C, "v": 0x0B}
-_SYNTAX = set("^$\\.*+?()[]{}|/")
-
-# -- AST ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RChars:
-    """One code point from ``cs``."""
-
-    cs: CharSet
-
-
-@dataclass(frozen=True, slots=True)
-class RCat:
-    items: tuple[RNode, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RAlt:
-    items: tuple[RNode, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RRepeat:
-    item: RNode
-    min: int
-    max: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class RAssert:
-    """A zero-width assertion: one of the Nfa conditions BOL, EOL, WORD_BOUNDARY, ..."""
-
-    cond: int
-
-
-@dataclass(frozen=True, slots=True)
-class RLook:
-    """A lookahead ``(?=body)`` / ``(?!body)`` (``negative``) opening at ``pos``."""
-
-    body: RNode
-    negative: bool
-    pos: int
-
-
-RNode: TypeAlias = RChars | RCat | RAlt | RRepeat | RAssert | RLook
-
-# -- parser -------------------------------------------------------------------------------------
-
-
-class _Parser:
-    def __init__(self, text: str, limits: Limits = DEFAULT_LIMITS) -> None:
-        self.text = text
-        self.pos = 0
-        self.depth = 0
-        self.max_depth = limits.max_regex_nesting
-        self.in_look = False
-
-    def error(self, message: str, pos: int | None = None) -> GrammarSyntaxError:
-        return GrammarSyntaxError(
-            message, text=self.text, pos=self.pos if pos is None else pos, source="regex"
-        )
-
-    def peek(self, k: int = 0) -> str:
-        i = self.pos + k
-        return self.text[i] if i < len(self.text) else ""
-
-    def parse(self) -> RNode:
-        node = self.disjunction()
-        if self.pos < len(self.text):
-            raise self.error("unmatched ')'")
-        return node
-
-    def disjunction(self) -> RNode:
-        alts = [self.alternative()]
-        while self.peek() == "|":
-            self.pos += 1
-            alts.append(self.alternative())
-        return alts[0] if len(alts) == 1 else RAlt(tuple(alts))
-
-    def alternative(self) -> RNode:
-        items: list[RNode] = []
-        text = self.text
-        n = len(text)
-        while self.pos < n and text[self.pos] not in "|)":
-            items.append(self.term())
-        return items[0] if len(items) == 1 else RCat(tuple(items))
-
-    def term(self) -> RNode:
-        start = self.pos
-        c = self.peek()
-        assertion: int | None = None
-        if c == "^":
-            assertion = BOL
-        elif c == "$":
-            assertion = EOL
-        elif c == "\\" and self.peek(1) in ("b", "B"):
-            assertion = WORD_BOUNDARY if self.peek(1) == "b" else NOT_WORD_BOUNDARY
-        elif c == "(" and self.peek(1) == "?":
-            for intro in ("(?<=", "(?<!"):
-                if self.text.startswith(intro, self.pos):
-                    what = "lookbehind" if intro == "(?<=" else "negative lookbehind"
-                    raise self.error(f"{what} assertions are not supported")
-            if self.peek(2) in ("=", "!"):
-                return self.lookahead()
-        if assertion is not None:
-            self.pos += 1 if c in "^$" else 2
-            if self.quantifier_at(self.pos) is not None:
-                raise self.error("nothing to repeat (an assertion cannot be quantified)")
-            return RAssert(assertion)
-        atom = self.atom()
-        q = self.quantifier_at(self.pos)
-        if q is None:
-            return atom
-        lo, hi, end = q
-        if hi is not None and hi < lo:
-            raise self.error("numbers out of order in {} quantifier")
-        self.pos = end
-        if self.peek() == "?":  # lazy: same language
-            self.pos += 1
-        if self.quantifier_at(self.pos) is not None:
-            raise self.error("nothing to repeat")
-        del start
-        return RRepeat(atom, lo, hi)
-
-    def enter(self) -> None:
-        self.depth += 1
-        if self.depth > self.max_depth:
-            raise LimitError(
-                f"regex groups nest more than {self.max_depth} deep (at {self.pos})",
-                limit="max_regex_nesting",
-            )
-
-    def lookahead(self) -> RNode:
-        open_pos = self.pos
-        negative = self.peek(2) == "!"
-        if self.in_look:
-            raise self.error("a lookahead inside a lookahead is not supported")
-        self.pos += 3
-        self.enter()
-        self.in_look = True
-        body = self.disjunction()
-        self.in_look = False
-        self.depth -= 1
-        if self.peek() != ")":
-            raise self.error("unterminated lookahead", open_pos)
-        self.pos += 1
-        if self.quantifier_at(self.pos) is not None:
-            raise self.error("nothing to repeat (a lookahead cannot be quantified)")
-        return RLook(body, negative, open_pos)
-
-    def quantifier_at(self, i: int) -> tuple[int, int | None, int] | None:
-        """``(min, max, end)`` of a quantifier starting at ``i``, or None."""
-        t = self.text
-        if i >= len(t):
-            return None
-        c = t[i]
-        if c == "*":
-            return 0, None, i + 1
-        if c == "+":
-            return 1, None, i + 1
-        if c == "?":
-            return 0, 1, i + 1
-        if c != "{":
-            return None
-        j = i + 1
-        k = j
-        while k < len(t) and t[k].isascii() and t[k].isdigit():
-            k += 1
-        if k == j:
-            return None
-        lo = int(t[j:k])
-        if k < len(t) and t[k] == "}":
-            return lo, lo, k + 1
-        if k >= len(t) or t[k] != ",":
-            return None
-        k += 1
-        m = k
-        while m < len(t) and t[m].isascii() and t[m].isdigit():
-            m += 1
-        if m >= len(t) or t[m] != "}":
-            return None
-        return lo, (int(t[k:m]) if m > k else None), m + 1
-
-    def atom(self) -> RNode:
-        c = self.peek()
-        if c == ".":
-            self.pos += 1
-            return RChars(DOT_CHARS)
-        if c == "(":
-            return self.group()
-        if c == "[":
-            return RChars(self.char_class())
-        if c == "\\":
-            cs, _ = self.escape(in_class=False)
-            return RChars(cs)
-        if c in "*+?" or self.quantifier_at(self.pos) is not None:
-            raise self.error("nothing to repeat")
-        cp = self.literal_char()
-        return RChars(CharSet(((cp, cp),)))
-
-    def literal_char(self) -> int:
-        cp = ord(self.text[self.pos])
-        self.pos += 1
-        if 0xD800 <= cp <= 0xDBFF and self.pos < len(self.text):
-            low = ord(self.text[self.pos])
-            if 0xDC00 <= low <= 0xDFFF:
-                self.pos += 1
-                return 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-        return cp
-
-    def group(self) -> RNode:
-        open_pos = self.pos
-        self.pos += 1
-        if self.peek() == "?":
-            if self.peek(1) == ":":
-                self.pos += 2
-            elif self.peek(1) == "<":
-                end = self.text.find(">", self.pos)
-                name = self.text[self.pos + 2 : end] if end >= 0 else ""
-                if not name or not _is_identifier(name):
-                    raise self.error("invalid group name")
-                self.pos = end + 1
-            else:
-                raise self.error("unsupported group syntax (inline flags / modifiers)", open_pos)
-        self.enter()
-        node = self.disjunction()
-        self.depth -= 1
-        if self.peek() != ")":
-            raise self.error("unterminated group", open_pos)
-        self.pos += 1
-        return node
-
-    def char_class(self) -> CharSet:
-        open_pos = self.pos
-        self.pos += 1
-        negate = self.peek() == "^"
-        if negate:
-            self.pos += 1
-        acc: list[tuple[int, int]] = []
-        text = self.text
-        n = len(text)
-        while True:
-            if self.pos >= n:
-                raise self.error("unterminated character class", open_pos)
-            c = text[self.pos]
-            if c == "]":
-                self.pos += 1
-                break
-            a_pos = self.pos
-            if c == "\\":
-                a, a_cp = self.escape(in_class=True)
-            else:
-                a_cp = self.literal_char()
-                a = None
-            if self.pos + 1 < n and text[self.pos] == "-" and text[self.pos + 1] != "]":
-                self.pos += 1
-                _, b_cp = self.class_atom()
-                if a_cp is None or b_cp is None:
-                    raise self.error("a class escape cannot be a range bound", a_pos)
-                if a_cp > b_cp:
-                    raise self.error("range out of order in character class", a_pos)
-                acc.append((a_cp, b_cp))
-            elif a is None:
-                assert a_cp is not None
-                acc.append((a_cp, a_cp))
-            else:
-                acc.extend(a.ranges)
-        cs = CharSet.from_ranges(acc)
-        return cs.complement() if negate else cs
-
-    def class_atom(self) -> tuple[CharSet | None, int | None]:
-        """A class member: its set (None when it is the one code point returned) and its code
-        point (None for a class escape such as ``\\d``)."""
-        if self.peek() == "\\":
-            return self.escape(in_class=True)
-        return None, self.literal_char()
-
-    def escape(self, *, in_class: bool) -> tuple[CharSet, int | None]:
-        """Parse ``\\...`` at pos; returns the set and, if it is one code point, that code point."""
-        start = self.pos
-        self.pos += 1
-        if self.pos >= len(self.text):
-            raise self.error("\\ at end of pattern", start)
-        c = self.text[self.pos]
-        self.pos += 1
-        if c in _CLASS_ESCAPES:
-            return _CLASS_ESCAPES[c], None
-        if c in "pP":
-            cs = self.property(start)
-            return (cs.complement() if c == "P" else cs), None
-        cp: int
-        if c in _CONTROL_ESCAPES:
-            cp = _CONTROL_ESCAPES[c]
-        elif c == "b" and in_class:
-            cp = 0x08
-        elif c == "-" and in_class:
-            cp = 0x2D
-        elif c == "0":
-            if self.peek().isascii() and self.peek().isdigit():
-                raise self.error("octal escapes are not allowed", start)
-            cp = 0
-        elif c in "123456789":
-            raise self.error("backreferences are not supported", start)
-        elif c == "k":
-            raise self.error("named backreferences are not supported", start)
-        elif c == "c":
-            x = self.peek()
-            if not (x.isascii() and x.isalpha()):
-                raise self.error("\\c must be followed by an ASCII letter", start)
-            self.pos += 1
-            cp = ord(x) % 32
-        elif c == "x":
-            cp = self.hex_digits(2, start)
-        elif c == "u":
-            cp = self.unicode_escape(start)
-        elif c.isascii() and c.isalnum():
-            raise self.error(f"unknown escape \\{c}", start)
-        else:  # identity escape of punctuation / non-ASCII (SyntaxCharacter, '/', Annex B)
-            self.pos -= 1
-            cp = self.literal_char()
-        return CharSet(((cp, cp),)), cp
-
-    def hex_digits(self, n: int, start: int) -> int:
-        h = self.text[self.pos : self.pos + n]
-        if len(h) != n or not all(ch in "0123456789abcdefABCDEF" for ch in h):
-            raise self.error(f"expected {n} hex digits", start)
-        self.pos += n
-        return int(h, 16)
-
-    def unicode_escape(self, start: int) -> int:
-        if self.peek() == "{":
-            end = self.text.find("}", self.pos)
-            h = self.text[self.pos + 1 : end] if end >= 0 else ""
-            if not h or not all(ch in "0123456789abcdefABCDEF" for ch in h) or len(h) > 8:
-                raise self.error("malformed \\u{...} escape", start)
-            cp = int(h, 16)
-            if cp > MAX_CP:
-                raise self.error("code point out of range", start)
-            self.pos = end + 1
-            return cp
-        cp = self.hex_digits(4, start)
-        if 0xD800 <= cp <= 0xDBFF and self.text.startswith("\\u", self.pos):
-            save = self.pos
-            self.pos += 2
-            try:
-                low = self.hex_digits(4, start)
-            except GrammarSyntaxError:
-                self.pos = save
-                return cp
-            if 0xDC00 <= low <= 0xDFFF:
-                return 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-            self.pos = save
-        return cp
-
-    def property(self, start: int) -> CharSet:
-        if self.peek() != "{":
-            raise self.error("\\p must be followed by {name}", start)
-        end = self.text.find("}", self.pos)
-        if end < 0:
-            raise self.error("unterminated \\p{...}", start)
-        name = self.text[self.pos + 1 : end]
-        self.pos = end + 1
-        cs = unicode_property(name)
-        if cs is None:
-            raise self.error(
-                f"unsupported Unicode property {name!r} (only General_Category values, "
-                "Any, ASCII and Assigned are supported)",
-                start,
-            )
-        return cs
-
-
-def _is_identifier(name: str) -> bool:
-    return name.isidentifier() or all(ch.isalnum() or ch in "_$" for ch in name)
-
-
-def parse_regex(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> RNode:
-    """Parse an ECMA-262 pattern (``u`` flag) to its AST; GrammarSyntaxError if malformed,
-    LimitError when groups nest more than ``limits.max_regex_nesting`` deep."""
-    return _Parser(pattern, limits).parse()
-
-
-# -- Unicode properties ---------------------------------------------------------------------------
-
-_GC_NAMES: dict[str, tuple[str, ...]] = {
-    "L": ("letter",),
-    "LC": ("casedletter",),
-    "Lu": ("uppercaseletter",),
-    "Ll": ("lowercaseletter",),
-    "Lt": ("titlecaseletter",),
-    "Lm": ("modifierletter",),
-    "Lo": ("otherletter",),
-    "M": ("mark", "combiningmark"),
-    "Mn": ("nonspacingmark",),
-    "Mc": ("spacingmark",),
-    "Me": ("enclosingmark",),
-    "N": ("number",),
-    "Nd": ("decimalnumber", "digit"),
-    "Nl": ("letternumber",),
-    "No": ("othernumber",),
-    "P": ("punctuation", "punct"),
-    "Pc": ("connectorpunctuation",),
-    "Pd": ("dashpunctuation",),
-    "Ps": ("openpunctuation",),
-    "Pe": ("closepunctuation",),
-    "Pi": ("initialpunctuation",),
-    "Pf": ("finalpunctuation",),
-    "Po": ("otherpunctuation",),
-    "S": ("symbol",),
-    "Sm": ("mathsymbol",),
-    "Sc": ("currencysymbol",),
-    "Sk": ("modifiersymbol",),
-    "So": ("othersymbol",),
-    "Z": ("separator",),
-    "Zs": ("spaceseparator",),
-    "Zl": ("lineseparator",),
-    "Zp": ("paragraphseparator",),
-    "C": ("other",),
-    "Cc": ("control", "cntrl"),
-    "Cf": ("format",),
-    "Cs": ("surrogate",),
-    "Co": ("privateuse",),
-    "Cn": ("unassigned",),
-}
-_GC_LOOKUP: dict[str, str] = {}
-for _code, _aliases in _GC_NAMES.items():
-    _GC_LOOKUP[_code.lower()] = _code
-    for _alias in _aliases:
-        _GC_LOOKUP[_alias] = _code
-
-
-def _loose(name: str) -> str:
-    return "".join(ch for ch in name.lower() if ch not in "_- ")
-
-
-@functools.cache
-def _categories() -> dict[str, CharSet]:
-    """Two-letter General_Category -> code points (one pass over all code points, ~0.5 s)."""
-    runs: dict[str, list[tuple[int, int]]] = {}
-    category = unicodedata.category
-    prev = category("\0")
-    lo = 0
-    for cp in range(1, MAX_CP + 1):
-        cat = category(chr(cp))
-        if cat != prev:
-            runs.setdefault(prev, []).append((lo, cp - 1))
-            prev, lo = cat, cp
-    runs.setdefault(prev, []).append((lo, MAX_CP))
-    return {k: CharSet.from_ranges(v) for k, v in runs.items()}
-
-
-def unicode_property(name: str) -> CharSet | None:
-    """The code points of ``\\p{name}`` (loose matching of names), or None if unsupported."""
-    key = _loose(name)
-    for prefix in ("generalcategory=", "gc="):
-        if key.startswith(prefix):
-            key = key[len(prefix) :]
-            break
-    else:
-        if key == "any":
-            return ANY_CHAR
-        if key == "ascii":
-            return CharSet.range(0, 0x7F)
-        if key == "assigned":
-            return _categories().get("Cn", CharSet()).complement()
-    code = _GC_LOOKUP.get(key)
-    if code is None:
-        return None
-    cats = _categories()
-    if code == "LC":
-        return cats.get("Lu", CharSet()) | cats.get("Ll", CharSet()) | cats.get("Lt", CharSet())
-    if len(code) == 1:
-        out = CharSet()
-        for k, v in cats.items():
-            if k[0] == code:
-                out = out | v
-        return out
-    return cats.get(code, CharSet())
 
 
 # -- AST -> NFA ---------------------------------------------------------------------------------
@@ -679,7 +150,7 @@ def _regex_nfa(ast: RNode, *, search: bool, limits: Limits) -> Nfa:
     return nfa
 
 
-@compiler_memo("grammar.regex_dfas", limit="max_language_memos", entry_bytes=dfa_bytes)
+@memo("grammar.regex_dfas", limit="max_language_memos", entry_bytes=dfa_bytes)
 def _regex_dfa_cached(pattern: str, search: bool, limits: Limits) -> Dfa:
     ast = parse_regex(pattern, limits=limits)
     return Dfa.from_nfa(_regex_nfa(ast, search=search, limits=limits), limits=limits)
@@ -691,40 +162,12 @@ def regex_dfa(pattern: str, *, search: bool, limits: Limits = DEFAULT_LIMITS) ->
     ``search=True``: the strings that *contain* a match (JSON Schema ``pattern``); ``search=False``:
     the strings the pattern matches in full. Raises GrammarSyntaxError for malformed or unsupported
     syntax and LimitError when the automaton would exceed ``limits.max_dfa_states``. Memoised
-    in the active GrammarCompiler.
+    in the cache set in use (:func:`toolmask._cache.memo`).
     """
     return _regex_dfa_cached(pattern, search, limits)
 
 
 # -- AST -> IR ----------------------------------------------------------------------------------
-
-
-def _strip_outer_anchors(ast: RNode) -> RNode:
-    """In full-match mode a ``^`` opening / ``$`` closing a top-level alternative is a no-op."""
-    alts = ast.items if isinstance(ast, RAlt) else (ast,)
-    out: list[RNode] = []
-    for alt in alts:
-        items = list(alt.items) if isinstance(alt, RCat) else [alt]
-        while items and items[0] == RAssert(BOL):
-            items.pop(0)
-        while items and items[-1] == RAssert(EOL):
-            items.pop()
-        out.append(items[0] if len(items) == 1 else RCat(tuple(items)))
-    return out[0] if len(out) == 1 else RAlt(tuple(out))
-
-
-def _has_assertions(node: RNode) -> bool:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t is RCat or t is RAlt:
-            stack.extend(n.items)  # type: ignore[union-attr]
-        elif t is RRepeat:
-            stack.append(n.item)  # type: ignore[union-attr]
-        elif t is RAssert or t is RLook:
-            return True
-    return False
 
 
 def _direct_ir(node: RNode, encoding: Encoding = "raw") -> Node:
@@ -759,7 +202,7 @@ def parse_full_match(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> RNode:
     :func:`regex_dfa` makes before it determinises (syntax, nesting, the NFA size bound)."""
     ast = parse_regex(pattern, limits=limits)
     _check_size(ast, limits)  # the bound regex_dfa checks first, so both routes refuse alike
-    return _strip_outer_anchors(ast)
+    return strip_outer_anchors(ast)
 
 
 def anchored_chain(
@@ -791,12 +234,12 @@ def anchored_chain(
 def regex_ast_node(ast: RNode, *, encoding: Encoding = "raw") -> Node | None:
     """The IR node of a syntax tree from :func:`parse_full_match` (None when it has
     assertions: see :func:`regex_direct_node`)."""
-    return None if _has_assertions(ast) else _direct_ir(ast, encoding)
+    return None if has_assertions(ast) else _direct_ir(ast, encoding)
 
 
 def _assertion_free(pattern: str, limits: Limits) -> RNode | None:
-    ast = _strip_outer_anchors(parse_regex(pattern, limits=limits))
-    return None if _has_assertions(ast) else ast
+    ast = strip_outer_anchors(parse_regex(pattern, limits=limits))
+    return None if has_assertions(ast) else ast
 
 
 def regex_node(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> Node:
@@ -830,7 +273,14 @@ def regex_rules(
     return dfa_to_rules(regex_dfa(pattern, search=False, limits=limits), prefix, encoding="raw")
 
 
-def grammar_from_regex(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> Grammar:
-    """A grammar (start rule ``root``) for the strings ``pattern`` fully matches."""
-    node, rules = regex_rules(pattern, "root", limits=limits)
+def grammar_from_regex(
+    pattern: str, *, limits: Limits = DEFAULT_LIMITS, caches: CacheSet | None = None
+) -> Grammar:
+    """A grammar (start rule ``root``) for the strings ``pattern`` fully matches; its automata
+    are memoised in ``caches`` (None: the cache set in use, see :mod:`toolmask._cache`)."""
+    with using(caches):
+        node, rules = regex_rules(pattern, "root", limits=limits)
     return Grammar((Rule("root", node), *rules), start="root")
+
+
+register_frontend("regex", grammar_from_regex)

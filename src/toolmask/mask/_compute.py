@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from toolmask.automaton import Automaton, State
-from toolmask.grammar._charset import ANY_CHAR, UTF8_LEAD_LENGTH, utf8_sequences
+from toolmask.automaton import PythonAutomaton, State
+from toolmask.grammar import ANY_CHAR, UTF8_LEAD_LENGTH, utf8_sequences
 from toolmask.limits import DEFAULT_LIMITS
 from toolmask.mask._trie import TokenTrie
 
 if TYPE_CHECKING:
     from toolmask.vocab import Vocabulary
 
-__all__ = ["MaskCache", "VocabIndex", "compute_mask", "vocab_index"]
+__all__ = ["PythonMaskCache", "PythonVocabIndex", "compute_mask", "loop_set"]
 
 #: a run class (bytes that all step one state to one next state) needs this many ASCII bytes
 LOOP_MIN_ASCII = 8
@@ -60,8 +60,9 @@ _UTF8: tuple[tuple[tuple[int, int], ...], ...] = tuple(
 _UTF8_FRONTIER_CAP = 8
 
 
-class VocabIndex:
-    """Everything mask computation needs about one vocabulary, built once (see vocab_index).
+class PythonVocabIndex:
+    """The pure-Python :class:`~toolmask.mask.VocabIndex`: everything mask computation needs
+    about one vocabulary, built once per vocabulary (the compiler keeps it).
 
     The trie of text tokens, and flat per-byte numpy arrays over the concatenated token bytes
     (owner token, whether the byte lies in the token's tail after its first character, whether
@@ -223,21 +224,7 @@ def _is_char(data: bytes) -> bool:
     return True
 
 
-def vocab_index(vocab: Vocabulary) -> VocabIndex:
-    """The pure-Python :class:`VocabIndex` of ``vocab``, built once per fingerprint and kept by
-    the active :class:`~toolmask.GrammarCompiler` (``Limits.max_vocab_indexes`` entries)."""
-    from toolmask._cache import active_compiler
-
-    compiler = active_compiler()
-    if compiler.backend == "python":
-        return compiler.vocab_index(vocab)  # type: ignore[no-any-return]
-    cache = compiler.cache("mask.python_vocab_indexes", limit="max_vocab_indexes")
-    return cache.get_or_build(  # type: ignore[no-any-return]
-        vocab.fingerprint, lambda: VocabIndex(vocab, max_run_tables=compiler.limits.max_run_tables)
-    )
-
-
-def _walk(a: Automaton, root: State, trie: TokenTrie, first: int, out: list[int]) -> None:
+def _walk(a: PythonAutomaton, root: State, trie: TokenTrie, first: int, out: list[int]) -> None:
     """Append to ``out`` the ids of ``trie`` alive from ``root``, for first bytes in ``first``."""
     byte, depth, skip, ends, tokens = trie.byte, trie.depth, trie.skip, trie.ends, trie.tokens
     n = trie.max_depth + 1
@@ -269,7 +256,7 @@ def _walk(a: Automaton, root: State, trie: TokenTrie, first: int, out: list[int]
             i += 1
 
 
-def loop_set(a: Automaton, s: State, allowed: int) -> tuple[int, bool]:
+def loop_set(a: PythonAutomaton, s: State, allowed: int) -> tuple[int, bool]:
     """(bytes ``b`` with ``advance(s, b) == s``, whether every UTF-8 character loops too)."""
     loop = 0
     for subset, y in a.successors(s, allowed):
@@ -280,7 +267,7 @@ def loop_set(a: Automaton, s: State, allowed: int) -> tuple[int, bool]:
     return loop, utf8_target(a, s) == s
 
 
-def utf8_target(a: Automaton, s: State) -> State | None:
+def utf8_target(a: PythonAutomaton, s: State) -> State | None:
     """The one state every well-formed multi-byte UTF-8 character leads to from ``s``, if any.
 
     Follows the byte ranges of RFC 3629 through the automaton, giving up when more than a few
@@ -315,7 +302,7 @@ _HIGH = ((1 << 256) - 1) ^ _ASCII
 
 
 def _step(
-    a: Automaton, c: State, run: int, utf8: bool, memo: dict[tuple[State, int, bool], Any]
+    a: PythonAutomaton, c: State, run: int, utf8: bool, memo: dict[tuple[State, int, bool], Any]
 ) -> State | bool | None:
     """The one state every byte of ``run`` (and every UTF-8 character) leads ``c`` to; False
     when all of them are dead in ``c``; None when neither (they go different ways)."""
@@ -368,7 +355,7 @@ class _LoopInfo:
 
 
 def _follow(
-    a: Automaton, t: State, cap: int, memo: dict[tuple[State, int, bool], Any]
+    a: PythonAutomaton, t: State, cap: int, memo: dict[tuple[State, int, bool], Any]
 ) -> tuple[int, bool, list[State], bool, int] | None:
     """From ``t``: the run class (the biggest set of ASCII bytes that go to one state), and
     the chain of states it walks until a self-loop, a dead end, or ``cap`` steps."""
@@ -402,7 +389,7 @@ def _follow(
 
 
 def _loop_info(
-    a: Automaton, s: State, ab: int, idx: VocabIndex, memo: dict[Any, Any] | None
+    a: PythonAutomaton, s: State, ab: int, idx: PythonVocabIndex, memo: dict[Any, Any] | None
 ) -> _LoopInfo:
     if memo is not None:
         hit = memo.get(s)
@@ -440,13 +427,14 @@ def _loop_info(
 
 
 def compute_mask(
-    a: Automaton, s: State, idx: VocabIndex, memo: dict[Any, Any] | None = None
+    a: PythonAutomaton, s: State, idx: PythonVocabIndex, memo: dict[Any, Any] | None = None
 ) -> npt.NDArray[np.int32]:
     """The int32 bitmask (``ceil(V / 32)`` words) of the tokens allowed in state ``s``.
 
     Cost: a trie walk over the live nodes; where first characters lead into a run (a string
     body: looping, or counting towards a length bound), a few numpy passes over V plus walks of
-    that run's small exit-suffix tries instead. Use :class:`MaskCache` to pay it once per state.
+    that run's small exit-suffix tries instead. Use :class:`PythonMaskCache` to pay it once per
+    state.
     """
     allowed = np.zeros(idx.words * 32, dtype=np.bool_)
     ab = a.allowed_bytes(s)
@@ -497,8 +485,9 @@ def compute_mask(
     return np.packbits(allowed, bitorder="little").view(np.int32)
 
 
-class MaskCache:
-    """Bounded cache of bitmasks keyed by automaton state (equal states share one mask).
+class PythonMaskCache:
+    """The pure-Python :class:`~toolmask.mask.MaskCache`: a bounded cache of bitmasks keyed by
+    automaton state (equal states share one mask).
 
     ``get(state)`` computes on a miss; past ``capacity`` masks the oldest computed is dropped
     (first in, first out: a hit takes no lock and reorders nothing). Thread-safe; two threads
@@ -506,7 +495,7 @@ class MaskCache:
     dict lookup.
     """
 
-    def __init__(self, automaton: Automaton, index: VocabIndex, max_bytes: int) -> None:
+    def __init__(self, automaton: PythonAutomaton, index: PythonVocabIndex, max_bytes: int) -> None:
         self.automaton = automaton
         self.index = index
         self.capacity = max(16, max_bytes // max(1, index.words * 4))

@@ -16,6 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from toolmask._kernel import native_module
+from toolmask.automaton import Automaton, AutomatonState, build_native_automaton
+from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS
 
 if TYPE_CHECKING:
@@ -35,7 +37,11 @@ class NativeVocabIndex:
     __slots__ = ("eos", "native", "size", "special_by_text", "text", "vocab", "words")
 
     def __init__(
-        self, vocab: Vocabulary, *, max_run_tables: int = DEFAULT_LIMITS.max_run_tables
+        self,
+        vocab: Vocabulary,
+        *,
+        max_run_tables: int = DEFAULT_LIMITS.max_run_tables,
+        warm: Grammar | None = None,
     ) -> None:
         self.vocab = vocab
         self.size = vocab.vocab_size
@@ -49,16 +55,14 @@ class NativeVocabIndex:
             by_text.setdefault(s, []).append(tid)
         self.special_by_text: dict[str, tuple[int, ...]] = {k: tuple(v) for k, v in by_text.items()}
         self.eos: tuple[int, ...] = tuple(sorted(vocab.eos_ids))
-        self._prewarm()
+        if warm is not None:
+            self._prewarm(warm)
 
-    def _prewarm(self) -> None:
-        """Build the run tables of a plain JSON string body now (part of the index's setup
-        cost, ~2 ms for 151k tokens): nearly every tool schema has such strings, and these
-        tables are shared by every position and grammar that has them."""
-        from toolmask.automaton._native import build_native_automaton
-        from toolmask.grammar._ir import Grammar
-
-        g = Grammar.from_json_schema({"type": "string"})
+    def _prewarm(self, g: Grammar) -> None:
+        """Build the run tables of ``g``, a grammar for one JSON string, now: the masks after
+        its ``"`` and ``"a`` (part of the index's setup cost, ~2 ms for 151k tokens). The
+        compiler passes the plain JSON string: nearly every tool schema has such strings, and
+        these tables are shared by every position and grammar that has them."""
         a = build_native_automaton(g)
         masks = native_module().Masks(a, self.native, [], (), 1 << 24)
         out = np.empty(self.words, dtype=np.int32)
@@ -86,28 +90,29 @@ class NativeMaskCache:
 
     __slots__ = ("automaton", "index", "native")
 
-    def __init__(self, automaton: Any, index: NativeVocabIndex, max_bytes: int) -> None:
+    def __init__(self, automaton: Automaton, index: NativeVocabIndex, max_bytes: int) -> None:
         self.automaton = automaton
         self.index = index
-        special_ids = [index.special_by_text.get(t, ()) for t in automaton.texts]
+        texts: tuple[str, ...] = automaton.texts  # type: ignore[attr-defined]  # the kernel's
+        special_ids = [index.special_by_text.get(t, ()) for t in texts]
         self.native: Any = native_module().Masks(
             automaton, index.native, special_ids, index.eos, max_bytes
         )
 
-    def fill(self, state: Any, out: npt.NDArray[np.int32]) -> None:
+    def fill(self, state: AutomatonState, out: npt.NDArray[np.int32]) -> None:
         """Write the bitmask of ``state`` into ``out`` (int32, ceil(V/32) words)."""
         self.native.fill(state, out)
 
-    def get(self, state: Any) -> npt.NDArray[np.int32]:
+    def get(self, state: AutomatonState) -> npt.NDArray[np.int32]:
         """The bitmask of ``state`` as a new read-only array."""
         out = np.empty(self.index.words, dtype=np.int32)
         self.native.fill(state, out)
         out.setflags(write=False)
         return out
 
-    def advance_token(self, state: Any, tid: int) -> Any:
+    def advance_token(self, state: AutomatonState, tid: int) -> AutomatonState | None:
         """The state after text token ``tid``'s bytes, or None."""
-        return self.native.advance_token(state, tid)
+        return self.native.advance_token(state, tid)  # type: ignore[no-any-return]
 
     @property
     def hits(self) -> int:

@@ -3,196 +3,44 @@
 :func:`compile_json_schema` resolves references, normalises the schema into closed per-type shapes
 (see :mod:`toolmask.schema._terms`) and lowers them to rules. What each keyword compiles to is in
 :data:`KEYWORDS`; what the grammar cannot enforce is attached to the grammar as a
-:class:`~toolmask.grammar.PostCheck` that ``CompiledGrammar.validate`` runs after decoding.
+:class:`~toolmask.grammar.PostCheck` that ``CompiledGrammar.validate`` runs after decoding
+(:func:`make_validator`). Importing this package registers ``compile_json_schema`` as the
+``json_schema`` frontend of ``Grammar.from_json_schema`` / ``Grammar.json``.
+
+Also public, for the tool layer and the CLI: the JSON text pieces wire formats reuse
+(:func:`json_ws`, :data:`GEMMA_QUOTE`) and the ``toolmask check`` report
+(:func:`check_schema`, :func:`format_report`, :func:`load_schema`).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal
-
-from toolmask._pointer import json_pointer
-from toolmask.errors import LimitError, SchemaError
-from toolmask.grammar._ir import Grammar
-from toolmask.limits import DEFAULT_LIMITS, Limits
+from toolmask.grammar import register_frontend
+from toolmask.schema._entry import compile_json_schema
+from toolmask.schema._json_text import json_ws
 from toolmask.schema._keywords import KEYWORDS, KeywordInfo
-from toolmask.schema._validate import dialect_of, schema_validator
+from toolmask.schema._notation import GEMMA_QUOTE
+from toolmask.schema._report import (
+    KeywordReport,
+    SchemaReport,
+    check_schema,
+    format_report,
+    load_schema,
+)
+from toolmask.schema._validate import make_validator, schema_validator
 
-__all__ = ["KEYWORDS", "KeywordInfo", "compile_json_schema", "schema_validator"]
+__all__ = [
+    "GEMMA_QUOTE",
+    "KEYWORDS",
+    "KeywordInfo",
+    "KeywordReport",
+    "SchemaReport",
+    "check_schema",
+    "compile_json_schema",
+    "format_report",
+    "json_ws",
+    "load_schema",
+    "make_validator",
+    "schema_validator",
+]
 
-
-def compile_json_schema(
-    schema: Any,
-    *,
-    whitespace: Literal["compact", "spaced", "flexible", "indent"] = "compact",
-    property_order: Literal["schema", "any"] = "schema",
-    indent: int = 2,
-    max_whitespace: int = 4,
-    additional_properties_default: bool = True,
-    lenient: bool = False,
-    strict_formats: bool = False,
-    resources: Mapping[str, Any] | None = None,
-    max_indent_depth: int = 32,
-    notation: Literal["json", "python", "gemma"] = "json",
-    special_tokens: Iterable[str] = (),
-    limits: Limits = DEFAULT_LIMITS,
-) -> Grammar:
-    """Compile a JSON Schema (draft 2020-12; draft-07/04 spellings read) into a grammar.
-
-    Options:
-
-    * ``whitespace``: ``"compact"`` (``json.dumps(v, separators=(",", ":"))``), ``"spaced"``
-      (``json.dumps(v)``: ``", "`` and ``": "``, what chat templates' ``tojson`` writes),
-      ``"flexible"`` (up to ``max_whitespace`` bytes of whitespace wherever JSON allows it), or
-      ``"indent"`` (exactly ``json.dumps(v, indent=indent)``; containers nest at most
-      ``max_indent_depth``).
-    * ``property_order``: ``"schema"``: object keys come in schema order (``properties`` order,
-      then ``required`` names, then other keys); ``"any"``: declared keys in any order, each
-      at most once, every required key present, then other keys (objects with more than
-      ``limits.max_any_order_properties`` declared keys keep schema order). Strings are in
-      canonical form (``json.dumps(s, ensure_ascii=False)``).
-    * ``additional_properties_default``: what a missing ``additionalProperties`` means. ``True``
-      is the JSON Schema meaning; ``False`` stops a model from inventing keys: an object that
-      names its keys (``properties`` / ``patternProperties``) gets no others, while one that
-      names none stays a free-form map (``{"type": "object"}`` is any object, not only ``{}``).
-    * ``lenient``: unsupported keywords become warnings and are left to the post-decode validator
-      instead of raising :class:`SchemaError`.
-    * ``strict_formats``: an unknown ``format`` raises :class:`SchemaError` instead of being an
-      annotation (JSON Schema 2020-12's format-annotation vocabulary: it constrains nothing, and
-      the compiler logs a warning once per format name on the ``toolmask.schema`` logger).
-      Formats toolmask knows (``toolmask.schema._formats.FORMATS``) are always enforced exactly.
-    * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
-    * ``notation``: how values are spelled: ``"json"``, ``"python"`` (Python literals, for
-      tool calls written as Python code) or ``"gemma"`` (Gemma 4's object notation); see
-      :mod:`toolmask.schema._notation`. The post-decode checks read JSON text only.
-    * ``special_tokens``: special-token texts of the vocabulary; a notation's marker among them
-      (Gemma's ``<|"|>``) is a :class:`~toolmask.grammar.Special` node, else its bytes.
-
-    Raises :class:`SchemaError` (with a JSON pointer and keyword) for schemas it cannot compile
-    and :class:`LimitError` when a resource cap of ``limits`` is hit.
-    """
-    from toolmask.schema._compiler import SchemaCompiler
-    from toolmask.schema._lower import Layout, Lowerer
-    from toolmask.schema._notation import NOTATIONS
-
-    if whitespace not in ("compact", "spaced", "flexible", "indent"):
-        raise ValueError(
-            f"whitespace must be compact, spaced, flexible or indent, not {whitespace!r}"
-        )
-    if notation not in NOTATIONS:
-        raise ValueError(f"notation must be json, python or gemma, not {notation!r}")
-    if property_order not in ("schema", "any"):
-        raise ValueError(f"property_order must be schema or any, not {property_order!r}")
-    for uri, doc in (("", schema), *(resources or {}).items()):
-        deep = _too_deep(doc, limits.max_schema_depth)
-        if deep is not None:
-            ptr = json_pointer(deep)
-            what = f"the resource {uri!r} nests" if uri else "the schema nests"
-            at = f" (at {uri}#{ptr})" if uri else ""
-            raise LimitError(
-                f"{what} objects and arrays more than {limits.max_schema_depth} deep{at}",
-                limit="max_schema_depth",
-                pointer=None if uri else ptr,  # a pointer into a resource is in the message
-            )
-    try:
-        schema_json = json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise SchemaError(f"the schema is not JSON: {e}") from e
-    if len(schema_json.encode()) > limits.max_schema_bytes:
-        raise LimitError(
-            f"the schema has {len(schema_json)} bytes of JSON", limit="max_schema_bytes", pointer=""
-        )
-    resources_json = json.dumps(dict(resources or {}), ensure_ascii=False) if resources else ""
-    # a key is written as its quoted text, so a schema without these texts has no reference
-    # and its registry is not crawled (see SchemaCompiler); definitions are crawled too, since
-    # only the crawl reads (and refuses) a malformed definition that nothing refers to
-    crawl = bool(resources) or any(f'"{k}"' in schema_json for k in _CRAWL_KEYWORDS)
-
-    def make(crawl: bool) -> SchemaCompiler:
-        return SchemaCompiler(
-            schema,
-            resources=resources,
-            lenient=lenient,
-            limits=limits,
-            strict_formats=strict_formats,
-            crawl=crawl,
-        )
-
-    try:
-        try:
-            compiler = make(crawl)
-            lowerer = Lowerer(
-                compiler,
-                Layout(whitespace, indent, max_whitespace),
-                additional_properties_default=additional_properties_default,
-                max_indent_depth=max_indent_depth,
-                any_order=property_order == "any",
-                notation=NOTATIONS[notation],
-                special_tokens=frozenset(special_tokens),
-            )
-            return lowerer.run(compiler.root_term, schema_json, resources_json)
-        except Exception:
-            if not crawl:
-                # the crawl walks every subschema first and trips on a malformed one: the
-                # error it raises (located below through the metaschema) comes first, as it
-                # does when the registry is crawled up front
-                make(True)
-            raise
-    except RecursionError as e:  # a backstop: the depth checks above should come first
-        raise LimitError(
-            "the schema nests too deeply for the compiler's stack",
-            limit="max_schema_depth",
-            pointer="",
-        ) from e
-    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
-        # a malformed schema that slipped past the keyword checks (a subschema that is a
-        # number, say) tripped the resolver: name the place through the metaschema
-        raise _malformed(schema, e) from e
-
-
-#: keys whose presence makes compile_json_schema crawl the registry up front
-_CRAWL_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef", "$defs", "definitions")
-
-
-def _too_deep(doc: Any, cap: int) -> list[str | int] | None:
-    """The path to a value of ``doc`` that objects and arrays nest more than ``cap`` deep above
-    (the root container is at depth 0, a value of its member at depth 1), or None when there is
-    none. Iterative: it runs before anything recursive reads the document. O(size)."""
-    # a path is a linked list (key, parent path), so a step costs O(1) whatever the depth
-    stack: list[tuple[Any, int, Any]] = [(doc, 0, None)]
-    while stack:
-        node, depth, path = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.items()
-        elif isinstance(node, list):
-            children = enumerate(node)
-        else:
-            continue
-        if depth > cap:
-            keys: list[str | int] = []
-            while path is not None:
-                key, path = path
-                keys.append(key)
-            return keys[::-1]
-        stack.extend((child, depth + 1, (key, path)) for key, child in children)
-    return None
-
-
-def _malformed(schema: Any, cause: Exception) -> SchemaError:
-    """A located :class:`SchemaError` for a schema that broke the compiler: the metaschema's
-    best-matching error (its JSON pointer and keyword), else the cause itself at the root."""
-    from jsonschema.exceptions import best_match
-
-    cls = dialect_of(schema)
-    try:
-        err = best_match(cls(cls.META_SCHEMA).iter_errors(schema))
-    except Exception:  # the metaschema walk itself failed: fall back to the cause
-        err = None
-    if err is None:
-        # valid by the metaschema: a compiler fault, reported as such rather than as bad input
-        return SchemaError(f"the schema could not be compiled ({type(cause).__name__}: {cause})")
-    path = [str(p) for p in err.path]
-    pointer = json_pointer(path)
-    keyword = next((p for p in reversed(path) if not p.isdigit()), None)
-    return SchemaError(f"malformed schema: {err.message}", pointer=pointer, keyword=keyword)
+register_frontend("json_schema", compile_json_schema)

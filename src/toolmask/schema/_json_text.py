@@ -14,14 +14,32 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-from toolmask._cache import compiler_memo
+from toolmask._cache import memo
 from toolmask.errors import LimitError
-from toolmask.grammar._charset import CharSet, utf8_node
-from toolmask.grammar._fsm import Dfa
-from toolmask.grammar._ir import NOTHING, Node, byte_class, choice, lit, node_bytes, repeat, seq
+from toolmask.grammar import (
+    ANY_CHAR,
+    NOTHING,
+    CharSet,
+    Dfa,
+    Node,
+    byte_class,
+    choice,
+    lit,
+    node_bytes,
+    repeat,
+    seq,
+    utf8_node,
+)
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["JSON_WS", "json_string_char", "json_string_node", "json_ws", "multiple_of_dfa"]
+__all__ = [
+    "JSON_WS",
+    "any_json_string_char",
+    "json_string_char",
+    "json_string_node",
+    "json_ws",
+    "multiple_of_dfa",
+]
 
 #: the four whitespace bytes JSON allows between tokens (RFC 8259: space, tab, LF, CR)
 JSON_WS = byte_class(0x20, 0x09, 0x0A, 0x0D)
@@ -70,10 +88,10 @@ def json_string_node(cs: CharSet) -> Node:
     return choice(*alts) if alts else NOTHING
 
 
-@compiler_memo("schema.json_string_chars", limit="max_memo_entries", entry_bytes=node_bytes)
+@memo("schema.json_string_chars", limit="max_memo_entries", entry_bytes=node_bytes)
 def json_string_char(cs: CharSet) -> Node:
     """:func:`json_string_node`, with a single code point as one literal (its escape).
-    Memoised in the active GrammarCompiler."""
+    Memoised in the cache set in use."""
     if len(cs.ranges) == 1 and cs.ranges[0][0] == cs.ranges[0][1]:
         cp = cs.ranges[0][0]
         if not 0xD800 <= cp <= 0xDFFF:
@@ -185,3 +203,8 @@ def _merge_edges(es: list[tuple[CharSet, int]]) -> list[tuple[CharSet, int]]:
     for cs, t in es:
         by_t.setdefault(t, []).append(cs)
     return [(CharSet.from_ranges(r for c in v for r in c.ranges), t) for t, v in by_t.items()]
+
+
+def any_json_string_char() -> Node:
+    """One code point in canonical JSON string form (what json.dumps(ensure_ascii=False) writes)."""
+    return json_string_char(ANY_CHAR)

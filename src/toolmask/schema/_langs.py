@@ -14,16 +14,23 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from toolmask._cache import compiler_memo
-from toolmask.grammar._charset import ANY_CHAR
-from toolmask.grammar._fsm import Dfa, dfa_bytes
-from toolmask.grammar._ir import Node, byte_class, choice, lit, node_bytes, repeat, seq
-from toolmask.grammar._regex import (
+from toolmask._cache import memo
+from toolmask.grammar import (
+    ANY_CHAR,
+    Dfa,
+    Node,
     RCat,
     anchored_chain,
+    byte_class,
+    choice,
+    dfa_bytes,
+    lit,
+    node_bytes,
     parse_full_match,
     regex_ast_node,
     regex_dfa,
+    repeat,
+    seq,
 )
 from toolmask.limits import DEFAULT_LIMITS, Limits
 from toolmask.schema._json_text import json_string_char, multiple_of_dfa
@@ -153,7 +160,7 @@ def range_lang(
     what ``number_range_dfa`` raises before it determinises (the regex's syntax limits and
     NFA bound), so both routes refuse the same schemas. One parse: an integer range's ``plain``
     is ``rx`` without its last item (``(?:\.0+)?``), a subtree of ``rx``'s, so it passes the
-    checks ``rx`` passes. Memoised in the active GrammarCompiler."""
+    checks ``rx`` passes. Memoised in the cache set in use."""
     return _range_lang(integer, lo, lo_excl, hi, hi_excl, limits)[0]
 
 
@@ -162,7 +169,7 @@ def _range_bytes(v: tuple[RangeLang | None]) -> int:
     return 64 if r is None else 200 + 2 * len(r.rx) + node_bytes(r.node)
 
 
-@compiler_memo("schema.number_ranges", limit="max_memo_entries", entry_bytes=_range_bytes)
+@memo("schema.number_ranges", limit="max_memo_entries", entry_bytes=_range_bytes)
 def _range_lang(
     integer: bool,
     lo: Decimal | None,
@@ -345,7 +352,7 @@ def pattern_node(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Node | None:
     whose class meets the class of what may follow it (the chain is then deterministic: one
     automaton state per position, at most ``max_dfa_states`` of them, so the DFA route would
     not refuse it either). None otherwise (the caller takes :func:`pattern_dfa`). Raises what
-    ``pattern_dfa`` raises for a malformed pattern. Memoised in the active GrammarCompiler."""
+    ``pattern_dfa`` raises for a malformed pattern. Memoised in the cache set in use."""
     return _pattern_node(pattern, limits)[0]
 
 
@@ -353,7 +360,7 @@ def _pattern_bytes(v: tuple[Node | None]) -> int:
     return 64 if v[0] is None else node_bytes(v[0])
 
 
-@compiler_memo("schema.pattern_nodes", limit="max_memo_entries", entry_bytes=_pattern_bytes)
+@memo("schema.pattern_nodes", limit="max_memo_entries", entry_bytes=_pattern_bytes)
 def _pattern_node(pattern: str, limits: Limits) -> tuple[Node | None]:
     chain = anchored_chain(pattern, limits=limits)
     if chain is None:
@@ -391,7 +398,7 @@ def _length_dfa_bytes(d: Dfa) -> int:
     return 64 + 72 * n + (64 + 16 * len(ANY_CHAR.ranges)) * (n - 1 + len(d.edges[-1]))
 
 
-@compiler_memo("schema.length_dfas", limit="max_language_memos", entry_bytes=_length_dfa_bytes)
+@memo("schema.length_dfas", limit="max_language_memos", entry_bytes=_length_dfa_bytes)
 def _length_dfa(lo: int, hi: int | None) -> Dfa:
     return Dfa.length(lo, hi, ANY_CHAR)
 
@@ -405,17 +412,17 @@ def format_dfa(name: str) -> Dfa:
     return regex_dfa(rx, search=False)
 
 
-@compiler_memo("schema.dfa_products", limit="max_language_memos", entry_bytes=dfa_bytes)
+@memo("schema.dfa_products", limit="max_language_memos", entry_bytes=dfa_bytes)
 def dfa_and(a: Dfa, b: Dfa, limits: Limits = DEFAULT_LIMITS) -> Dfa:
-    """``a.intersect(b)``, memoised in the active GrammarCompiler: the same constraints meet
+    """``a.intersect(b)``, memoised in the cache set in use: the same constraints meet
     in schema after schema (an integer range and the integer spelling, a format and a
     length), and a product plus minimisation costs more than hashing both automata. Raises
     what ``intersect`` raises (not memoised). Pass ``limits`` positionally (the memo's key)."""
     return a.intersect(b, limits=limits)
 
 
-@compiler_memo("schema.key_complements", limit="max_language_memos", entry_bytes=dfa_bytes)
+@memo("schema.key_complements", limit="max_language_memos", entry_bytes=dfa_bytes)
 def not_names(names: frozenset[str]) -> Dfa:
     """Every string except the given names (keys outside the declared properties). Memoised
-    in the active GrammarCompiler."""
+    in the cache set in use."""
     return Dfa.literals(sorted(names)).complement()

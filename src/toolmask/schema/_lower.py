@@ -25,44 +25,40 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolmask._cache import compiler_memo
 from toolmask.errors import LimitError
-from toolmask.grammar._charset import ANY_CHAR, CharSet
-from toolmask.grammar._fsm import Dfa, dfa_to_rules
-from toolmask.grammar._ir import (
+from toolmask.grammar import (
+    ANY_CHAR,
     EMPTY,
     NOTHING,
-    ByteClass,
-    Choice,
+    Dfa,
     Grammar,
     Node,
     PostCheck,
-    Repeat,
     Rule,
     RuleRef,
-    Seq,
     byte_class,
     choice,
     lit,
-    node_bytes,
     opt,
     plus,
+    regex_direct_node,
     repeat,
     seq,
     star,
     trusted_grammar,
 )
-from toolmask.grammar._regex import regex_direct_node
 from toolmask.schema import _langs
+from toolmask.schema._algebra import to_decimal
 from toolmask.schema._compiler import SchemaCompiler
-from toolmask.schema._json_text import json_string_char, json_ws
+from toolmask.schema._dfa_rules import lowered_dfa
+from toolmask.schema._json_text import any_json_string_char, json_string_char, json_ws
+from toolmask.schema._keys import key_rest_rules, other_keys_body
 from toolmask.schema._notation import (
     NOTATIONS,
     Notation,
     gemma_key_dfa,
     gemma_quote,
     gemma_string_dfa,
-    python_string_char,
 )
 from toolmask.schema._terms import (
     BOTTOM,
@@ -134,11 +130,6 @@ class Layout:
         if self.mode == "spaced":
             return json.dumps(value, ensure_ascii=False)
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def any_json_string_char() -> Node:
-    """One code point in canonical JSON string form (what json.dumps(ensure_ascii=False) writes)."""
-    return json_string_char(ANY_CHAR)
 
 
 class Lowerer:
@@ -248,7 +239,7 @@ class Lowerer:
         if got is not None:
             return got
         prefix = self._fresh("n" if encoding == "raw" else "s")
-        lowered = _lowered_dfa(dfa, encoding)
+        lowered = lowered_dfa(dfa, encoding)
         entry = lowered.entry
         if lowered.rules:
             entry = lowered.named(entry, lowered.entry_plan, prefix)
@@ -282,9 +273,7 @@ class Lowerer:
 
     def literal(self, value: Any, depth: int) -> Node:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            from toolmask.schema._compiler import _dec
-
-            return self.dfa_node(_langs.number_literal_dfa(_dec(value, "", "const")), "raw")
+            return self.dfa_node(_langs.number_literal_dfa(to_decimal(value, "", "const")), "raw")
         if self.notation.name != "json":
             return self.spelled(value, depth)
         if isinstance(value, dict) and 2 <= len(value) <= 4:
@@ -677,253 +666,6 @@ def _length_only(dfa: Dfa) -> tuple[int, int | None] | None:
     if not dfa.finals or dfa.finals != frozenset(range(min(dfa.finals), n)):
         return None
     return min(dfa.finals), (n - 1 if not last else None)
-
-
-# -- DFAs lowered once per process ----------------------------------------------------------------
-
-#: the placeholder prefix of the rule names of a cached lowering (never a name the lowerer makes)
-_PLACEHOLDER = "\0"
-#: where the rule references sit in a node: None (nowhere), _REF (the node is one), or the
-#: positions of the items that hold some, each with its own plan
-_Plan = Any
-_REF = "ref"
-
-
-def _plan(node: Node, memo: dict[int, _Plan]) -> _Plan:
-    """Where the references sit in ``node``; ``memo`` (by node id) walks a shared subtree (a
-    character's encoding, in every rule of a DFA) once."""
-    got = memo.get(id(node), memo)
-    if got is not memo:
-        return got
-    plan: _Plan = None
-    if isinstance(node, RuleRef):
-        plan = _REF
-    elif isinstance(node, (Seq, Choice)):
-        subs = ((i, _plan(it, memo)) for i, it in enumerate(node.items))
-        plan = tuple((i, p) for i, p in subs if p) or None
-    elif isinstance(node, Repeat):
-        sub = _plan(node.item, memo)
-        plan = ((0, sub),) if sub else None
-    memo[id(node)] = plan
-    return plan
-
-
-@dataclass(frozen=True, slots=True)
-class _LoweredDfa:
-    """:func:`dfa_to_rules` of one DFA with placeholder rule names, and where the names sit."""
-
-    entry: Node
-    entry_plan: _Plan
-    rules: tuple[Rule, ...]
-    plans: tuple[_Plan, ...]
-
-    @staticmethod
-    def named(node: Node, plan: _Plan, prefix: str) -> Node:
-        """``node`` with every placeholder name ``\\0_sK`` renamed ``{prefix}_sK``: the nodes on
-        the way to a reference are rebuilt (same classes, same items), the rest is shared."""
-        if plan is None:
-            return node
-        if plan == _REF:
-            assert isinstance(node, RuleRef)
-            return RuleRef(prefix + node.name[1:])
-        if isinstance(node, Repeat):
-            return Repeat(_LoweredDfa.named(node.item, plan[0][1], prefix), node.min, node.max)
-        assert isinstance(node, (Seq, Choice))
-        items = list(node.items)
-        for i, sub in plan:
-            items[i] = _LoweredDfa.named(items[i], sub, prefix)
-        return type(node)(tuple(items))
-
-
-def _lowered_bytes(v: _LoweredDfa) -> int:
-    return node_bytes(v.entry) + sum(64 + node_bytes(r.body) for r in v.rules)
-
-
-@compiler_memo("schema.lowered_dfas", limit="max_language_memos", entry_bytes=_lowered_bytes)
-def _lowered_dfa(
-    dfa: Dfa, encoding: Literal["raw", "json_string", "python'", 'python"']
-) -> _LoweredDfa:
-    """The lowering of ``dfa`` (the same for every schema that meets it: formats, lengths,
-    patterns), computed once per encoding (raw bytes, a JSON string's characters, a Python
-    string's in its quote); :meth:`Lowerer.dfa_node` renames its rules. Memoised in the
-    active GrammarCompiler."""
-    enc: Any = "raw"
-    if encoding == "json_string":
-        enc = json_string_char
-    elif encoding != "raw":
-        enc = python_string_char(encoding[-1])
-    entry, rules = dfa_to_rules(dfa, _PLACEHOLDER, encoding=enc)
-    memo: dict[int, _Plan] = {}
-    plans = tuple(_plan(r.body, memo) for r in rules)
-    return _LoweredDfa(entry, _plan(entry, memo), rules, plans)
-
-
-_ASCII = CharSet.range(0, 0x7F)
-
-
-#: the rules the off-trie branches of every key tree continue in, one rule each so that the
-#: automaton builds their positions once per grammar (an inlined copy is shared by every
-#: reference with the same continuation), not once per trie node: the rest of an undeclared key
-#: (any JSON string body); an escaped character (a control character, a quote, a backslash)
-#: then the rest; a non-ASCII character then the rest
-KEY_REST = "key_rest"
-KEY_REST_ESC = "key_rest_esc"
-KEY_REST_MB = "key_rest_mb"
-
-#: the characters JSON writes as themselves in ASCII, those it escapes, and the non-ASCII ones
-_PLAIN_ASCII = CharSet.range(0x20, 0x7F) - CharSet.of('"\\')
-_ESCAPED = CharSet.range(0, 0x1F) | CharSet.of('"\\')
-_NON_ASCII = ANY_CHAR - CharSet.range(0, 0x7F)
-
-
-def key_rest_rules() -> dict[str, Node]:
-    """The bodies of ``KEY_REST``, ``KEY_REST_ESC`` and ``KEY_REST_MB``."""
-    rest = RuleRef(KEY_REST)
-    return {
-        KEY_REST: star(any_json_string_char()),
-        KEY_REST_ESC: seq(json_string_char(_ESCAPED), rest),
-        KEY_REST_MB: seq(json_string_char(_NON_ASCII), rest),
-    }
-
-
-def _off_trie_bytes(v: tuple[tuple[Node, ...], frozenset[str]]) -> int:
-    return 128 + sum(node_bytes(n) for n in v[0])
-
-
-@compiler_memo("schema.key_trie_rests", limit="max_memo_entries", entry_bytes=_off_trie_bytes)
-def _off_trie(kids: tuple[int, ...]) -> tuple[tuple[Node, ...], frozenset[str]]:
-    """The alternatives of a key-trie node for the characters off the trie (not in ``kids``),
-    each followed by the rest of the key, and the key rules they use: the printable ASCII ones
-    as one byte class, the escaped ones and the non-ASCII ones through their shared rule unless
-    a child is one of them (then written out)."""
-    off = ANY_CHAR - CharSet.of(list(kids))
-    rest = RuleRef(KEY_REST)
-    alts: list[Node] = []
-    uses = {KEY_REST}
-    plain = off & _PLAIN_ASCII
-    if plain:
-        alts.append(seq(json_string_char(plain), rest))
-    for part, whole, rule in (
-        (off & _ESCAPED, _ESCAPED, KEY_REST_ESC),
-        (off & _NON_ASCII, _NON_ASCII, KEY_REST_MB),
-    ):
-        if part == whole:
-            alts.append(RuleRef(rule))
-            uses.add(rule)
-        elif part:
-            alts.append(seq(json_string_char(part), rest))
-    return tuple(alts), frozenset(uses)
-
-
-#: bit ``c`` set for each printable ASCII character JSON writes as itself (``_PLAIN_ASCII``), and
-#: a bit above them standing for any other character
-_PLAIN_MASK = sum(1 << c for lo, hi in _PLAIN_ASCII.ranges for c in range(lo, hi + 1))
-_NOT_PLAIN = 1 << 0x80 | ((1 << 0x80) - 1) & ~_PLAIN_MASK
-#: each plain character as the literal ``json_string_char`` gives it (the character itself)
-_PLAIN_LITS: dict[int, Node] = {
-    c: lit(bytes((c,))) for lo, hi in _PLAIN_ASCII.ranges for c in range(lo, hi + 1)
-}
-_ALL_KEY_RULES = frozenset({KEY_REST, KEY_REST_ESC, KEY_REST_MB})
-
-
-def _plain_node(mask: int) -> Node:
-    """``json_string_char`` of the plain characters in ``mask`` (not empty): the one character
-    as a literal, or a byte class of them."""
-    if mask & (mask - 1) == 0:
-        return _PLAIN_LITS[mask.bit_length() - 1]
-    return ByteClass(mask)
-
-
-def _json_char_lit(cp: int) -> Node:
-    return json_string_char(CharSet(((cp, cp),)))
-
-
-#: names longer than this go through the DFA route (the tree below nests one level per character)
-_MAX_TREE_NAME = 64
-
-
-def other_keys_body(names: frozenset[str], max_nodes: int) -> tuple[Node, frozenset[str]] | None:
-    """The JSON string body of every key except ``names`` (an object's undeclared keys), or
-    None when a name is longer than ``_MAX_TREE_NAME`` or the trie of the names has
-    ``max_nodes`` nodes or more (the caller then takes the DFA route, which raises the
-    ``max_dfa_states`` LimitError where it applies).
-
-    The language of ``_langs.not_names(names)`` written directly, without building and
-    complementing its DFA: a tree over the trie of the names, where a character off the trie
-    leads to the free string body (the key rules of :func:`_off_trie`; the second value names
-    the ones the tree uses, which the caller defines from :func:`key_rest_rules`) and the end
-    of the key is allowed where no name ends. Each character is written as
-    :func:`json_string_char` writes it (canonical escapes), so the tree is deterministic. Cost:
-    O(total length of the names) nodes; memoised in the active GrammarCompiler by the set of
-    names.
-    """
-    return _other_keys_body(names, max_nodes)[0]
-
-
-def _key_tree_bytes(v: tuple[tuple[Node, frozenset[str]] | None]) -> int:
-    return 64 if v[0] is None else node_bytes(v[0][0])
-
-
-@compiler_memo("schema.key_trees", limit="max_memo_entries", entry_bytes=_key_tree_bytes)
-def _other_keys_body(
-    names: frozenset[str], max_nodes: int
-) -> tuple[tuple[Node, frozenset[str]] | None]:
-    if any(len(name) > _MAX_TREE_NAME for name in names):
-        return (None,)
-    children: list[dict[int, int]] = [{}]
-    ends: set[int] = set()
-    for name in names:
-        if len(children) >= max_nodes:
-            return (None,)
-        node = 0
-        for ch in name:
-            cp = ord(ch)
-            nxt = children[node].get(cp)
-            if nxt is None:
-                nxt = len(children)
-                children.append({})
-                children[node][cp] = nxt
-            node = nxt
-        ends.add(node)
-    built: list[Node | None] = [None] * len(children)
-    uses: set[str] = set()
-    rest, esc_ref, mb_ref = RuleRef(KEY_REST), RuleRef(KEY_REST_ESC), RuleRef(KEY_REST_MB)
-    # children have larger numbers than their parent: build from the last node back
-    for v in range(len(children) - 1, -1, -1):
-        kids = children[v]
-        order = sorted(kids)
-        kmask = 0
-        for cp in order:
-            kmask |= 1 << cp if cp < 0x80 else _NOT_PLAIN
-        if not kmask & _NOT_PLAIN:
-            # every child is printable ASCII written as itself (the usual property name): the
-            # off-trie alternatives of _off_trie written directly, without its memo
-            pmask = _PLAIN_MASK & ~kmask
-            alts: list[Node] = [Seq((_plain_node(pmask), rest))] if pmask else []
-            alts += (esc_ref, mb_ref)
-            uses |= _ALL_KEY_RULES
-            for cp in order:
-                sub = built[kids[cp]]
-                assert type(sub) is Choice  # every node has two alternatives or more
-                alts.append(Seq((_PLAIN_LITS[cp], sub)))
-            if v not in ends:
-                alts.append(EMPTY)
-            # what choice() gives: no alternative is a choice, a single byte or a duplicate
-            built[v] = Choice(tuple(alts))
-            continue
-        off, used = _off_trie(tuple(order))
-        uses |= used
-        alts = list(off)
-        for cp in order:
-            sub = built[kids[cp]]
-            assert sub is not None
-            alts.append(seq(_json_char_lit(cp), sub))
-        if v not in ends:
-            alts.append(EMPTY)
-        built[v] = choice(*alts)
-    root = built[0]
-    assert root is not None
-    return ((root, frozenset(uses)),)
 
 
 #: objects with more declared properties than this build their member chain from the last

@@ -23,9 +23,18 @@ import functools
 from dataclasses import dataclass
 from typing import Literal
 
-from toolmask.grammar._charset import CharSet, utf8_node
-from toolmask.grammar._fsm import Dfa
-from toolmask.grammar._ir import NOTHING, Node, Special, byte_class, choice, lit, seq
+from toolmask.grammar import (
+    NOTHING,
+    CharSet,
+    Dfa,
+    Node,
+    Special,
+    byte_class,
+    choice,
+    lit,
+    seq,
+    utf8_node,
+)
 
 __all__ = [
     "GEMMA_QUOTE",

@@ -26,7 +26,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TypeAlias
 
-from toolmask._cache import compiler_memo
+from toolmask._cache import memo
 
 __all__ = ["JSON_NUMBER", "integer_regex", "number_regex"]
 
@@ -204,7 +204,7 @@ def _frac_bytes(v: tuple[bool, str | None]) -> int:
     return 120 + len(v[1] or "")
 
 
-@compiler_memo("schema.fraction_regexes", limit="max_memo_entries", entry_bytes=_frac_bytes)
+@memo("schema.fraction_regexes", limit="max_memo_entries", entry_bytes=_frac_bytes)
 def _frac(lower: _Bound, upper: _Bound) -> tuple[bool, str | None]:
     """Digit strings ``s`` (possibly empty) with ``0.s`` within the bounds.
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolmask._pointer import escape_token
-from toolmask.schema._formats import FORMATS
+from toolmask.schema._entry import compile_json_schema
 from toolmask.schema._keywords import KEYWORDS
 
-__all__ = ["KeywordReport", "SchemaReport", "check_schema"]
+__all__ = ["KeywordReport", "SchemaReport", "check_schema", "format_report", "load_schema"]
 
 _UNKNOWN_FORMAT = (
     "unknown format: an annotation (2020-12 format-annotation vocabulary); "
@@ -110,7 +110,7 @@ def check_schema(schema: Any, **options: Any) -> SchemaReport:
     Raises SchemaError / LimitError as compilation does (unsupported keywords, unless
     ``lenient=True``).
     """
-    from toolmask.schema import compile_json_schema
+    from toolmask.schema._formats import FORMATS
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from toolmask.grammar._fsm import Dfa
+from toolmask.grammar import Dfa
 from toolmask.limits import Limits
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class NumAlt:
     def lang(self, limits: Limits) -> Dfa | None:
         """The DFA of the language (None: any number); builds a range's DFA (cached)."""
         if self.rng is not None:
-            from toolmask.grammar._regex import regex_dfa
+            from toolmask.grammar import regex_dfa
 
             return regex_dfa(self.rng.rx, search=False, limits=limits)
         return self.dfa

@@ -19,7 +19,7 @@ import referencing
 import referencing.jsonschema
 from jsonschema import validators as js_validators
 
-from toolmask.grammar._ir import PostCheck
+from toolmask.grammar import PostCheck
 
 __all__ = ["dialect_of", "make_validator", "schema_validator"]
 

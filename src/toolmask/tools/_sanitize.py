@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from toolmask._cache import active_compiler
+from toolmask._compile import active_compiler
 from toolmask.tools.formats._base import WireFormat, get_format
 
 __all__ = ["BREAK", "sanitize_tool_output"]

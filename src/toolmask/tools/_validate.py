@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolmask._cache import active_compiler
+from toolmask._compile import active_compiler
 from toolmask._pointer import json_pointer
 from toolmask.tools._parser import ToolCall
 from toolmask.tools._spec import Tool

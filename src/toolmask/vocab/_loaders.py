@@ -18,9 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from toolmask.errors import ToolmaskError
+from toolmask.errors import ToolmaskError, VocabError
 from toolmask.vocab._gguf import BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, GgufFile
-from toolmask.vocab._vocab import EOS_NAMES, VocabError, byte_decoder
+from toolmask.vocab._tokens import EOS_NAMES, byte_decoder
 
 __all__ = ["read_gguf", "read_quicktok", "read_tokenizer_json"]
 

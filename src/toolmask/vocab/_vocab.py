@@ -15,52 +15,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from toolmask.errors import VocabError
+from toolmask.vocab._loaders import read_gguf, read_quicktok, read_tokenizer_json
+from toolmask.vocab._tokens import EOS_NAMES, QUICKTOK_BOS, QUICKTOK_EOS, byte_decoder
 
 __all__ = ["EOS_NAMES", "VocabError", "Vocabulary", "byte_decoder"]
-
-#: texts that mark the end of generation when a tokenizer does not say which token does
-#: (only ever matched against special tokens)
-EOS_NAMES = (
-    "<|endoftext|>",
-    "</s>",
-    "<|eot_id|>",
-    "<|im_end|>",
-    "<|end_of_text|>",
-    "<|eom_id|>",
-    "<|end|>",
-    "<end_of_turn>",
-)
-
-#: quicktok vocabulary name -> the texts of its EOS tokens (those that exist are used)
-QUICKTOK_EOS: dict[str, tuple[str, ...]] = {
-    "qwen3": ("<|im_end|>", "<|endoftext|>"),
-    "llama3": ("<|eot_id|>", "<|end_of_text|>", "<|eom_id|>"),
-    "o200k": ("<|endoftext|>",),
-    "cl100k": ("<|endoftext|>",),
-}
-
-#: quicktok vocabulary name -> the text of its BOS token
-QUICKTOK_BOS: dict[str, str] = {"llama3": "<|begin_of_text|>"}
-
-
-def byte_decoder() -> dict[str, int]:
-    """GPT-2's byte-level map, reversed: printable stand-in character -> byte (256 entries).
-
-    Byte-level BPE vocabularies (GPT-2, Llama 3, Qwen, SmolLM) spell every byte as one
-    character: printable Latin-1 bytes as themselves, the other 68 (space, control bytes, ...)
-    as ``chr(256 + k)`` in byte order, so ``"Ġ"`` (U+0120) is the space and ``"Ã©"`` is
-    ``b"\\xc3\\xa9"``.
-    """
-    bs = list(range(ord("!"), ord("~") + 1))
-    bs += list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(bs, cs, strict=True)}
 
 
 def _check_id(tid: object, size: int, what: str) -> int:
@@ -296,8 +254,6 @@ class Vocabulary:
         cl100k ``<|endoftext|>`` (those that exist). Raises VocabError when the wheel is not
         installed or has no such vocabulary. Cost: about 0.2-0.4 s (parsing 100k-200k tokens).
         """
-        from toolmask.vocab._loaders import read_quicktok
-
         tokens, special = read_quicktok(name)
         eos_names = QUICKTOK_EOS.get(name, EOS_NAMES)
         eos = [i for i, t in special.items() if t in eos_names]
@@ -317,8 +273,6 @@ class Vocabulary:
         Raises VocabError for unreadable files and WordPiece (not byte-exact) models.
         O(file size).
         """
-        from toolmask.vocab._loaders import read_tokenizer_json
-
         tokens, special, eos, bos = read_tokenizer_json(Path(path))
         return cls(tokens, special=special, eos_ids=eos, bos_id=bos, vocab_size=vocab_size)
 
@@ -333,7 +287,5 @@ class Vocabulary:
         ``eom_token_id``, made special if typed otherwise. Only the metadata is read (the
         file is memory-mapped, tensors untouched).
         """
-        from toolmask.vocab._loaders import read_gguf
-
         tokens, special, eos, bos = read_gguf(Path(path))
         return cls(tokens, special=special, eos_ids=eos, bos_id=bos, vocab_size=vocab_size)

@@ -4,17 +4,39 @@
 * :func:`inline_rules` (``inline``) inlines non-recursive rules referenced exactly once,
 * :func:`fuse` (``fuse``) flattens and fuses nodes locally,
 * :func:`utf8_classes` (``utf8_classes``) canonicalises UTF-8 encoded code-point classes.
+
+The fixpoint over rules the passes share (``_walk``: :func:`node_prop` / :func:`rules_fixpoint`
+with :data:`NULLABLE` and :data:`PRODUCTIVE`, :func:`nullable_rules`) is public too: the
+automaton stage's analysis evaluates the same properties.
 """
 
 from __future__ import annotations
 
 from toolmask.grammar._ir import Grammar
+from toolmask.grammar.passes._walk import (
+    NULLABLE,
+    PRODUCTIVE,
+    node_prop,
+    nullable_rules,
+    rules_fixpoint,
+)
 from toolmask.grammar.passes.dead_rules import remove_dead_rules
 from toolmask.grammar.passes.fuse import fuse
 from toolmask.grammar.passes.inline import inline_rules
 from toolmask.grammar.passes.utf8_classes import utf8_classes
 
-__all__ = ["fuse", "inline_rules", "remove_dead_rules", "simplify", "utf8_classes"]
+__all__ = [
+    "NULLABLE",
+    "PRODUCTIVE",
+    "fuse",
+    "inline_rules",
+    "node_prop",
+    "nullable_rules",
+    "remove_dead_rules",
+    "rules_fixpoint",
+    "simplify",
+    "utf8_classes",
+]
 
 
 def simplify(grammar: Grammar) -> Grammar:

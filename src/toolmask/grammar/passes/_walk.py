@@ -1,4 +1,5 @@
-"""Tree helpers shared by the passes, the printers and the automaton builder (not public):
+"""Tree helpers shared by the passes, the printers and the automaton builder (the fixpoint
+helpers are exported by ``toolmask.grammar.passes``):
 rebuilding a tree through the smart constructors, references, reachability, and the one
 evaluation of nullability and productivity (:func:`node_prop`, :func:`rules_fixpoint`)."""
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolmask._cache import active_compiler
+from toolmask._compile import active_compiler
 from toolmask._pointer import json_pointer
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar._charset import CharSet

@@ -1,0 +1,297 @@
+"""Reference resolution and value-level evaluation: where every subschema sits.
+
+:class:`Locations` owns the ``referencing`` registry of one compilation (the root schema and
+the extra resources remote ``$ref`` s name), the location table (every subschema reached, by
+identity, with its resolver and JSON pointer, as a :class:`~toolmask.schema._terms.Loc` term)
+and the exact evaluation of a term against a value (``accepts``, with jsonschema), which the
+shape algebra uses to filter literal sets. Cost: building the registry is O(documents) (the
+index of ``$id`` s and anchors is built only when a reference needs it); a location is one
+dict lookup; a value is evaluated by a jsonschema validator made once per location.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+from jsonschema import validators as js_validators
+
+from toolmask._cache import current_caches
+from toolmask._pointer import json_pointer
+from toolmask.errors import LimitError, SchemaError
+from toolmask.limits import Limits
+from toolmask.schema._formats import format_checker
+from toolmask.schema._terms import BOTTOM, TOP, And, Const, Loc, Not, Or, Term
+from toolmask.schema._validate import dialect_of
+
+__all__ = ["Locations", "Resolver"]
+
+
+class Resolver(Protocol):
+    """What the compiler uses of a ``referencing`` resolver (``Registry.resolver()``): its
+    public methods only. ``lookup`` returns a ``Resolved`` (``.contents``, ``.resolver``)."""
+
+    def lookup(self, ref: str) -> Any: ...
+
+    def in_subresource(self, subresource: referencing.Resource[Any]) -> Resolver: ...
+
+
+#: the URI the root document is also registered under when it has no ``$id``
+_ROOT_ALIAS = "urn:toolmask:root"
+#: the keywords that make a subschema depend on where it sits
+_REF_KEYWORDS = frozenset({"$ref", "$dynamicRef", "$recursiveRef"})
+
+
+class Locations:
+    """The registry and the location table of one compilation (see the module docstring)."""
+
+    def __init__(
+        self,
+        schema: Any,
+        *,
+        resources: Mapping[str, Any] | None,
+        limits: Limits,
+        crawl: bool = True,
+    ) -> None:
+        """``crawl=False`` when no document has a reference keyword (``$ref``,
+        ``$dynamicRef``, ``$recursiveRef``): nothing is then ever looked up, so the registry's
+        index of ``$id`` s and anchors is not built (``referencing`` builds it on the first
+        lookup that misses anyway). That index costs about 50 µs on a small schema."""
+        self.limits = limits
+        self._locs: list[tuple[Any, Resolver, str]] = []
+        self._loc_index: dict[int, int] = {}
+        self._keep: list[Any] = []
+        self._validators: dict[int, Any] = {}
+        self._format_checker: Any = None
+        spec = referencing.jsonschema.DRAFT202012
+        if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
+            try:
+                spec = referencing.jsonschema.specification_with(schema["$schema"])
+            except (
+                referencing.exceptions.CannotDetermineSpecification,
+                referencing.jsonschema.UnknownDialect,
+            ):
+                spec = referencing.jsonschema.DRAFT202012
+        self.spec = spec
+        self.validator_cls = dialect_of(schema)
+        registry: referencing.Registry[Any] = referencing.Registry()
+        for uri, doc in (resources or {}).items():
+            registry = registry.with_resource(uri, self._resource(doc))
+        root_res = self._resource(schema)
+        root_uri = root_res.id() or ""
+        registry = registry.with_resource(root_uri, root_res)
+        # the documents by a URI that names them in a $ref (a root without $id is "" to its
+        # own refs, which no $ref from outside can name: it gets an alias, see _as_ref)
+        self._documents = [(root_uri or _ROOT_ALIAS, schema), *(resources or {}).items()]
+        if not root_uri:
+            registry = registry.with_resource(_ROOT_ALIAS, root_res)
+        self._uris: dict[int, str] | None = None  # by id(subschema), see _as_ref
+        self._with_refs: set[int] = set()
+        self.registry = registry.crawl() if crawl else registry
+        self.root_resolver = self.registry.resolver(base_uri=root_uri)
+        self.root_term = self.loc(schema, self.root_resolver, "")
+
+    @property
+    def format_checker(self) -> Any:
+        """The format checker of value-level evaluation, made on first use (most schemas never
+        evaluate a value: registering every format costs more than the rest of a small
+        schema's setup)."""
+        if self._format_checker is None:
+            self._format_checker = format_checker()
+        return self._format_checker
+
+    def _resource(self, doc: Any) -> referencing.Resource[Any]:
+        try:
+            return referencing.Resource.from_contents(doc, default_specification=self.spec)
+        except referencing.jsonschema.UnknownDialect:
+            return self.spec.create_resource(doc)
+
+    # -- locations ------------------------------------------------------------------------------
+    def loc(
+        self,
+        schema: Any,
+        resolver: Resolver,
+        pointer: str,
+        *,
+        enter_id: bool = True,
+    ) -> Loc:
+        if enter_id and isinstance(schema, dict) and "$id" in schema and pointer:
+            idv = schema["$id"]
+            if isinstance(idv, str) and not idv.startswith("#"):
+                resolver = resolver.in_subresource(self._resource(schema))
+        # a schema object sits at one place in one resource, so its identity names the
+        # location (the schema dicts are kept alive by self._keep and the documents)
+        key = id(schema)
+        idx = self._loc_index.get(key)
+        if idx is None:
+            if len(self._locs) >= self.limits.max_rules * 4:
+                raise LimitError("too many subschemas", limit="max_rules", pointer=pointer)
+            idx = len(self._locs)
+            self._locs.append((schema, resolver, pointer))
+            self._loc_index[key] = idx
+            self._keep.append(schema)
+        return Loc(idx)
+
+    def at(self, loc: Loc) -> tuple[Any, Resolver, str]:
+        """The subschema at ``loc``, its resolver and its JSON pointer."""
+        return self._locs[loc.index]
+
+    def pointer_of(self, term: Term) -> str:
+        if isinstance(term, Loc):
+            return self._locs[term.index][2]
+        return ""
+
+    def where(self, term: Term) -> str:
+        """The pointer of the first location inside ``term`` (``allOf`` parts merged into one
+        term sit at their first part's location); ``""`` when there is none."""
+        stack = [term]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, Loc):
+                return self._locs[t.index][2]
+            if isinstance(t, Not):
+                stack.append(t.item)
+            elif isinstance(t, (And, Or)):
+                stack.extend(reversed(sorted(t.items, key=repr)))
+        return ""
+
+    def sub(self, schema: Any, resolver: Resolver, ptr: str, *keys: str | int) -> Term:
+        """The term of a subschema; boolean subschemas are the constants TOP / BOTTOM."""
+        node = schema
+        for k in keys:
+            node = node[k]
+        if node is True:
+            return TOP
+        if node is False:
+            return BOTTOM
+        return self.loc(node, resolver, ptr + json_pointer(keys))
+
+    def resolve(self, ref: Any, resolver: Resolver, ptr: str, kw: str) -> Loc:
+        if not isinstance(ref, str):
+            raise SchemaError(f"{kw} must be a string", pointer=ptr, keyword=kw)
+        try:
+            resolved = resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable as e:
+            raise SchemaError(
+                f"cannot resolve {ref!r} (no network access: pass resources= for remote documents)",
+                pointer=ptr,
+                keyword=kw,
+            ) from e
+        target_ptr = ref[1:] if ref.startswith("#/") else ref
+        return self.loc(resolved.contents, resolved.resolver, target_ptr, enter_id=False)
+
+    # -- value-level evaluation (exact; used to filter literal sets) -----------------------------
+    def accepts(self, term: Term, value: Any) -> bool:
+        if isinstance(term, Const):
+            return term.value
+        if isinstance(term, And):
+            return all(self.accepts(t, value) for t in term.items)
+        if isinstance(term, Or):
+            return any(self.accepts(t, value) for t in term.items)
+        if isinstance(term, Not):
+            return not self.accepts(term.item, value)
+        v = self._validators.get(term.index)
+        if v is None:
+            schema = self._locs[term.index][0]
+            if isinstance(schema, bool):
+                return schema
+            v = _fast_enum(self.validator_cls)(
+                self._as_ref(schema),
+                registry=self.registry,
+                format_checker=self.format_checker,
+            )
+            self._validators[term.index] = v
+        try:
+            return bool(v.is_valid(value))
+        except RecursionError:
+            return False
+        except Exception:  # jsonschema cannot evaluate it: treat as not provably valid
+            return False
+
+    def _as_ref(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """What to validate the subschema ``schema`` as, with jsonschema's public API (which
+        takes no resolver): a subschema with a reference in it becomes a ``$ref`` to a URI
+        that names it in :attr:`registry` (its document's URI and its JSON pointer there;
+        ``referencing`` enters the resources with their own ``$id`` on the way), so that its
+        refs resolve against the resource around it; one without is itself (where it sits
+        changes nothing). The index is built on first use: O(size of the documents)."""
+        if self._uris is None:
+            self._uris, self._with_refs = {}, set()
+            order: list[tuple[int, int]] = []  # (a dict, the dict it sits in), parents first
+            for uri, doc in self._documents:
+                stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+                while stack:
+                    node, ptr, parent = stack.pop()
+                    if isinstance(node, dict):
+                        self._uris.setdefault(id(node), f"{uri}#{quote(ptr, safe='/~')}")
+                        order.append((id(node), parent))
+                        if not _REF_KEYWORDS.isdisjoint(node):
+                            self._with_refs.add(id(node))
+                        parent = id(node)
+                        items: Iterable[tuple[Any, Any]] = node.items()
+                    else:
+                        items = enumerate(node)
+                    stack.extend(
+                        (child, ptr + json_pointer((key,)), parent)
+                        for key, child in items
+                        if isinstance(child, (dict, list))
+                    )
+            for node_id, parent in reversed(order):
+                if node_id in self._with_refs:
+                    self._with_refs.add(parent)
+        if id(schema) in self._with_refs:
+            return {"$ref": self._uris[id(schema)]}
+        return schema
+
+
+def _json_key(v: Any) -> Any:
+    """A hashable key with ``_json_key(a) == _json_key(b)`` iff JSON Schema calls ``a`` and
+    ``b`` equal (``1 == 1.0``, ``True != 1``, objects unordered); floats compare exactly, as
+    Python's ``==`` does."""
+    if v is None or isinstance(v, (bool, str)):
+        return (type(v).__name__, v)
+    if isinstance(v, (int, float)):
+        return ("n", Decimal(v))
+    if isinstance(v, list):
+        return ("a", tuple(_json_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("o", frozenset((k, _json_key(x)) for k, x in v.items()))
+    return ("?", id(v))
+
+
+def _enum_keys(enums: list[Any]) -> frozenset[Any]:
+    """The :func:`_json_key` s of an enum's values, kept in the cache set in use by the
+    list's identity (the list is kept with them, so its id stays its own)."""
+    cache = current_caches().cache(
+        "schema.enum_keys", limit="max_language_memos", entry_bytes=lambda e: 64 + 120 * len(e[1])
+    )
+    got = cache.get(id(enums))
+    if got is not None and got[0] is enums:
+        return frozenset(got[1])
+    keys = frozenset(_json_key(v) for v in enums)
+    if got is None:
+        cache.put(id(enums), (enums, keys))
+    return keys
+
+
+@functools.cache
+def _fast_enum(cls: Any) -> Any:
+    """``cls`` with an O(1) ``enum`` for large enums (jsonschema's is a linear scan, so
+    filtering an n-value enum by its own schema would cost n**2 comparisons)."""
+    from jsonschema.exceptions import ValidationError
+
+    plain = cls.VALIDATORS["enum"]
+
+    def enum(validator: Any, enums: Any, instance: Any, schema: Any) -> Any:
+        if not isinstance(enums, list) or len(enums) <= 16:
+            yield from plain(validator, enums, instance, schema)
+        elif _json_key(instance) not in _enum_keys(enums):
+            yield ValidationError(f"{instance!r} is not one of the {len(enums)} enum values")
+
+    return js_validators.extend(cls, {"enum": enum})  # type: ignore[no-untyped-call]
