@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from toolmask.grammar._charset import CharSet
+from toolmask.grammar._fsm import Dfa, dfa_to_rules
 from toolmask.grammar._ir import (
     ALL_BYTES,
     EMPTY,
@@ -35,7 +37,9 @@ __all__ = [
     "NOTHING",
     "ByteClass",
     "Bytes",
+    "CharSet",
     "Choice",
+    "Dfa",
     "Grammar",
     "Node",
     "PostCheck",
@@ -47,6 +51,7 @@ __all__ = [
     "byte_class",
     "byte_range",
     "choice",
+    "dfa_to_rules",
     "iter_nodes",
     "lit",
     "opt",

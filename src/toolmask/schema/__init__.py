@@ -16,10 +16,24 @@ from toolmask._pointer import json_pointer
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar._ir import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
+from toolmask.schema._json_text import json_ws
 from toolmask.schema._keywords import KEYWORDS, KeywordInfo
+from toolmask.schema._notation import GEMMA_QUOTE
+from toolmask.schema._report import SchemaReport, check_schema, format_report, load_schema
 from toolmask.schema._validate import dialect_of, schema_validator
 
-__all__ = ["KEYWORDS", "KeywordInfo", "compile_json_schema", "schema_validator"]
+__all__ = [
+    "GEMMA_QUOTE",
+    "KEYWORDS",
+    "KeywordInfo",
+    "SchemaReport",
+    "check_schema",
+    "compile_json_schema",
+    "format_report",
+    "json_ws",
+    "load_schema",
+    "schema_validator",
+]
 
 
 def compile_json_schema(

@@ -6,6 +6,14 @@ Loaders: :meth:`Vocabulary.from_tokenizer_json`, :meth:`Vocabulary.from_gguf`,
 
 from __future__ import annotations
 
-from toolmask.vocab._vocab import VocabError, Vocabulary, byte_decoder
+from toolmask.vocab._gguf import CONTROL, GgufFile
+from toolmask.vocab._vocab import EOS_NAMES, VocabError, Vocabulary, byte_decoder
 
-__all__ = ["VocabError", "Vocabulary", "byte_decoder"]
+__all__ = [
+    "CONTROL",
+    "EOS_NAMES",
+    "GgufFile",
+    "VocabError",
+    "Vocabulary",
+    "byte_decoder",
+]
