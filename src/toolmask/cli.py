@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmask.errors import ToolmaskError
+from toolmask.server.cli import add_format_argument, add_serve_parser, split_engine_args
 
 __all__ = ["main"]
 
@@ -83,7 +84,7 @@ def _cmd_grammar(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from toolmask.schema._report import check_schema, format_report, load_schema
+    from toolmask.schema import check_schema, format_report, load_schema
 
     options: dict[str, Any] = {
         "lenient": args.lenient,
@@ -289,28 +290,23 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_format_argument(p: argparse.ArgumentParser) -> None:
-    """``--format``, shared by ``demo``, ``chat`` and ``serve``."""
-    from toolmask.tools.formats import FORMATS
-
-    p.add_argument(
-        "--format",
-        default="auto",
-        choices=["auto", *sorted(FORMATS)],
-        help="wire format of the model's tool calls (default: auto, read from its chat "
-        "template and special tokens; hermes when they name none)",
-    )
-
-
 def _parser() -> argparse.ArgumentParser:
+    """The ``toolmask`` parser: one subcommand per entry of :data:`_COMMANDS`, each built by
+    its own function (its options in one place)."""
     from toolmask import __version__
-    from toolmask.tools.formats import FORMATS
 
     p = argparse.ArgumentParser(
         prog="toolmask", description="Valid-by-construction tool calls for local LLMs."
     )
     p.add_argument("--version", action="version", version=f"toolmask {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in _COMMANDS:
+        add(sub)
+    return p
+
+
+def _add_grammar(sub: Any) -> None:
+    from toolmask.tools import FORMATS
 
     g = sub.add_parser(
         "grammar",
@@ -358,6 +354,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     g.set_defaults(run=_cmd_grammar)
 
+
+def _add_check(sub: Any) -> None:
     c = sub.add_parser(
         "check",
         help="show how each keyword of a JSON Schema is enforced",
@@ -378,6 +376,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(run=_cmd_check)
 
+
+def _add_demo(sub: Any) -> None:
     d = sub.add_parser(
         "demo",
         help="run an agent with real local tools on the embedded model",
@@ -402,6 +402,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--max-steps", type=int, default=4)
     d.set_defaults(run=_cmd_demo)
 
+
+def _add_chat(sub: Any) -> None:
     ch = sub.add_parser(
         "chat",
         help="chat with a local model in the terminal, tools included",
@@ -423,16 +425,19 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--raw", action="store_true", help="print every raw completion")
     ch.set_defaults(run=_cmd_chat)
 
-    from toolmask.server.cli import add_serve_parser
 
-    add_serve_parser(sub)
-    return p
+#: the subcommands, in the order ``toolmask --help`` lists them
+_COMMANDS: tuple[Callable[[Any], object], ...] = (
+    _add_grammar,
+    _add_check,
+    _add_demo,
+    _add_chat,
+    add_serve_parser,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    from toolmask.server.cli import split_engine_args
-
     own, extra = split_engine_args(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(own)
     if extra and args.command != "serve":
