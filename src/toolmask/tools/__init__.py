@@ -14,6 +14,7 @@ from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
 from toolmask.tools._parser import (
     MalformedBlock,
     ParsedTurn,
+    ReasoningSplitter,
     StreamDelta,
     StreamParser,
     ToolCall,
@@ -44,6 +45,7 @@ __all__ = [
     "FormatGuess",
     "MalformedBlock",
     "ParsedTurn",
+    "ReasoningSplitter",
     "StreamDelta",
     "StreamParser",
     "Tool",
