@@ -1,7 +1,7 @@
 """Every ```python block of the README and of ``docs/*.md`` runs as written.
 
 The blocks of one page run in order in one namespace (a later block may use what an earlier one
-defined), in a fresh working folder. A page whose blocks load the real model (``LlamaCpp``) is
+defined), from the repository's root. A page whose blocks load the real model (``LlamaCpp``) is
 marked ``model``. A block that deliberately cannot run here (it talks to a running server, say)
 says so in its first line, ``# not run: <reason>``, visible to the reader; such blocks are
 counted in :data:`NOT_RUN` so that a new one is a decision, not an accident. ``docs/README.md``
@@ -59,11 +59,11 @@ def _require_model() -> None:
 
 @pytest.mark.parametrize("page", RUNNABLE)
 def test_python_blocks_run(
-    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+    page: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     if request.node.get_closest_marker("model"):
         _require_model()
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(ROOT)
     namespace: dict[str, object] = {"__name__": "docs_example"}
     for line, code in blocks(page):
         if not NOT_RUN_LINE.match(code):
