@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmask.errors import ToolmaskError
+from toolmask.server.cli import add_format_argument, add_serve_parser, split_engine_args
 
 __all__ = ["main"]
 
@@ -87,7 +88,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if args.schema is not None or args.mcp:
             raise ToolmaskError("give one of a schema file, --template or --mcp")
         return _check_template(args)
-    from toolmask.schema._report import check_schema, format_report, load_schema
+    from toolmask.schema import check_schema, format_report, load_schema
 
     if args.mcp:
         if args.schema is not None:
@@ -113,8 +114,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _check_template(args: argparse.Namespace) -> int:
     """``check --template``: the wire format read from a chat template, with the evidence.
     Exit status 0 when a format proved itself, 1 when it is the fallback."""
-    from toolmask.tools import detect_format, detection_report, load_chat_template
-    from toolmask.tools._detect import evidence_table
+    from toolmask.tools import (
+        detect_format,
+        detection_report,
+        evidence_table,
+        load_chat_template,
+    )
 
     guess = detect_format(load_chat_template(args.template))
     if args.json:
@@ -446,7 +451,7 @@ def _demo_mcp(args: argparse.Namespace) -> int:
 def _cmd_check_mcp(args: argparse.Namespace) -> int:
     """``check --mcp``: compile every tool of the servers; one row per tool. Exit status 1
     when a tool's schema was refused."""
-    from toolmask.schema._report import check_schema
+    from toolmask.schema import check_schema
     from toolmask.tools.formats import get_format
 
     options = dict(get_format("hermes").argument_options)
@@ -529,28 +534,23 @@ def _mcp_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def add_format_argument(p: argparse.ArgumentParser) -> None:
-    """``--format``, shared by ``demo``, ``chat`` and ``serve``."""
-    from toolmask.tools.formats import FORMATS
-
-    p.add_argument(
-        "--format",
-        default="auto",
-        choices=["auto", *sorted(FORMATS)],
-        help="wire format of the model's tool calls (default: auto, read from its chat "
-        "template and special tokens; hermes when they name none)",
-    )
-
-
 def _parser() -> argparse.ArgumentParser:
+    """The ``toolmask`` parser: one subcommand per entry of :data:`_COMMANDS`, each built by
+    its own function (its options in one place)."""
     from toolmask import __version__
-    from toolmask.tools.formats import FORMATS
 
     p = argparse.ArgumentParser(
         prog="toolmask", description="Valid-by-construction tool calls for local LLMs."
     )
     p.add_argument("--version", action="version", version=f"toolmask {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in _COMMANDS:
+        add(sub)
+    return p
+
+
+def _add_grammar(sub: Any) -> None:
+    from toolmask.tools import FORMATS
 
     g = sub.add_parser(
         "grammar",
@@ -598,6 +598,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     g.set_defaults(run=_cmd_grammar)
 
+
+def _add_check(sub: Any) -> None:
     c = sub.add_parser(
         "check",
         help="show how each keyword of a JSON Schema is enforced, or which tool-call format a "
@@ -628,6 +630,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(run=_cmd_check)
 
+
+def _add_demo(sub: Any) -> None:
     d = sub.add_parser(
         "demo",
         help="run an agent with real local tools on the embedded model",
@@ -653,6 +657,8 @@ def _parser() -> argparse.ArgumentParser:
     add_mcp_arguments(d)
     d.set_defaults(run=_cmd_demo)
 
+
+def _add_chat(sub: Any) -> None:
     ch = sub.add_parser(
         "chat",
         help="chat with a local model in the terminal, tools included",
@@ -675,16 +681,19 @@ def _parser() -> argparse.ArgumentParser:
     add_mcp_arguments(ch)
     ch.set_defaults(run=_cmd_chat)
 
-    from toolmask.server.cli import add_serve_parser
 
-    add_serve_parser(sub)
-    return p
+#: the subcommands, in the order ``toolmask --help`` lists them
+_COMMANDS: tuple[Callable[[Any], object], ...] = (
+    _add_grammar,
+    _add_check,
+    _add_demo,
+    _add_chat,
+    add_serve_parser,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    from toolmask.server.cli import split_engine_args
-
     own, extra = split_engine_args(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(own)
     if extra and args.command != "serve":

@@ -11,9 +11,9 @@ import toolmask as tm
 pytest.importorskip("fastapi")
 
 from toolmask.agent import DEFAULT_SYSTEM, Message, render_tool_calls
-from toolmask.server._app import assemble, render_prompt
 from toolmask.server._plans import PlanCache
 from toolmask.server._protocol import parse_chat_request
+from toolmask.server._render import assemble, render_prompt
 from toolmask.tools import ToolCall, ToolTurn, get_format
 
 TOOL = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +13,7 @@ from toolmask.tools import (
     FORMATS,
     MalformedBlock,
     ParsedTurn,
+    ReasoningSplitter,
     StreamDelta,
     StreamParser,
     ToolCall,
@@ -362,3 +364,59 @@ def test_feed_after_finish_is_an_error() -> None:
     sp.finish()
     with pytest.raises(RuntimeError):
         sp.feed("x")
+
+
+# -- the reasoning channel split off a stream (ReasoningSplitter) --------------------------------
+
+THINKING = "<think>\nParis is in France.\n</think>\n\n" + QWEN_PARALLEL
+
+
+def split_all(text: str, fmt: str, cuts: list[int], *, reasoning_open: bool = False) -> Any:
+    """Feed ``text`` cut at ``cuts``, then finish; the joined reasoning and body, and
+    whether the body was handed over before the end."""
+    sp = ReasoningSplitter(get_format(fmt), reasoning_open=reasoning_open)
+    reasoning, body = "", ""
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    for piece in pieces:
+        r, b = sp.feed(piece)
+        reasoning, body = reasoning + r, body + b
+    r, b = sp.feed("", final=True)
+    return reasoning + r, body + b, sp
+
+
+@pytest.mark.parametrize("cut", range(0, len(THINKING), 7))
+def test_reasoning_splitter_agrees_with_the_parser(cut: int) -> None:
+    reasoning, body, sp = split_all(THINKING, "qwen3", [cut])
+    parsed = parse_turn(THINKING, get_format("qwen3"), id_factory=sequential_call_id)
+    assert reasoning == parsed.reasoning == "Paris is in France."
+    assert body == QWEN_PARALLEL  # the blank line after </think> dropped, as the parser drops it
+    assert sp.done and sp.handed_over
+    rest = parse_turn(body, get_format("hermes"), id_factory=sequential_call_id)
+    assert calls(rest) == calls(parsed) and rest.content == parsed.content
+
+
+def test_reasoning_splitter_holds_back_a_possible_opener() -> None:
+    sp = ReasoningSplitter(get_format("qwen3"))
+    assert sp.feed("<thi") == ("", "")
+    assert not sp.done
+    assert sp.feed("nk>") == ("", "")
+    assert sp.feed("a plan") == ("a plan", "")
+    assert sp.feed("</think>  ") == ("", "")
+    assert sp.done and not sp.handed_over  # whitespace after the channel: not handed over yet
+    assert sp.feed("Hi") == ("", "Hi")
+    assert sp.handed_over
+
+
+def test_reasoning_splitter_without_a_channel_is_all_body() -> None:
+    reasoning, body, sp = split_all(QWEN_PARALLEL, "hermes", [5, 40])
+    assert (reasoning, body) == ("", QWEN_PARALLEL)
+    assert sp.done
+
+
+def test_reasoning_splitter_prompt_opened_channel() -> None:
+    text = "The user wants Tokyo.\n</think>\n\nOK."
+    reasoning, body, _ = split_all(text, "qwen3", [3, 20], reasoning_open=True)
+    assert (reasoning, body) == ("The user wants Tokyo.", "OK.")
+    # cut off inside the channel: what came is reasoning, the body is empty
+    reasoning, body, _ = split_all("still thinking", "qwen3", [6], reasoning_open=True)
+    assert (reasoning, body) == ("still thinking", "")

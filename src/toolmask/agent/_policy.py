@@ -29,7 +29,7 @@ from toolmask.errors import ToolError
 from toolmask.tools import ToolCall
 
 if TYPE_CHECKING:
-    from toolmask.agent import Message
+    from toolmask.agent._messages import Message
 
 __all__ = ["PoolFilter", "StateMachine", "ToolPolicy", "expand_tool_patterns"]
 

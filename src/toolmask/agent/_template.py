@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from toolmask.agent._messages import Message, Template, assistant_text, render_chatml
 from toolmask.errors import ChatTemplateError, ToolmaskError
 
 if TYPE_CHECKING:
-    from toolmask.agent import Message
     from toolmask.tools import ToolTurn
 
-__all__ = ["ChatTemplate", "ChatTemplateError"]
+__all__ = ["ChatTemplate", "ChatTemplateError", "default_template"]
 
 _MENTIONS_TOOLS = re.compile(r"\btools\b")
 
@@ -70,8 +70,6 @@ class ChatTemplate:
         self.knows_tools = bool(_MENTIONS_TOOLS.search(source))
 
     def _message(self, m: Message, turn: ToolTurn | None) -> dict[str, Any]:
-        from toolmask.agent import assistant_text
-
         if m.role == "assistant":
             if turn is None:  # no wire format to write calls in: the text as it stands
                 return {"role": "assistant", "content": m.raw if m.raw is not None else m.content}
@@ -112,3 +110,16 @@ class ChatTemplate:
 
     def __call__(self, messages: Sequence[Message], turn: ToolTurn, **extra: Any) -> str:
         return self.render(messages, turn, **extra)
+
+
+def default_template(backend: Any) -> Template:
+    """The backend model's own chat template when it carries one (``backend.chat_template``,
+    e.g. a GGUF's ``tokenizer.chat_template``), else :func:`render_chatml`."""
+    source = getattr(backend, "chat_template", None)
+    if not source:
+        return render_chatml
+    return ChatTemplate(
+        source,
+        bos_token=getattr(backend, "bos_text", "") or "",
+        eos_token=getattr(backend, "eos_text", "") or "",
+    )

@@ -29,7 +29,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool
 
 if TYPE_CHECKING:
-    from toolmask._compile import CompiledGrammar, Matcher
+    from toolmask import CompiledGrammar, Matcher
     from toolmask.vocab import Vocabulary
 
 __all__ = [
@@ -377,127 +377,196 @@ class DecodingBackend(ABC):
             raise ContextOverflowError(len(prompt), self.n_ctx)
         if not prompt:
             raise ToolmaskError("the prompt is empty")
-        sampler = Sampler(sampling or SamplingParams(temperature=0.0))
-        t0 = time.perf_counter()
-        reused = self._sync_prompt(prompt)
-        m = compiled.matcher() if compiled is not None else None
-        bitmask = np.zeros((self.vocab.vocab_size + 31) // 32, dtype=np.int32)
-        eos = self.vocab.eos_ids
-        end_id = min(eos) if eos else -1
-        end_on_exit = end_on_exit and end_id >= 0
-        table = self.vocab.token_bytes
-        marks: dict[int, bytes] = {}
-        if m is not None:  # a special token the grammar admits is a marker: its text is text
-            marks = {t: s.encode() for t, s in self.vocab.special.items() if t not in eos}
-        out: list[int] = []
-        out_bytes = [0]  # bytes of text in ``out`` (for the meter's offsets)
-        gen = Generation([], b"", "length", len(prompt), reused)
-        budget = (
-            _ReasoningTracker(reasoning_budget, self.vocab)
-            if reasoning_budget is not None
-            else None
+        run = _Run(
+            self,
+            prompt,
+            compiled,
+            max_tokens=max_tokens,
+            sampling=sampling,
+            on_token=on_token,
+            meter=meter,
+            end_on_exit=end_on_exit,
+            reasoning_budget=reasoning_budget,
+        )
+        m = run.m
+        while len(run.out) < max_tokens:
+            if m is not None and m.is_finished():
+                run.gen.finish_reason = "stop"
+                break
+            step = run.close_reasoning() if run.budget is not None and run.budget.due() else None
+            if step is None and m is not None and jump_forward and not meter:
+                step = run.jump_forward(m)
+            if step is None:
+                step = run.sample()
+            if step == "stop":
+                break
+        return run.result()
+
+
+#: what one step of :class:`_Run` did: ``"stop"`` (decoding ends), ``"next"`` (a chunk was
+#: appended, decoding goes on); ``None`` from a step that did nothing (the next one runs)
+_Step = Literal["stop", "next"] | None
+
+
+class _Run:
+    """One call of :meth:`DecodingBackend.generate`: its state and its three kinds of step (the
+    reasoning budget's forced close, jump-forward over forced text, one sampling step). The
+    contract is :meth:`DecodingBackend.generate`'s."""
+
+    def __init__(
+        self,
+        backend: DecodingBackend,
+        prompt: list[int],
+        compiled: CompiledGrammar | None,
+        *,
+        max_tokens: int,
+        sampling: SamplingParams | None,
+        on_token: OnToken | None,
+        meter: bool,
+        end_on_exit: bool,
+        reasoning_budget: ReasoningBudget | None,
+    ) -> None:
+        self.backend = backend
+        self.vocab = vocab = backend.vocab
+        self.prompt = prompt
+        self.max_tokens = max_tokens
+        self.on_token = on_token
+        self.meter = meter
+        self.sampler = Sampler(sampling or SamplingParams(temperature=0.0))
+        self.t0 = time.perf_counter()
+        reused = backend._sync_prompt(prompt)
+        self.m = m = compiled.matcher() if compiled is not None else None
+        self.bitmask = np.zeros((vocab.vocab_size + 31) // 32, dtype=np.int32)
+        self.eos = eos = vocab.eos_ids
+        self.end_id = min(eos) if eos else -1
+        self.end_on_exit = end_on_exit and self.end_id >= 0
+        self.table = vocab.token_bytes
+        #: a special token the grammar admits is a marker: its text is text
+        self.marks: dict[int, bytes] = {}
+        if m is not None:
+            self.marks = {t: s.encode() for t, s in vocab.special.items() if t not in eos}
+        self.out: list[int] = []
+        self.out_bytes = 0  # bytes of text in ``out`` (for the meter's offsets)
+        self.gen = Generation([], b"", "length", len(prompt), reused)
+        self.budget = (
+            _ReasoningTracker(reasoning_budget, vocab) if reasoning_budget is not None else None
         )
 
-        def emit(chunk: list[int]) -> bool:
-            """Append ``chunk`` and feed it to the model; True when decoding must stop."""
-            if not out:
-                gen.first_token_s = time.perf_counter() - t0
-            out.extend(chunk)
-            if budget is not None:
-                budget.feed(chunk)
-            text = b"".join(table[t] or marks.get(t, b"") for t in chunk)
-            out_bytes[0] += len(text)
-            stop = False
-            if on_token is not None:
-                stop = bool(on_token(chunk, text))
-            if stop or (m is not None and m.is_finished()):
-                gen.finish_reason = "stop"
-                return True
-            if len(out) >= max_tokens or len(prompt) + len(out) >= self.n_ctx:
-                gen.finish_reason = "length"
-                return True
-            s1 = time.perf_counter()
-            self._feed(chunk)
-            gen.step_s.append(time.perf_counter() - s1)
-            return False
+    def emit(self, chunk: list[int]) -> bool:
+        """Append ``chunk`` and feed it to the model; True when decoding must stop."""
+        out, gen = self.out, self.gen
+        if not out:
+            gen.first_token_s = time.perf_counter() - self.t0
+        out.extend(chunk)
+        if self.budget is not None:
+            self.budget.feed(chunk)
+        text = b"".join(self.table[t] or self.marks.get(t, b"") for t in chunk)
+        self.out_bytes += len(text)
+        stop = False
+        if self.on_token is not None:
+            stop = bool(self.on_token(chunk, text))
+        if stop or (self.m is not None and self.m.is_finished()):
+            gen.finish_reason = "stop"
+            return True
+        if len(out) >= self.max_tokens or len(self.prompt) + len(out) >= self.backend.n_ctx:
+            gen.finish_reason = "length"
+            return True
+        s1 = time.perf_counter()
+        self.backend._feed(chunk)
+        gen.step_s.append(time.perf_counter() - s1)
+        return False
 
-        while len(out) < max_tokens:
-            if m is not None and m.is_finished():
-                gen.finish_reason = "stop"
+    def _appended(self, chunk: list[int]) -> _Step:
+        return "stop" if self.emit(chunk) else "next"
+
+    def close_reasoning(self) -> _Step:
+        """The budget is spent: append the channel's close marker without sampling, when the
+        grammar accepts it here (else None: sample, try again next step)."""
+        assert self.budget is not None
+        m = self.m
+        chunk = self.budget.close_ids(self.backend._encode)[: self.max_tokens - len(self.out)]
+        taken = 0
+        while m is not None and taken < len(chunk) and m.accept_token(chunk[taken]):
+            taken += 1
+        if m is None or taken == len(chunk):
+            self.gen.forced_tokens += len(chunk)
+            self.gen.reasoning_cut = True
+            self.budget.state = "after"
+            return self._appended(chunk)
+        m.rollback(taken)  # not here (inside a character)
+        return None
+
+    def jump_forward(self, m: Matcher) -> _Step:
+        """Append the text the grammar forces as the model's own tokens (None when none)."""
+        chunk = self.backend.forced_tokens(m)[: self.max_tokens - len(self.out)]
+        accepted = 0
+        for t in chunk:
+            if not m.accept_token(t):
                 break
-            if budget is not None and budget.due():
-                chunk = budget.close_ids(self._encode)[: max_tokens - len(out)]
-                taken = 0
-                while m is not None and taken < len(chunk) and m.accept_token(chunk[taken]):
-                    taken += 1
-                if m is None or taken == len(chunk):
-                    gen.forced_tokens += len(chunk)
-                    gen.reasoning_cut = True
-                    budget.state = "after"
-                    if emit(chunk):
-                        break
-                    continue
-                m.rollback(taken)  # not here (inside a character): sample, try again next step
-            if m is not None and jump_forward and not meter:
-                chunk = self.forced_tokens(m)[: max_tokens - len(out)]
-                accepted = 0
-                for t in chunk:
-                    if not m.accept_token(t):
-                        break
-                    accepted += 1
-                if accepted:
-                    gen.forced_tokens += accepted
-                    if emit(chunk[:accepted]):
-                        break
-                    continue
-            logits = self._logits()
-            if m is not None:
-                s0 = time.perf_counter()
-                m.fill_bitmask(bitmask)
-                gen.mask_s.append(time.perf_counter() - s0)
-                accepting = m.is_accepting()
-                exited = False
-                if end_on_exit and accepting:
-                    # the turn may end here: the model's own draw decides; a draw the grammar
-                    # forbids means the model is done with what the grammar describes
-                    token = sampler.sample(logits)
-                    if not _allowed(bitmask, token):
-                        token, exited = end_id, True
-                else:
-                    token = sampler.sample(logits, bitmask)
-                if meter:
-                    top, removed, mass, is_end = measure_distortion(
-                        logits, bitmask, self.vocab.vocab_size, eos
-                    )
-                    gen.distortion.append(
-                        StepDistortion(
-                            len(out),
-                            out_bytes[0],
-                            top,
-                            token,
-                            removed,
-                            mass,
-                            is_end,
-                            accepting,
-                            token in eos,
-                        )
-                    )
-                if exited:
-                    gen.exit_end = True
-                elif not m.accept_token(token):  # cannot happen for a token the mask allowed
-                    raise ToolmaskError(f"matcher refused sampled token {token}")
-            else:
-                token = sampler.sample(logits)
-            gen.sampled_tokens += 1
-            if token in eos:
-                if not out:
-                    gen.first_token_s = time.perf_counter() - t0
-                gen.finish_reason = "stop"
-                break
-            if emit([token]):
-                break
-        gen.tokens = out
-        gen.text = b"".join(table[t] or marks.get(t, b"") for t in out)
-        if budget is not None:
-            gen.reasoning_tokens = budget.spent
+            accepted += 1
+        if not accepted:
+            return None
+        self.gen.forced_tokens += accepted
+        return self._appended(chunk[:accepted])
+
+    def sample(self) -> _Step:
+        """One sampling step under the mask (see ``end_on_exit`` in ``generate``)."""
+        gen, m = self.gen, self.m
+        logits = self.backend._logits()
+        token = self._masked(m, logits) if m is not None else self.sampler.sample(logits)
+        gen.sampled_tokens += 1
+        if token in self.eos:
+            if not self.out:
+                gen.first_token_s = time.perf_counter() - self.t0
+            gen.finish_reason = "stop"
+            return "stop"
+        return self._appended([token])
+
+    def _masked(self, m: Matcher, logits: Any) -> int:
+        """The token of a masked sampling step, fed to the matcher (the end id when the model
+        left a turn that could end there); records the meter's step."""
+        gen, bitmask = self.gen, self.bitmask
+        s0 = time.perf_counter()
+        m.fill_bitmask(bitmask)
+        gen.mask_s.append(time.perf_counter() - s0)
+        accepting = m.is_accepting()
+        exited = False
+        if self.end_on_exit and accepting:
+            # the turn may end here: the model's own draw decides; a draw the grammar
+            # forbids means the model is done with what the grammar describes
+            token = self.sampler.sample(logits)
+            if not _allowed(bitmask, token):
+                token, exited = self.end_id, True
+        else:
+            token = self.sampler.sample(logits, bitmask)
+        if self.meter:
+            eos = self.eos
+            top, removed, mass, is_end = measure_distortion(
+                logits, bitmask, self.vocab.vocab_size, eos
+            )
+            gen.distortion.append(
+                StepDistortion(
+                    len(self.out),
+                    self.out_bytes,
+                    top,
+                    token,
+                    removed,
+                    mass,
+                    is_end,
+                    accepting,
+                    token in eos,
+                )
+            )
+        if exited:
+            gen.exit_end = True
+        elif not m.accept_token(token):  # cannot happen for a token the mask allowed
+            raise ToolmaskError(f"matcher refused sampled token {token}")
+        return token
+
+    def result(self) -> Generation:
+        gen = self.gen
+        gen.tokens = self.out
+        gen.text = b"".join(self.table[t] or self.marks.get(t, b"") for t in self.out)
+        if self.budget is not None:
+            gen.reasoning_tokens = self.budget.spent
         return gen

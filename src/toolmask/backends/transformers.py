@@ -50,12 +50,10 @@ from toolmask.backends._base import (
 )
 from toolmask.errors import ToolmaskError
 from toolmask.sampling import SamplingParams, make_logits_processor
-from toolmask.vocab import Vocabulary
-from toolmask.vocab._gguf import CONTROL, GgufFile
-from toolmask.vocab._vocab import EOS_NAMES
+from toolmask.vocab import CONTROL, EOS_NAMES, GgufFile, Vocabulary
 
 if TYPE_CHECKING:
-    from toolmask._compile import CompiledGrammar
+    from toolmask import CompiledGrammar
 
 __all__ = [
     "GGUF_PRE_TOKENIZERS",

@@ -9,8 +9,18 @@
   :data:`toolmask.limits.SERVER_LIMITS`, cached across requests.
 * ``_engine``: one worker thread owning the backend, a bounded FIFO queue, cancellation, stop
   strings.
-* ``_app``: the routes, prompt rendering, response and stream shapes.
-* ``cli``: ``add_serve_parser`` / ``run_serve`` for the ``toolmask`` command line.
+* ``_render``: the prompt of a request, the response message of a completion. Pure.
+* ``_chat``: ``POST /v1/chat/completions``, from the body to the response or the stream.
+* ``_app``: :func:`create_app`: the other routes, the error handlers, the wiring.
+* ``cli``: ``add_serve_parser`` / ``run_serve`` for the ``toolmask`` command line, and the
+  engine table (``ENGINES``: ``--engine`` name -> loader, imported by name at start).
+
+The public API below is what an engine integration builds on (``toolmask.integrations.vllm``
+does): the job-queue protocol (:class:`JobQueue`, :class:`Job`, :class:`Finished`,
+:class:`JobCounters`, :class:`QueueFull`, :class:`Cancelled`, :class:`TextStream`,
+:func:`token_budget`), the grammar plans (:class:`PlanCache`, :class:`Plan`) and the request
+reader (:func:`parse_chat_request`, :class:`ChatRequest`, :data:`SPEC_FIELDS`,
+:class:`APIError`).
 
 Importing this package does not import FastAPI; :func:`create_app` does.
 """
@@ -19,26 +29,55 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolmask.server._engine import Engine, QueueFull, TextStream
+from toolmask.server._defaults import ServerDefaults
+from toolmask.server._engine import (
+    Cancelled,
+    Engine,
+    Finished,
+    Job,
+    JobCounters,
+    JobQueue,
+    MaxTokensError,
+    QueueFull,
+    TextStream,
+    token_budget,
+)
 from toolmask.server._plans import Plan, PlanCache
-from toolmask.server._protocol import APIError, ChatRequest, ResponseFormat, parse_chat_request
+from toolmask.server._protocol import (
+    SPEC_FIELDS,
+    APIError,
+    ChatRequest,
+    ResponseFormat,
+    parse_chat_request,
+    turn_spec,
+)
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from toolmask.backends._base import Backend
+    from toolmask.backends import Backend
 
 __all__ = [
+    "SPEC_FIELDS",
     "APIError",
+    "Cancelled",
     "ChatRequest",
     "Engine",
+    "Finished",
+    "Job",
+    "JobCounters",
+    "JobQueue",
+    "MaxTokensError",
     "Plan",
     "PlanCache",
     "QueueFull",
     "ResponseFormat",
+    "ServerDefaults",
     "TextStream",
     "create_app",
     "parse_chat_request",
+    "token_budget",
+    "turn_spec",
 ]
 
 

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from toolmask._compile import CompiledGrammar
-from toolmask.backends._base import Backend, ContextOverflowError, Generation, ReasoningBudget
+from toolmask import CompiledGrammar
+from toolmask.backends import Backend, ContextOverflowError, Generation, ReasoningBudget
 from toolmask.sampling import SamplingParams
 
 __all__ = [

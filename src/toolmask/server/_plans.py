@@ -28,10 +28,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from toolmask._compile import CompiledGrammar, GrammarCompiler
+from toolmask import CompiledGrammar, GrammarCompiler
 from toolmask._pointer import fragment
 from toolmask.errors import LimitError, SchemaError, ToolmaskError
-from toolmask.grammar._ir import Grammar, Rule, choice
+from toolmask.grammar import Grammar, Rule, choice
 from toolmask.limits import Limits
 from toolmask.schema import compile_json_schema
 from toolmask.server._protocol import APIError, ChatRequest, ResponseFormat

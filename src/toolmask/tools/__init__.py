@@ -16,6 +16,7 @@ from toolmask.tools._detect import (
     FormatGuess,
     detect_format,
     detection_report,
+    evidence_table,
     prove_format,
     resolve_format,
 )
@@ -23,6 +24,7 @@ from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
 from toolmask.tools._parser import (
     MalformedBlock,
     ParsedTurn,
+    ReasoningSplitter,
     StreamDelta,
     StreamParser,
     ToolCall,
@@ -56,6 +58,7 @@ __all__ = [
     "ParsedTurn",
     "Probe",
     "ProbeCase",
+    "ReasoningSplitter",
     "StreamDelta",
     "StreamParser",
     "TemplateRenderer",
@@ -72,6 +75,7 @@ __all__ = [
     "detect_format",
     "detection_report",
     "distortion_sites",
+    "evidence_table",
     "get_format",
     "load_chat_template",
     "parse_turn",

@@ -46,20 +46,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolmask.errors import LimitError, SchemaError, ToolError
-from toolmask.grammar._fsm import Dfa, dfa_to_rules
-from toolmask.grammar._ir import (
+from toolmask.grammar import (
     EMPTY,
+    Dfa,
     Grammar,
     Node,
     Rule,
     RuleRef,
     choice,
+    dfa_to_rules,
     lit,
     opt,
     seq,
     star,
 )
-from toolmask.schema._json_text import json_ws
+from toolmask.schema import json_ws
 from toolmask.tools._choice import ToolChoice
 from toolmask.tools._spec import Tool
 from toolmask.tools.formats._base import WireFormat

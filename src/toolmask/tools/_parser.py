@@ -35,10 +35,13 @@ from typing import Any
 from toolmask.tools.formats._base import WireFormat
 from toolmask.tools.formats._blocks import Block as _Block
 from toolmask.tools.formats._blocks import Call as _Call
+from toolmask.tools.formats._blocks import loads as _loads
+from toolmask.tools.formats._blocks import skip_ws as _skip_ws
 
 __all__ = [
     "MalformedBlock",
     "ParsedTurn",
+    "ReasoningSplitter",
     "StreamDelta",
     "StreamParser",
     "ToolCall",
@@ -175,10 +178,6 @@ def _json_end(text: str, i: int) -> int | None:
                 return j
 
 
-from toolmask.tools.formats._blocks import loads as _loads  # noqa: E402
-from toolmask.tools.formats._blocks import skip_ws as _skip_ws  # noqa: E402
-
-
 def _read_call(obj: Any, fmt: WireFormat) -> tuple[str, dict[str, Any]] | str:
     """``(name, arguments)`` from a call object, or the reason it is not one."""
     if not isinstance(obj, dict):
@@ -246,7 +245,7 @@ class _Scanner:
         self.reasoning_open = reasoning_open and bool(fmt.reasoning_end)
         self.schemas = schemas
 
-    def _reasoning(self, text: str, st: _State, *, final: bool) -> _Pending | None:
+    def reasoning(self, text: str, st: _State, *, final: bool) -> _Pending | None:
         """The reasoning channel at the start of the reply: opened by the prompt
         (``reasoning_open``) or by the reply's first non-blank text (``reasoning_start``)."""
         fmt = self.fmt
@@ -296,7 +295,7 @@ class _Scanner:
         """Advance ``st`` over the decided part of ``text``; return what is still undecided
         (``None`` when ``final``, which decides everything)."""
         if st.phase != "body":
-            pending = self._reasoning(text, st, final=final)
+            pending = self.reasoning(text, st, final=final)
             if pending is not None or st.phase != "body":
                 return pending
         while True:
@@ -657,3 +656,59 @@ class StreamParser:
                 out.append(StreamDelta(index=index, arguments=c.stream[sent:]))
                 self._sent_args[index] = len(c.stream)
         return out
+
+
+class ReasoningSplitter:
+    """The reasoning channel at the start of a streamed reply, split off as text arrives by the
+    scanner :class:`StreamParser` runs first, for a consumer that reads the rest of the reply
+    itself (vLLM's reasoning parser hands it to a separate tool parser).
+
+    ``feed(chunk)`` returns ``(new reasoning text, new body text)``; the reasoning text is what
+    :class:`StreamParser` would send as ``reasoning`` deltas (several channel blocks joined by a
+    blank line), the body is the raw text after the channel, with the whitespace that follows a
+    closed channel dropped (as :func:`parse_turn` drops it). ``feed(chunk, final=True)``
+    decides the channel (the reply ended). Cost: each feed rescans the undecided channel, so
+    O(n * channel length) at worst.
+    """
+
+    def __init__(self, fmt: WireFormat, *, reasoning_open: bool = False) -> None:
+        self._scanner = _Scanner(fmt, reasoning_open=reasoning_open)
+        self._st = _State()
+        self._has = bool(fmt.reasoning_end)
+        self.text = ""
+        self._sent_reasoning = 0
+        self._sent_body = 0
+
+    @property
+    def done(self) -> bool:
+        """The channel is decided: everything from here on is the body."""
+        return not self._has or self._st.phase == "body"
+
+    @property
+    def handed_over(self) -> bool:
+        """The body has begun: the channel is decided and, after a closed channel, a
+        non-whitespace character came (the whitespace before it is dropped here, since a
+        reader of the body cannot know it follows a channel)."""
+        return self.done and (self._sent_body > 0 or not self._st.after_block)
+
+    def feed(self, chunk: str, *, final: bool = False) -> tuple[str, str]:
+        """Add ``chunk``; return the reasoning and body text it decides."""
+        self.text += chunk
+        st = self._st
+        pending = None
+        if not self.done:
+            pending = self._scanner.reasoning(self.text, st, final=final)
+        parts = [it.text for it in st.items if it.kind == "reasoning"]
+        if pending is not None and pending.reasoning:
+            parts.append(pending.reasoning)
+        reasoning = "\n\n".join(parts)
+        new_reasoning = reasoning[self._sent_reasoning :]
+        self._sent_reasoning = max(self._sent_reasoning, len(reasoning))
+        body = ""
+        if self.done:
+            body = self.text[st.pos :]
+            if st.after_block:
+                body = body.lstrip(_WS)
+        new_body = body[self._sent_body :]
+        self._sent_body = max(self._sent_body, len(body))
+        return new_reasoning, new_body

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolmask.grammar._ir import Choice, Grammar, Node, Repeat, Rule, RuleRef, Seq
+from toolmask.grammar import Choice, Grammar, Node, Repeat, Rule, RuleRef, Seq
 
 __all__ = ["prefix_rules"]
 

@@ -31,14 +31,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from toolmask.tools.formats._base import WireFormat
 
-if TYPE_CHECKING:
-    from toolmask.backends._base import Generation
+__all__ = ["SITES", "Metered", "distortion_sites", "site_at", "sites_of"]
 
-__all__ = ["SITES", "distortion_sites", "site_at", "sites_of"]
+
+class _Step(Protocol):
+    @property
+    def offset(self) -> int: ...
+
+
+class Metered(Protocol):
+    """What :func:`distortion_sites` reads of a generation: the reply's bytes and the metered
+    steps' byte offsets (:class:`toolmask.backends.Generation` is one; the tool layer sits
+    below the backends, so it names the shape, not the class)."""
+
+    @property
+    def text(self) -> bytes: ...
+
+    @property
+    def distortion(self) -> Sequence[_Step]: ...
+
 
 SITES = (
     "turn_start",
@@ -211,7 +226,7 @@ def site_at(fmt: WireFormat, text: str) -> str:
         after_block = False
 
 
-def distortion_sites(gen: Generation, fmt: WireFormat) -> list[str]:
+def distortion_sites(gen: Metered, fmt: WireFormat) -> list[str]:
     """The site of every :class:`~toolmask.backends.StepDistortion` of ``gen`` (same order).
     Cost: O(steps x reply length)."""
     return sites_of(gen.text, [d.offset for d in gen.distortion], fmt)

@@ -21,7 +21,7 @@ from typing import Any
 
 from toolmask.errors import ToolError
 
-__all__ = ["TYPE_SCHEMAS", "Tool", "check_tool_name", "type_schema"]
+__all__ = ["TYPE_SCHEMAS", "Tool", "check_tool_name", "json_type", "type_schema"]
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -262,23 +262,27 @@ def _literal(args: tuple[Any, ...], where: str) -> dict[str, Any]:
     for v in values:
         if not isinstance(v, (str, int, float, bool)) and v is not None:
             raise ToolError(f"Literal value {v!r} is not a JSON scalar", where=where)
-    kinds = {_json_type(v) for v in values}
+    kinds = {json_type(v) for v in values}
     out: dict[str, Any] = {"enum": values}
     if len(kinds) == 1:
         out = {"type": kinds.pop(), **out}
     return out
 
 
-def _json_type(v: object) -> str:
-    if v is None:
-        return "null"
+def json_type(v: object) -> str:
+    """The JSON Schema type name of a JSON value in Python (``True`` is ``"boolean"``, not
+    ``"integer"``; anything else that is not a list, dict or ``None`` is ``"string"``)."""
     if isinstance(v, bool):
         return "boolean"
     if isinstance(v, int):
         return "integer"
     if isinstance(v, float):
         return "number"
-    return "string"
+    if v is None:
+        return "null"
+    if isinstance(v, list):
+        return "array"
+    return "object" if isinstance(v, dict) else "string"
 
 
 def _union(args: tuple[Any, ...], where: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolmask.errors import ToolError
-from toolmask.grammar._ir import Grammar
+from toolmask.grammar import Grammar
 from toolmask.tools._choice import ToolChoice, ToolChoiceLike
 from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
 from toolmask.tools._parser import (

@@ -7,6 +7,8 @@
   (``VLLM_USE_V2_MODEL_RUNNER=1``), whose loader refuses V1 processors.
 * :mod:`toolmask.integrations.vllm.plugins`: tool and reasoning parsers from toolmask's wire
   formats (``--tool-parser-plugin`` with that file's path).
+* :func:`load_serve_engine`: ``toolmask serve --engine vllm`` (the server's engine table names
+  it; the server never imports this package otherwise).
 
 A request opts in with ``extra_args={"toolmask": spec}`` (``vllm_xargs={"toolmask":
 json.dumps(spec)}`` over HTTP); see :mod:`toolmask.integrations.vllm._core` for the spec.
@@ -32,6 +34,7 @@ from toolmask.integrations.vllm._core import (
     check_spec,
     read_spec,
 )
+from toolmask.integrations.vllm._engine import load_serve_engine
 from toolmask.integrations.vllm._v1 import ToolmaskLogitsProcessor, model_vocabulary
 from toolmask.integrations.vllm._v2 import ToolmaskLogitsProcessorV2
 from toolmask.integrations.vllm._vocab import vocabulary_from_tokenizer
@@ -44,6 +47,7 @@ __all__ = [
     "ToolmaskLogitsProcessorV2",
     "TurnSpec",
     "check_spec",
+    "load_serve_engine",
     "model_vocabulary",
     "read_spec",
     "vocabulary_from_tokenizer",

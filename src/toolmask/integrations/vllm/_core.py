@@ -4,7 +4,7 @@ compiling it (cached across requests), and keeping one matcher per batch slot.
 A request opts in with ``SamplingParams.extra_args["toolmask"]`` (``vllm_xargs`` over HTTP,
 where only flat values pass: there the spec is a JSON string). The spec is an object with the
 fields of an OpenAI chat request that shape the reply, read by the server's own validator
-(:func:`toolmask.server._protocol.parse_chat_request`) so that errors read the same:
+(:func:`toolmask.server.parse_chat_request`) so that errors read the same:
 
 ``tools`` (OpenAI tool list), ``tool_choice``, ``parallel_tool_calls``, ``response_format``,
 ``reasoning_effort``, ``chat_template_kwargs``, plus ``format`` (the wire format, a name of
@@ -33,11 +33,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from toolmask._compile import CompiledGrammar, Matcher
+from toolmask import CompiledGrammar, Matcher
 from toolmask.limits import SERVER_LIMITS, Limits
 from toolmask.sampling import apply_bitmask
-from toolmask.server._plans import PlanCache
-from toolmask.server._protocol import SPEC_FIELDS, APIError, ChatRequest, parse_chat_request
+from toolmask.server import SPEC_FIELDS, APIError, ChatRequest, PlanCache, parse_chat_request
 from toolmask.tools import FORMATS
 from toolmask.vocab import Vocabulary
 
@@ -79,7 +78,7 @@ def read_spec(extra_args: Mapping[str, Any] | None) -> TurnSpec | None:
 
     Raises ValueError (vLLM answers HTTP 400) naming the field at fault: a spec that is not
     an object or JSON text of one, an unknown field, an unknown format, or any error
-    :func:`~toolmask.server._protocol.parse_chat_request` reports for the request fields."""
+    :func:`~toolmask.server.parse_chat_request` reports for the request fields."""
     if not extra_args or EXTRA_ARGS_KEY not in extra_args:
         return None
     raw = extra_args[EXTRA_ARGS_KEY]

@@ -1,8 +1,8 @@
 """``toolmask serve --engine vllm``: the server's generation queue on vLLM's async engine.
 
-:class:`VllmEngine` has the interface of :class:`toolmask.server._engine.Engine` (``submit``
-a :class:`~toolmask.server._engine.Job`, get a future of a
-:class:`~toolmask.server._engine.Finished`; ``full``, ``reject``, the ``/health`` counters), so
+:class:`VllmEngine` has the interface of :class:`toolmask.server.Engine` (the
+:class:`~toolmask.server.JobQueue` protocol: ``submit`` a :class:`~toolmask.server.Job`, get a
+future of a :class:`~toolmask.server.Finished`; ``full``, ``reject``, the ``/health`` counters), so
 the OpenAI front end (validation, errors, ``tool_choice``, parsing, streaming) is the same code
 for both engines. What differs is below the queue: every admitted job goes to vLLM at once, and
 vLLM's scheduler batches them (continuous batching, up to ``max_num_seqs`` sequences a step).
@@ -16,10 +16,14 @@ the tokenizer and the context size.
 
 vLLM runs on its own asyncio loop in a daemon thread (``toolmask-vllm``): the front end stays
 the same thread-and-future code as with llama.cpp.
+
+:func:`load_serve_engine` is the loader the server's engine table
+(:data:`toolmask.server.cli.ENGINES`) names for ``--engine vllm``.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import concurrent.futures
 import json
@@ -31,11 +35,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from toolmask.backends._base import Generation
+from toolmask.backends import Generation
 from toolmask.errors import ToolmaskError
 from toolmask.integrations.vllm._core import EXTRA_ARGS_KEY
 from toolmask.integrations.vllm._vocab import vocabulary_from_tokenizer
-from toolmask.server._engine import (
+from toolmask.server import (
     Cancelled,
     Finished,
     Job,
@@ -44,8 +48,9 @@ from toolmask.server._engine import (
     TextStream,
     token_budget,
 )
+from toolmask.server.cli import ServedModel, model_name_for
 
-__all__ = ["VllmEngine", "VllmModel", "engine_args"]
+__all__ = ["VllmEngine", "VllmModel", "engine_args", "load_serve_engine"]
 
 log = logging.getLogger("toolmask.server")
 
@@ -152,7 +157,7 @@ def engine_args(
 class VllmEngine(JobCounters):
     """The server's queue on vLLM (see the module docstring). ``capacity`` =
     ``max_num_seqs`` decoding + ``queue_size`` waiting; a job beyond it is refused
-    (:class:`QueueFull`, the server's 429). Counters as :class:`~toolmask.server._engine.Engine`:
+    (:class:`QueueFull`, the server's 429). Counters as :class:`~toolmask.server.Engine`:
     ``served``, ``cancelled``, ``failed``, ``rejected``, ``busy``, ``waiting``."""
 
     needs_spec = True
@@ -211,7 +216,7 @@ class VllmEngine(JobCounters):
     def retry_after(self) -> float:
         """Seconds after which a refused client should try again: the average service time
         of a job (1 s before any finished) times the waiting jobs per decoding slot, halved as
-        in :meth:`Engine.retry_after <toolmask.server._engine.Engine.retry_after>`."""
+        in :meth:`Engine.retry_after <toolmask.server.Engine.retry_after>`."""
         per_job = self.service_s if self.service_s is not None else 1.0
         rounds = max(1, -(-self._inflight // self.max_num_seqs))
         return max(0.05, per_job * rounds / 2)
@@ -333,3 +338,30 @@ class VllmEngine(JobCounters):
         g.first_token_s = first
         g.sampled_tokens = len(tokens)
         return Finished(g, stream.text, "stop" if stream.stopped else reason, queued)
+
+
+def load_serve_engine(args: argparse.Namespace, extra: list[str]) -> ServedModel:
+    """``toolmask serve --engine vllm`` (the loader :data:`toolmask.server.cli.ENGINES` names):
+    the model, engine and served name. A GGUF (or no ``--model``: the embedded SmolLM2) is
+    converted once to a Hugging Face folder (:func:`toolmask.backends.transformers.export_hf`,
+    cached); ``extra`` goes to vLLM's engine parser unchanged (:func:`engine_args`)."""
+    if getattr(args, "reasoning_budget", None) is not None:
+        raise ToolmaskError("--reasoning-budget is not supported with --engine vllm")
+    path = Path(args.model) if args.model else None
+    if path is None or path.is_file():  # a GGUF: its HF folder, written once and cached
+        from toolmask.backends.transformers import export_hf
+
+        log.info("converting %s for vLLM (cached after the first time)", path or "SmolLM2")
+        name = args.model_name or (model_name_for(path) if path else "SmolLM2-135M-Instruct.Q4_1")
+        path = export_hf(path)
+    else:
+        name = args.model_name or path.name
+    if not (path / "config.json").is_file():
+        raise ToolmaskError(f"{path} is not a Hugging Face model folder (no config.json)")
+    log.info("loading %s with vLLM", path)
+    model = VllmModel(path, n_ctx=args.ctx_size)
+    eargs = engine_args(
+        path, max_model_len=args.ctx_size, max_num_seqs=args.max_num_seqs, extra=extra
+    )
+    model.n_ctx = int(eargs.max_model_len or args.ctx_size)
+    return ServedModel(model, VllmEngine(model, eargs, queue_size=args.queue_size), name)

@@ -11,8 +11,7 @@ from typing import Any
 
 from toolmask.errors import ToolmaskError
 from toolmask.tools import resolve_format
-from toolmask.vocab import Vocabulary
-from toolmask.vocab._vocab import EOS_NAMES
+from toolmask.vocab import EOS_NAMES, Vocabulary
 
 __all__ = ["model_format", "vocabulary_from_tokenizer"]
 

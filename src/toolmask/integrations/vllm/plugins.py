@@ -52,9 +52,7 @@ from vllm.tool_parsers import (  # type: ignore[import-not-found, unused-ignore]
 
 from toolmask.integrations.vllm._core import EXTRA_ARGS_KEY
 from toolmask.integrations.vllm._vocab import model_format
-from toolmask.tools import FORMATS, StreamDelta, StreamParser, WireFormat
-from toolmask.tools._parser import _Scanner, _State
-from toolmask.tools.formats._base import WireFormat as _BaseFormat
+from toolmask.tools import FORMATS, ReasoningSplitter, StreamDelta, StreamParser, WireFormat
 
 __all__ = [
     "PREFIX",
@@ -79,7 +77,7 @@ _WS = " \t\n\r"
 def _parsable(fmt: WireFormat) -> bool:
     """Whether a format's turn is prose then blocks of calls (what a vLLM tool parser reads);
     Harmony and Kimi K3 write channel messages (their own ``turn_grammar``)."""
-    return type(fmt).turn_grammar is _BaseFormat.turn_grammar
+    return type(fmt).turn_grammar is WireFormat.turn_grammar
 
 
 def _has_channel(fmt: WireFormat) -> bool:
@@ -278,54 +276,6 @@ class ToolmaskToolParser(ToolParser):  # type: ignore[misc, unused-ignore]
 # -- reasoning parser ------------------------------------------------------------------------------
 
 
-class _ChannelSplit:
-    """The reasoning channel at the start of a reply, split off as text arrives by toolmask's
-    own scanner (the code ``StreamParser`` runs first): ``feed`` returns the new reasoning text
-    and the new text after the channel (leading whitespace dropped after a closed channel,
-    as toolmask's parser drops it)."""
-
-    def __init__(self, fmt: WireFormat, reasoning_open: bool) -> None:
-        self._scanner = _Scanner(fmt, reasoning_open=reasoning_open)
-        self._st = _State()
-        self._has = bool(fmt.reasoning_end)
-        self.text = ""
-        self._sent_reasoning = 0
-        self._sent_body = 0
-
-    @property
-    def done(self) -> bool:
-        """The channel is decided: everything from here on is the body."""
-        return not self._has or self._st.phase == "body"
-
-    @property
-    def handed_over(self) -> bool:
-        """The body has begun: the channel is decided and, after a closed channel, a
-        non-whitespace character came (the whitespace before it is dropped here, since the
-        tool parser that reads on cannot know it follows a channel)."""
-        return self.done and (self._sent_body > 0 or not self._st.after_block)
-
-    def feed(self, chunk: str, *, final: bool = False) -> tuple[str, str]:
-        self.text += chunk
-        st = self._st
-        pending = None
-        if not self.done:
-            pending = self._scanner._reasoning(self.text, st, final=final)
-        parts = [it.text for it in st.items if it.kind == "reasoning"]
-        if pending is not None and pending.reasoning:
-            parts.append(pending.reasoning)
-        reasoning = "\n\n".join(parts)
-        new_reasoning = reasoning[self._sent_reasoning :]
-        self._sent_reasoning = max(self._sent_reasoning, len(reasoning))
-        body = ""
-        if self.done:
-            body = self.text[st.pos :]
-            if st.after_block:
-                body = body.lstrip(_WS)
-        new_body = body[self._sent_body :]
-        self._sent_body = max(self._sent_body, len(body))
-        return new_reasoning, new_body
-
-
 class ToolmaskReasoningParser(ReasoningParser):  # type: ignore[misc, unused-ignore]
     """vLLM reasoning parser for a format's leading reasoning channel, split as toolmask's
     parser splits it (``toolmask serve``'s ``reasoning_content``). ``fmt_name``: the format;
@@ -352,7 +302,7 @@ class ToolmaskReasoningParser(ReasoningParser):  # type: ignore[misc, unused-ign
         self._channel = _has_channel(self.format)
         kw = kwargs.get("chat_template_kwargs")
         self._template_kwargs: dict[str, Any] = dict(kw) if isinstance(kw, Mapping) else {}
-        self._split: _ChannelSplit | None = None
+        self._split: ReasoningSplitter | None = None
         self._prompt_open: bool | None = None
         self._body = ""  # text after the channel, held for finish_streaming
 
@@ -391,13 +341,13 @@ class ToolmaskReasoningParser(ReasoningParser):  # type: ignore[misc, unused-ign
             return ""
         return out if isinstance(out, str) else ""
 
-    def _splitter(self) -> _ChannelSplit:
+    def _splitter(self) -> ReasoningSplitter:
         if self._split is None:
             opens = self._prompt_open
             if opens is None:
                 opens = self.format.prompt_opens_reasoning(self._generation_prompt)
-            self._split = _ChannelSplit(self.format if self._channel else _body_format(
-                self.format), opens and self._channel)  # fmt: skip
+            fmt = self.format if self._channel else _body_format(self.format)
+            self._split = ReasoningSplitter(fmt, reasoning_open=opens and self._channel)
         return self._split
 
     # -- token ids (vLLM's prompt check and structured-output gate) ---------------------------

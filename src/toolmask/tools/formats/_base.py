@@ -13,19 +13,18 @@ read only these fields, so adding a format is one module with one class.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from toolmask.errors import ToolError
-from toolmask.grammar._ir import Node, Special, lit, opt, seq
-from toolmask.schema._json_text import json_ws
+from toolmask.grammar import Node, lit, opt, seq
+from toolmask.schema import json_ws
+from toolmask.tools.formats._gen import Kit, marker_node
 
 if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
     from toolmask.tools.formats._blocks import Block
-    from toolmask.tools.formats._gen import Kit
 
 __all__ = ["FORMATS", "WireFormat", "get_format", "register_format"]
 
@@ -339,29 +338,6 @@ class WireFormat:
 
     def __repr__(self) -> str:
         return f"<wire format {self.name!r}>"
-
-
-@functools.lru_cache(maxsize=1024)
-def marker_node(text: str, special_tokens: frozenset[str]) -> Node:
-    """``text`` as the tokenizer reads it: each special token of the vocabulary inside it (the
-    longest first, left to right) as a :class:`Special` node, the rest as bytes; Gemma 4's
-    ``<|channel>thought`` is the token ``<|channel>`` then the text ``thought``. Cached."""
-    if not text or text in special_tokens:
-        return Special(text) if text else lit(text)
-    inside = sorted((t for t in special_tokens if t and t in text), key=len, reverse=True)
-    if not inside:
-        return lit(text)
-    parts: list[Node] = []
-    i = j = 0
-    while j < len(text):
-        hit = next((t for t in inside if text.startswith(t, j)), None)
-        if hit is None:
-            j += 1
-            continue
-        parts += [lit(text[i:j]), Special(hit)]
-        i = j = j + len(hit)
-    parts.append(lit(text[i:]))
-    return seq(*parts)
 
 
 def _spacing(text: str, max_ws: int) -> Node:

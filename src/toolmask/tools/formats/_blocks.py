@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmask.tools._spec import json_type
+
 __all__ = [
     "Block",
     "Call",
@@ -190,22 +192,8 @@ def schema_types(schema: Any) -> set[str]:
     if "const" in schema:
         values.append(schema["const"])
     if values and not out:
-        out |= {_json_type(v) for v in values}
+        out |= {json_type(v) for v in values}
     return out
-
-
-def _json_type(v: object) -> str:
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if v is None:
-        return "null"
-    if isinstance(v, list):
-        return "array"
-    return "object" if isinstance(v, dict) else "string"
 
 
 def coerce_value(raw: str, schema: Any) -> Any:
@@ -219,8 +207,8 @@ def coerce_value(raw: str, schema: Any) -> Any:
     if err is None:
         if (
             not types
-            or _json_type(value) in types
-            or (_json_type(value) == "integer" and "number" in types)
+            or json_type(value) in types
+            or (json_type(value) == "integer" and "number" in types)
         ):
             return value
         if "string" in types:

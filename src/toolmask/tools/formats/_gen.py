@@ -12,6 +12,7 @@ Every rule the kit makes is collected in :attr:`Kit.rules`; rule names are uniqu
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,30 +21,30 @@ from typing import Any
 from toolmask._compile import active_compiler
 from toolmask._pointer import json_pointer
 from toolmask.errors import LimitError, SchemaError
-from toolmask.grammar._charset import CharSet
-from toolmask.grammar._fsm import Dfa, dfa_to_rules
-from toolmask.grammar._ir import (
+from toolmask.grammar import (
     EMPTY,
     NOTHING,
     ByteClass,
     Bytes,
+    CharSet,
     Choice,
+    Dfa,
     Grammar,
     Node,
     Repeat,
     Rule,
     RuleRef,
     Seq,
+    Special,
     choice,
+    dfa_to_rules,
     lit,
     opt,
     repeat,
     seq,
 )
-from toolmask.schema import compile_json_schema
-from toolmask.schema._json_text import json_ws
+from toolmask.schema import compile_json_schema, json_ws
 from toolmask.tools._rename import prefix_rules
-from toolmask.tools.formats._base import marker_node
 from toolmask.tools.formats._blocks import schema_types
 
 __all__ = [
@@ -51,12 +52,36 @@ __all__ = [
     "Kit",
     "arguments_grammar",
     "indent_newlines",
+    "marker_node",
     "schema_types",
     "with_defs",
 ]
 
 #: parameter lists longer than this keep the schema's order (any order costs 2**n rules)
 MAX_ANY_ORDER_PARAMS = 8
+
+
+@functools.lru_cache(maxsize=1024)
+def marker_node(text: str, special_tokens: frozenset[str]) -> Node:
+    """``text`` as the tokenizer reads it: each special token of the vocabulary inside it (the
+    longest first, left to right) as a :class:`Special` node, the rest as bytes; Gemma 4's
+    ``<|channel>thought`` is the token ``<|channel>`` then the text ``thought``. Cached."""
+    if not text or text in special_tokens:
+        return Special(text) if text else lit(text)
+    inside = sorted((t for t in special_tokens if t and t in text), key=len, reverse=True)
+    if not inside:
+        return lit(text)
+    parts: list[Node] = []
+    i = j = 0
+    while j < len(text):
+        hit = next((t for t in inside if text.startswith(t, j)), None)
+        if hit is None:
+            j += 1
+            continue
+        parts += [lit(text[i:j]), Special(hit)]
+        i = j = j + len(hit)
+    parts.append(lit(text[i:]))
+    return seq(*parts)
 
 
 def arguments_grammar(schema: Any, options: Mapping[str, Any]) -> Grammar:
@@ -160,7 +185,7 @@ class Kit:
         alts: list[Node] = []
         extra: dict[str, Any] = {}
         if notation != "json":
-            from toolmask.schema._notation import GEMMA_QUOTE
+            from toolmask.schema import GEMMA_QUOTE
 
             special = sorted({GEMMA_QUOTE} & self.special_tokens)
             extra = {"notation": notation, "special_tokens": special}

@@ -33,7 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from toolmask.grammar._ir import EMPTY, Node, byte_class, choice, lit, opt, repeat, seq, star
+from toolmask.grammar import EMPTY, Node, byte_class, choice, lit, opt, repeat, seq, star
 from toolmask.tools.formats._base import WireFormat, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolmask._pointer import json_pointer
-from toolmask.grammar._ir import EMPTY, Node, choice, lit, opt, seq
+from toolmask.grammar import EMPTY, Node, choice, lit, opt, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from toolmask.grammar._ir import Node, lit, seq
+from toolmask.grammar import Node, lit, seq
 from toolmask.tools.formats._base import register_format
 from toolmask.tools.formats._blocks import Block, bad_block
 from toolmask.tools.formats._jsoncalls import JsonCalls, read_marked_calls

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolmask.grammar._ir import EMPTY, Node, choice, lit, opt, repeat, seq, star
+from toolmask.grammar import EMPTY, Node, choice, lit, opt, repeat, seq, star
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from toolmask.grammar._ir import Node, choice, lit, opt, seq
+from toolmask.grammar import Node, choice, lit, opt, seq
 from toolmask.tools.formats._base import register_format
 from toolmask.tools.formats._jsoncalls import JsonCalls, json_object
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolmask.errors import LimitError, SchemaError
-from toolmask.grammar._ir import EMPTY, Node, byte_range, choice, lit, opt, repeat, seq, star
+from toolmask.grammar import EMPTY, Node, byte_range, choice, lit, opt, repeat, seq, star
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,

@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from toolmask.grammar._ir import Node, choice
+from toolmask.grammar import Node, choice
 from toolmask.tools.formats._base import WireFormat, register_format
 
 if TYPE_CHECKING:

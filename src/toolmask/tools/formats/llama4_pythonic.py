@@ -20,9 +20,7 @@ import keyword
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from toolmask.grammar._charset import CharSet
-from toolmask.grammar._fsm import Dfa, dfa_to_rules
-from toolmask.grammar._ir import Node, RuleRef, choice, lit, seq
+from toolmask.grammar import CharSet, Dfa, Node, RuleRef, choice, dfa_to_rules, lit, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
 from toolmask.tools.formats._blocks import (
     Block,

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from toolmask.grammar._ir import Node, byte_range, choice, lit, opt, repeat, seq
+from toolmask.grammar import Node, byte_range, choice, lit, opt, repeat, seq
 from toolmask.tools.formats._base import WireFormat, register_format
 
 if TYPE_CHECKING:

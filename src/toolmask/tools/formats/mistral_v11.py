@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from toolmask.grammar._ir import Node, lit, opt, seq
+from toolmask.grammar import Node, lit, opt, seq
 from toolmask.tools.formats._base import WireFormat, register_format
 from toolmask.tools.formats._blocks import Block, done, json_object_end, loads, skip_ws
 

@@ -10,7 +10,7 @@ vLLM's xLAM parser reads.
 
 from __future__ import annotations
 
-from toolmask.grammar._ir import Node, lit, opt, seq
+from toolmask.grammar import Node, lit, opt, seq
 from toolmask.tools.formats._base import register_format
 from toolmask.tools.formats._jsoncalls import JsonCalls
 
