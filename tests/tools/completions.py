@@ -53,6 +53,10 @@ def prose_text(fmt: WireFormat, prose: str, *, before_calls: bool) -> str:
     preamble before calls) or Kimi K3's response section."""
     if fmt.name == "kimi_k3":
         return f"<|open|>response<|sep|>{prose}<|close|>response<|sep|>"
+    if fmt.name == "muse_glimmer":  # an answer, or a preamble addressed to the user
+        if before_calls:
+            return f" to=user<|message|>{prose}<|eom|><|start|>assistant"
+        return f" to=user<|message|>{prose}"
     if not custom_turn(fmt):
         return prose
     if before_calls:
@@ -66,6 +70,8 @@ def reasoning_text(fmt: WireFormat, thought: str, *, opened: bool = False) -> st
     if fmt.name == "kimi_k3":
         start = "" if opened else fmt.reasoning_start
         return f"{start}{thought}{fmt.reasoning_end}"
+    if fmt.name == "muse_glimmer":
+        return f" to=self<|message|>{thought}<|eom|><|start|>assistant"
     if custom_turn(fmt):
         return f"<|channel|>analysis<|message|>{thought}<|end|><|start|>assistant"
     start = "" if opened else fmt.reasoning_start
@@ -89,7 +95,9 @@ def render(
         text += prose_text(fmt, prose, before_calls=bool(calls))
     if calls:
         body = fmt.render_calls(calls)
-        if not body.startswith(fmt.open):  # a format that renders its calls bare (Llama 4)
+        if fmt.name == "muse_glimmer":  # the reply starts inside the first header
+            pass
+        elif not body.startswith(fmt.open):  # a format that renders its calls bare (Llama 4)
             body = body if bare else fmt.open + body + fmt.close
         elif bare:
             body = body[len(fmt.open) :]

@@ -141,12 +141,17 @@ class Kit:
         return choice(*alts)
 
     def text_without(
-        self, stops: Sequence[str | tuple[str, str]], *, nonempty: bool = False
+        self,
+        stops: Sequence[str | tuple[str, str]],
+        *,
+        nonempty: bool = False,
+        edges: str = "",
     ) -> Node:
         """Any UTF-8 text that contains none of ``stops`` (a DFA lowered to rules; shared by
         every use of the same stops); a stop ``(a, b)`` is ``a``, any JSON whitespace, then
-        ``b``. O(sum of the stops' lengths) states."""
-        key = (*stops, "+" if nonempty else "*")
+        ``b``. ``edges``: characters the text may neither start nor end with (a reader that
+        strips a newline around a value: Seed-OSS). O(sum of the stops' lengths) states."""
+        key = (*stops, "+" if nonempty else "*", ("edges", edges))
         hit = self._texts.get(key)
         if hit is not None:
             return hit
@@ -158,6 +163,10 @@ class Kit:
             if not isinstance(s, str):
                 stop = stop.concat(Dfa.literal(s[1]))
             dfa = dfa.intersect(anything.concat(stop).concat(anything).complement())
+        if edges:
+            edge = Dfa.char(CharSet.of(ord(c) for c in edges))
+            dfa = dfa.intersect(edge.concat(anything).complement())
+            dfa = dfa.intersect(anything.concat(edge).complement())
         name = f"text{len(self._texts)}"
         entry, rules = dfa_to_rules(dfa, name, encoding="raw")
         for r in rules:
