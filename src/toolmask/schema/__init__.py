@@ -34,7 +34,7 @@ def compile_json_schema(
     strict_formats: bool = False,
     resources: Mapping[str, Any] | None = None,
     max_indent_depth: int = 32,
-    notation: Literal["json", "python", "gemma"] = "json",
+    notation: Literal["json", "python", "gemma", "functiongemma"] = "json",
     special_tokens: Iterable[str] = (),
     limits: Limits = DEFAULT_LIMITS,
 ) -> Grammar:
@@ -64,10 +64,12 @@ def compile_json_schema(
       Formats toolmask knows (``toolmask.schema._formats.FORMATS``) are always enforced exactly.
     * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
     * ``notation``: how values are spelled: ``"json"``, ``"python"`` (Python literals, for
-      tool calls written as Python code) or ``"gemma"`` (Gemma 4's object notation); see
+      tool calls written as Python code), ``"gemma"`` (Gemma 4's object notation) or
+      ``"functiongemma"`` (the same with ``<escape>`` quotes); see
       :mod:`toolmask.schema._notation`. The post-decode checks read JSON text only.
     * ``special_tokens``: special-token texts of the vocabulary; a notation's marker among them
-      (Gemma's ``<|"|>``) is a :class:`~toolmask.grammar.Special` node, else its bytes.
+      (Gemma's ``<|"|>``, FunctionGemma's ``<escape>``) is a
+      :class:`~toolmask.grammar.Special` node, else its bytes.
 
     Raises :class:`SchemaError` (with a JSON pointer and keyword) for schemas it cannot compile
     and :class:`LimitError` when a resource cap of ``limits`` is hit.
@@ -81,7 +83,7 @@ def compile_json_schema(
             f"whitespace must be compact, spaced, flexible or indent, not {whitespace!r}"
         )
     if notation not in NOTATIONS:
-        raise ValueError(f"notation must be json, python or gemma, not {notation!r}")
+        raise ValueError(f"notation must be json, python, gemma or functiongemma, not {notation!r}")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be schema or any, not {property_order!r}")
     for uri, doc in (("", schema), *(resources or {}).items()):

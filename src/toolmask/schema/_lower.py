@@ -335,8 +335,9 @@ class Lowerer:
         if got is not None:
             return got
         if self.notation.name == "gemma":
-            q = gemma_quote(self.special_tokens)
-            node = seq(q, self.dfa_node(gemma_string_dfa(dfa), "raw"), q)
+            quote = self.notation.quote
+            q = gemma_quote(self.special_tokens, quote)
+            node = seq(q, self.dfa_node(gemma_string_dfa(dfa, quote), "raw"), q)
         else:  # python: either quote
             d = Dfa.any_string() if dfa is None else dfa
             node = choice(

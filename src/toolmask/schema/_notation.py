@@ -11,9 +11,11 @@ spelled. :func:`~toolmask.schema.compile_json_schema` takes one by name:
   :func:`ast.literal_eval` reads back as the value;
 * ``gemma``: Gemma 4's object notation: strings between ``<|"|>`` markers with raw content (it
   cannot hold the marker), keys bare (``{city:<|"|>Paris<|"|>,days:3}``), ``:`` after a key in
-  every layout but ``flexible``; ``true`` / ``false`` / ``null`` and numbers as in JSON.
+  every layout but ``flexible``; ``true`` / ``false`` / ``null`` and numbers as in JSON;
+* ``functiongemma``: the same notation with ``<escape>`` as the string marker (FunctionGemma).
 
-A notation's markers that are special tokens of the vocabulary (Gemma's ``<|"|>``) become
+A notation's markers that are special tokens of the vocabulary (Gemma's ``<|"|>``, FunctionGemma's
+``<escape>``) become
 :class:`~toolmask.grammar.Special` nodes when named in ``special_tokens``.
 """
 
@@ -28,6 +30,7 @@ from toolmask.grammar._fsm import Dfa
 from toolmask.grammar._ir import NOTHING, Node, Special, byte_class, choice, lit, seq
 
 __all__ = [
+    "FUNCTIONGEMMA_QUOTE",
     "GEMMA_QUOTE",
     "NOTATIONS",
     "Notation",
@@ -40,6 +43,8 @@ NotationName = Literal["json", "python", "gemma"]
 
 #: Gemma 4's string delimiter (a special token in Gemma 4 vocabularies)
 GEMMA_QUOTE = '<|"|>'
+#: FunctionGemma's string delimiter (a special token of its vocabulary)
+FUNCTIONGEMMA_QUOTE = "<escape>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +56,15 @@ class Notation:
     null: str
     true: str
     false: str
+    #: the string delimiter of the ``gemma`` notations
+    quote: str = ""
 
 
 NOTATIONS: dict[str, Notation] = {
     "json": Notation("json", "null", "true", "false"),
     "python": Notation("python", "None", "True", "False"),
-    "gemma": Notation("gemma", "null", "true", "false"),
+    "gemma": Notation("gemma", "null", "true", "false", GEMMA_QUOTE),
+    "functiongemma": Notation("gemma", "null", "true", "false", FUNCTIONGEMMA_QUOTE),
 }
 
 # -- python ------------------------------------------------------------------------------------
@@ -105,16 +113,16 @@ def python_string_char(quote: str) -> functools.partial[Node]:
 # -- gemma -------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
-def _no_quote() -> Dfa:
+@functools.lru_cache(maxsize=4)
+def _no_quote(quote: str) -> Dfa:
     anything = Dfa.any_string()
-    return anything.concat(Dfa.literal(GEMMA_QUOTE)).concat(anything).complement()
+    return anything.concat(Dfa.literal(quote)).concat(anything).complement()
 
 
-def gemma_string_dfa(content: Dfa | None) -> Dfa:
+def gemma_string_dfa(content: Dfa | None, quote: str = GEMMA_QUOTE) -> Dfa:
     """The raw contents of a Gemma string: ``content`` (any text when None) that does not hold
-    the ``<|"|>`` delimiter."""
-    return _no_quote() if content is None else content.intersect(_no_quote())
+    the ``quote`` delimiter (``<|"|>``; FunctionGemma's ``<escape>``)."""
+    return _no_quote(quote) if content is None else content.intersect(_no_quote(quote))
 
 
 #: characters a bare Gemma key cannot hold: the reader ends or refuses a key at them
@@ -137,5 +145,5 @@ def gemma_key_dfa(keys: Dfa | None) -> Dfa:
     return _bare_key() if keys is None else keys.intersect(_bare_key())
 
 
-def gemma_quote(special_tokens: frozenset[str]) -> Node:
-    return Special(GEMMA_QUOTE) if GEMMA_QUOTE in special_tokens else lit(GEMMA_QUOTE)
+def gemma_quote(special_tokens: frozenset[str], quote: str = GEMMA_QUOTE) -> Node:
+    return Special(quote) if quote in special_tokens else lit(quote)

@@ -8,7 +8,7 @@ name[ARGS]``), ``magistral`` (v11 calls after ``<think>`` text), ``gemma4``, ``p
 (Phi-4-mini) and ``functools`` (prompt-injected); XML-tag, key/value and Python-call families:
 ``seed_oss`` (Seed-OSS), ``minimax_m2``, ``minicpm5``, ``muse_glimmer`` (ATEM), ``hy3`` (Hunyuan
 Hy3), ``ling`` (Ling 3.0), ``spark`` (Spark 2.5), ``lfm2`` (LFM2 / LFM2.5), ``llama3_pythonic``
-(Llama 3.2 pythonic, ToolACE) and ``gemma3_pythonic``.
+(Llama 3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``.
 
 ``auto`` is not a format but a request: :func:`resolve_format` / :func:`detect_format` read the
 format from a model's chat template and special tokens (see :mod:`._detect`).
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from toolmask.tools.formats import (
     deepseek,
+    functiongemma,
     functools,
     gemma4,
     glm,
@@ -50,6 +51,7 @@ __all__ = [
     "WireFormat",
     "deepseek",
     "detect_format",
+    "functiongemma",
     "functools",
     "gemma4",
     "get_format",

@@ -115,16 +115,17 @@ class Kit:
     # -- values -----------------------------------------------------------------------------------
     def json(self, schema: Any, prefix: str, notation: str = "json", *, at: str = "") -> Node:
         """The JSON grammar of ``schema`` in every admitted layout (rules ``prefix...``);
-        ``notation`` ``"python"`` / ``"gemma"`` spells the values otherwise (see
-        :mod:`toolmask.schema._notation`), its markers special where the vocabulary says.
+        ``notation`` ``"python"`` / ``"gemma"`` / ``"functiongemma"`` spells the values
+        otherwise (see :mod:`toolmask.schema._notation`), its markers special where the
+        vocabulary says.
         ``at``: the JSON pointer of ``schema`` in the tool's parameters when it is a part of
         them (one parameter), so that a SchemaError or LimitError points into the parameters."""
         alts: list[Node] = []
         extra: dict[str, Any] = {}
         if notation != "json":
-            from toolmask.schema._notation import GEMMA_QUOTE
+            from toolmask.schema._notation import NOTATIONS
 
-            special = sorted({GEMMA_QUOTE} & self.special_tokens)
+            special = sorted({NOTATIONS[notation].quote} & self.special_tokens)
             extra = {"notation": notation, "special_tokens": special}
         for j, layout in enumerate(self.layouts):
             options = {**self.options, **extra, "whitespace": layout}

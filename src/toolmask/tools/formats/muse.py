@@ -120,10 +120,11 @@ class MuseGlimmer(InvokeXml):
             return got
         calls, end = got
         t = skip_ws(text, end)
-        if text.startswith(EOM, t) or text.startswith(EOT, t):
+        rest = text[t : t + len(EOM)]
+        if rest in (EOM, EOT):
             end = t + len(EOM)
-        elif not final and t >= n:
-            return Block("pending")
+        elif not final and (EOM.startswith(rest) or EOT.startswith(rest)):
+            return Block("pending")  # the end marker may still come
         if any(c.name != to for c in calls):
             return Block("bad", end, reason=f"the header names {to!r}, the call another tool")
         return Block("ok", end, calls)
