@@ -72,9 +72,10 @@ def check_rendered(template: str, case: str) -> None:
     f = FORMATS[fmt]
     special = frozenset(m for m in (f.open, f.close, f.reasoning_start, f.reasoning_end) if m)
     assert takes(turn_for(fmt, "auto", tail, special_tokens=special), text, special)
-    result, args = streamed(auto, text)
-    assert result == parsed
-    assert [json.loads(args[i]) for i in sorted(args)] == [a for _, a in want]
+    for size in (1, 3, 7):
+        result, args = streamed(auto, text, size)
+        assert result == parsed, size
+        assert [json.loads(args[i]) for i in sorted(args)] == [a for _, a in want]
     # refusals: an unknown tool, an argument the schema rejects, a second call when parallel
     # calls are off, any call under none
     name = want[0][0]
@@ -117,3 +118,16 @@ def check_truncated(template: str) -> None:
     bad = parsed.malformed[0].text
     assert cut.endswith(bad) and parsed.content.endswith(bad)
     assert streamed(turn, cut)[0] == parsed
+
+
+def check_prefixes(template: str, case: str) -> None:
+    """Every prefix of a render (a reply cut anywhere) parses without raising, keeps every byte
+    of the prefix somewhere in the result, and streams to the batch result."""
+    tail, text = RENDERED[template, case]
+    turn = turn_for(FORMAT_OF[template], "auto", tail)
+    for n in range(len(text) + 1):
+        cut = text[:n]
+        parsed = turn.parse(cut)
+        if not parsed.calls:  # nothing read as a call: the text stays (reasoning aside)
+            assert parsed.content.strip() in cut
+        assert streamed(turn, cut, 5)[0] == parsed, n

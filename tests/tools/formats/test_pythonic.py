@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from .checks import check_rendered, check_truncated, streamed, takes, turn_for
+from .checks import check_prefixes, check_rendered, check_truncated, streamed, takes, turn_for
 from .rendered import CALLS, FORMAT_OF, cases_for
 
 
 @pytest.mark.parametrize("key", cases_for("lfm2"), ids="-".join)
 def test_lfm2_rendered(key: tuple[str, str]) -> None:
     check_rendered(*key)
+
+
+@pytest.mark.parametrize("key", cases_for("lfm2"), ids="-".join)
+def test_lfm2_every_prefix(key: tuple[str, str]) -> None:
+    check_prefixes(*key)
 
 
 @pytest.mark.parametrize("template", sorted(t for t, f in FORMAT_OF.items() if f == "lfm2"))

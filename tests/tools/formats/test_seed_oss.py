@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from .checks import check_rendered, check_truncated, takes, turn_for
+from .checks import check_prefixes, check_rendered, check_truncated, takes, turn_for
 from .rendered import FORMAT_OF, cases_for
 
 
 @pytest.mark.parametrize("key", cases_for("seed_oss"), ids="-".join)
 def test_seed_oss_rendered(key: tuple[str, str]) -> None:
     check_rendered(*key)
+
+
+@pytest.mark.parametrize("key", cases_for("seed_oss"), ids="-".join)
+def test_seed_oss_every_prefix(key: tuple[str, str]) -> None:
+    check_prefixes(*key)
 
 
 @pytest.mark.parametrize("template", sorted(t for t, f in FORMAT_OF.items() if f == "seed_oss"))

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from .checks import check_rendered, check_truncated, takes, turn_for
+from .checks import check_prefixes, check_rendered, check_truncated, takes, turn_for
 from .rendered import FORMAT_OF, cases_for
 
 
 @pytest.mark.parametrize("key", cases_for("minimax_m2"), ids="-".join)
 def test_minimax_m2_rendered(key: tuple[str, str]) -> None:
     check_rendered(*key)
+
+
+@pytest.mark.parametrize("key", cases_for("minimax_m2"), ids="-".join)
+def test_minimax_m2_every_prefix(key: tuple[str, str]) -> None:
+    check_prefixes(*key)
 
 
 @pytest.mark.parametrize("template", sorted(t for t, f in FORMAT_OF.items() if f == "minimax_m2"))
@@ -21,6 +26,11 @@ def test_minimax_m2_truncated(template: str) -> None:
 @pytest.mark.parametrize("key", cases_for("minicpm5"), ids="-".join)
 def test_minicpm5_rendered(key: tuple[str, str]) -> None:
     check_rendered(*key)
+
+
+@pytest.mark.parametrize("key", cases_for("minicpm5"), ids="-".join)
+def test_minicpm5_every_prefix(key: tuple[str, str]) -> None:
+    check_prefixes(*key)
 
 
 @pytest.mark.parametrize("template", sorted(t for t, f in FORMAT_OF.items() if f == "minicpm5"))
