@@ -53,6 +53,8 @@ def prose_text(fmt: WireFormat, prose: str, *, before_calls: bool) -> str:
     preamble before calls) or Kimi K3's response section."""
     if fmt.name == "kimi_k3":
         return f"<|open|>response<|sep|>{prose}<|close|>response<|sep|>"
+    if fmt.name == "minimax_m3":  # its own turn grammar, plain prose
+        return prose
     if fmt.name == "muse_glimmer":  # an answer, or a preamble addressed to the user
         if before_calls:
             return f" to=user<|message|>{prose}<|eom|><|start|>assistant"
@@ -72,6 +74,9 @@ def reasoning_text(fmt: WireFormat, thought: str, *, opened: bool = False) -> st
         return f"{start}{thought}{fmt.reasoning_end}"
     if fmt.name == "muse_glimmer":
         return f" to=self<|message|>{thought}<|eom|><|start|>assistant"
+    if fmt.name == "minimax_m3":
+        start = "" if opened else fmt.reasoning_start
+        return f"{start}{thought}{fmt.reasoning_end}"
     if custom_turn(fmt):
         return f"<|channel|>analysis<|message|>{thought}<|end|><|start|>assistant"
     start = "" if opened else fmt.reasoning_start

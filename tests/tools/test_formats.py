@@ -29,8 +29,8 @@ def test_registry() -> None:
         "deepseek_dsml", "deepseek_v3", "deepseek_v31", "deepseek_v4", "deepseek_v41",
         "functiongemma", "functools", "gemma3_pythonic", "gemma4", "glm", "gpt_oss", "hermes",
         "hy3", "kimi_k2", "kimi_k3", "lfm2", "ling", "llama3_json", "llama3_pythonic",
-        "llama4_pythonic", "magistral", "minicpm5", "minimax_m2", "mistral", "mistral_v11",
-        "muse_glimmer", "phi4_mini", "qwen3", "qwen3_xml", "seed_oss", "spark",
+        "llama4_pythonic", "magistral", "minicpm5", "minimax_m2", "minimax_m3", "mistral",
+        "mistral_v11", "muse_glimmer", "phi4_mini", "qwen3", "qwen3_xml", "seed_oss", "spark",
     ]  # fmt: skip
     assert sorted(FORMATS) == GRAMMAR_FORMATS  # every format has a generation grammar
     assert get_format("hermes") is FORMATS["hermes"]

@@ -34,7 +34,7 @@ def compile_json_schema(
     strict_formats: bool = False,
     resources: Mapping[str, Any] | None = None,
     max_indent_depth: int = 32,
-    notation: Literal["json", "python", "gemma", "functiongemma"] = "json",
+    notation: Literal["json", "python", "gemma", "functiongemma", "minimax_xml"] = "json",
     special_tokens: Iterable[str] = (),
     limits: Limits = DEFAULT_LIMITS,
 ) -> Grammar:
@@ -64,8 +64,9 @@ def compile_json_schema(
       Formats toolmask knows (``toolmask.schema._formats.FORMATS``) are always enforced exactly.
     * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
     * ``notation``: how values are spelled: ``"json"``, ``"python"`` (Python literals, for
-      tool calls written as Python code), ``"gemma"`` (Gemma 4's object notation) or
-      ``"functiongemma"`` (the same with ``<escape>`` quotes); see
+      tool calls written as Python code), ``"gemma"`` (Gemma 4's object notation),
+      ``"functiongemma"`` (the same with ``<escape>`` quotes) or ``"minimax_xml"`` (strings
+      as bare element text); see
       :mod:`toolmask.schema._notation`. The post-decode checks read JSON text only.
     * ``special_tokens``: special-token texts of the vocabulary; a notation's marker among them
       (Gemma's ``<|"|>``, FunctionGemma's ``<escape>``) is a

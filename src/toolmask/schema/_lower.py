@@ -336,8 +336,10 @@ class Lowerer:
             return got
         if self.notation.name == "gemma":
             quote = self.notation.quote
-            q = gemma_quote(self.special_tokens, quote)
-            node = seq(q, self.dfa_node(gemma_string_dfa(dfa, quote), "raw"), q)
+            node = self.dfa_node(gemma_string_dfa(dfa, quote), "raw")
+            if self.notation.delimited:
+                q = gemma_quote(self.special_tokens, quote)
+                node = seq(q, node, q)
         else:  # python: either quote
             d = Dfa.any_string() if dfa is None else dfa
             node = choice(

@@ -12,7 +12,9 @@ spelled. :func:`~toolmask.schema.compile_json_schema` takes one by name:
 * ``gemma``: Gemma 4's object notation: strings between ``<|"|>`` markers with raw content (it
   cannot hold the marker), keys bare (``{city:<|"|>Paris<|"|>,days:3}``), ``:`` after a key in
   every layout but ``flexible``; ``true`` / ``false`` / ``null`` and numbers as in JSON;
-* ``functiongemma``: the same notation with ``<escape>`` as the string marker (FunctionGemma).
+* ``functiongemma``: the same notation with ``<escape>`` as the string marker (FunctionGemma);
+* ``minimax_xml``: a string is its raw text without delimiters, holding no ``]<]minimax[>[``
+  (the text of a MiniMax-M3 XML element; the format writes the other types itself).
 
 A notation's markers that are special tokens of the vocabulary (Gemma's ``<|"|>``, FunctionGemma's
 ``<escape>``) become
@@ -32,6 +34,7 @@ from toolmask.grammar._ir import NOTHING, Node, Special, byte_class, choice, lit
 __all__ = [
     "FUNCTIONGEMMA_QUOTE",
     "GEMMA_QUOTE",
+    "MINIMAX_NS",
     "NOTATIONS",
     "Notation",
     "gemma_key_dfa",
@@ -45,6 +48,8 @@ NotationName = Literal["json", "python", "gemma"]
 GEMMA_QUOTE = '<|"|>'
 #: FunctionGemma's string delimiter (a special token of its vocabulary)
 FUNCTIONGEMMA_QUOTE = "<escape>"
+#: the marker before every MiniMax-M3 tag: element text cannot hold it
+MINIMAX_NS = "]<]minimax[>["
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +61,10 @@ class Notation:
     null: str
     true: str
     false: str
-    #: the string delimiter of the ``gemma`` notations
+    #: the string delimiter of the ``gemma`` notations (text a string cannot hold)
     quote: str = ""
+    #: strings are written between two ``quote`` s; else bare (their text only)
+    delimited: bool = True
 
 
 NOTATIONS: dict[str, Notation] = {
@@ -65,6 +72,7 @@ NOTATIONS: dict[str, Notation] = {
     "python": Notation("python", "None", "True", "False"),
     "gemma": Notation("gemma", "null", "true", "false", GEMMA_QUOTE),
     "functiongemma": Notation("gemma", "null", "true", "false", FUNCTIONGEMMA_QUOTE),
+    "minimax_xml": Notation("gemma", "null", "true", "false", MINIMAX_NS, delimited=False),
 }
 
 # -- python ------------------------------------------------------------------------------------

@@ -76,6 +76,7 @@ FORMAT_OF: dict[str, str] = {
     "llama.cpp/inclusionai-ling-3.0-flash.jinja": "ling",
     "llama.cpp/Spark2.5.jinja": "spark",
     "llama.cpp/LFM2.5-8B-A1B.jinja": "lfm2",
+    "llama.cpp/MiniMax-M3.jinja": "minimax_m3",
 }
 
 RENDERED: dict[tuple[str, str], tuple[str, str]] = {
@@ -546,6 +547,57 @@ RENDERED: dict[tuple[str, str], tuple[str, str]] = {
     ("llama.cpp/LFM2.5-8B-A1B.jinja", "prose"): (
         "end|>\n<|im_start|>user\nUSER<|im_end|>\n<|im_start|>assistant\n",
         ("Let me check.<|tool_call_start|>[get_weather(city='Paris', days=3)]<|tool_call_end|>"),
+    ),
+    ("llama.cpp/MiniMax-M3.jinja", "one"): (
+        "oke>\n]<]minimax[>[</tool_call>[e~[\n]~b]user\nUSER[e~[\n]~b]ai\n",
+        (
+            "</mm:think>]<]minimax[>[<tool_call>\n"
+            ']<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]min'
+            "imax[>[</city>]<]minimax[>[<days>3]<]minimax[>[</days>]<]minimax[>[</invoke>\n"
+            "]<]minimax[>[</tool_call>"
+        ),
+    ),
+    ("llama.cpp/MiniMax-M3.jinja", "two"): (
+        "oke>\n]<]minimax[>[</tool_call>[e~[\n]~b]user\nUSER[e~[\n]~b]ai\n",
+        (
+            "</mm:think>]<]minimax[>[<tool_call>\n"
+            ']<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]min'
+            "imax[>[</city>]<]minimax[>[<days>3]<]minimax[>[</days>]<]minimax[>[</invoke>\n"
+            ']<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Rome]<]mini'
+            "max[>[</city>]<]minimax[>[</invoke>\n"
+            "]<]minimax[>[</tool_call>"
+        ),
+    ),
+    ("llama.cpp/MiniMax-M3.jinja", "types"): (
+        "oke>\n]<]minimax[>[</tool_call>[e~[\n]~b]user\nUSER[e~[\n]~b]ai\n",
+        (
+            "</mm:think>]<]minimax[>[<tool_call>\n"
+            ']<]minimax[>[<invoke name="set_opts">]<]minimax[>[<flag>true]<]minimax'
+            "[>[</flag>]<]minimax[>[<tags>]<]minimax[>[<item>a]<]minimax[>[</item>]"
+            "<]minimax[>[<item>b c]<]minimax[>[</item>]<]minimax[>[</tags>]<]minima"
+            "x[>[<cfg>]<]minimax[>[<a>1]<]minimax[>[</a>]<]minimax[>[<b>x y]<]minim"
+            "ax[>[</b>]<]minimax[>[</cfg>]<]minimax[>[<ratio>0.5]<]minimax[>[</rati"
+            "o>]<]minimax[>[</invoke>\n"
+            "]<]minimax[>[</tool_call>"
+        ),
+    ),
+    ("llama.cpp/MiniMax-M3.jinja", "reasoning"): (
+        "oke>\n]<]minimax[>[</tool_call>[e~[\n]~b]user\nUSER[e~[\n]~b]ai\n",
+        (
+            "<mm:think>THINK</mm:think>]<]minimax[>[<tool_call>\n"
+            ']<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]min'
+            "imax[>[</city>]<]minimax[>[<days>3]<]minimax[>[</days>]<]minimax[>[</invoke>\n"
+            "]<]minimax[>[</tool_call>"
+        ),
+    ),
+    ("llama.cpp/MiniMax-M3.jinja", "prose"): (
+        "oke>\n]<]minimax[>[</tool_call>[e~[\n]~b]user\nUSER[e~[\n]~b]ai\n",
+        (
+            "</mm:think>Let me check.]<]minimax[>[<tool_call>\n"
+            ']<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]min'
+            "imax[>[</city>]<]minimax[>[<days>3]<]minimax[>[</days>]<]minimax[>[</invoke>\n"
+            "]<]minimax[>[</tool_call>"
+        ),
     ),
 }
 

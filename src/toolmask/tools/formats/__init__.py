@@ -6,9 +6,9 @@
 ``llama4_pythonic``, ``mistral`` (Mistral v3 tokenizers), ``mistral_v11`` (v11+ ``[TOOL_CALLS]
 name[ARGS]``), ``magistral`` (v11 calls after ``<think>`` text), ``gemma4``, ``phi4_mini``
 (Phi-4-mini) and ``functools`` (prompt-injected); XML-tag, key/value and Python-call families:
-``seed_oss`` (Seed-OSS), ``minimax_m2``, ``minicpm5``, ``muse_glimmer`` (ATEM), ``hy3`` (Hunyuan
-Hy3), ``ling`` (Ling 3.0), ``spark`` (Spark 2.5), ``lfm2`` (LFM2 / LFM2.5), ``llama3_pythonic``
-(Llama 3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``.
+``seed_oss`` (Seed-OSS), ``minimax_m2``, ``minimax_m3``, ``minicpm5``, ``muse_glimmer`` (ATEM),
+``hy3`` (Hunyuan Hy3), ``ling`` (Ling 3.0), ``spark`` (Spark 2.5), ``lfm2`` (LFM2 / LFM2.5),
+``llama3_pythonic`` (Llama 3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``.
 
 ``auto`` is not a format but a request: :func:`resolve_format` / :func:`detect_format` read the
 format from a model's chat template and special tokens (see :mod:`._detect`).
@@ -30,6 +30,7 @@ from toolmask.tools.formats import (
     llama3_json,
     llama4_pythonic,
     magistral,
+    minimax_m3,
     mistral,
     mistral_v11,
     muse,
@@ -64,6 +65,7 @@ __all__ = [
     "llama3_json",
     "llama4_pythonic",
     "magistral",
+    "minimax_m3",
     "mistral",
     "mistral_v11",
     "muse",
