@@ -61,5 +61,7 @@ def test_markers(fmt: str) -> None:
     assert f.open in markers and f.trigger_text in markers
     assert list(markers) == sorted(markers, key=lambda m: (-len(m), m))
     example = f.render_call("get_time", {})
-    # a format whose blocks may start bare renders them so (Llama 4's ``[f()]``)
-    assert example.startswith(f.open) or (f.bare_at_start and example.startswith(f.bare_start))
+    # a format whose blocks may start bare renders them so (Llama 4's ``[f()]``; Muse Glimmer's
+    # `` to=f``: the reader skips whitespace before a bare start)
+    bare = example.lstrip(" \t\r\n").startswith(f.bare_start)
+    assert example.startswith(f.open) or (f.bare_at_start and bare)

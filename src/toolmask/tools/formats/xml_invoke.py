@@ -129,10 +129,9 @@ def read_invokes(
             raw = text[start:e]
             schema = param_schema(schemas, name, key)
             if cdata and raw.startswith(CDATA_OPEN) and raw.endswith(CDATA_CLOSE):
-                raw = raw[len(CDATA_OPEN) : -len(CDATA_CLOSE)]
-                args[key] = raw if not schema_types(schema) - {"string"} else None
-                if args[key] is None:
-                    args[key] = coerce_value(raw, schema)
+                inner = raw[len(CDATA_OPEN) : -len(CDATA_CLOSE)]  # a string, typed or not
+                strings = schema_types(schema) <= {"string"}
+                args[key] = inner if strings else coerce_value(inner, schema)
             else:
                 args[key] = coerce_value(raw, schema)
             p = e + len(p_end)
