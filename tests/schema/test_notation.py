@@ -155,6 +155,31 @@ def test_gemma_quote_as_a_special_token() -> None:
     assert not _accepts(compiled, ['{a:<|"|>x<|"|>}'])  # the delimiter is the token only
 
 
+@settings(max_examples=40, deadline=None)
+@given(value=values)
+def test_functiongemma_notation(value: Any) -> None:
+    """Gemma's notation with FunctionGemma's ``<escape>`` delimiter instead of ``<|"|>``."""
+    schema: dict[str, Any] = {"type": "object"}
+    text = dump_value(value, "<escape>")
+    readable = all("<escape>" not in x for x in _strings(value))
+    if readable:
+        assert read_value(text + " ", 0, "<escape>")[0] == value
+    compiled = _compiled(schema, "functiongemma", "compact")
+    assert _accepts(compiled, [text]) == (readable and _valid(schema, value)), text
+    if any(_strings(value)):  # Gemma 4's delimiter is text here
+        assert not _accepts(compiled, [_gemma(value, True)])
+
+
+def test_functiongemma_escape_as_a_special_token() -> None:
+    compiled = tm.compile(
+        compile_json_schema(
+            {"type": "object"}, notation="functiongemma", special_tokens=["<escape>"]
+        )
+    )
+    assert _accepts(compiled, ["{a:", Special("<escape>"), "x", Special("<escape>"), "}"])
+    assert not _accepts(compiled, ["{a:<escape>x<escape>}"])
+
+
 @pytest.mark.parametrize(
     ("notation", "text"),
     [

@@ -62,6 +62,12 @@ def prose_text(fmt: WireFormat, prose: str, *, before_calls: bool) -> str:
     start, end = prose_markers(fmt)
     if start:
         return start + prose + end
+    if fmt.name == "minimax_m3":  # its own turn grammar, plain prose
+        return prose
+    if fmt.name == "muse_glimmer":  # an answer, or a preamble addressed to the user
+        if before_calls:
+            return f" to=user<|message|>{prose}<|eom|><|start|>assistant"
+        return f" to=user<|message|>{prose}"
     if not custom_turn(fmt):
         return prose
     if before_calls:
@@ -73,6 +79,11 @@ def reasoning_text(fmt: WireFormat, thought: str, *, opened: bool = False) -> st
     """A reasoning channel as the format writes it at the start of a reply (``opened``: the
     prompt already opened it)."""
     if fmt.name == "kimi_k3":
+        start = "" if opened else fmt.reasoning_start
+        return f"{start}{thought}{fmt.reasoning_end}"
+    if fmt.name == "muse_glimmer":
+        return f" to=self<|message|>{thought}<|eom|><|start|>assistant"
+    if fmt.name == "minimax_m3":
         start = "" if opened else fmt.reasoning_start
         return f"{start}{thought}{fmt.reasoning_end}"
     if custom_turn(fmt) and not prose_markers(fmt)[0]:
@@ -98,7 +109,9 @@ def render(
         text += prose_text(fmt, prose, before_calls=bool(calls))
     if calls:
         body = fmt.render_calls(calls)
-        if not body.startswith(fmt.open):  # a format that renders its calls bare (Llama 4)
+        if fmt.name == "muse_glimmer":  # the reply starts inside the first header
+            pass
+        elif not body.startswith(fmt.open):  # a format that renders its calls bare (Llama 4)
             body = body if bare else fmt.open + body + fmt.close
         elif bare:
             body = body[len(fmt.open) :]

@@ -40,7 +40,10 @@ def _own_template(name: str) -> str:
     one, two = (
         json.dumps(fmt.render_calls(list(PROBE_CASES[c])[:keep])) for c in ("one", "two")
     )  # JSON string literals are Jinja string literals
-    marks = " ".join(fmt.own_markers())
+    # its own markers, and the turn markers of its template that no other format claims as its
+    # own (Ling's and Spark's templates are what sets them apart from GLM, whose calls they write)
+    others = {m for n, f in FORMATS.items() if n != name for m in f.own_markers()}
+    marks = " ".join([*fmt.own_markers(), *(m for m in fmt.template_markers if m not in others)])
     return (
         "{# " + marks + " #}"
         "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}"

@@ -2,8 +2,7 @@
 what detection picks, and whether that format takes the calls the template renders.
 
 :data:`EXPECTED` is the one table of what each template should give: a format name, ``NO_CALLS``
-(the template renders no tool calls), a family another module will bring (``PENDING_*``: until
-it lands, detection must fall back), a family not supported yet (``UNSUPPORTED``: detection
+(the template renders no tool calls), a family not supported yet (``UNSUPPORTED``: detection
 falls back, and docs/tools.md names it), or a template bug named in docs/tools.md. The table is
 strict both ways: a template listed as falling back that starts to prove a format fails
 :func:`test_detection`, so the table is updated on purpose (as ``xfail_strict`` does).
@@ -43,7 +42,6 @@ from ..vendored import TEMPLATE_DIR, chat_templates
 
 NO_CALLS = "renders no calls"
 UNSUPPORTED = "not supported yet: "
-PENDING_XML = "family pending (famxml)"
 BUG = "template bug: "
 
 #: template -> what detection must give (see the module docstring); the bugs are named, with
@@ -52,7 +50,7 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/Apertus-8B-Instruct.jinja": "apertus",
     "llama.cpp/Apriel-1.6-15b-Thinker-fixed.jinja": "apriel",
     "llama.cpp/Bielik-11B-v3.0-Instruct.jinja": "qwen3",
-    "llama.cpp/ByteDance-Seed-OSS.jinja": PENDING_XML,
+    "llama.cpp/ByteDance-Seed-OSS.jinja": "seed_oss",
     "llama.cpp/Cohere2MoE.jinja": "cohere2",
     "llama.cpp/CohereForAI-c4ai-command-r-plus-tool_use.jinja": "command_r_plus",
     "llama.cpp/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": "command_r7b",
@@ -65,12 +63,12 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/Kimi-K2-Thinking.jinja": "kimi_k2",
     "llama.cpp/Kimi-K3.jinja": "kimi_k3",
     "llama.cpp/LFM2-8B-A1B.jinja": NO_CALLS,
-    "llama.cpp/LFM2.5-8B-A1B.jinja": PENDING_XML,
+    "llama.cpp/LFM2.5-8B-A1B.jinja": "lfm2",
     "llama.cpp/LFM2.5-Instruct.jinja": NO_CALLS,
     "llama.cpp/MiMo-VL.jinja": "hermes",
     "llama.cpp/MiniMax-M1.jinja": "minimax_m1",
-    "llama.cpp/MiniMax-M2.jinja": PENDING_XML,
-    "llama.cpp/MiniMax-M3.jinja": PENDING_XML,
+    "llama.cpp/MiniMax-M2.jinja": "minimax_m2",
+    "llama.cpp/MiniMax-M3.jinja": "minimax_m3",
     "llama.cpp/Mistral-Small-3.2-24B-Instruct-2506.jinja": "mistral_v11",
     "llama.cpp/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": "qwen3_xml",
     "llama.cpp/NVIDIA-Nemotron-Nano-v2.jinja": "nemotron_v2",
@@ -82,7 +80,7 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/Qwen3-Coder.jinja": "qwen3_xml",
     "llama.cpp/Qwen3.5-4B.jinja": "qwen3_xml",
     "llama.cpp/Reka-Edge.jinja": "qwen3",
-    "llama.cpp/Spark2.5.jinja": "glm",
+    "llama.cpp/Spark2.5.jinja": "spark",
     "llama.cpp/StepFun3.5-Flash.jinja": "qwen3_xml",
     "llama.cpp/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": BUG
     + "a single call is never closed",
@@ -98,7 +96,7 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/ibm-granite-granite-3.3-2B-Instruct.jinja": NO_CALLS,
     "llama.cpp/ibm-granite-granite-4.0.jinja": "hermes",
     "llama.cpp/ibm-granite-granite-4.1.jinja": "hermes",
-    "llama.cpp/inclusionai-ling-3.0-flash.jinja": "glm",
+    "llama.cpp/inclusionai-ling-3.0-flash.jinja": "ling",
     "llama.cpp/llama-cpp-deepseek-r1.jinja": "deepseek_v3",
     "llama.cpp/llama-cpp-rwkv-world.jinja": NO_CALLS,
     "llama.cpp/meetkai-functionary-medium-v3.1.jinja": "functionary_v31",
@@ -111,13 +109,13 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/mistralai-Ministral-3-14B-Reasoning-2512.jinja": "mistral_v11",
     "llama.cpp/mistralai-Mistral-Nemo-Instruct-2407.jinja": "mistral",
     "llama.cpp/moonshotai-Kimi-K2.jinja": "kimi_k2",
-    "llama.cpp/muse-glimmer.jinja": PENDING_XML,
+    "llama.cpp/muse-glimmer.jinja": "muse_glimmer",
     "llama.cpp/openai-gpt-oss-120b.jinja": "gpt_oss",
-    "llama.cpp/openbmb-MiniCPM5-1B.jinja": PENDING_XML,
+    "llama.cpp/openbmb-MiniCPM5-1B.jinja": "minicpm5",
     "llama.cpp/poolside-Laguna-S-2.1.jinja": "glm",
     "llama.cpp/poolside-Laguna-XS-2.1.jinja": "glm",
     "llama.cpp/poolside-Laguna-XS.2.jinja": "glm",
-    "llama.cpp/tencent-Hy3.jinja": PENDING_XML,
+    "llama.cpp/tencent-Hy3.jinja": "hy3",
     "llama.cpp/unsloth-Apriel-1.5.jinja": "apriel",
     "llama.cpp/unsloth-mistral-Devstral-Small-2507.jinja": "mistral_v11",
     "llama.cpp/upstage-Solar-Open-100B.jinja": "solar_open",
@@ -127,17 +125,17 @@ EXPECTED: dict[str, str] = {
     "llama.cpp-upstream/StepFun3.7-Flash.jinja": "qwen3_xml",
     "llama.cpp-upstream/gemma4.jinja": "gemma4",
     "llama.cpp-upstream/glm_4_5.jinja": "glm",
-    "llama.cpp-upstream/llama-cpp-lfm2.jinja": PENDING_XML,
+    "llama.cpp-upstream/llama-cpp-lfm2.jinja": BUG + "JSON calls inside the Python-call markers",
     "llama.cpp-upstream/llama-cpp-microsoft-Phi-4-mini-instruct.jinja": "phi4_mini",
     "llama.cpp-upstream/mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja": "mistral",
     "llama.cpp-upstream/moonshotai-Kimi-K2-Thinking.jinja": "kimi_k2",
     "llama.cpp-upstream/nvidia-Llama-3_3-Nemotron-Super-49B-v1_5.jinja": "nemotron_v2",
-    "llama.cpp-upstream/unsloth-MiniMax-M2.jinja": PENDING_XML,
+    "llama.cpp-upstream/unsloth-MiniMax-M2.jinja": "minimax_m2",
     "vllm/tool_chat_template_apertus.jinja": "apertus",
     "vllm/tool_chat_template_deepseekr1.jinja": "deepseek_v3",
     "vllm/tool_chat_template_deepseekv3.jinja": "deepseek_v3",
     "vllm/tool_chat_template_deepseekv31.jinja": "deepseek_v31",
-    "vllm/tool_chat_template_functiongemma.jinja": PENDING_XML,
+    "vllm/tool_chat_template_functiongemma.jinja": BUG + "every value wrapped in <escape>",
     "vllm/tool_chat_template_gemma3_pythonic.jinja": BUG + "no comma between keyword arguments",
     "vllm/tool_chat_template_gemma4.jinja": "gemma4",
     "vllm/tool_chat_template_glm4.jinja": NO_CALLS,
@@ -154,7 +152,7 @@ EXPECTED: dict[str, str] = {
     "vllm/tool_chat_template_mistral.jinja": "mistral",
     "vllm/tool_chat_template_mistral3.jinja": "mistral",
     "vllm/tool_chat_template_mistral_parallel.jinja": "mistral",
-    "vllm/tool_chat_template_muse_glimmer.jinja": PENDING_XML,
+    "vllm/tool_chat_template_muse_glimmer.jinja": "muse_glimmer",
     "vllm/tool_chat_template_phi4_mini.jinja": BUG + "unmarked calls, Python-repr arguments",
     "vllm/tool_chat_template_qwen3coder.jinja": "qwen3_xml",
     "vllm/tool_chat_template_toolace.jinja": BUG + "string values unquoted",
@@ -280,7 +278,7 @@ def test_the_summary_figure() -> None:
     """Cases (one call, two calls) passing over the rendered call cases, as issue 23 counts
     them: detection picks a format whose grammar takes the bytes and whose parser gives the
     calls back. The passing cases are exactly the table's; over llama.cpp's collection (the
-    issue's measure) the share is at least 95% once none of its families is pending, each
+    issue's measure) the share is at least 95%, each
     remaining case a template bug named in docs/tools.md. vLLM's templates are counted apart."""
     cases = _rendered_call_cases()
     passing = [(n, c) for n, c in cases if guess_of(n).confident]
@@ -290,6 +288,5 @@ def test_the_summary_figure() -> None:
         ok = [x for x in passing if x in mine]
         print(f"\n{label} templates: {len(ok)} of {len(mine)} rendered call cases pass", end="")
     llama = [(n, c) for n, c in cases if n.startswith("llama.cpp")]
-    if not any(EXPECTED[n].startswith("family pending") for n, _ in llama):
-        share = len([x for x in passing if x in llama]) / len(llama)
-        assert share >= 0.95, share
+    share = len([x for x in passing if x in llama]) / len(llama)
+    assert share >= 0.95, share

@@ -18,7 +18,13 @@ from toolmask.grammar import register_frontend
 from toolmask.schema._entry import compile_json_schema
 from toolmask.schema._json_text import json_ws
 from toolmask.schema._keywords import KEYWORDS, KeywordInfo
-from toolmask.schema._notation import GEMMA_QUOTE
+from toolmask.schema._notation import (
+    FUNCTIONGEMMA_QUOTE,
+    GEMMA_QUOTE,
+    MINIMAX_NS,
+    NOTATIONS,
+    Notation,
+)
 from toolmask.schema._report import (
     KeywordReport,
     SchemaReport,
@@ -29,10 +35,14 @@ from toolmask.schema._report import (
 from toolmask.schema._validate import make_validator, schema_validator
 
 __all__ = [
+    "FUNCTIONGEMMA_QUOTE",
     "GEMMA_QUOTE",
     "KEYWORDS",
+    "MINIMAX_NS",
+    "NOTATIONS",
     "KeywordInfo",
     "KeywordReport",
+    "Notation",
     "SchemaReport",
     "check_schema",
     "compile_json_schema",

@@ -35,7 +35,7 @@ def compile_json_schema(
     strict_formats: bool = False,
     resources: Mapping[str, Any] | None = None,
     max_indent_depth: int = 32,
-    notation: Literal["json", "python", "gemma"] = "json",
+    notation: Literal["json", "python", "gemma", "functiongemma", "minimax_xml"] = "json",
     special_tokens: Iterable[str] = (),
     limits: Limits = DEFAULT_LIMITS,
     caches: CacheSet | None = None,
@@ -66,10 +66,13 @@ def compile_json_schema(
       Formats toolmask knows (``toolmask.schema._formats.FORMATS``) are always enforced exactly.
     * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
     * ``notation``: how values are spelled: ``"json"``, ``"python"`` (Python literals, for
-      tool calls written as Python code) or ``"gemma"`` (Gemma 4's object notation); see
-      :mod:`toolmask.schema._notation`. The post-decode checks read JSON text only.
+      tool calls written as Python code), ``"gemma"`` (Gemma 4's object notation),
+      ``"functiongemma"`` (the same with ``<escape>`` quotes) or ``"minimax_xml"`` (strings
+      as bare element text); see :mod:`toolmask.schema._notation`. The post-decode checks
+      read JSON text only.
     * ``special_tokens``: special-token texts of the vocabulary; a notation's marker among them
-      (Gemma's ``<|"|>``) is a :class:`~toolmask.grammar.Special` node, else its bytes.
+      (Gemma's ``<|"|>``, FunctionGemma's ``<escape>``) is a
+      :class:`~toolmask.grammar.Special` node, else its bytes.
 
     * ``caches``: the cache set the compilation memoises in (a compiler passes its own,
       ``compiler.caches``); None: the cache set in use (see :mod:`toolmask._cache`).
@@ -139,7 +142,8 @@ def _check_options(whitespace: str, notation: str, property_order: str) -> None:
             f"whitespace must be compact, spaced, flexible or indent, not {whitespace!r}"
         )
     if notation not in NOTATIONS:
-        raise ValueError(f"notation must be json, python or gemma, not {notation!r}")
+        names = ", ".join(NOTATIONS)
+        raise ValueError(f"notation must be one of {names}, not {notation!r}")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be schema or any, not {property_order!r}")
 

@@ -324,8 +324,11 @@ class Lowerer:
         if got is not None:
             return got
         if self.notation.name == "gemma":
-            q = gemma_quote(self.special_tokens)
-            node = seq(q, self.dfa_node(gemma_string_dfa(dfa), "raw"), q)
+            quote = self.notation.quote
+            node = self.dfa_node(gemma_string_dfa(dfa, quote), "raw")
+            if self.notation.delimited:
+                q = gemma_quote(self.special_tokens, quote)
+                node = seq(q, node, q)
         else:  # python: either quote
             d = Dfa.any_string() if dfa is None else dfa
             node = choice(

@@ -11,9 +11,13 @@ spelled. :func:`~toolmask.schema.compile_json_schema` takes one by name:
   :func:`ast.literal_eval` reads back as the value;
 * ``gemma``: Gemma 4's object notation: strings between ``<|"|>`` markers with raw content (it
   cannot hold the marker), keys bare (``{city:<|"|>Paris<|"|>,days:3}``), ``:`` after a key in
-  every layout but ``flexible``; ``true`` / ``false`` / ``null`` and numbers as in JSON.
+  every layout but ``flexible``; ``true`` / ``false`` / ``null`` and numbers as in JSON;
+* ``functiongemma``: the same notation with ``<escape>`` as the string marker (FunctionGemma);
+* ``minimax_xml``: a string is its raw text without delimiters, holding no ``]<]minimax[>[``
+  (the text of a MiniMax-M3 XML element; the format writes the other types itself).
 
-A notation's markers that are special tokens of the vocabulary (Gemma's ``<|"|>``) become
+A notation's markers that are special tokens of the vocabulary (Gemma's ``<|"|>``, FunctionGemma's
+``<escape>``) become
 :class:`~toolmask.grammar.Special` nodes when named in ``special_tokens``.
 """
 
@@ -37,7 +41,9 @@ from toolmask.grammar import (
 )
 
 __all__ = [
+    "FUNCTIONGEMMA_QUOTE",
     "GEMMA_QUOTE",
+    "MINIMAX_NS",
     "NOTATIONS",
     "Notation",
     "gemma_key_dfa",
@@ -49,6 +55,10 @@ NotationName = Literal["json", "python", "gemma"]
 
 #: Gemma 4's string delimiter (a special token in Gemma 4 vocabularies)
 GEMMA_QUOTE = '<|"|>'
+#: FunctionGemma's string delimiter (a special token of its vocabulary)
+FUNCTIONGEMMA_QUOTE = "<escape>"
+#: the marker before every MiniMax-M3 tag: element text cannot hold it
+MINIMAX_NS = "]<]minimax[>["
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +70,18 @@ class Notation:
     null: str
     true: str
     false: str
+    #: the string delimiter of the ``gemma`` notations (text a string cannot hold)
+    quote: str = ""
+    #: strings are written between two ``quote`` s; else bare (their text only)
+    delimited: bool = True
 
 
 NOTATIONS: dict[str, Notation] = {
     "json": Notation("json", "null", "true", "false"),
     "python": Notation("python", "None", "True", "False"),
-    "gemma": Notation("gemma", "null", "true", "false"),
+    "gemma": Notation("gemma", "null", "true", "false", GEMMA_QUOTE),
+    "functiongemma": Notation("gemma", "null", "true", "false", FUNCTIONGEMMA_QUOTE),
+    "minimax_xml": Notation("gemma", "null", "true", "false", MINIMAX_NS, delimited=False),
 }
 
 # -- python ------------------------------------------------------------------------------------
@@ -114,16 +130,16 @@ def python_string_char(quote: str) -> functools.partial[Node]:
 # -- gemma -------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
-def _no_quote() -> Dfa:
+@functools.lru_cache(maxsize=4)
+def _no_quote(quote: str) -> Dfa:
     anything = Dfa.any_string()
-    return anything.concat(Dfa.literal(GEMMA_QUOTE)).concat(anything).complement()
+    return anything.concat(Dfa.literal(quote)).concat(anything).complement()
 
 
-def gemma_string_dfa(content: Dfa | None) -> Dfa:
+def gemma_string_dfa(content: Dfa | None, quote: str = GEMMA_QUOTE) -> Dfa:
     """The raw contents of a Gemma string: ``content`` (any text when None) that does not hold
-    the ``<|"|>`` delimiter."""
-    return _no_quote() if content is None else content.intersect(_no_quote())
+    the ``quote`` delimiter (``<|"|>``; FunctionGemma's ``<escape>``)."""
+    return _no_quote(quote) if content is None else content.intersect(_no_quote(quote))
 
 
 #: characters a bare Gemma key cannot hold: the reader ends or refuses a key at them
@@ -146,5 +162,5 @@ def gemma_key_dfa(keys: Dfa | None) -> Dfa:
     return _bare_key() if keys is None else keys.intersect(_bare_key())
 
 
-def gemma_quote(special_tokens: frozenset[str]) -> Node:
-    return Special(GEMMA_QUOTE) if GEMMA_QUOTE in special_tokens else lit(GEMMA_QUOTE)
+def gemma_quote(special_tokens: frozenset[str], quote: str = GEMMA_QUOTE) -> Node:
+    return Special(quote) if quote in special_tokens else lit(quote)

@@ -17,7 +17,9 @@ specific wins (:func:`specificity`): first the share of the format's own markers
 open/close, extra triggers, prose markers where its prose is a message) that the template's
 text contains, so a format never wins on a marker the template never mentions (``qwen3``'s
 ``<think>`` for Qwen 2.5, which ``hermes`` reads as well); then the length of those markers
-(the longer, the fewer texts they match); then the clue table's order
+(the longer, the fewer texts they match); then the share of its chat template's own markers
+(turn and role markers: Ling's ``<role>`` against GLM's ``<|user|>``, for formats that write
+the same calls in different templates); then the clue table's order
 (:data:`~toolmask.tools.formats.RULES`); then registration order.
 
 When no format reads the template's calls, the answer is the prompt-injected ``functools``
@@ -138,6 +140,11 @@ def specificity(fmt: WireFormat, template: str) -> tuple[float, int]:
     return (len(found) / len(markers), sum(len(m) for m in found))
 
 
+def _share(markers: Iterable[str], template: str) -> float:
+    wanted = {m for m in markers if m}
+    return sum(m in template for m in wanted) / len(wanted) if wanted else 0.0
+
+
 def _clue_rank(name: str, template: str) -> int:
     for i, (rule_name, clues) in enumerate(RULES):
         if rule_name == name and match_clues(template, ((rule_name, clues),)) is not None:
@@ -212,9 +219,10 @@ def prove_format(fmt: str | WireFormat, probe: Probe) -> FormatEvidence:
 def _rank(names: Sequence[str], template: str) -> list[str]:
     order = {n: i for i, n in enumerate(FORMATS)}
 
-    def key(n: str) -> tuple[float, int, int, int]:
+    def key(n: str) -> tuple[float, int, float, int, int]:
         share, length = specificity(FORMATS[n], template)
-        return (-share, -length, _clue_rank(n, template), order[n])
+        around = _share(FORMATS[n].template_markers, template)
+        return (-share, -length, -around, _clue_rank(n, template), order[n])
 
     return sorted(names, key=key)
 

@@ -108,6 +108,7 @@ END_MARKERS: tuple[str, ...] = (
     "<|end_of_msg|>",
     "<|observation|>",
     "<|end_of_role|>",
+    "<｜hy_eos:opensource｜>",
     "[e~[",
     # the next turn's opener: a template that writes no end marker after the calls (Command
     # R+ renders its next system turn right after them) still ends the turn there

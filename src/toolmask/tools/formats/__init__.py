@@ -5,11 +5,14 @@
 ``deepseek_dsml``, ``kimi_k2`` / ``kimi_k3``, ``glm``, ``llama3_json`` (Llama 3.x),
 ``llama4_pythonic``, ``mistral`` (Mistral v3 tokenizers), ``mistral_v11`` (v11+ ``[TOOL_CALLS]
 name[ARGS]``), ``magistral`` (v11 calls after ``<think>`` text), ``gemma4``, ``phi4_mini``
-(Phi-4-mini) and ``functools`` (prompt-injected); the JSON-call families of issue 23, built on
+(Phi-4-mini) and ``functools`` (prompt-injected); the JSON-call families, built on
 :mod:`._jsoncalls`: ``apertus``, ``apriel``, ``command_r7b`` / ``cohere2`` / ``command_r_plus``,
 ``functionary_v31``, ``gigachat3`` / ``gigachat31``, ``granite``, ``granite_20b_fc``,
 ``hunyuan_a13b``, ``internlm2``, ``llama4_json``, ``minimax_m1``, ``nemotron_v2``,
-``solar_open`` and ``xlam``.
+``solar_open`` and ``xlam``; the XML-tag, key/value and Python-call families: ``seed_oss``
+(Seed-OSS), ``minimax_m2``, ``minimax_m3``, ``minicpm5``, ``muse_glimmer`` (ATEM), ``hy3``
+(Hunyuan Hy3), ``ling`` (Ling 3.0), ``spark`` (Spark 2.5), ``lfm2`` (LFM2 / LFM2.5),
+``llama3_pythonic`` (Llama 3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``.
 
 ``auto`` is not a format but a request: :func:`toolmask.tools.resolve_format` /
 :func:`toolmask.tools.detect_format` prove a format on the calls a model's chat template renders;
@@ -24,6 +27,7 @@ from toolmask.tools.formats import (
     command_r,
     deepseek,
     functionary,
+    functiongemma,
     functools,
     gemma4,
     gigachat,
@@ -33,21 +37,29 @@ from toolmask.tools.formats import (
     granite_20b_fc,
     hermes,
     hunyuan,
+    hy3,
     internlm2,
     kimi,
+    ling,
     llama3_json,
     llama4_json,
     llama4_pythonic,
     magistral,
     minimax_m1,
+    minimax_m3,
     mistral,
     mistral_v11,
+    muse,
     nemotron_v2,
     phi4_mini,
+    pythonic,
     qwen3,
     qwen3_xml,
+    seed_oss,
     solar_open,
+    spark,
     xlam,
+    xml_invoke,
 )
 from toolmask.tools.formats._base import FORMATS, WireFormat, get_format, register_format
 from toolmask.tools.formats._detect import AUTO, RULES, match_clues
@@ -62,6 +74,7 @@ __all__ = [
     "command_r",
     "deepseek",
     "functionary",
+    "functiongemma",
     "functools",
     "gemma4",
     "get_format",
@@ -72,21 +85,29 @@ __all__ = [
     "granite_20b_fc",
     "hermes",
     "hunyuan",
+    "hy3",
     "internlm2",
     "kimi",
+    "ling",
     "llama3_json",
     "llama4_json",
     "llama4_pythonic",
     "magistral",
     "match_clues",
     "minimax_m1",
+    "minimax_m3",
     "mistral",
     "mistral_v11",
+    "muse",
     "nemotron_v2",
     "phi4_mini",
+    "pythonic",
     "qwen3",
     "qwen3_xml",
     "register_format",
+    "seed_oss",
     "solar_open",
+    "spark",
     "xlam",
+    "xml_invoke",
 ]

@@ -28,6 +28,7 @@ __all__ = [
     "coerce_value",
     "loads",
     "param_schema",
+    "python_str",
     "python_value",
     "regex_calls",
     "schema_types",
@@ -241,6 +242,14 @@ def _jsonify(v: Any) -> Any:
     if isinstance(v, set | frozenset | bytes | complex):
         return _NOT
     return v
+
+
+def python_str(v: object) -> str:
+    """A JSON value as Jinja's ``string`` filter (Python's ``str``) writes it: strings as they
+    are, ``True`` / ``False`` / ``None``, lists and dicts as their ``repr`` (single-quoted
+    strings). Templates that write non-string arguments so: Seed-OSS, MiniCPM 5, Llama 3.2
+    pythonic."""
+    return v if isinstance(v, str) else repr(v)
 
 
 def is_value(v: Any) -> bool:

@@ -178,16 +178,17 @@ class Kit:
     # -- values -----------------------------------------------------------------------------------
     def json(self, schema: Any, prefix: str, notation: str = "json", *, at: str = "") -> Node:
         """The JSON grammar of ``schema`` in every admitted layout (rules ``prefix...``);
-        ``notation`` ``"python"`` / ``"gemma"`` spells the values otherwise (see
-        :mod:`toolmask.schema._notation`), its markers special where the vocabulary says.
+        ``notation`` ``"python"`` / ``"gemma"`` / ``"functiongemma"`` spells the values
+        otherwise (see :mod:`toolmask.schema._notation`), its markers special where the
+        vocabulary says.
         ``at``: the JSON pointer of ``schema`` in the tool's parameters when it is a part of
         them (one parameter), so that a SchemaError or LimitError points into the parameters."""
         alts: list[Node] = []
         extra: dict[str, Any] = {}
         if notation != "json":
-            from toolmask.schema import GEMMA_QUOTE
+            from toolmask.schema import NOTATIONS
 
-            special = sorted({GEMMA_QUOTE} & self.special_tokens)
+            special = sorted({NOTATIONS[notation].quote} & self.special_tokens)
             extra = {"notation": notation, "special_tokens": special}
         for j, layout in enumerate(self.layouts):
             options = {**self.options, **extra, "whitespace": layout}
@@ -217,12 +218,17 @@ class Kit:
         return entry
 
     def text_without(
-        self, stops: Sequence[str | tuple[str, str]], *, nonempty: bool = False
+        self,
+        stops: Sequence[str | tuple[str, str]],
+        *,
+        nonempty: bool = False,
+        edges: str = "",
     ) -> Node:
         """Any UTF-8 text that contains none of ``stops`` (a DFA lowered to rules; shared by
         every use of the same stops); a stop ``(a, b)`` is ``a``, any JSON whitespace, then
-        ``b``. O(sum of the stops' lengths) states."""
-        key = (*stops, "+" if nonempty else "*")
+        ``b``. ``edges``: characters the text may neither start nor end with (a reader that
+        strips a newline around a value: Seed-OSS). O(sum of the stops' lengths) states."""
+        key = (*stops, "+" if nonempty else "*", ("edges", edges))
         hit = self._texts.get(key)
         if hit is not None:
             return hit
@@ -234,6 +240,10 @@ class Kit:
             if not isinstance(s, str):
                 stop = stop.concat(Dfa.literal(s[1]))
             dfa = dfa.intersect(anything.concat(stop).concat(anything).complement())
+        if edges:
+            edge = Dfa.char(CharSet.of(ord(c) for c in edges))
+            dfa = dfa.intersect(edge.concat(anything).complement())
+            dfa = dfa.intersect(anything.concat(edge).complement())
         name = f"text{len(self._texts)}"
         entry, rules = dfa_to_rules(dfa, name, encoding="raw")
         for r in rules:

@@ -37,17 +37,18 @@ class _Bad(Exception):
     pass
 
 
-def read_value(text: str, i: int) -> tuple[Any, int]:
-    """The value at ``text[i]`` and its end; ``_Incomplete`` when the text ends first."""
+def read_value(text: str, i: int, quote: str = Q) -> tuple[Any, int]:
+    """The value at ``text[i]`` and its end; ``_Incomplete`` when the text ends first. ``quote``:
+    the string delimiter (FunctionGemma's ``<escape>``)."""
     i = skip_ws(text, i)
     n = len(text)
     if i >= n:
         raise _Incomplete
-    if text.startswith(Q, i):
-        e = text.find(Q, i + len(Q))
+    if text.startswith(quote, i):
+        e = text.find(quote, i + len(quote))
         if e < 0:
             raise _Incomplete
-        return text[i + len(Q) : e], e + len(Q)
+        return text[i + len(quote) : e], e + len(quote)
     c = text[i]
     if c == "{":
         obj: dict[str, Any] = {}
@@ -58,8 +59,8 @@ def read_value(text: str, i: int) -> tuple[Any, int]:
             i = skip_ws(text, i)
             if i >= n:
                 raise _Incomplete
-            if text.startswith(Q, i):
-                key, i = read_value(text, i)
+            if text.startswith(quote, i):
+                key, i = read_value(text, i, quote)
                 i = skip_ws(text, i)
                 if i >= n:
                     raise _Incomplete
@@ -73,7 +74,7 @@ def read_value(text: str, i: int) -> tuple[Any, int]:
                 if not key or any(ch in key for ch in "{}[],<"):
                     raise _Bad("a bad key")
                 i = colon
-            obj[str(key)], i = read_value(text, i + 1)
+            obj[str(key)], i = read_value(text, i + 1, quote)
             i = skip_ws(text, i)
             if i >= n:
                 raise _Incomplete
@@ -89,7 +90,7 @@ def read_value(text: str, i: int) -> tuple[Any, int]:
         if text.startswith("]", i):
             return arr, i + 1
         while True:
-            v, i = read_value(text, i)
+            v, i = read_value(text, i, quote)
             arr.append(v)
             i = skip_ws(text, i)
             if i >= n:
@@ -112,13 +113,13 @@ def read_value(text: str, i: int) -> tuple[Any, int]:
         raise _Bad(f"a bare value {word!r}") from None
 
 
-def dump_value(v: object) -> str:
+def dump_value(v: object, quote: str = Q) -> str:
     if isinstance(v, str):
-        return Q + v + Q
+        return quote + v + quote
     if isinstance(v, dict):
-        return "{" + ",".join(f"{k}:{dump_value(x)}" for k, x in v.items()) + "}"
+        return "{" + ",".join(f"{k}:{dump_value(x, quote)}" for k, x in v.items()) + "}"
     if isinstance(v, list):
-        return "[" + ",".join(dump_value(x) for x in v) + "]"
+        return "[" + ",".join(dump_value(x, quote) for x in v) + "]"
     return json.dumps(v)
 
 
@@ -136,7 +137,10 @@ class Gemma4(WireFormat):
     extra_layouts = ("spaced",)
     reasoning_start = "<|channel>thought"
     reasoning_end = "<channel|>"
-    template_markers = (
+    #: the string delimiter and the value notation (:mod:`toolmask.schema._notation`)
+    quote: ClassVar[str] = Q
+    notation: ClassVar[str] = "gemma"
+    template_markers: ClassVar[tuple[str, ...]] = (
         "<bos>",
         "<eos>",
         "<|turn>",
@@ -173,7 +177,7 @@ class Gemma4(WireFormat):
             return Block("pending") if not final else self._bad(text, k, "truncated", final)
         name = text[i + 5 : b].strip()
         try:
-            args, j = read_value(text, b)
+            args, j = read_value(text, b, self.quote)
         except _Incomplete:
             if final:
                 return Block("bad", len(text), reason="truncated: the reply ends inside a call")
@@ -199,10 +203,12 @@ class Gemma4(WireFormat):
         """``call:NAME{key:value,...}``: the arguments in Gemma's object notation, derived
         from the tool's schema (strings between ``<|"|>``, a special token where the
         vocabulary has it)."""
-        return seq(lit(f"call:{tool.name}"), kit.json(tool.parameters, f"a{index}_", "gemma"))
+        return seq(lit(f"call:{tool.name}"), kit.json(tool.parameters, f"a{index}_", self.notation))
 
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
-        return "".join(f"{self.open}call:{n}{dump_value(a)}{self.close}" for n, a in calls)
+        return "".join(
+            f"{self.open}call:{n}{dump_value(a, self.quote)}{self.close}" for n, a in calls
+        )
 
     def render_tools(self, tools: Sequence[Tool]) -> str:
         return tools_prompt(tool_json_lines(tools), self.render_call("NAME", {"key": "value"}))

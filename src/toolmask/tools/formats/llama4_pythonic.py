@@ -103,7 +103,7 @@ class Llama4Pythonic(WireFormat):
         "additional_properties_default": False,
     }
     extra_layouts = ("compact",)
-    template_markers = (
+    template_markers: ClassVar[tuple[str, ...]] = (
         "<|begin_of_text|>",
         "<|end_of_text|>",
         "<|header_start|>",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolmask.grammar import Node, lit, seq
 from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
@@ -153,8 +153,9 @@ class Qwen3Xml(WireFormat):
     block_sep = "\n"
     reasoning_start = "<think>"
     reasoning_end = "</think>"
-    template_markers = (*Hermes.template_markers, "<function=", "</function>", "<parameter=",
-                        "</parameter>")  # fmt: skip
+    template_markers: ClassVar[tuple[str, ...]] = (
+        *Hermes.template_markers, "<function=", "</function>", "<parameter=", "</parameter>",
+    )  # fmt: skip
 
     def read_block(
         self,
