@@ -16,6 +16,7 @@
 typedef struct {
     int32_t node, to, gid, gexit;
     uint8_t chk;
+    uint8_t mb; /* the first byte edge of one multi-byte alternative of a UTF-8 choice */
 } Task;
 typedef VEC(Task) TaskVec;
 typedef struct {
@@ -34,7 +35,13 @@ typedef struct {
     PairVec call;    /* (entry, to) */
     PairVec special; /* (text, to) */
     TaskVec pending;
+    /* multi-byte characters from this state (see nfa_mb_choice): 0 = none, -1 = not known
+     * (several choices, or other high-byte edges), t + 1 = every complete multi-byte
+     * character leads to NFA state t through edges of one UTF-8 choice, and no other
+     * high-byte edge leaves this state */
+    int32_t mb_to;
     uint8_t expanded, is_exit;
+    uint8_t mid; /* inside a multi-byte alternative of a UTF-8 choice (after its lead byte) */
 } NState;
 typedef VEC(NState) NStateVec;
 
@@ -54,6 +61,7 @@ typedef struct {
     M256 umask;
     int32_t nedges, ncalls, nspecials;
     int32_t clo_off, clo_n; /* static closure: clo_n suffixes at clo_pool[clo_off...] as [len, e...] */
+    int32_t u8; /* pos_utf8 memo: U8_UNKNOWN, U8_NONE, U8_DEAD, or q + 1 */
     uint8_t done, final, consuming, clo_ok, returns;
 } Pos;
 typedef VEC(Pos) PosVec;
@@ -98,6 +106,7 @@ typedef struct Auto {
     int32_t *group_exit;
     int64_t max_nstates;
     int nfa_broken;
+    int8_t *mbchoice; /* per IR node: 0 unknown, 1 a UTF-8 choice (nfa_mb_choice), 2 not */
     /* DFA */
     ArrSet kernels;
     PosVec pos;
@@ -120,6 +129,14 @@ typedef struct Auto {
     int64_t epoch; /* bumped when states are renumbered (compaction) */
     int64_t next_compact;
     IVec scratch, scratch2, kscratch, kstack;
+    /* dfa_expand's scratch (it never re-enters itself) */
+    BEdgeVec dx_edges;
+    PairVec dx_calls, dx_specials;
+    VEC(M256) dx_masks, dx_atoms, dx_nw;
+    IVec dx_key, dx_ts, dx_memo;
+    VEC(Edge) dx_out;
+    /* target NFA sets of the edges not resolved yet (Edge.q = -2 - offset): [len, states...] */
+    IVec lazy;
     int32_t max_cached;
     /* bumped whenever a structure counted by au_bytes grows or is rebuilt: au_bytes is
      * memoised on it (the compiler asks every cached automaton its size on every compile) */
@@ -282,6 +299,84 @@ static int nfa_repeat(Auto *au, int32_t s, TaskVec *tasks, const Node *node, Tas
     return 0;
 }
 
+/* ---- UTF-8 choices -------------------------------------------------------------------------
+ *
+ * A string's character is a choice whose multi-byte alternatives are every well-formed UTF-8
+ * character, each a sequence of byte classes. Expanded per copy of a repetition (a counted
+ * string: one copy per character), the multi-byte alternatives create ~17 intermediate
+ * positions per copy, which a mask only needs to learn that every such character leads to
+ * the same next state. So the choice is recognised here, once per IR node, and the NFA
+ * state where it is expanded records its continuation (NState.mb_to): then the position's
+ * target over a whole multi-byte character is known from its kernel without expanding the
+ * intermediate positions (pos_utf8), and the mask module's "UTF-8 target" of a state is one
+ * closure per stack (au_utf8_fast). The byte-level automaton is unchanged. */
+
+/* a multi-byte alternative: a sequence of byte classes whose first class is high */
+static int nfa_is_mb_alt(Auto *au, int32_t node) {
+    const Node *n = &au->ir.nodes.a[node];
+    if (n->kind != K_SEQ || n->b < 2) return 0;
+    const Node *f = &au->ir.nodes.a[au->ir.kids.a[n->a]];
+    if (f->kind != K_CLASS) return 0;
+    const M256 *m = &au->ir.masks.a[f->a];
+    return (m->w[2] | m->w[3]) != 0;
+}
+
+/* does every non-multi-byte alternative start with an ASCII byte for sure (so that the
+ * state's high-byte edges are the multi-byte alternatives' own) */
+static int nfa_ascii_start(Auto *au, int32_t node) {
+    const Node *n = &au->ir.nodes.a[node];
+    if (n->kind == K_SEQ && n->b >= 1) n = &au->ir.nodes.a[au->ir.kids.a[n->a]];
+    if (n->kind == K_CLASS) {
+        const M256 *m = &au->ir.masks.a[n->a];
+        return !(m->w[2] | m->w[3]);
+    }
+    if (n->kind == K_BYTES) return n->b >= 1 && au->ir.bpool.a[n->a] < 0x80;
+    return 0;
+}
+
+/* is node a choice whose multi-byte alternatives are exactly the well-formed multi-byte UTF-8
+ * characters (each lead byte C2-F4 in exactly one alternative, with the continuation classes
+ * RFC 3629 gives it), every other alternative starting with an ASCII byte? Memoised. */
+static int nfa_mb_choice(Auto *au, int32_t node) {
+    if (!au->mbchoice) au->mbchoice = tm_xcalloc((size_t)(au->ir.nodes.n ? au->ir.nodes.n : 1), 1);
+    if (au->mbchoice[node]) return au->mbchoice[node] == 1;
+    const IR *ir = &au->ir;
+    const Node *n = &ir->nodes.a[node];
+    int ok = n->kind == K_CHOICE;
+    uint8_t covered[256];
+    memset(covered, 0, sizeof(covered));
+    for (int32_t i = 0; ok && i < n->b; i++) {
+        int32_t kid = ir->kids.a[n->a + i];
+        if (!nfa_is_mb_alt(au, kid)) {
+            ok = nfa_ascii_start(au, kid);
+            continue;
+        }
+        const Node *sq = &ir->nodes.a[kid];
+        const int32_t *items = ir->kids.a + sq->a;
+        for (int32_t k = 0; ok && k < sq->b; k++) ok = ir->nodes.a[items[k]].kind == K_CLASS;
+        if (!ok) break;
+        const M256 *lead = &ir->masks.a[ir->nodes.a[items[0]].a];
+        for (int b = 0x80; ok && b < 256; b++) {
+            if (!m_test(lead, b)) continue;
+            int r = -1;
+            for (int x = 0; x < 8; x++)
+                if (b >= UTF8_RANGES[x][0][0] && b <= UTF8_RANGES[x][0][1]) r = x;
+            if (r < 0 || covered[b] || UTF8_NRANGES[r] != sq->b) {
+                ok = 0;
+                break;
+            }
+            covered[b] = 1;
+            for (int k = 1; ok && k < sq->b; k++) {
+                M256 want = m_range(UTF8_RANGES[r][k][0], UTF8_RANGES[r][k][1]);
+                ok = m_eq(&ir->masks.a[ir->nodes.a[items[k]].a], &want);
+            }
+        }
+    }
+    for (int b = 0xC2; ok && b <= 0xF4; b++) ok = covered[b];
+    au->mbchoice[node] = ok ? 1 : 2;
+    return ok;
+}
+
 /* build the pending tasks of NFA state s; afterwards its edges are complete */
 static int nfa_expand(Auto *au, int32_t s) {
     if (AU_NS(au, s)->expanded) return 0;
@@ -301,6 +396,7 @@ static int nfa_expand(Auto *au, int32_t s) {
         switch (n->kind) {
         case K_CLASS: {
             const M256 *m = &ir->masks.a[n->a];
+            if (!t.mb && (m->w[2] | m->w[3])) AU_NS(au, s)->mb_to = -1;
             if (!m_zero(m)) {
                 BEdge e = {*m, t.to};
                 VPUSH(AU_NS(au, s)->byte, e);
@@ -313,6 +409,7 @@ static int nfa_expand(Auto *au, int32_t s) {
                 break;
             }
             const uint8_t *v = ir->bpool.a + n->a;
+            if (!t.mb && v[0] >= 0x80) AU_NS(au, s)->mb_to = -1;
             int32_t cur = s;
             for (int32_t i = 0; i < n->b - 1; i++) {
                 int32_t nxt = nfa_new_state(au, 1);
@@ -345,8 +442,9 @@ static int nfa_expand(Auto *au, int32_t s) {
                     rc = -1;
                     goto out;
                 }
+                AU_NS(au, nxt)->mid = t.mb;
             }
-            Task first = {items[0], nxt, t.gid, t.gexit, t.chk};
+            Task first = {items[0], nxt, t.gid, t.gexit, t.chk, t.mb};
             VPUSH(tasks, first);
             for (int32_t i = 1; i <= last; i++) {
                 int32_t cur = nxt;
@@ -357,21 +455,28 @@ static int nfa_expand(Auto *au, int32_t s) {
                         rc = -1;
                         goto out;
                     }
+                    AU_NS(au, nxt)->mid = t.mb;
                 }
                 Task x = {ir->kids.a[n->a + i], nxt, t.gid, t.gexit, t.chk};
                 VPUSH(AU_NS(au, cur)->pending, x);
             }
             break;
         }
-        case K_CHOICE:
+        case K_CHOICE: {
+            int mbc = !t.mb && nfa_mb_choice(au, t.node);
+            if (mbc) {
+                NState *S = AU_NS(au, s);
+                S->mb_to = S->mb_to == 0 ? t.to + 1 : (S->mb_to == t.to + 1 ? S->mb_to : -1);
+            }
             for (int32_t i = 0; i < n->b; i++) {
                 int32_t item = ir->kids.a[n->a + i];
                 if (!t.chk || an_node_prop(&au->an, item, P_PRODUCTIVE)) {
-                    Task x = {item, t.to, t.gid, t.gexit, t.chk};
+                    Task x = {item, t.to, t.gid, t.gexit, t.chk, (uint8_t)(mbc && nfa_is_mb_alt(au, item))};
                     VPUSH(tasks, x);
                 }
             }
             break;
+        }
         case K_REPEAT:
             if (nfa_repeat(au, s, &tasks, n, t) < 0) {
                 rc = -1;
@@ -497,31 +602,52 @@ static int dfa_bare_exit(Auto *au, int32_t q) {
     return 1;
 }
 
-typedef struct {
-    M256 m;
-    IVec ts;
-} MaskGroup;
-typedef VEC(MaskGroup) MGVec;
-typedef struct {
-    int32_t key;
-    IVec ts;
-} KeyGroup;
-typedef VEC(KeyGroup) KGVec;
-
-static void kg_add(KGVec *v, int32_t key, int32_t t) {
-    for (int32_t i = 0; i < v->n; i++)
-        if (v->a[i].key == key) {
-            VPUSH(v->a[i].ts, t);
-            return;
-        }
-    KeyGroup g;
-    memset(&g, 0, sizeof(g));
-    g.key = key;
-    VPUSH(g.ts, t);
-    VPUSH(*v, g);
+/* the position of a lazy edge's target set (Edge.q = -2 - offset into au->lazy); -1 on a cap */
+static int32_t dfa_resolve(Auto *au, int32_t p, int32_t e) {
+    int32_t off = -2 - AU_POS(au, p)->edges[e].q;
+    int32_t n = au->lazy.a[off];
+    int32_t local[8];
+    int32_t *ts = n <= 8 ? local : tm_xmalloc((size_t)n * sizeof(int32_t));
+    memcpy(ts, au->lazy.a + off + 1, (size_t)n * sizeof(int32_t));
+    int32_t q = dfa_pos_of(au, ts, n);
+    if (ts != local) free(ts);
+    if (q >= 0) AU_POS(au, p)->edges[e].q = q;
+    return q;
 }
 
-/* compute the row of position p (idempotent); -1 on a cap */
+/* the targets of the edges that intersect atom, sorted and unique, into au->dx_ts; whether
+ * they are all inside multi-byte characters */
+static int dfa_atom_targets(Auto *au, const M256 *atom) {
+    IVec *ts = &au->dx_ts;
+    ts->n = 0;
+    const BEdgeVec *E = &au->dx_edges;
+    for (int32_t i = 0; i < E->n; i++) {
+        M256 both = m_and(E->a[i].m, *atom);
+        if (!m_zero(&both)) VPUSH(*ts, E->a[i].to);
+    }
+    ts->n = sort_unique(ts->a, ts->n);
+    int mid = ts->n > 0;
+    for (int32_t i = 0; i < ts->n && mid; i++) mid = AU_NS(au, ts->a[i])->mid;
+    return mid;
+}
+
+/* the tos of the pairs with key k, sorted and unique, into au->dx_ts */
+static void dfa_key_targets(Auto *au, const PairVec *v, int32_t k) {
+    IVec *ts = &au->dx_ts;
+    ts->n = 0;
+    for (int32_t i = 0; i < v->n; i++)
+        if (v->a[i].a == k) VPUSH(*ts, v->a[i].b);
+    ts->n = sort_unique(ts->a, ts->n);
+}
+
+/* compute the row of position p (idempotent); -1 on a cap.
+ *
+ * The byte edges of the kernel's NFA states are split into atoms (maximal byte sets every
+ * edge treats alike); an atom leads to the position of its targets' closure, atoms with the
+ * same position are merged into one edge. An atom whose targets are all inside multi-byte
+ * characters (the states after a lead byte of a UTF-8 choice) is left unresolved until a
+ * byte takes it (dfa_resolve): a mask rarely needs them (pos_utf8), and a counted string
+ * would otherwise build ~17 such positions per character copy. */
 static int dfa_expand(Auto *au, int32_t p) {
     if (AU_POS(au, p)->done) return 0;
     if (au->dfa_broken) {
@@ -531,18 +657,24 @@ static int dfa_expand(Auto *au, int32_t p) {
     int32_t klen;
     const int32_t *kp = arrset_get(&au->kernels, p, &klen);
     /* copy: the kernel pool may move while positions are created */
-    int32_t *key = tm_xmalloc((size_t)(klen ? klen : 1) * sizeof(int32_t));
-    memcpy(key, kp, (size_t)klen * sizeof(int32_t));
-    int rc = 0;
+    IVec *key = &au->dx_key;
+    key->n = 0;
+    VRESERVE(*key, klen);
+    memcpy(key->a, kp, (size_t)klen * sizeof(int32_t));
+    key->n = klen;
     if (klen == 1) {
-        NState *S = AU_NS(au, key[0]);
+        NState *S = AU_NS(au, key->a[0]);
         if (S->byte.n == 1 && !S->call.n && !S->special.n) {
             M256 m = S->byte.a[0].m;
             int32_t t = S->byte.a[0].to, isx = S->is_exit;
-            int32_t q = dfa_pos_of(au, &t, 1);
-            if (q < 0) {
-                free(key);
-                return -1;
+            int32_t q;
+            if (AU_NS(au, t)->mid) { /* lazy */
+                q = -2 - au->lazy.n;
+                VPUSH(au->lazy, 1);
+                VPUSH(au->lazy, t);
+            } else {
+                q = dfa_pos_of(au, &t, 1);
+                if (q < 0) return -1;
             }
             Pos *P = AU_POS(au, p);
             P->edges = tm_xmalloc(sizeof(Edge));
@@ -553,107 +685,95 @@ static int dfa_expand(Auto *au, int32_t p) {
             P->final = (uint8_t)isx;
             P->consuming = 1;
             P->done = 1;
-            free(key);
+            au->mut++;
             return 0;
         }
     }
-    MGVec by_mask = {0};
-    KGVec by_call = {0}, by_special = {0};
+    BEdgeVec *E = &au->dx_edges;
+    PairVec *C = &au->dx_calls, *SP = &au->dx_specials;
+    E->n = C->n = SP->n = 0;
     int final = 0;
     for (int32_t i = 0; i < klen; i++) {
-        NState *S = AU_NS(au, key[i]);
+        NState *S = AU_NS(au, key->a[i]);
         if (S->is_exit) final = 1;
-        for (int32_t j = 0; j < S->byte.n; j++) {
-            BEdge *e = &S->byte.a[j];
-            int32_t g = -1;
-            for (int32_t x = 0; x < by_mask.n; x++)
-                if (m_eq(&by_mask.a[x].m, &e->m)) {
-                    g = x;
-                    break;
-                }
-            if (g < 0) {
-                MaskGroup mg;
-                memset(&mg, 0, sizeof(mg));
-                mg.m = e->m;
-                VPUSH(by_mask, mg);
-                g = by_mask.n - 1;
-            }
-            VPUSH(by_mask.a[g].ts, e->to);
-        }
-        for (int32_t j = 0; j < S->call.n; j++) kg_add(&by_call, S->call.a[j].a, S->call.a[j].b);
-        for (int32_t j = 0; j < S->special.n; j++) kg_add(&by_special, S->special.a[j].a, S->special.a[j].b);
+        VRESERVE(*E, S->byte.n);
+        memcpy(E->a + E->n, S->byte.a, (size_t)S->byte.n * sizeof(BEdge));
+        E->n += S->byte.n;
+        VRESERVE(*C, S->call.n);
+        memcpy(C->a + C->n, S->call.a, (size_t)S->call.n * sizeof(Pair));
+        C->n += S->call.n;
+        VRESERVE(*SP, S->special.n);
+        memcpy(SP->a + SP->n, S->special.a, (size_t)S->special.n * sizeof(Pair));
+        SP->n += S->special.n;
     }
+    int rc = 0;
     Edge *edges = NULL;
     int32_t nedges = 0;
     M256 uni = M_ZERO;
-    if (by_mask.n) {
+    if (E->n) {
+        /* the distinct masks, in order of first appearance */
+        au->dx_masks.n = 0;
         int total = 0;
-        for (int32_t x = 0; x < by_mask.n; x++) {
-            uni = m_or(uni, by_mask.a[x].m);
-            total += m_count(&by_mask.a[x].m);
+        for (int32_t i = 0; i < E->n; i++) {
+            int seen = 0;
+            for (int32_t x = 0; x < au->dx_masks.n && !seen; x++) seen = m_eq(&au->dx_masks.a[x], &E->a[i].m);
+            if (seen) continue;
+            VPUSH(au->dx_masks, E->a[i].m);
+            uni = m_or(uni, E->a[i].m);
+            total += m_count(&E->a[i].m);
         }
-        /* atoms: (mask, targets) */
-        MGVec atoms = {0};
+        /* atoms */
+        au->dx_atoms.n = 0;
         if (total == m_count(&uni)) {
-            for (int32_t x = 0; x < by_mask.n; x++) {
-                MaskGroup g;
-                memset(&g, 0, sizeof(g));
-                g.m = by_mask.a[x].m;
-                VRESERVE(g.ts, by_mask.a[x].ts.n);
-                memcpy(g.ts.a, by_mask.a[x].ts.a, (size_t)by_mask.a[x].ts.n * sizeof(int32_t));
-                g.ts.n = by_mask.a[x].ts.n;
-                VPUSH(atoms, g);
-            }
+            VRESERVE(au->dx_atoms, au->dx_masks.n);
+            memcpy(au->dx_atoms.a, au->dx_masks.a, (size_t)au->dx_masks.n * sizeof(M256));
+            au->dx_atoms.n = au->dx_masks.n;
         } else {
-            VEC(M256) am = {0}, nw = {0};
-            for (int32_t x = 0; x < by_mask.n; x++) {
-                M256 m = by_mask.a[x].m, rest = m;
-                nw.n = 0;
-                for (int32_t y = 0; y < am.n; y++) {
-                    M256 a = am.a[y], both = m_and(a, m);
+            for (int32_t x = 0; x < au->dx_masks.n; x++) {
+                M256 m = au->dx_masks.a[x], rest = m;
+                au->dx_nw.n = 0;
+                for (int32_t y = 0; y < au->dx_atoms.n; y++) {
+                    M256 a = au->dx_atoms.a[y], both = m_and(a, m);
                     if (!m_zero(&both)) {
-                        VPUSH(nw, both);
+                        VPUSH(au->dx_nw, both);
                         if (!m_eq(&a, &both)) {
                             M256 d = m_andnot(a, both);
-                            VPUSH(nw, d);
+                            VPUSH(au->dx_nw, d);
                         }
                         rest = m_andnot(rest, a);
                     } else {
-                        VPUSH(nw, a);
+                        VPUSH(au->dx_nw, a);
                     }
                 }
-                if (!m_zero(&rest)) VPUSH(nw, rest);
-                am.n = 0;
-                VRESERVE(am, nw.n);
-                memcpy(am.a, nw.a, (size_t)nw.n * sizeof(M256));
-                am.n = nw.n;
+                if (!m_zero(&rest)) VPUSH(au->dx_nw, rest);
+                au->dx_atoms.n = 0;
+                VRESERVE(au->dx_atoms, au->dx_nw.n);
+                memcpy(au->dx_atoms.a, au->dx_nw.a, (size_t)au->dx_nw.n * sizeof(M256));
+                au->dx_atoms.n = au->dx_nw.n;
             }
-            for (int32_t y = 0; y < am.n; y++) {
-                MaskGroup g;
-                memset(&g, 0, sizeof(g));
-                g.m = am.a[y];
-                for (int32_t x = 0; x < by_mask.n; x++) {
-                    M256 both = m_and(by_mask.a[x].m, am.a[y]);
-                    if (!m_zero(&both))
-                        for (int32_t k = 0; k < by_mask.a[x].ts.n; k++) VPUSH(g.ts, by_mask.a[x].ts.a[k]);
-                }
-                VPUSH(atoms, g);
-            }
-            VFREE(am);
-            VFREE(nw);
         }
-        /* merge atoms with the same target position */
-        IVec seen_q = {0};
-        VEC(M256) merged = {0};
-        IVec memo_off = {0}, memo_len = {0}, memo_q = {0}, memo_pool = {0};
-        for (int32_t x = 0; x < atoms.n && rc == 0; x++) {
-            IVec *ts = &atoms.a[x].ts;
-            ts->n = sort_unique(ts->a, ts->n);
+        /* each atom's position; atoms with the same position merged. memo: [len, q, ts...] */
+        au->dx_out.n = 0;
+        au->dx_memo.n = 0;
+        for (int32_t x = 0; x < au->dx_atoms.n; x++) {
+            M256 atom = au->dx_atoms.a[x];
+            int lazy = dfa_atom_targets(au, &atom);
+            IVec *ts = &au->dx_ts;
             int32_t q = -1;
-            for (int32_t y = 0; y < memo_q.n; y++)
-                if (memo_len.a[y] == ts->n &&
-                    memcmp(memo_pool.a + memo_off.a[y], ts->a, (size_t)ts->n * sizeof(int32_t)) == 0) {
-                    q = memo_q.a[y];
+            if (lazy) {
+                q = -2 - au->lazy.n;
+                VPUSH(au->lazy, ts->n);
+                VRESERVE(au->lazy, ts->n);
+                memcpy(au->lazy.a + au->lazy.n, ts->a, (size_t)ts->n * sizeof(int32_t));
+                au->lazy.n += ts->n;
+                Edge ed = {atom, q};
+                VPUSH(au->dx_out, ed);
+                continue;
+            }
+            for (int32_t y = 0; y < au->dx_memo.n; y += 2 + au->dx_memo.a[y])
+                if (au->dx_memo.a[y] == ts->n &&
+                    memcmp(au->dx_memo.a + y + 2, ts->a, (size_t)ts->n * sizeof(int32_t)) == 0) {
+                    q = au->dx_memo.a[y + 1];
                     break;
                 }
             if (q < 0) {
@@ -662,54 +782,45 @@ static int dfa_expand(Auto *au, int32_t p) {
                     rc = -1;
                     break;
                 }
-                VPUSH(memo_off, memo_pool.n);
-                VPUSH(memo_len, ts->n);
-                VPUSH(memo_q, q);
-                for (int32_t k = 0; k < ts->n; k++) VPUSH(memo_pool, ts->a[k]);
+                ts = &au->dx_ts;
+                VPUSH(au->dx_memo, ts->n);
+                VPUSH(au->dx_memo, q);
+                VRESERVE(au->dx_memo, ts->n);
+                memcpy(au->dx_memo.a + au->dx_memo.n, ts->a, (size_t)ts->n * sizeof(int32_t));
+                au->dx_memo.n += ts->n;
             }
-            int32_t slot = -1;
-            for (int32_t y = 0; y < seen_q.n; y++)
-                if (seen_q.a[y] == q) {
-                    slot = y;
-                    break;
+            int merged = 0;
+            for (int32_t y = 0; y < au->dx_out.n && !merged; y++)
+                if (au->dx_out.a[y].q == q) {
+                    au->dx_out.a[y].m = m_or(au->dx_out.a[y].m, atom);
+                    merged = 1;
                 }
-            if (slot < 0) {
-                VPUSH(seen_q, q);
-                VPUSH(merged, atoms.a[x].m);
-            } else {
-                merged.a[slot] = m_or(merged.a[slot], atoms.a[x].m);
+            if (!merged) {
+                Edge ed = {atom, q};
+                VPUSH(au->dx_out, ed);
             }
         }
         if (rc == 0) {
-            nedges = seen_q.n;
+            nedges = au->dx_out.n;
             edges = tm_xmalloc((size_t)(nedges ? nedges : 1) * sizeof(Edge));
-            for (int32_t y = 0; y < nedges; y++) {
-                edges[y].m = merged.a[y];
-                edges[y].q = seen_q.a[y];
-            }
+            memcpy(edges, au->dx_out.a, (size_t)nedges * sizeof(Edge));
         }
-        for (int32_t x = 0; x < atoms.n; x++) VFREE(atoms.a[x].ts);
-        VFREE(atoms);
-        VFREE(seen_q);
-        VFREE(merged);
-        VFREE(memo_off);
-        VFREE(memo_len);
-        VFREE(memo_q);
-        VFREE(memo_pool);
     }
     Call *calls = NULL;
     int32_t ncalls = 0;
-    if (rc == 0 && by_call.n) {
-        calls = tm_xmalloc((size_t)by_call.n * sizeof(Call));
-        for (int32_t x = 0; x < by_call.n; x++) {
-            int32_t x0 = dfa_start(au, by_call.a[x].key);
+    if (rc == 0 && C->n) {
+        calls = tm_xmalloc((size_t)C->n * sizeof(Call));
+        for (int32_t i = 0; i < C->n && rc == 0; i++) {
+            int32_t k = C->a[i].a, first = 1;
+            for (int32_t j = 0; j < i && first; j++) first = C->a[j].a != k;
+            if (!first) continue;
+            int32_t x0 = dfa_start(au, k);
             if (x0 < 0) {
                 rc = -1;
                 break;
             }
-            IVec *ts = &by_call.a[x].ts;
-            ts->n = sort_unique(ts->a, ts->n);
-            int32_t q = dfa_pos_of(au, ts->a, ts->n);
+            dfa_key_targets(au, C, k);
+            int32_t q = dfa_pos_of(au, au->dx_ts.a, au->dx_ts.n);
             if (q < 0) {
                 rc = -1;
                 break;
@@ -723,28 +834,23 @@ static int dfa_expand(Auto *au, int32_t p) {
     }
     Pair *specials = NULL;
     int32_t nspecials = 0;
-    if (rc == 0 && by_special.n) {
-        specials = tm_xmalloc((size_t)by_special.n * sizeof(Pair));
-        for (int32_t x = 0; x < by_special.n; x++) {
-            IVec *ts = &by_special.a[x].ts;
-            ts->n = sort_unique(ts->a, ts->n);
-            int32_t q = dfa_pos_of(au, ts->a, ts->n);
+    if (rc == 0 && SP->n) {
+        specials = tm_xmalloc((size_t)SP->n * sizeof(Pair));
+        for (int32_t i = 0; i < SP->n && rc == 0; i++) {
+            int32_t k = SP->a[i].a, first = 1;
+            for (int32_t j = 0; j < i && first; j++) first = SP->a[j].a != k;
+            if (!first) continue;
+            dfa_key_targets(au, SP, k);
+            int32_t q = dfa_pos_of(au, au->dx_ts.a, au->dx_ts.n);
             if (q < 0) {
                 rc = -1;
                 break;
             }
-            specials[nspecials].a = by_special.a[x].key;
+            specials[nspecials].a = k;
             specials[nspecials].b = q;
             nspecials++;
         }
     }
-    for (int32_t x = 0; x < by_mask.n; x++) VFREE(by_mask.a[x].ts);
-    VFREE(by_mask);
-    for (int32_t x = 0; x < by_call.n; x++) VFREE(by_call.a[x].ts);
-    VFREE(by_call);
-    for (int32_t x = 0; x < by_special.n; x++) VFREE(by_special.a[x].ts);
-    VFREE(by_special);
-    free(key);
     if (rc < 0) {
         free(edges);
         free(calls);
@@ -937,6 +1043,38 @@ static int au_close(Auto *au, int32_t base, int32_t p, IVec *set) {
     }
 }
 
+/* ---- UTF-8 targets of positions and states ---------------------------------------------- */
+
+#define U8_UNKNOWN 0
+#define U8_NONE (-1) /* not known without expanding the characters' positions */
+#define U8_DEAD (-2) /* no multi-byte character is taken here */
+
+/* the position every complete multi-byte character leads p to (through intermediate
+ * positions that are neither final nor calling), U8_DEAD, or U8_NONE; from the NFA states of
+ * p's kernel (NState.mb_to), so the intermediate positions are never built. Memoised. */
+static int32_t pos_utf8(Auto *au, int32_t p) {
+    int32_t u = AU_POS(au, p)->u8;
+    if (u != U8_UNKNOWN) return u > 0 ? u - 1 : u;
+    int32_t klen;
+    const int32_t *k = arrset_get(&au->kernels, p, &klen);
+    int32_t tos[8], nt = 0, r = U8_DEAD;
+    for (int32_t i = 0; i < klen; i++) {
+        int32_t m = AU_NS(au, k[i])->mb_to;
+        if (m == 0) continue;
+        if (m < 0 || (!in_list(tos, nt, m - 1) && nt == 8)) {
+            r = U8_NONE;
+            break;
+        }
+        if (!in_list(tos, nt, m - 1)) tos[nt++] = m - 1;
+    }
+    if (r == U8_DEAD && nt) {
+        int32_t q = dfa_pos_of(au, tos, nt);
+        r = q < 0 ? U8_NONE : q;
+    }
+    AU_POS(au, p)->u8 = r >= 0 ? r + 1 : r;
+    return r;
+}
+
 /* ---- states ----------------------------------------------------------------------------- */
 
 static inline const int32_t *st_stacks(const Auto *au, const St *s) { return au->intern.pool.a + s->stk_off + 1; }
@@ -972,6 +1110,49 @@ static int32_t au_make(Auto *au, IVec *set, int accepting) {
 }
 
 static int32_t au_advance_miss(Auto *au, int32_t sid, int b);
+
+#define U8_SLOW (-3)
+
+/* the state every complete multi-byte character leads sid to, from the positions' targets
+ * (pos_utf8): one closure per stack, as the last byte of the character would do; -2 when no
+ * such character is taken (or the result is dead); U8_SLOW when a stack's position has no
+ * known target or a cap acts (the caller then follows the characters byte by byte) */
+static int32_t au_utf8_fast(Auto *au, int32_t sid) {
+    int nst = AU_ST(au, sid)->nstk;
+    int32_t local[32];
+    int32_t *stk = 2 * nst <= 32 ? local : tm_xmalloc((size_t)(2 * nst) * sizeof(int32_t));
+    int32_t *tgt = stk + nst; /* copied: creating states may move the intern pool */
+    memcpy(stk, st_stacks(au, AU_ST(au, sid)), (size_t)nst * sizeof(int32_t));
+    int32_t out = -2;
+    int any = 0;
+    for (int i = 0; i < nst; i++) {
+        tgt[i] = pos_utf8(au, au->sn.a[stk[i]].pos);
+        if (tgt[i] == U8_NONE) {
+            out = U8_SLOW;
+            goto done;
+        }
+        any |= tgt[i] >= 0;
+    }
+    if (any) {
+        IVec *set = &au->scratch;
+        set->n = 0;
+        au_set_begin(au);
+        int accepting = 0;
+        for (int i = 0; i < nst; i++) {
+            if (tgt[i] < 0) continue;
+            int r = au_close(au, au->sn.a[stk[i]].parent, tgt[i], set);
+            if (r < 0 || set->n > au->lim.max_stacks) {
+                out = U8_SLOW;
+                goto done;
+            }
+            accepting = accepting || r;
+        }
+        if (set->n || accepting) out = au_make(au, set, accepting);
+    }
+done:
+    if (stk != local) free(stk);
+    return out;
+}
 
 static inline int32_t au_advance(Auto *au, int32_t sid, int b) {
     const int32_t *t = au->st.a[sid].trans;
@@ -1028,6 +1209,10 @@ static int32_t au_advance_miss(Auto *au, int32_t sid, int b) {
                 atom = m_and(atom, P->edges[e].m);
                 int32_t q = P->edges[e].q;
                 found = 1;
+                if (q < -1 && (q = dfa_resolve(au, x.pos, e)) < 0) {
+                    err = 1;
+                    break;
+                }
                 if (accepting >= 0) {
                     int r = au_close(au, x.parent, q, set);
                     if (r == -2) {
@@ -1309,6 +1494,7 @@ static void au_free(Auto *au) {
     VFREE(au->entries);
     VFREE(au->entry_rule);
     free(au->entry_of);
+    free(au->mbchoice);
     imap_free(&au->shared);
     free(au->group_exit);
     arrset_free(&au->kernels);
@@ -1328,6 +1514,17 @@ static void au_free(Auto *au) {
     VFREE(au->st);
     au_free_slabs(au);
     VFREE(au->kscratch);
+    VFREE(au->dx_edges);
+    VFREE(au->dx_calls);
+    VFREE(au->dx_specials);
+    VFREE(au->dx_masks);
+    VFREE(au->dx_atoms);
+    VFREE(au->dx_nw);
+    VFREE(au->dx_key);
+    VFREE(au->dx_ts);
+    VFREE(au->dx_memo);
+    VFREE(au->dx_out);
+    VFREE(au->lazy);
     VFREE(au->kstack);
     free(au->sn_mark);
     VFREE(au->scratch);
@@ -1394,6 +1591,8 @@ static int64_t au_bytes(Auto *au) {
     n += (int64_t)au->slabs.n * TRANS_SLAB * 256 * (int64_t)sizeof(int32_t);
     for (int32_t i = 0; i < au->st.n; i++) n += (int64_t)au->st.a[i].nspec * sizeof(Pair);
     n += au->stamp_cap * 4 + au->sn_mark_cap * 4 + imap_bytes(&au->shared);
+    if (au->mbchoice) n += au->ir.nodes.n;
+    n += VBYTES(au->lazy);
     au->bytes_mut = au->mut;
     au->bytes_memo = n;
     return n;

@@ -244,17 +244,6 @@ static void walk_first(MaskCache *mc, int32_t root, const Trie *t, M256 first, i
 
 /* ---- runs (port of _loop_info / _follow / _step / utf8_target, LOCAL-safe) --------------- */
 
-static const uint8_t UTF8_RANGES[8][4][2] = {
-    {{0xC2, 0xDF}, {0x80, 0xBF}, {0, 0}, {0, 0}},
-    {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}, {0, 0}},
-    {{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}, {0, 0}},
-    {{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}, {0, 0}},
-    {{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}, {0, 0}},
-    {{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
-    {{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
-    {{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
-};
-static const int UTF8_NRANGES[8] = {2, 3, 3, 3, 3, 4, 4, 4};
 #define UTF8_FRONTIER_CAP 8
 
 /* the one state every well-formed multi-byte character leads s to, or -2; -2 also when a
@@ -262,6 +251,11 @@ static const int UTF8_NRANGES[8] = {2, 3, 3, 3, 3, 4, 4, 4};
 static int32_t mc_utf8_target(MaskCache *mc, int32_t s) {
     Auto *au = mc->au;
     if (au->st.a[s].utf8_tgt != -3) return au->st.a[s].utf8_tgt;
+    int32_t fast = au_utf8_fast(au, s);
+    if (fast != U8_SLOW) {
+        au->st.a[s].utf8_tgt = fast;
+        return fast;
+    }
     int32_t target = -2, result = -2;
     SuccVec succ = {0};
     int32_t frontier[UTF8_FRONTIER_CAP + 1], nf, nxt[UTF8_FRONTIER_CAP + 1], nn;

@@ -126,6 +126,22 @@ static inline uint64_t m_hash(const M256 *m) {
     return h;
 }
 
+/* ---- UTF-8 ------------------------------------------------------------------------------ */
+
+/* the well-formed multi-byte characters (RFC 3629): lead byte range, then continuation
+ * ranges, inclusive; UTF8_NRANGES[r] bytes in row r */
+static const uint8_t UTF8_RANGES[8][4][2] = {
+    {{0xC2, 0xDF}, {0x80, 0xBF}, {0, 0}, {0, 0}},
+    {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}, {0, 0}},
+    {{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}, {0, 0}},
+    {{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}, {0, 0}},
+    {{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}, {0, 0}},
+    {{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
+};
+static const int UTF8_NRANGES[8] = {2, 3, 3, 3, 3, 4, 4, 4};
+
 /* ---- hashing --------------------------------------------------------------------------- */
 
 static inline uint64_t tm_mix64(uint64_t x) {
