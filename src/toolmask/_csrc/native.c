@@ -689,7 +689,8 @@ static PyObject *Masks_stats(MasksObject *self, PyObject *unused) {
     int64_t locals = 0, reps = 0;
     for (int32_t i = 0; i < mc->npl; i++) locals += mc->pl[i].ok;
     for (int32_t i = 0; i < mc->nreps; i++) reps += mc->reps[i] != NULL;
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "nodes", (long long)mc->nodes, "hits", (long long)mc->hits, "misses",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "nodes", (long long)mc->nodes, "bulk_nodes",
+                         (long long)mc->bulk_nodes, "hits", (long long)mc->hits, "misses",
                          (long long)mc->misses, "position_misses", (long long)mc->local_misses, "exact_walks",
                          (long long)mc->exact_walks, "positions", (long long)locals, "states", (long long)reps,
                          "bytes", (long long)mc->bytes);

@@ -16,7 +16,8 @@
 typedef struct {
     int32_t node, to, gid, gexit;
     uint8_t chk;
-    uint8_t mb; /* the first byte edge of one multi-byte alternative of a UTF-8 choice */
+    uint8_t mb;   /* a multi-byte alternative of a UTF-8 choice (its lead byte edge) */
+    int32_t from; /* > 0: the rest of such an alternative (a sequence) from item `from` */
 } Task;
 typedef VEC(Task) TaskVec;
 typedef struct {
@@ -43,7 +44,13 @@ typedef struct {
     uint8_t expanded, is_exit;
     uint8_t mid; /* inside a multi-byte alternative of a UTF-8 choice (after its lead byte) */
 } NState;
-typedef VEC(NState) NStateVec;
+/* NFA states in pages of NS_PAGE (a state never moves: growing copies no state) */
+#define NS_PAGE_BITS 8
+#define NS_PAGE (1 << NS_PAGE_BITS)
+typedef struct {
+    NState **pages;
+    int32_t n, npages;
+} NStateVec;
 
 typedef struct {
     M256 m;
@@ -89,9 +96,43 @@ typedef struct {
     int32_t stk_off;  /* in the intern pool: [accepting, stack ids...] */
     int32_t nstk, nspec, maxdepth;
     int32_t utf8_tgt; /* mask module memo: -3 unknown */
-    uint8_t accepting, allowed_ok, spec_ok, utf8_flags;
+    uint64_t loop[2]; /* ASCII bytes (NUL never) that lead the state to itself (st_loop_set) */
+    uint8_t accepting, allowed_ok, spec_ok, utf8_flags, loop_ok;
+    uint8_t utf8_fast; /* utf8_tgt came from au_utf8_fast */
 } St;
 typedef VEC(St) StVec;
+
+/* bump allocation for the NFA states' edge vectors, which live as long as the automaton */
+typedef struct {
+    VEC(char *) chunks;
+    char *cur;
+    size_t left;
+    int64_t bytes;
+} Arena;
+
+#define ARENA_CHUNK (64 * 1024)
+
+static void *arena_alloc(Arena *ar, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (n > ar->left) {
+        size_t sz = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+        char *c = tm_xmalloc(sz);
+        VPUSH(ar->chunks, c);
+        ar->cur = c;
+        ar->left = sz;
+        ar->bytes += (int64_t)sz;
+    }
+    void *p = ar->cur;
+    ar->cur += n;
+    ar->left -= n;
+    return p;
+}
+
+static void arena_free(Arena *ar) {
+    for (int32_t i = 0; i < ar->chunks.n; i++) free(ar->chunks.a[i]);
+    VFREE(ar->chunks);
+    memset(ar, 0, sizeof(*ar));
+}
 
 typedef struct Auto {
     IR ir;
@@ -100,6 +141,8 @@ typedef struct Auto {
     int err;
     /* NFA */
     NStateVec ns;
+    Arena arena;       /* the NFA states' vectors (NSPUSH) */
+    TaskVec nx_tasks;  /* nfa_expand's work list (it never re-enters itself) */
     IVec entries, entry_rule;
     int32_t *entry_of;
     IMap shared;
@@ -166,7 +209,22 @@ static void au_free_slabs(Auto *au) {
     au->slab_used = 0;
 }
 
-#define AU_NS(au, i) (&(au)->ns.a[i])
+#define AU_NS(au, i) (&(au)->ns.pages[(i) >> NS_PAGE_BITS][(i) & (NS_PAGE - 1)])
+
+static void ns_grow(Arena *ar, void **a, int32_t *cap, int32_t n, size_t elem) {
+    int32_t c = *cap ? *cap * 2 : 2;
+    void *p = arena_alloc(ar, (size_t)c * elem);
+    if (n) memcpy(p, *a, (size_t)n * elem);
+    *a = p;
+    *cap = c;
+}
+
+/* push onto a vector of an NFA state (arena storage: never realloc'd or freed) */
+#define NSPUSH(au, v, x)                                                                \
+    do {                                                                                \
+        if ((v).n == (v).cap) ns_grow(&(au)->arena, (void **)&(v).a, &(v).cap, (v).n, sizeof(*(v).a)); \
+        (v).a[(v).n++] = (x);                                                          \
+    } while (0)
 #define AU_POS(au, p) (&(au)->pos.a[p])
 #define AU_ST(au, s) (&(au)->st.a[s])
 
@@ -182,7 +240,12 @@ static int32_t nfa_new_state(Auto *au, int expanded) {
     NState s;
     memset(&s, 0, sizeof(s));
     s.expanded = (uint8_t)expanded;
-    VPUSH(au->ns, s);
+    if ((n >> NS_PAGE_BITS) >= au->ns.npages) {
+        au->ns.pages = tm_xrealloc(au->ns.pages, (size_t)(au->ns.npages + 1) * sizeof(NState *));
+        au->ns.pages[au->ns.npages++] = tm_xmalloc((size_t)NS_PAGE * sizeof(NState));
+    }
+    *AU_NS(au, n) = s;
+    au->ns.n = n + 1;
     au->mut++;
     return n;
 }
@@ -195,7 +258,7 @@ static int32_t nfa_copy_start(Auto *au, int32_t rule, int32_t to, int32_t gid) {
     s = nfa_new_state(au, 0);
     if (s < 0) return -1;
     Task t = {au->ir.body.a[rule], to, gid, gid >= 0 ? to : -1, (uint8_t)chk};
-    VPUSH(AU_NS(au, s)->pending, t);
+    NSPUSH(au, AU_NS(au, s)->pending, t);
     imap_put(&au->shared, key, s);
     return s;
 }
@@ -235,16 +298,16 @@ static int nfa_ref(Auto *au, int32_t s, int32_t rule, int32_t to, int32_t gid, i
     if (gid >= 0 && rgid == gid) {
         int32_t t = nfa_copy_start(au, rule, gexit, gid);
         if (t < 0) return -1;
-        VPUSH(AU_NS(au, s)->eps, t);
+        NSPUSH(au, AU_NS(au, s)->eps, t);
     } else if (an_inline(a, rule)) {
         int32_t t = nfa_copy_start(au, rule, to, rgid);
         if (t < 0) return -1;
-        VPUSH(AU_NS(au, s)->eps, t);
+        NSPUSH(au, AU_NS(au, s)->eps, t);
     } else {
         int32_t e = nfa_entry(au, rule);
         if (e < 0) return -1;
         Pair c = {e, to};
-        VPUSH(AU_NS(au, s)->call, c);
+        NSPUSH(au, AU_NS(au, s)->call, c);
     }
     return 0;
 }
@@ -253,17 +316,17 @@ static void nfa_add(Auto *au, int32_t s, TaskVec *tasks, int32_t cur, Task t) {
     if (cur == s)
         VPUSH(*tasks, t);
     else
-        VPUSH(AU_NS(au, cur)->pending, t);
+        NSPUSH(au, AU_NS(au, cur)->pending, t);
 }
 
 static int nfa_repeat(Auto *au, int32_t s, TaskVec *tasks, const Node *node, Task t) {
     if (node->hi == 0) {
-        VPUSH(AU_NS(au, s)->eps, t.to);
+        NSPUSH(au, AU_NS(au, s)->eps, t.to);
         return 0;
     }
     int32_t item = node->a;
     if (t.chk && !an_node_prop(&au->an, item, P_PRODUCTIVE)) {
-        if (node->lo == 0) VPUSH(AU_NS(au, s)->eps, t.to);
+        if (node->lo == 0) NSPUSH(au, AU_NS(au, s)->eps, t.to);
         return 0;
     }
     int32_t cur = s;
@@ -281,21 +344,21 @@ static int nfa_repeat(Auto *au, int32_t s, TaskVec *tasks, const Node *node, Tas
         int32_t loop = nfa_new_state(au, 0);
         if (loop < 0) return -1;
         Task x = {item, back, t.gid, t.gexit, t.chk};
-        VPUSH(AU_NS(au, loop)->pending, x);
-        VPUSH(AU_NS(au, cur)->eps, loop);
-        VPUSH(AU_NS(au, back)->eps, loop);
+        NSPUSH(au, AU_NS(au, loop)->pending, x);
+        NSPUSH(au, AU_NS(au, cur)->eps, loop);
+        NSPUSH(au, AU_NS(au, back)->eps, loop);
         VPUSH(AU_NS(au, node->lo == 0 ? loop : back)->eps, t.to);
         return 0;
     }
     for (int64_t k = 0; k < node->hi - node->lo; k++) {
-        VPUSH(AU_NS(au, cur)->eps, t.to);
+        NSPUSH(au, AU_NS(au, cur)->eps, t.to);
         int32_t nxt = nfa_new_state(au, 0);
         if (nxt < 0) return -1;
         Task x = {item, nxt, t.gid, t.gexit, t.chk};
         nfa_add(au, s, tasks, cur, x);
         cur = nxt;
     }
-    VPUSH(AU_NS(au, cur)->eps, t.to);
+    NSPUSH(au, AU_NS(au, cur)->eps, t.to);
     return 0;
 }
 
@@ -384,8 +447,16 @@ static int nfa_expand(Auto *au, int32_t s) {
         au->err = E_STATES;
         return -1;
     }
-    TaskVec tasks = AU_NS(au, s)->pending;
-    memset(&AU_NS(au, s)->pending, 0, sizeof(TaskVec));
+    TaskVec tasks = au->nx_tasks; /* the work list, starting with the pending tasks */
+    memset(&au->nx_tasks, 0, sizeof(TaskVec));
+    tasks.n = 0;
+    {
+        TaskVec *pend = &AU_NS(au, s)->pending;
+        VRESERVE(tasks, pend->n);
+        memcpy(tasks.a, pend->a, (size_t)pend->n * sizeof(Task));
+        tasks.n = pend->n;
+        memset(pend, 0, sizeof(TaskVec)); /* its arena storage is simply left */
+    }
     AU_NS(au, s)->expanded = 1;
     au->mut++;
     IR *ir = &au->ir;
@@ -399,13 +470,13 @@ static int nfa_expand(Auto *au, int32_t s) {
             if (!t.mb && (m->w[2] | m->w[3])) AU_NS(au, s)->mb_to = -1;
             if (!m_zero(m)) {
                 BEdge e = {*m, t.to};
-                VPUSH(AU_NS(au, s)->byte, e);
+                NSPUSH(au, AU_NS(au, s)->byte, e);
             }
             break;
         }
         case K_BYTES: {
             if (!n->b) {
-                VPUSH(AU_NS(au, s)->eps, t.to);
+                NSPUSH(au, AU_NS(au, s)->eps, t.to);
                 break;
             }
             const uint8_t *v = ir->bpool.a + n->a;
@@ -419,22 +490,43 @@ static int nfa_expand(Auto *au, int32_t s) {
                 }
                 BEdge e = {M_ZERO, nxt};
                 m_set(&e.m, v[i]);
-                VPUSH(AU_NS(au, cur)->byte, e);
+                NSPUSH(au, AU_NS(au, cur)->byte, e);
                 cur = nxt;
             }
             BEdge e = {M_ZERO, t.to};
             m_set(&e.m, v[n->b - 1]);
-            VPUSH(AU_NS(au, cur)->byte, e);
+            NSPUSH(au, AU_NS(au, cur)->byte, e);
             break;
         }
         case K_SEQ: {
             if (!n->b) {
-                VPUSH(AU_NS(au, s)->eps, t.to);
+                NSPUSH(au, AU_NS(au, s)->eps, t.to);
+                break;
+            }
+            const int32_t *items = ir->kids.a + n->a;
+            int32_t last = n->b - 1;
+            if (t.mb || t.from > 0) {
+                /* a multi-byte character: its intermediate states one at a time, as bytes
+                 * reach them (a counted string would otherwise build ~18 per character) */
+                int32_t f = t.from;
+                if (f == last) {
+                    Task x = {items[f], t.to, t.gid, t.gexit, t.chk, 0, 0};
+                    VPUSH(tasks, x);
+                    break;
+                }
+                int32_t nx = nfa_new_state(au, 0);
+                if (nx < 0) {
+                    rc = -1;
+                    goto out;
+                }
+                AU_NS(au, nx)->mid = 1;
+                Task cont = {t.node, t.to, t.gid, t.gexit, t.chk, 0, f + 1};
+                NSPUSH(au, AU_NS(au, nx)->pending, cont);
+                Task x = {items[f], nx, t.gid, t.gexit, t.chk, (uint8_t)(f == 0), 0};
+                VPUSH(tasks, x);
                 break;
             }
             if (t.chk && !an_node_prop(&au->an, t.node, P_PRODUCTIVE)) break;
-            const int32_t *items = ir->kids.a + n->a;
-            int32_t last = n->b - 1;
             int32_t nxt = t.to;
             if (last) {
                 nxt = nfa_new_state(au, 0);
@@ -442,9 +534,8 @@ static int nfa_expand(Auto *au, int32_t s) {
                     rc = -1;
                     goto out;
                 }
-                AU_NS(au, nxt)->mid = t.mb;
             }
-            Task first = {items[0], nxt, t.gid, t.gexit, t.chk, t.mb};
+            Task first = {items[0], nxt, t.gid, t.gexit, t.chk};
             VPUSH(tasks, first);
             for (int32_t i = 1; i <= last; i++) {
                 int32_t cur = nxt;
@@ -455,10 +546,9 @@ static int nfa_expand(Auto *au, int32_t s) {
                         rc = -1;
                         goto out;
                     }
-                    AU_NS(au, nxt)->mid = t.mb;
                 }
                 Task x = {ir->kids.a[n->a + i], nxt, t.gid, t.gexit, t.chk};
-                VPUSH(AU_NS(au, cur)->pending, x);
+                NSPUSH(au, AU_NS(au, cur)->pending, x);
             }
             break;
         }
@@ -491,13 +581,14 @@ static int nfa_expand(Auto *au, int32_t s) {
             break;
         case K_SPECIAL: {
             Pair p = {n->a, t.to};
-            VPUSH(AU_NS(au, s)->special, p);
+            NSPUSH(au, AU_NS(au, s)->special, p);
             break;
         }
         }
     }
 out:
-    VFREE(tasks);
+    if (au->nx_tasks.a) VFREE(au->nx_tasks);
+    au->nx_tasks = tasks;
     return rc;
 }
 
@@ -1300,6 +1391,29 @@ static void au_successors(Auto *au, int32_t sid, M256 mask, SuccVec *out) {
     }
 }
 
+/* the ASCII bytes b (NUL excluded) with advance(sid, b) == sid: one advance per atom of the
+ * state's ASCII bytes, memoised */
+static const uint64_t *st_loop_set(Auto *au, int32_t sid) {
+    if (!AU_ST(au, sid)->loop_ok) {
+        M256 m = m_and(AU_ST(au, sid)->umask, M_ASCII);
+        m_clear(&m, 0);
+        SuccVec succ = {0};
+        au_successors(au, sid, m, &succ);
+        uint64_t l0 = 0, l1 = 0;
+        for (int32_t j = 0; j < succ.n; j++)
+            if (succ.a[j].next == sid) {
+                l0 |= succ.a[j].m.w[0];
+                l1 |= succ.a[j].m.w[1];
+            }
+        VFREE(succ);
+        St *S = AU_ST(au, sid);
+        S->loop[0] = l0;
+        S->loop[1] = l1;
+        S->loop_ok = 1;
+    }
+    return AU_ST(au, sid)->loop;
+}
+
 /* the texts of the special edges at the tops of the state (unique) */
 static void au_special_names(Auto *au, int32_t sid, IVec *out) {
     out->n = 0;
@@ -1446,6 +1560,7 @@ static void au_compact(Auto *au, int32_t *keep, int nkeep) {
         t.spec = NULL;
         t.nspec = 0;
         t.utf8_tgt = -3;
+        t.utf8_fast = 0;
         t.stk_off = nint.off.a[id];
         if (t.handle) ((StateObject *)t.handle)->sid = id;
         VPUSH(nst, t);
@@ -1482,15 +1597,11 @@ static inline void au_maybe_compact(Auto *au, int32_t *keep, int nkeep) {
 /* ---- build and free --------------------------------------------------------------------- */
 
 static void au_free(Auto *au) {
-    for (int32_t i = 0; i < au->ns.n; i++) {
-        NState *s = &au->ns.a[i];
-        VFREE(s->eps);
-        VFREE(s->byte);
-        VFREE(s->call);
-        VFREE(s->special);
-        VFREE(s->pending);
-    }
-    VFREE(au->ns);
+    arena_free(&au->arena);
+    VFREE(au->nx_tasks);
+    for (int32_t i = 0; i < au->ns.npages; i++) free(au->ns.pages[i]);
+    free(au->ns.pages);
+    memset(&au->ns, 0, sizeof(au->ns));
     VFREE(au->entries);
     VFREE(au->entry_rule);
     free(au->entry_of);
@@ -1577,11 +1688,8 @@ static int au_init(Auto *au, const TmLimits *lim) {
 static int64_t au_bytes(Auto *au) {
     if (au->bytes_memo && au->bytes_mut == au->mut) return au->bytes_memo;
     int64_t n = ir_bytes(&au->ir) + an_bytes(&au->an);
-    n += VBYTES(au->ns) + arrset_bytes(&au->kernels) + VBYTES(au->pos) + VBYTES(au->clo_pool);
-    for (int32_t i = 0; i < au->ns.n; i++) {
-        const NState *s = &au->ns.a[i];
-        n += VBYTES(s->eps) + VBYTES(s->byte) + VBYTES(s->call) + VBYTES(s->special) + VBYTES(s->pending);
-    }
+    n += (int64_t)au->ns.npages * NS_PAGE * (int64_t)sizeof(NState) + arrset_bytes(&au->kernels) + VBYTES(au->pos) + VBYTES(au->clo_pool);
+    n += au->arena.bytes + VBYTES(au->nx_tasks);
     for (int32_t i = 0; i < au->pos.n; i++) {
         const Pos *p = &au->pos.a[i];
         n += (int64_t)p->nedges * sizeof(Edge) + (int64_t)p->ncalls * sizeof(Call) +

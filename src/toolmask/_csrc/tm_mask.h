@@ -89,7 +89,7 @@ typedef struct {
     int32_t *eos;
     int32_t neos;
     int64_t bytes, max_bytes;
-    int64_t hits, misses, local_misses, exact_walks, nodes;
+    int64_t hits, misses, local_misses, exact_walks, nodes, bulk_nodes;
     /* (state, run class) -> _step result */
     IMap step;
     VEC(RunKey) runkeys;
@@ -161,6 +161,22 @@ static int32_t *mc_wst(MaskCache *mc, int32_t need) {
 
 /* ---- walking a trie with the automaton -------------------------------------------------- */
 
+/* subtrees smaller than this are walked node by node even below a looping state */
+#define BULK_MIN 4
+/* first characters with fewer trie nodes than this that lead into a loop within one
+ * character are walked (most of it in bulk) rather than given run tables of their own */
+#define BULK_WALK_NODES 32768
+
+static int32_t mc_utf8_target(MaskCache *mc, int32_t s);
+
+/* every complete multi-byte character leads s back to s, through positions inside the
+ * character that are neither final nor calling (the fast path of the UTF-8 target: a
+ * string's character choice), so a token below a node in state s that is a prefix of
+ * well-formed UTF-8 is alive */
+static int mc_utf8_loops(MaskCache *mc, int32_t s) {
+    return mc_utf8_target(mc, s) == s && mc->au->st.a[s].utf8_fast;
+}
+
 typedef struct {
     IVec *ids;
     EscVec *esc; /* LOCAL mode: escapes are recorded here */
@@ -197,7 +213,7 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
     const uint16_t *depth = t->depth;
     const int32_t *skip = t->skip, *ends = t->ends;
     int32_t i = lo;
-    int64_t visited = 0;
+    int64_t visited = 0, bulk = 0;
     while (i < hi) {
         visited++;
         int32_t d = depth[i];
@@ -227,11 +243,30 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
                 i = skip[i];
                 continue;
             }
+            /* a state that loops on every byte below i (a string body, a key's rest, a
+             * pattern's repeated class): every token below stays in it, alive. Not when it
+             * accepts in LOCAL mode (each node would be an escape). */
+            const uint64_t *sub = t->sub + 2 * (size_t)i;
+            uint8_t subf = t->subf[i];
+            if (skip[i] - i > BULK_MIN && !(subf & SUB_BAD) && !(local && S->accepting) &&
+                !(sub[0] & ~S->umask.w[0]) && !(sub[1] & ~S->umask.w[1]) &&
+                au_advance(au, nx, byte[i + 1]) == nx) {
+                const uint64_t *loop = st_loop_set(au, nx);
+                if (!(sub[0] & ~loop[0]) && !(sub[1] & ~loop[1]) && (!(subf & SUB_HIGH) || mc_utf8_loops(mc, nx))) {
+                    int32_t end = skip[i];
+                    for (int32_t j = i + 1; j < end; j++)
+                        if (ends[j] >= 0) add_ids(v, t, j, o);
+                    bulk += end - i - 1;
+                    i = end;
+                    continue;
+                }
+            }
             st[d] = nx;
         }
         i++;
     }
     mc->nodes += visited;
+    mc->bulk_nodes += bulk;
 }
 
 static void walk_first(MaskCache *mc, int32_t root, const Trie *t, M256 first, int local, WalkOut *o) {
@@ -254,6 +289,7 @@ static int32_t mc_utf8_target(MaskCache *mc, int32_t s) {
     int32_t fast = au_utf8_fast(au, s);
     if (fast != U8_SLOW) {
         au->st.a[s].utf8_tgt = fast;
+        au->st.a[s].utf8_fast = 1;
         return fast;
     }
     int32_t target = -2, result = -2;
@@ -517,6 +553,14 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
                     est += vocab_walk_estimate(v, b, maxd);
                 }
                 if (est < WALK_BUDGET) continue;
+            }
+            if (r.infinite && steps <= 2 && !r.mb && nodes < BULK_WALK_NODES &&
+                !vocab_has_tables(v, &r.key, &r.exits, r.firsts, r.mb)) {
+                /* a loop reached within one character (a key's rest after a declared name's
+                 * prefix, a pattern's class): below it the walk takes whole subtrees at once
+                 * (walk_range), cheaper than new tables for a run class no one shares */
+                if (tm_debug) fprintf(stderr, "  pos %d target %d: loop walk of %lld nodes\n", p, t, (long long)nodes);
+                continue;
             }
             BaseMask *bm = vocab_base(v, &r.key, r.firsts, r.mb, r.infinite ? -1 : steps);
             res.bases[res.nbase++] = bm;

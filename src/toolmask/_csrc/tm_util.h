@@ -77,6 +77,19 @@ typedef VEC(int32_t) IVec;
 
 /* ---- 256-bit byte sets ----------------------------------------------------------------- */
 
+/* population count: the instruction where the compiler may use it, else the SWAR sum (a
+ * baseline x86-64 build would call libgcc's table-driven __popcountdi2) */
+static inline int tm_pop64(uint64_t x) {
+#if defined(__POPCNT__) || !defined(__x86_64__)
+    return __builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (int)((x * 0x0101010101010101ULL) >> 56);
+#endif
+}
+
 typedef struct {
     uint64_t w[4];
 } M256;
@@ -103,8 +116,7 @@ static inline M256 m_andnot(M256 a, M256 b) {
 static inline int m_zero(const M256 *a) { return !(a->w[0] | a->w[1] | a->w[2] | a->w[3]); }
 static inline int m_eq(const M256 *a, const M256 *b) { return memcmp(a, b, sizeof(M256)) == 0; }
 static inline int m_count(const M256 *a) {
-    return __builtin_popcountll(a->w[0]) + __builtin_popcountll(a->w[1]) +
-           __builtin_popcountll(a->w[2]) + __builtin_popcountll(a->w[3]);
+    return tm_pop64(a->w[0]) + tm_pop64(a->w[1]) + tm_pop64(a->w[2]) + tm_pop64(a->w[3]);
 }
 /* lowest set bit, or -1 */
 static inline int m_low(const M256 *a) {

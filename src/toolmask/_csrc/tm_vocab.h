@@ -40,6 +40,12 @@ typedef struct {
     uint16_t *depth;
     int32_t *skip;
     int32_t *ends; /* offset into end_ids of [count, ids...], or -1 */
+    /* per node, 2 words: the ASCII bytes of the nodes below it, and flags: SUB_HIGH (a byte
+     * >= 0x80 below it), SUB_BAD (below it, a byte that makes the path from the root invalid
+     * UTF-8: not a prefix of well-formed characters). A walk that reaches a state looping on
+     * all of them takes the whole subtree at once (walk_range). */
+    uint64_t *sub;
+    uint8_t *subf;
     IVec end_ids;
     int32_t lo[256], hi[256];
 } Trie;
@@ -49,11 +55,36 @@ static void trie_free(Trie *t) {
     free(t->depth);
     free(t->skip);
     free(t->ends);
+    free(t->sub);
+    free(t->subf);
     VFREE(t->end_ids);
     memset(t, 0, sizeof(*t));
 }
 
-static int64_t trie_bytes(const Trie *t) { return (int64_t)t->n * 15 + VBYTES(t->end_ids); }
+static int64_t trie_bytes(const Trie *t) { return (int64_t)t->n * 32 + VBYTES(t->end_ids); }
+
+#define SUB_HIGH 1
+#define SUB_BAD 2
+
+/* UTF-8 decoding one byte at a time: state = continuation bytes still expected (0-3) in the
+ * low bits, the allowed range of the next one above; returns the next state or -1 (invalid) */
+static int utf8_step(int st, uint8_t b) {
+    int need = st & 3;
+    if (!need) {
+        if (b < 0x80) return 0;
+        if (b >= 0xC2 && b <= 0xDF) return 1 | (0x80 << 2) | (0xBF << 10);
+        if (b == 0xE0) return 2 | (0xA0 << 2) | (0xBF << 10);
+        if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) return 2 | (0x80 << 2) | (0xBF << 10);
+        if (b == 0xED) return 2 | (0x80 << 2) | (0x9F << 10);
+        if (b == 0xF0) return 3 | (0x90 << 2) | (0xBF << 10);
+        if (b >= 0xF1 && b <= 0xF3) return 3 | (0x80 << 2) | (0xBF << 10);
+        if (b == 0xF4) return 3 | (0x80 << 2) | (0x8F << 10);
+        return -1;
+    }
+    int lo = (st >> 2) & 0xFF, hi = (st >> 10) & 0xFF;
+    if (b < lo || b > hi) return -1;
+    return (need - 1) ? ((need - 1) | (0x80 << 2) | (0xBF << 10)) : 0;
+}
 
 /* sorting (data, id) items by bytes, then id: MSD radix sort on the byte at depth d (items
  * shorter than d+1 first), insertion sort for small groups. O(total bytes examined). */
@@ -170,6 +201,45 @@ static void trie_build(Trie *t, const uint8_t *pool, TItem *items, int32_t n) {
         t->hi[t->byte[i]] = t->skip[i];
         i = t->skip[i];
     }
+    /* subtree byte sets and flags, children before parents; a node is bad when the bytes
+     * from the root to it are not a prefix of well-formed UTF-8 (decoded along each path) */
+    t->sub = tm_xcalloc((size_t)(t->n ? t->n : 1) * 2, sizeof(uint64_t));
+    t->subf = tm_xcalloc((size_t)(t->n ? t->n : 1), 1);
+    uint8_t *bad = tm_xcalloc((size_t)(t->n ? t->n : 1), 1);
+    {
+        /* decoder state per depth: dst[d] after the node at depth d (the root: 0) */
+        int *dst = tm_xmalloc((size_t)(t->max_depth + 2) * sizeof(int));
+        dst[0] = 0;
+        for (int32_t x = 0; x < t->n; x++) {
+            int d = t->depth[x];
+            int prev = dst[d - 1];
+            int nx = prev < 0 ? -1 : utf8_step(prev, t->byte[x]);
+            dst[d] = nx;
+            bad[x] = nx < 0;
+        }
+        free(dst);
+    }
+    for (int32_t x = t->n - 1; x >= 0; x--) {
+        uint64_t a0 = 0, a1 = 0;
+        uint8_t f = 0;
+        for (int32_t c = x + 1; c < t->skip[x]; c = t->skip[c]) {
+            uint8_t b = t->byte[c];
+            if (b >= 0x80)
+                f |= SUB_HIGH;
+            else if (b < 64)
+                a0 |= 1ULL << b;
+            else
+                a1 |= 1ULL << (b - 64);
+            if (bad[c]) f |= SUB_BAD;
+            a0 |= t->sub[2 * c];
+            a1 |= t->sub[2 * c + 1];
+            f |= t->subf[c];
+        }
+        t->sub[2 * x] = a0;
+        t->sub[2 * x + 1] = a1;
+        t->subf[x] = f;
+    }
+    free(bad);
 }
 
 /* ---- run tables ------------------------------------------------------------------------- */
@@ -627,7 +697,9 @@ static int64_t clear_listed(uint32_t *bits, const int32_t *list, int32_t lo, int
 
 static int32_t popcount_words(const uint32_t *bits, int32_t words) {
     int64_t n = 0;
-    for (int32_t k = 0; k < words; k++) n += __builtin_popcount(bits[k]);
+    int32_t k = 0;
+    for (; k + 1 < words; k += 2) n += tm_pop64((uint64_t)bits[k] | ((uint64_t)bits[k + 1] << 32));
+    for (; k < words; k++) n += tm_pop64(bits[k]);
     return (int32_t)n;
 }
 
