@@ -74,7 +74,11 @@ typedef struct {
     int32_t *ids;
     int32_t nids;
     uint32_t *dense; /* the exact walk's mask, when the parts could not be used */
+    uint8_t flags;   /* ROW_ACCEPTING, ROW_FINISHED: what a batch fill reports per row */
 } StRep;
+
+#define ROW_ACCEPTING 1
+#define ROW_FINISHED 2
 
 typedef struct {
     Auto *au;
@@ -98,8 +102,7 @@ typedef struct {
 } MaskCache;
 
 static void pl_clear(MaskCache *mc, PosLocal *pl) {
-    for (int i = 0; i < pl->nbase; i++) pl->bases[i]->refs--;
-    for (int i = 0; i < pl->nexit; i++) pl->exits[i]->refs--;
+    if (pl->nbase || pl->nexit) vocab_release(mc->v, pl->bases, pl->nbase, pl->exits, pl->nexit, 0);
     free(pl->ids);
     free(pl->dense);
     free(pl->esc);
@@ -129,7 +132,7 @@ static void mc_clear_all(MaskCache *mc) {
     mc_clear_reps(mc);
     for (int32_t i = 0; i < mc->npl; i++) pl_clear(mc, &mc->pl[i]);
     mc->bytes = 0;
-    vocab_trim(mc->v);
+    vocab_release(mc->v, NULL, 0, NULL, 0, 1); /* trim what no mask holds any more */
 }
 
 static void mc_free(MaskCache *mc) {
@@ -765,7 +768,7 @@ static StRep *mc_compute_rep(MaskCache *mc, int32_t sid) {
                     if (j < 0 || !((re.accmask >> j) & 1)) continue;
                     walk_first(mc, k, ex->tries[q], au->st.a[k].umask, 0, &o);
                 }
-                ex->refs--;
+                vocab_release_exits(v, ex);
             }
         }
         bound += o.maxstacks;
@@ -794,6 +797,7 @@ static StRep *mc_compute_rep(MaskCache *mc, int32_t sid) {
     VFREE(sp);
     if (au->st.a[sid].accepting)
         for (int32_t j = 0; j < mc->neos; j++) VPUSH(ids, mc->eos[j]);
+    rep->flags = (uint8_t)((au->st.a[sid].accepting ? ROW_ACCEPTING : 0) | (au_is_finished(au, sid) ? ROW_FINISHED : 0));
     rep->ids = ids.a;
     rep->nids = ids.n;
     mc->bytes += (int64_t)ids.cap * 4 + (int64_t)sizeof(StRep);
@@ -811,7 +815,7 @@ static StRep *mc_rep(MaskCache *mc, int32_t sid) {
     }
     StRep *r = mc->reps[sid];
     if (r) {
-        mc->hits++;
+        __atomic_fetch_add(&mc->hits, 1, __ATOMIC_RELAXED);
         return r;
     }
     if (mc->bytes > mc->max_bytes) mc_clear_all(mc);
@@ -824,8 +828,16 @@ static inline void set_bits(uint32_t *out, const int32_t *ids, int32_t n) {
     for (int32_t j = 0; j < n; j++) out[ids[j] >> 5] |= 1u << (ids[j] & 31);
 }
 
-static void mc_fill(MaskCache *mc, int32_t sid, uint32_t *out) {
-    StRep *r = mc_rep(mc, sid);
+/* the cached mask of sid, or NULL: reads only (what a shared lock allows); counts a hit */
+static StRep *mc_rep_peek(MaskCache *mc, int32_t sid) {
+    if (mc->epoch != mc->au->epoch || sid >= mc->nreps) return NULL;
+    StRep *r = mc->reps[sid];
+    if (r) __atomic_fetch_add(&mc->hits, 1, __ATOMIC_RELAXED);
+    return r;
+}
+
+/* write r's mask: reads only */
+static void mc_fill_rep(const MaskCache *mc, const StRep *r, uint32_t *out) {
     int32_t words = mc->v->words;
     if (r->dense) {
         memcpy(out, r->dense, (size_t)words * 4);
@@ -860,5 +872,7 @@ static void mc_fill(MaskCache *mc, int32_t sid, uint32_t *out) {
     int32_t size = mc->v->size;
     if (size & 31) out[words - 1] &= (1u << (size & 31)) - 1;
 }
+
+static void mc_fill(MaskCache *mc, int32_t sid, uint32_t *out) { mc_fill_rep(mc, mc_rep(mc, sid), out); }
 
 #endif

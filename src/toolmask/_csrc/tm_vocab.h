@@ -310,6 +310,9 @@ typedef struct {
     uint64_t clock;
     int32_t max_tables;
     int64_t table_bytes;
+    /* guards the shared tables (bases, exits, their refs and clock, table_bytes) and the
+     * candidate marks; the rest of the vocabulary is immutable after vocab_init */
+    TmMutex lock;
 } Vocab;
 
 static int utf8_len(uint8_t lead) {
@@ -335,6 +338,7 @@ static int utf8_valid(const uint8_t *d, int n) {
 }
 
 static void vocab_free(Vocab *v) {
+    tm_mutex_destroy(&v->lock);
     free(v->text);
     free(v->tok_off);
     free(v->tok_len);
@@ -379,6 +383,7 @@ static void vocab_free(Vocab *v) {
 static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_t *lens,
                        const uint8_t *flat, int64_t nflat, int32_t max_tables) {
     memset(v, 0, sizeof(*v));
+    tm_mutex_init(&v->lock);
     v->size = size;
     v->words = (size + 31) / 32;
     v->max_tables = max_tables;
@@ -762,7 +767,7 @@ static void base_build(Vocab *v, BaseMask *b) {
  * that allows other keys: every character but the first letters of the declared names)
  * narrows that table (a copy, the tokens of the dropped first characters cleared) when that
  * clears fewer tokens than a build would visit; else base_build. */
-static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2], int mb, int32_t steps) {
+static BaseMask *vocab_base_u(Vocab *v, const RunKey *key, const uint64_t firsts[2], int mb, int32_t steps) {
     if (steps > v->max_tail_chars) steps = -1;
     BaseMask *wider = NULL;
     int64_t wider_extra = 0;
@@ -781,7 +786,7 @@ static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2
         }
     }
     BaseMask *unbounded = NULL;
-    if (steps >= 0 && steps <= LEN_CAP) unbounded = vocab_base(v, key, firsts, mb, -1);
+    if (steps >= 0 && steps <= LEN_CAP) unbounded = vocab_base_u(v, key, firsts, mb, -1);
     BaseMask *b = tm_xcalloc(1, sizeof(BaseMask));
     b->key = *key;
     b->firsts[0] = firsts[0];
@@ -849,14 +854,17 @@ static ExitTries *vocab_find_exits(const Vocab *v, const RunKey *key, const M256
     return NULL;
 }
 
-static int vocab_has_tables(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
-    return vocab_find_exits(v, key, exits, firsts, mb) != NULL;
+static int vocab_has_tables(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
+    tm_lock(&v->lock);
+    int r = vocab_find_exits(v, key, exits, firsts, mb) != NULL;
+    tm_unlock(&v->lock);
+    return r;
 }
 
 /* tries of the suffixes of tokens leaving the run at tail character p through a byte of
  * exits (tokens with a complete first character among firsts, or more: the caller filters
  * by first character) */
-static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
+static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
     ExitTries *found = vocab_find_exits(v, key, exits, firsts, mb);
     if (found) {
         found->last_use = ++v->clock;
@@ -939,6 +947,41 @@ static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, co
     VPUSH(v->exits, e);
     vocab_trim(v);
     return e;
+}
+
+/* ---- the locked entry points (what the mask module calls) ------------------------------- */
+
+/* the base table (see vocab_base_u), held: release it with vocab_release_base */
+static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2], int mb, int32_t steps) {
+    tm_lock(&v->lock);
+    BaseMask *b = vocab_base_u(v, key, firsts, mb, steps);
+    tm_unlock(&v->lock);
+    return b;
+}
+
+/* the exit tries (see vocab_exits_u), held: release them with vocab_release_exits */
+static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
+    tm_lock(&v->lock);
+    ExitTries *e = vocab_exits_u(v, key, exits, firsts, mb);
+    tm_unlock(&v->lock);
+    return e;
+}
+
+static void vocab_release(Vocab *v, BaseMask **bases, int nb, ExitTries **exits, int ne, int trim) {
+    tm_lock(&v->lock);
+    for (int i = 0; i < nb; i++) bases[i]->refs--;
+    for (int i = 0; i < ne; i++) exits[i]->refs--;
+    if (trim) vocab_trim(v);
+    tm_unlock(&v->lock);
+}
+
+static void vocab_release_exits(Vocab *v, ExitTries *e) { vocab_release(v, NULL, 0, &e, 1, 0); }
+
+static int64_t vocab_bytes_locked(Vocab *v) {
+    tm_lock(&v->lock);
+    int64_t n = vocab_bytes(v);
+    tm_unlock(&v->lock);
+    return n;
 }
 
 #endif
