@@ -925,10 +925,10 @@ static PyTypeObject MasksType = {
  * second pass (after the warm rows) where it waits for the lock. With force = 0 the number of
  * threads comes from the work (FILL_GRAIN_NS per thread, a cold row counted as
  * FILL_COLD_NS, a warm one as its words); force = 1 uses max_threads (capped by n).
- * Returns (threads used, cold rows).
+ * Returns (threads used, cold rows, rows left to the caller).
  */
 #define ROW_PYTHON 0x80
-#define FILL_GRAIN_NS 30000.0   /* one more thread per this much estimated work */
+#define FILL_GRAIN_NS 50000.0   /* one more thread per this much estimated work */
 #define FILL_COLD_NS 60000.0    /* a row whose mask is not cached yet */
 #define FILL_WARM_NS_PER_WORD 0.5
 #define FILL_GIL_NS 40000.0     /* release the GIL for a single thread past this much work */
@@ -988,6 +988,7 @@ static void batch_work(void *arg) {
         __atomic_fetch_sub(&j->pending, 1, __ATOMIC_ACQ_REL);
     }
     /* deferred rows: once every row has had its first pass, take them one by one */
+    int idle = 0;
     for (;;) {
         int32_t left = __atomic_load_n(&j->pending, __ATOMIC_ACQUIRE);
         int any = 0;
@@ -1001,7 +1002,12 @@ static void batch_work(void *arg) {
             __atomic_fetch_add(&j->cold, 1, __ATOMIC_RELAXED);
         }
         if (!any && left == 0) break;
-        if (!any) cpu_relax();
+        if (!any) { /* rows still in another thread's first pass: spin a little, then yield */
+            if (++idle < 64)
+                cpu_relax();
+            else
+                tm_yield();
+        }
     }
 }
 
@@ -1125,7 +1131,9 @@ static PyObject *native_fill_batch(PyObject *mod, PyObject *args) {
     } else {
         used = pool_run(batch_work, &j, 0);
     }
-    result = Py_BuildValue("(ii)", used, (int)j.cold);
+    int32_t python = 0;
+    for (Py_ssize_t i = 0; i < n; i++) python += j.kind[i] == RK_PYTHON;
+    result = Py_BuildValue("(iii)", used, (int)j.cold, (int)python);
 done:
     if (j.m)
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -1158,7 +1166,7 @@ static PyObject *native_pool_threads(PyObject *mod, PyObject *unused) {
 
 static PyMethodDef module_methods[] = {
     {"fill_batch", native_fill_batch, METH_VARARGS,
-     "fill_batch(masks, states, out, flags, max_threads=1, force=0) -> (threads used, cold rows)"},
+     "fill_batch(masks, states, out, flags, max_threads=1, force=0) -> (threads, cold rows, python rows)"},
     {"pool_threads", native_pool_threads, METH_NOARGS, "native pool threads started so far"},
     {NULL}};
 

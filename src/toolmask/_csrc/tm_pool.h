@@ -127,6 +127,8 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+static inline void tm_yield(void) { sched_yield(); }
+
 #else /* no threads: everything on the caller */
 
 static int pool_run(PoolFn fn, void *arg, int extra) {
@@ -136,6 +138,7 @@ static int pool_run(PoolFn fn, void *arg, int extra) {
 }
 static void pool_init(void) {}
 static inline void cpu_relax(void) {}
+static inline void tm_yield(void) {}
 
 #endif
 

@@ -9,7 +9,7 @@ With the compiled kernel, the rows go to the calling thread and a small pool of 
 threads, with the GIL released, when the work justifies it: a row whose state's mask is cached
 costs one copy of ``W`` words (a few µs at 150k tokens), a cold row up to a millisecond. The
 default is automatic (the kernel estimates the work from which rows are cached; one more
-thread per ~30 µs of it, at most :func:`default_threads`); ``threads=k`` uses exactly
+thread per ~50 µs of it, at most :func:`default_threads`); ``threads=k`` uses exactly
 ``min(k, rows)``. Rows of one grammar share its caches: cached masks are read in parallel,
 new ones are computed one at a time per grammar, and a row whose grammar is busy waits until
 the cached rows are done (see ``docs/masks.md``, "Filling a batch", for the locking).
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -41,6 +40,10 @@ __all__ = ["BatchFill", "BatchFiller", "BatchRow", "default_threads", "fill_batc
 THREADS_ENV = "TOOLMASK_FILL_THREADS"
 #: the default cap: more threads than this rarely pay for a bitmask copy bound by memory
 MAX_DEFAULT_THREADS = 8
+#: a row the kernel left to the caller (its masks are the pure-Python reference's)
+_ROW_PYTHON = 0x80
+#: the kernel is what tm.compile uses (read once, as toolmask._kernel reads its choice)
+_NATIVE = backend() == "native"
 
 
 class BatchRow(Protocol):
@@ -65,20 +68,23 @@ class BatchRow(Protocol):
     def is_finished(self) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True)
 class BatchFill:
-    """What one batch fill reports: per-row flags and how it ran."""
+    """What one batch fill reports: per-row flags and how it ran (read-only by convention;
+    a plain class: it is made once per decode step)."""
 
-    #: bit ``ACCEPTING``: the row's document is complete (the sequence may end here);
-    #: bit ``FINISHED``: complete and nothing more can follow (or an EOS was accepted)
-    flags: npt.NDArray[np.uint8]
-    #: threads that filled rows (1: the calling thread alone)
-    threads: int
-    #: rows whose mask was computed in this call (not cached before)
-    cold_rows: int
+    __slots__ = ("cold_rows", "flags", "threads")
 
     ACCEPTING = 1
     FINISHED = 2
+
+    def __init__(self, flags: npt.NDArray[np.uint8], threads: int, cold_rows: int) -> None:
+        #: per row, bit ``ACCEPTING``: the row's document is complete (the sequence may end
+        #: here); bit ``FINISHED``: complete and nothing more can follow (or EOS was accepted)
+        self.flags = flags
+        #: threads that filled rows (1: the calling thread alone)
+        self.threads = threads
+        #: rows whose mask was computed in this call (not cached before)
+        self.cold_rows = cold_rows
 
     @property
     def accepting(self) -> npt.NDArray[np.bool_]:
@@ -87,6 +93,12 @@ class BatchFill:
     @property
     def finished(self) -> npt.NDArray[np.bool_]:
         return (self.flags & self.FINISHED).astype(np.bool_)
+
+    def __repr__(self) -> str:
+        return (
+            f"BatchFill(rows={self.flags.size}, accepting={int(self.accepting.sum())}, "
+            f"threads={self.threads}, cold_rows={self.cold_rows})"
+        )
 
 
 def default_threads() -> int:
@@ -138,9 +150,11 @@ class BatchFiller:
         Cost: per cached row one copy of ``W`` words; per cold row its mask's computation;
         plus ~0.2 µs of Python per row to read the rows. Raises ValueError for a row compiled
         without a vocabulary or a bitmask of the wrong shape; never on model output."""
+        if not isinstance(rows, list):
+            rows = list(rows)
         n = len(rows)
         masks = [None if r is None else r.masks for r in rows]
-        if masks.count(None) != sum(1 for r in rows if r is None):
+        if masks.count(None) != rows.count(None):
             bad = next(i for i, r in enumerate(rows) if r is not None and r.masks is None)
             raise ValueError(
                 f"row {bad}: this grammar was compiled without a vocabulary: "
@@ -148,17 +162,18 @@ class BatchFiller:
             )
         if out.ndim != 2 or out.shape[0] < n:
             raise ValueError(f"bitmask has shape {out.shape}, expected ({n}, W) or more rows")
-        flags = np.zeros(n, dtype=np.uint8)
         if not n:
-            return BatchFill(flags, 1, 0)
-        if backend() == "native" or _native_rows(masks):
+            return BatchFill(np.zeros(0, dtype=np.uint8), 1, 0)
+        if _NATIVE or _native_rows(masks):
+            flags = np.empty(n, dtype=np.uint8)  # the kernel writes every row's flags
             states = [None if r is None or r.stopped else r.state for r in rows]
             cap = self.threads if threads is None else _check_threads(threads)
-            used, cold = native_module().fill_batch(
+            used, cold, left = native_module().fill_batch(
                 masks, states, out, flags, cap, threads is not None
             )
-            python = np.flatnonzero(flags & _ROW_PYTHON).tolist()
+            python = np.flatnonzero(flags & _ROW_PYTHON).tolist() if left else []
         else:
+            flags = np.zeros(n, dtype=np.uint8)
             used, cold = 1, 0
             python = [i for i, r in enumerate(rows) if r is not None]
             for i, r in enumerate(rows):
@@ -172,10 +187,6 @@ class BatchFiller:
                 BatchFill.FINISHED if row.is_finished() else 0
             )
         return BatchFill(flags, int(used), int(cold))
-
-
-#: a row the kernel left to the caller (its masks are the pure-Python reference's)
-_ROW_PYTHON = 0x80
 
 
 def _native_rows(masks: list[Any]) -> bool:
