@@ -303,6 +303,11 @@ typedef struct {
     /* bitmasks (words each): lenmask + s * words = the tokens with fewer than s tail characters
      * (s <= LEN_CAP); firstmask = the tokens with a complete first character */
     uint32_t *lenmask, *firstmask;
+    /* per ASCII byte c (0-127), the tokens (with a complete first character) whose tail holds
+     * c, as a bitmask of words; 128: a complete multi-byte character in the tail (TAIL_MB),
+     * 129: a byte of no complete character (TAIL_BAD). A run's base table is the selected
+     * first characters less the OR of the bitmasks of the bytes outside the run. */
+    uint32_t *tailbits;
     int32_t mark_stamp;
     /* shared tables */
     VEC(BaseMask *) bases;
@@ -355,6 +360,7 @@ static void vocab_free(Vocab *v) {
     free(v->mark);
     free(v->lenmask);
     free(v->firstmask);
+    free(v->tailbits);
     trie_free(&v->trie);
     trie_free(&v->partial);
     for (int32_t i = 0; i < v->bases.n; i++) {
@@ -493,6 +499,21 @@ static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_
             if (v->first_cls[i] != FIRST_OTHER) v->firstmask[i >> 5] |= 1u << (i & 31);
             if (v->tail_chars[i] < LEN_CAP) v->lenmask[(size_t)(v->tail_chars[i] + 1) * w + (i >> 5)] |= 1u << (i & 31);
         }
+        v->tailbits = tm_xcalloc(w * 130, sizeof(uint32_t));
+        for (int32_t i = 0; i < size; i++) {
+            if (v->first_cls[i] == FIRST_OTHER) continue;
+            uint32_t bit = 1u << (i & 31);
+            for (int h = 0; h < 2; h++) {
+                uint64_t x = v->tailset[2 * i + h];
+                while (x) {
+                    int c = h * 64 + __builtin_ctzll(x);
+                    x &= x - 1;
+                    v->tailbits[(size_t)c * w + (i >> 5)] |= bit;
+                }
+            }
+            if (v->tailflags[i] & TAIL_MB) v->tailbits[128 * w + (i >> 5)] |= bit;
+            if (v->tailflags[i] & TAIL_BAD) v->tailbits[129 * w + (i >> 5)] |= bit;
+        }
         /* lenmask[s] held the tokens with exactly s - 1 tail characters: accumulate */
         for (int s2 = 1; s2 <= LEN_CAP; s2++)
             for (size_t k = 0; k < w; k++) v->lenmask[(size_t)s2 * w + k] |= v->lenmask[(size_t)(s2 - 1) * w + k];
@@ -514,7 +535,7 @@ static int64_t vocab_walk_estimate(const Vocab *v, int b, int64_t max_depth) {
 static int64_t vocab_bytes(const Vocab *v) {
     int64_t n = (int64_t)v->size * (1 + 4 + 4 + 2 + 1 + 2 + 17 + 4 + 4) + v->nflat * 2;
     n += (int64_t)v->inv_off[129] * 4 + VBYTES(v->longtoks);
-    n += (int64_t)v->words * 4 * (LEN_CAP + 2);
+    n += (int64_t)v->words * 4 * (LEN_CAP + 2 + 130);
     n += trie_bytes(&v->trie) + trie_bytes(&v->partial);
     return n + v->table_bytes;
 }
@@ -718,8 +739,49 @@ static void base_build(Vocab *v, BaseMask *b) {
     uint32_t *bits = b->bits;
     int64_t nf = vocab_first_count(v, b->firsts, mb);
     int64_t outside = v->inv_off[129] - v->inv_off[128];
+    int dense = 0; /* the outside bytes that hold tokens: one bitmask OR each */
     for (int c = 0; c < 128; c++)
-        if (!run_has(key, (uint8_t)c)) outside += v->inv_off[c + 1] - v->inv_off[c];
+        if (!run_has(key, (uint8_t)c) && v->inv_off[c + 1] > v->inv_off[c]) {
+            outside += v->inv_off[c + 1] - v->inv_off[c];
+            dense++;
+        }
+    /* costs, in rough instructions: a listed token cleared ~4, a selected token tested ~10, a
+     * bitmask word OR-ed ~1 */
+    if ((int64_t)(dense + 3) * v->words < 4 * outside && (int64_t)(dense + 3) * v->words < 10 * nf) {
+        size_t w = (size_t)v->words;
+        uint32_t *acc = tm_xcalloc(w, sizeof(uint32_t));
+        /* the bitmasks to OR: the outside bytes', TAIL_BAD's, and TAIL_MB's unless utf8 */
+        const uint32_t *src[131];
+        int ns = 0;
+        for (int c = 0; c < 128; c++)
+            if (!run_has(key, (uint8_t)c) && v->inv_off[c + 1] > v->inv_off[c]) src[ns++] = v->tailbits + (size_t)c * w;
+        src[ns++] = v->tailbits + 129 * w;
+        if (!key->utf8) src[ns++] = v->tailbits + 128 * w;
+        for (int x = 0; x < ns; x += 4) { /* four bitmasks per pass over acc */
+            const uint32_t *a0 = src[x], *a1 = x + 1 < ns ? src[x + 1] : a0, *a2 = x + 2 < ns ? src[x + 2] : a0,
+                           *a3 = x + 3 < ns ? src[x + 3] : a0;
+            for (size_t k = 0; k < w; k++) acc[k] |= a0[k] | a1[k] | a2[k] | a3[k];
+        }
+        /* the selected first characters */
+        if (2 * nf <= v->byfirst_off[256]) {
+            for (int c = 0; c < 256; c++) {
+                if (c < 128 ? !((b->firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
+                for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
+                    int32_t i = v->byfirst[k];
+                    bits[i >> 5] |= 1u << (i & 31);
+                }
+            }
+        } else {
+            memcpy(bits, v->firstmask, w * sizeof(uint32_t));
+            for (int c = 0; c < 128; c++)
+                if (!((b->firsts[c >> 6] >> (c & 63)) & 1)) clear_listed(bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
+            if (!mb) clear_listed(bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
+        }
+        for (size_t k = 0; k < w; k++) bits[k] &= ~acc[k];
+        free(acc);
+        b->count = popcount_words(bits, v->words);
+        return;
+    }
     if (outside < nf) {
         int64_t nall = v->byfirst_off[256];
         if (2 * nf <= nall) {
