@@ -249,9 +249,9 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
             /* a state that loops on every byte below i (a string body, a key's rest, a
              * pattern's repeated class): every token below stays in it, alive. Not when it
              * accepts in LOCAL mode (each node would be an escape). */
-            const uint64_t *sub = t->sub + 2 * (size_t)i;
-            uint8_t subf = t->subf[i];
-            if (skip[i] - i > BULK_MIN && !(subf & SUB_BAD) && !(local && S->accepting) &&
+            const uint64_t *sub = t->sub ? t->sub + 2 * (size_t)i : NULL;
+            uint8_t subf = sub ? t->subf[i] : SUB_BAD;
+            if (sub && skip[i] - i > BULK_MIN && !(subf & SUB_BAD) && !(local && S->accepting) &&
                 !(sub[0] & ~S->umask.w[0]) && !(sub[1] & ~S->umask.w[1]) &&
                 au_advance(au, nx, byte[i + 1]) == nx) {
                 const uint64_t *loop = st_loop_set(au, nx);
@@ -858,7 +858,7 @@ static void mc_fill_rep(const MaskCache *mc, const StRep *r, uint32_t *out) {
                 if (!nb++)
                     memcpy(out, bits, (size_t)words * 4);
                 else
-                    for (int32_t w = 0; w < words; w++) out[w] |= bits[w];
+                    words_or(out, bits, (size_t)words);
             }
         }
         if (!nb) memset(out, 0, (size_t)words * 4);

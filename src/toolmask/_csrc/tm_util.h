@@ -138,6 +138,45 @@ static inline uint64_t m_hash(const M256 *m) {
     return h;
 }
 
+/* ---- bitmask word loops (16-byte vectors: SSE2 / NEON with GCC and clang) ---------------- */
+
+#if defined(__GNUC__)
+typedef uint32_t tm_v4 __attribute__((vector_size(16), aligned(4), may_alias));
+#define TM_VEC 1
+#else
+#define TM_VEC 0
+#endif
+
+/* dst[k] |= a[k] for k < n */
+static inline void words_or(uint32_t *dst, const uint32_t *a, size_t n) {
+    size_t k = 0;
+#if TM_VEC
+    for (; k + 4 <= n; k += 4) *(tm_v4 *)(dst + k) |= *(const tm_v4 *)(a + k);
+#endif
+    for (; k < n; k++) dst[k] |= a[k];
+}
+
+/* dst[k] |= a0[k] | a1[k] | a2[k] | a3[k] for k < n */
+static inline void words_or4(uint32_t *dst, const uint32_t *a0, const uint32_t *a1, const uint32_t *a2,
+                             const uint32_t *a3, size_t n) {
+    size_t k = 0;
+#if TM_VEC
+    for (; k + 4 <= n; k += 4)
+        *(tm_v4 *)(dst + k) |= *(const tm_v4 *)(a0 + k) | *(const tm_v4 *)(a1 + k) | *(const tm_v4 *)(a2 + k) |
+                               *(const tm_v4 *)(a3 + k);
+#endif
+    for (; k < n; k++) dst[k] |= a0[k] | a1[k] | a2[k] | a3[k];
+}
+
+/* dst[k] &= ~a[k] for k < n */
+static inline void words_andnot(uint32_t *dst, const uint32_t *a, size_t n) {
+    size_t k = 0;
+#if TM_VEC
+    for (; k + 4 <= n; k += 4) *(tm_v4 *)(dst + k) &= ~*(const tm_v4 *)(a + k);
+#endif
+    for (; k < n; k++) dst[k] &= ~a[k];
+}
+
 /* ---- UTF-8 ------------------------------------------------------------------------------ */
 
 /* the well-formed multi-byte characters (RFC 3629): lead byte range, then continuation

@@ -61,10 +61,14 @@ static void trie_free(Trie *t) {
     memset(t, 0, sizeof(*t));
 }
 
-static int64_t trie_bytes(const Trie *t) { return (int64_t)t->n * 32 + VBYTES(t->end_ids); }
+static int64_t trie_bytes(const Trie *t) {
+    return (int64_t)t->n * (t->sub ? 32 : 15) + VBYTES(t->end_ids);
+}
 
 #define SUB_HIGH 1
 #define SUB_BAD 2
+/* tries with fewer nodes have no subtree summaries (Trie.sub = NULL) */
+#define SUB_MIN_NODES 2048
 
 /* UTF-8 decoding one byte at a time: state = continuation bytes still expected (0-3) in the
  * low bits, the allowed range of the next one above; returns the next state or -1 (invalid) */
@@ -202,7 +206,9 @@ static void trie_build(Trie *t, const uint8_t *pool, TItem *items, int32_t n) {
         i = t->skip[i];
     }
     /* subtree byte sets and flags, children before parents; a node is bad when the bytes
-     * from the root to it are not a prefix of well-formed UTF-8 (decoded along each path) */
+     * from the root to it are not a prefix of well-formed UTF-8 (decoded along each path).
+     * Small tries (most exit tries) go without: their walks are short anyway */
+    if (t->n < SUB_MIN_NODES) return;
     t->sub = tm_xcalloc((size_t)(t->n ? t->n : 1) * 2, sizeof(uint64_t));
     t->subf = tm_xcalloc((size_t)(t->n ? t->n : 1), 1);
     uint8_t *bad = tm_xcalloc((size_t)(t->n ? t->n : 1), 1);
@@ -760,7 +766,7 @@ static void base_build(Vocab *v, BaseMask *b) {
         for (int x = 0; x < ns; x += 4) { /* four bitmasks per pass over acc */
             const uint32_t *a0 = src[x], *a1 = x + 1 < ns ? src[x + 1] : a0, *a2 = x + 2 < ns ? src[x + 2] : a0,
                            *a3 = x + 3 < ns ? src[x + 3] : a0;
-            for (size_t k = 0; k < w; k++) acc[k] |= a0[k] | a1[k] | a2[k] | a3[k];
+            words_or4(acc, a0, a1, a2, a3, w);
         }
         /* the selected first characters */
         if (2 * nf <= v->byfirst_off[256]) {
@@ -777,7 +783,7 @@ static void base_build(Vocab *v, BaseMask *b) {
                 if (!((b->firsts[c >> 6] >> (c & 63)) & 1)) clear_listed(bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
             if (!mb) clear_listed(bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
         }
-        for (size_t k = 0; k < w; k++) bits[k] &= ~acc[k];
+        words_andnot(bits, acc, w);
         free(acc);
         b->count = popcount_words(bits, v->words);
         return;
