@@ -169,6 +169,9 @@ static int32_t *mc_wst(MaskCache *mc, int32_t need) {
 /* first characters with fewer trie nodes than this that lead into a loop within one
  * character are walked (most of it in bulk) rather than given run tables of their own */
 #define BULK_WALK_NODES 32768
+/* ... and whose run holds at least this many ASCII bytes (nearly every printable one: a
+ * string body less a few letters), so that nearly every subtree below is taken in bulk */
+#define BULK_WALK_RUN 88
 
 static int32_t mc_utf8_target(MaskCache *mc, int32_t s);
 
@@ -558,6 +561,7 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
                 if (est < WALK_BUDGET) continue;
             }
             if (r.infinite && steps <= 2 && !r.mb && nodes < BULK_WALK_NODES &&
+                tm_pop64(r.key.run[0]) + tm_pop64(r.key.run[1]) >= BULK_WALK_RUN &&
                 !vocab_has_tables(v, &r.key, &r.exits, r.firsts, r.mb)) {
                 /* a loop reached within one character (a key's rest after a declared name's
                  * prefix, a pattern's class): below it the walk takes whole subtrees at once
