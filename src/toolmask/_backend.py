@@ -27,6 +27,7 @@ from toolmask.automaton import (
 from toolmask.grammar import Grammar
 from toolmask.limits import Limits
 from toolmask.mask import (
+    PREWARM_FORMATS,
     MaskCache,
     NativeMaskCache,
     NativeVocabIndex,
@@ -102,7 +103,7 @@ class NativeBackend:
     name: BackendName = "native"
 
     def __init__(self) -> None:
-        self._json_string: Grammar | None = None
+        self._warm: tuple[tuple[Grammar, bytes], ...] | None = None
 
     def read(self, grammar: Grammar) -> KeyedGrammar:
         flat = flatten(grammar)
@@ -110,9 +111,9 @@ class NativeBackend:
         return KeyedGrammar(key, lambda limits: native_from_flat(flat, grammar, limits))
 
     def vocab_index(self, vocab: Vocabulary, *, max_run_tables: int) -> VocabIndex:
-        if self._json_string is None:
-            self._json_string = compile_json_schema({"type": "string"})
-        return NativeVocabIndex(vocab, max_run_tables=max_run_tables, warm=self._json_string)
+        if self._warm is None:
+            self._warm = tuple((compile_json_schema(s), b) for s, b in PREWARM_FORMATS)
+        return NativeVocabIndex(vocab, max_run_tables=max_run_tables, warm=self._warm)
 
     def mask_cache(self, automaton: Automaton, index: VocabIndex, max_bytes: int) -> MaskCache:
         # this backend built the index: it is the kernel's

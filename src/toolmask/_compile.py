@@ -429,6 +429,12 @@ class Matcher:
         return self._a
 
     @property
+    def masks(self) -> Any:
+        """The compiled grammar's mask cache (None without a vocabulary): what
+        :func:`toolmask.mask.fill_batch` reads with :attr:`state` to fill many rows at once."""
+        return self._masks
+
+    @property
     def n_accepted(self) -> int:
         """Units (bytes, tokens, special tokens) accepted so far: what ``rollback`` can undo."""
         return len(self._history)

@@ -23,7 +23,7 @@ import pytest
 import toolmask as tm
 from tests.mask.test_masks import INSTANCES, RUN_SCHEMAS, SCHEMAS
 from tests.vendored import BENCH_SPLITS, bench_records
-from toolmask.grammar._ir import Grammar, Rule, RuleRef, choice, lit, seq
+from toolmask.grammar._ir import Grammar, Repeat, Rule, RuleRef, byte_class, choice, lit, seq
 from toolmask.mask import backend
 from toolmask.vocab import Vocabulary
 
@@ -161,6 +161,78 @@ def test_any_json_nested(vocab: Vocabulary, native: tm.GrammarCompiler) -> None:
     for walk in range(3):
         n, p = _pair(g, vocab, native)
         _random_walk(n, p, vocab, rng, 60, f"any-json walk {walk}")
+
+
+FREE_KEYS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "num_adults": {"type": "integer"},
+        "num_children": {"type": "integer"},
+        "location": {"type": "string"},
+    },
+    "required": ["location"],
+}
+
+#: the kernel's cold-path shortcuts (docs/masks.md, "The cold path") and look-alikes where they
+#: must not apply; every byte prefix of every text is compared, mid-character states included
+SHORTCUTS: list[tuple[str, Grammar, list[str | bytes]]] = [
+    # the UTF-8 choice recognised once per node, a chain of character copies, long tokens
+    (
+        "maxLength 120",
+        tm.Grammar.from_json_schema({"type": "string", "maxLength": 120}),
+        ['"Hi 東京 «ok»"', '"' + "é" * 3 + " " * 20 + '"'],
+    ),
+    (
+        "minLength 3, maxLength 80",
+        tm.Grammar.from_json_schema({"type": "string", "minLength": 3, "maxLength": 80}),
+        ['"Crash on start"', '"ab\u00e9"'],
+    ),
+    # keys that may be undeclared (after the declared ones, in schema order), after prefixes
+    # shared by declared names: loops walked in bulk
+    (
+        "free keys",
+        tm.Grammar.from_json_schema(FREE_KEYS),
+        ['{"num_adults":2,"location":"x","numbér":1,"nu":[]}'],
+    ),
+    # a pattern's class: tables of a new run class; formats built at the index's setup
+    (
+        "pattern class",
+        tm.Grammar.from_json_schema({"type": "string", "pattern": "^[A-Za-z0-9_./-]+$"}),
+        ['"notes/todo.md"'],
+    ),
+    (
+        "formats",
+        tm.Grammar.from_json_schema(
+            {
+                "type": "array",
+                "prefixItems": [
+                    {"type": "string", "format": "email"},
+                    {"type": "string", "format": "date-time"},
+                ],
+                "items": False,
+            }
+        ),
+        ['["ana.b@mail-1.example.org","2026-01-02T03:04:05.6+09:00"]'],
+    ),
+    # look-alikes: a choice with one multi-byte literal, two-byte characters only, raw bytes
+    ("é or a-z", tm.Grammar.from_regex('"(é|[a-z])*"'), ['"aéb"']),
+    ("U+0080-U+00FF", tm.Grammar.from_regex("[\x80-\xff]*"), ["éÿ"]),
+    (
+        "any byte, accepting loop",
+        Grammar((Rule("root", Repeat(byte_class((0, 255)), 0, None)),)),
+        [b"ab \xc3\xa9 \xe6\x9d\xb1 \xff\x80\x00"],
+    ),
+    ("accepting ASCII loop", tm.Grammar.from_regex("[a-z ]*"), ["ab cd"]),
+]
+
+
+@pytest.mark.parametrize("which", range(len(SHORTCUTS)), ids=[c[0] for c in SHORTCUTS])
+def test_cold_path_shortcuts(vocab: Vocabulary, native: tm.GrammarCompiler, which: int) -> None:
+    name, g, texts = SHORTCUTS[which]
+    for text in texts:
+        data = text.encode() if isinstance(text, str) else text
+        n, p = _pair(g, vocab, native)
+        _force(n, p, vocab, data, name)
 
 
 def test_stack_caps_fall_back_to_the_exact_walk(native: tm.GrammarCompiler) -> None:

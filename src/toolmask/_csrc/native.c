@@ -1,20 +1,22 @@
 /* toolmask._native: the compiled hot path (automaton, token tries, masks).
  *
  * One translation unit: the tm_*.h files hold the kernel (plain C over malloc'd memory), this
- * file the CPython types that expose it. Every entry point runs with the GIL held and creates
- * Python objects only before or after touching the kernel's structures, so concurrent calls
- * from several threads are serialised by the GIL and never see a half-built structure.
- * See docs/masks.md ("The compiled kernel").
+ * file the CPython types that expose it. Every entry point runs with the GIL held and holds
+ * the automaton's lock (tm_sync.h) while it touches the kernel's structures, because a batch
+ * fill (fill_batch, below) computes masks on native threads without the GIL. See
+ * docs/masks.md ("The compiled kernel", "Filling a batch").
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include "tm_util.h"
+#include "tm_sync.h"
 #include "tm_ir.h"
 #include "tm_analysis.h"
 #include "tm_auto.h"
 #include "tm_vocab.h"
 #include "tm_mask.h"
+#include "tm_pool.h"
 
 static PyObject *BuildError;
 
@@ -95,7 +97,12 @@ typedef struct AutoObject_ {
     PyObject_HEAD Auto au;
     PyObject *names, *texts, *text_index, *limits;
     int ok;
+    int lock_ok;
+    TmLock lock; /* guards au and the caches of every Masks over it (tm_sync.h) */
 } AutoObject;
+
+#define AU_LOCK(a) tl_wlock(&(a)->lock)
+#define AU_UNLOCK(a) tl_wunlock(&(a)->lock)
 
 static PyTypeObject AutoType;
 static PyTypeObject StateType;
@@ -118,8 +125,12 @@ static PyObject *state_handle(AutoObject *a, int32_t sid) {
 
 static void State_dealloc(StateObject *self) {
     AutoObject *a = self->owner;
-    if (a && self->sid >= 0 && self->sid < a->au.st.n && a->au.st.a[self->sid].handle == (PyObject *)self)
-        a->au.st.a[self->sid].handle = NULL;
+    if (a) {
+        AU_LOCK(a);
+        if (self->sid >= 0 && self->sid < a->au.st.n && a->au.st.a[self->sid].handle == (PyObject *)self)
+            a->au.st.a[self->sid].handle = NULL;
+        AU_UNLOCK(a);
+    }
     Py_XDECREF(a);
     PyObject_Free(self);
 }
@@ -164,24 +175,35 @@ static PyObject *stacks_of(AutoObject *a, int32_t sid) {
 
 static PyObject *State_get_accepting(StateObject *self, void *c) {
     (void)c;
-    return PyBool_FromLong(self->owner->au.st.a[self->sid].accepting);
+    AU_LOCK(self->owner);
+    int r = self->owner->au.st.a[self->sid].accepting;
+    AU_UNLOCK(self->owner);
+    return PyBool_FromLong(r);
 }
 
 static PyObject *State_get_stacks(StateObject *self, void *c) {
     (void)c;
-    return stacks_of(self->owner, self->sid);
+    AU_LOCK(self->owner);
+    PyObject *r = stacks_of(self->owner, self->sid);
+    AU_UNLOCK(self->owner);
+    return r;
 }
 
 static PyObject *State_get_is_dead(StateObject *self, void *c) {
     (void)c;
+    AU_LOCK(self->owner);
     St *s = &self->owner->au.st.a[self->sid];
-    return PyBool_FromLong(!s->nstk && !s->accepting);
+    int r = !s->nstk && !s->accepting;
+    AU_UNLOCK(self->owner);
+    return PyBool_FromLong(r);
 }
 
 static PyObject *State_repr(StateObject *self) {
+    AU_LOCK(self->owner);
     St *s = &self->owner->au.st.a[self->sid];
-    return PyUnicode_FromFormat("NativeState(#%d, stacks=%d, accepting=%s)", (int)self->sid, (int)s->nstk,
-                                s->accepting ? "True" : "False");
+    int sid = (int)self->sid, nstk = (int)s->nstk, acc = s->accepting;
+    AU_UNLOCK(self->owner);
+    return PyUnicode_FromFormat("NativeState(#%d, stacks=%d, accepting=%s)", sid, nstk, acc ? "True" : "False");
 }
 
 static PyGetSetDef State_getset[] = {
@@ -256,6 +278,8 @@ static PyObject *Auto_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         Py_DECREF(k);
     }
     memset(&self->au, 0, sizeof(self->au));
+    tl_init(&self->lock);
+    self->lock_ok = 1;
     self->au.ir = f->ir; /* take the arrays */
     f->has_ir = 0;
     memset(&f->ir, 0, sizeof(f->ir));
@@ -277,6 +301,7 @@ static PyObject *Auto_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
 
 static void Auto_dealloc(AutoObject *self) {
     if (self->ok) au_free(&self->au);
+    if (self->lock_ok) tl_destroy(&self->lock);
     Py_XDECREF(self->names);
     Py_XDECREF(self->texts);
     Py_XDECREF(self->text_index);
@@ -286,28 +311,42 @@ static void Auto_dealloc(AutoObject *self) {
 
 static PyObject *Auto_get_initial(AutoObject *self, void *c) {
     (void)c;
-    return state_handle(self, self->au.initial);
+    AU_LOCK(self);
+    PyObject *r = state_handle(self, self->au.initial);
+    AU_UNLOCK(self);
+    return r;
 }
 
 static PyObject *Auto_get_dead(AutoObject *self, void *c) {
     (void)c;
-    return state_handle(self, self->au.dead);
+    AU_LOCK(self);
+    PyObject *r = state_handle(self, self->au.dead);
+    AU_UNLOCK(self);
+    return r;
 }
 
 static PyObject *Auto_get_n_positions(AutoObject *self, void *c) {
     (void)c;
-    return PyLong_FromLong(self->au.pos.n);
+    AU_LOCK(self);
+    long n = self->au.pos.n;
+    AU_UNLOCK(self);
+    return PyLong_FromLong(n);
 }
 
 static PyObject *Auto_get_entry_names(AutoObject *self, void *c) {
     (void)c;
-    PyObject *t = PyTuple_New(self->au.entry_rule.n);
-    if (!t) return NULL;
-    for (int32_t i = 0; i < self->au.entry_rule.n; i++) {
-        PyObject *nm = PyList_GET_ITEM(self->names, self->au.entry_rule.a[i]);
+    AU_LOCK(self);
+    int32_t n = self->au.entry_rule.n;
+    int32_t *rules = tm_xmalloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    memcpy(rules, self->au.entry_rule.a, (size_t)n * sizeof(int32_t));
+    AU_UNLOCK(self);
+    PyObject *t = PyTuple_New(n);
+    for (int32_t i = 0; t && i < n; i++) {
+        PyObject *nm = PyList_GET_ITEM(self->names, rules[i]);
         Py_INCREF(nm);
         PyTuple_SET_ITEM(t, i, nm);
     }
+    free(rules);
     return t;
 }
 
@@ -324,7 +363,10 @@ static PyObject *Auto_get_texts(AutoObject *self, void *c) {
 
 static PyObject *Auto_get_nfa_states(AutoObject *self, void *c) {
     (void)c;
-    return PyLong_FromLong(self->au.ns.n);
+    AU_LOCK(self);
+    long n = self->au.ns.n;
+    AU_UNLOCK(self);
+    return PyLong_FromLong(n);
 }
 
 static PyObject *m256_to_int(M256 m) {
@@ -343,12 +385,14 @@ static PyObject *Auto_advance(AutoObject *self, PyObject *args) {
     int b;
     int32_t sid;
     if (!PyArg_ParseTuple(args, "Oi", &s, &b)) return NULL;
-    if (get_sid(self, s, &sid) < 0) return NULL;
     if (b < 0 || b > 255) {
         PyErr_SetString(PyExc_ValueError, "byte out of range");
         return NULL;
     }
-    return state_handle(self, au_advance(&self->au, sid, b));
+    AU_LOCK(self);
+    PyObject *r = get_sid(self, s, &sid) < 0 ? NULL : state_handle(self, au_advance(&self->au, sid, b));
+    AU_UNLOCK(self);
+    return r;
 }
 
 static PyObject *Auto_advance_bytes(AutoObject *self, PyObject *args) {
@@ -356,49 +400,72 @@ static PyObject *Auto_advance_bytes(AutoObject *self, PyObject *args) {
     Py_buffer buf;
     int32_t sid;
     if (!PyArg_ParseTuple(args, "Oy*", &s, &buf)) return NULL;
-    if (get_sid(self, s, &sid) < 0) {
-        PyBuffer_Release(&buf);
-        return NULL;
+    AU_LOCK(self);
+    PyObject *r = NULL;
+    if (get_sid(self, s, &sid) == 0) {
+        const uint8_t *p = buf.buf;
+        for (Py_ssize_t i = 0; i < buf.len && sid >= 0; i++) {
+            au_maybe_compact(&self->au, &sid, 1);
+            sid = au_advance(&self->au, sid, p[i]);
+        }
+        r = state_handle(self, sid);
     }
-    const uint8_t *p = buf.buf;
-    for (Py_ssize_t i = 0; i < buf.len && sid >= 0; i++) {
-        au_maybe_compact(&self->au, &sid, 1);
-        sid = au_advance(&self->au, sid, p[i]);
-    }
+    AU_UNLOCK(self);
     PyBuffer_Release(&buf);
-    return state_handle(self, sid);
+    return r;
 }
 
 static PyObject *Auto_advance_special(AutoObject *self, PyObject *args) {
     PyObject *s, *text;
     int32_t sid;
     if (!PyArg_ParseTuple(args, "OU", &s, &text)) return NULL;
-    if (get_sid(self, s, &sid) < 0) return NULL;
     PyObject *idx = PyDict_GetItemWithError(self->text_index, text);
-    if (!idx) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;
+    if (!idx && PyErr_Occurred()) return NULL;
+    int32_t ti = idx ? (int32_t)PyLong_AsLong(idx) : -1;
+    AU_LOCK(self);
+    PyObject *r = NULL;
+    if (get_sid(self, s, &sid) == 0) {
+        if (ti < 0) {
+            Py_INCREF(Py_None);
+            r = Py_None;
+        } else {
+            r = state_handle(self, au_advance_special(&self->au, sid, ti));
+        }
     }
-    return state_handle(self, au_advance_special(&self->au, sid, (int32_t)PyLong_AsLong(idx)));
+    AU_UNLOCK(self);
+    return r;
 }
 
 static PyObject *Auto_is_accepting(AutoObject *self, PyObject *s) {
     int32_t sid;
-    if (get_sid(self, s, &sid) < 0) return NULL;
-    return PyBool_FromLong(self->au.st.a[sid].accepting);
+    AU_LOCK(self);
+    int r = get_sid(self, s, &sid) < 0 ? -1 : self->au.st.a[sid].accepting;
+    AU_UNLOCK(self);
+    return r < 0 ? NULL : PyBool_FromLong(r);
 }
 
 static PyObject *Auto_allowed_bytes(AutoObject *self, PyObject *s) {
     int32_t sid;
-    if (get_sid(self, s, &sid) < 0) return NULL;
-    return m256_to_int(au_allowed_bytes(&self->au, sid));
+    AU_LOCK(self);
+    if (get_sid(self, s, &sid) < 0) {
+        AU_UNLOCK(self);
+        return NULL;
+    }
+    M256 m = au_allowed_bytes(&self->au, sid);
+    AU_UNLOCK(self);
+    return m256_to_int(m);
 }
 
 static PyObject *Auto_allowed_specials(AutoObject *self, PyObject *s) {
     int32_t sid;
-    if (get_sid(self, s, &sid) < 0) return NULL;
     IVec sp = {0};
+    AU_LOCK(self);
+    if (get_sid(self, s, &sid) < 0) {
+        AU_UNLOCK(self);
+        return NULL;
+    }
     au_allowed_specials(&self->au, sid, &sp);
+    AU_UNLOCK(self);
     PyObject *out = PyFrozenSet_New(NULL);
     for (int32_t i = 0; out && i < sp.n; i++)
         if (PySet_Add(out, PyList_GET_ITEM(self->texts, sp.a[i])) < 0) Py_CLEAR(out);
@@ -408,17 +475,23 @@ static PyObject *Auto_allowed_specials(AutoObject *self, PyObject *s) {
 
 static PyObject *Auto_is_finished(AutoObject *self, PyObject *s) {
     int32_t sid;
-    if (get_sid(self, s, &sid) < 0) return NULL;
-    return PyBool_FromLong(au_is_finished(&self->au, sid));
+    AU_LOCK(self);
+    int r = get_sid(self, s, &sid) < 0 ? -1 : au_is_finished(&self->au, sid);
+    AU_UNLOCK(self);
+    return r < 0 ? NULL : PyBool_FromLong(r);
 }
 
 static PyObject *Auto_successors(AutoObject *self, PyObject *args) {
     PyObject *s, *mask;
     int32_t sid;
     if (!PyArg_ParseTuple(args, "OO", &s, &mask)) return NULL;
-    if (get_sid(self, s, &sid) < 0) return NULL;
     M256 m;
     if (py_to_m256(mask, &m) < 0) return NULL;
+    AU_LOCK(self);
+    if (get_sid(self, s, &sid) < 0) {
+        AU_UNLOCK(self);
+        return NULL;
+    }
     SuccVec succ = {0};
     au_successors(&self->au, sid, m, &succ);
     PyObject *out = PyList_New(succ.n);
@@ -435,24 +508,33 @@ static PyObject *Auto_successors(AutoObject *self, PyObject *args) {
         Py_DECREF(h);
         Py_DECREF(sub);
     }
+    AU_UNLOCK(self);
     VFREE(succ);
     return out;
 }
 
 static PyObject *Auto_cached_states(AutoObject *self, PyObject *unused) {
     (void)unused;
-    return PyLong_FromLong(self->au.st.n);
+    AU_LOCK(self);
+    long n = self->au.st.n;
+    AU_UNLOCK(self);
+    return PyLong_FromLong(n);
 }
 
 static PyObject *Auto_memory_bytes(AutoObject *self, PyObject *unused) {
     (void)unused;
-    return PyLong_FromLongLong(au_bytes(&self->au));
+    AU_LOCK(self);
+    long long n = au_bytes(&self->au);
+    AU_UNLOCK(self);
+    return PyLong_FromLongLong(n);
 }
 
 static PyObject *Auto_stacks(AutoObject *self, PyObject *s) {
     int32_t sid;
-    if (get_sid(self, s, &sid) < 0) return NULL;
-    return stacks_of(self, sid);
+    AU_LOCK(self);
+    PyObject *r = get_sid(self, s, &sid) < 0 ? NULL : stacks_of(self, sid);
+    AU_UNLOCK(self);
+    return r;
 }
 
 static PyMethodDef Auto_methods[] = {
@@ -560,15 +642,18 @@ static void Vocab_dealloc(VocabObject *self) {
 
 static PyObject *Vocab_memory_bytes(VocabObject *self, PyObject *unused) {
     (void)unused;
-    return PyLong_FromLongLong(vocab_bytes(&self->v));
+    return PyLong_FromLongLong(vocab_bytes_locked(&self->v));
 }
 
 static PyObject *Vocab_info(VocabObject *self, PyObject *unused) {
     (void)unused;
+    tm_lock(&self->v.lock);
+    int bases = self->v.bases.n, exits = self->v.exits.n;
+    long long tb = (long long)self->v.table_bytes;
+    tm_unlock(&self->v.lock);
     return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:L}", "size", self->v.size, "trie_nodes", self->v.trie.n,
                          "partial_nodes", self->v.partial.n, "max_tail_chars", self->v.max_tail_chars, "bases",
-                         self->v.bases.n, "exit_tables", self->v.exits.n, "table_bytes",
-                         (long long)self->v.table_bytes);
+                         bases, "exit_tables", exits, "table_bytes", tb);
 }
 
 static PyMethodDef Vocab_methods[] = {
@@ -619,7 +704,9 @@ static PyObject *Masks_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     memset(mc, 0, sizeof(*mc));
     mc->au = &((AutoObject *)a)->au;
     mc->v = &((VocabObject *)v)->v;
+    AU_LOCK((AutoObject *)a);
     mc->epoch = mc->au->epoch;
+    AU_UNLOCK((AutoObject *)a);
     mc->max_bytes = max_bytes;
     Py_INCREF(a);
     self->auto_ = (AutoObject *)a;
@@ -670,22 +757,82 @@ static void Masks_dealloc(MasksObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* ---- filling rows ----------------------------------------------------------------------- *
+ *
+ * A row is one (Masks, state) pair. A warm row (its state's mask is cached) is copied under the
+ * automaton's shared lock; a cold one computes under the exclusive lock. Neither touches a
+ * Python object besides reading the state handle's sid, which only changes under the
+ * exclusive lock (compaction), so both run without the GIL. */
+
+/* 0: written (flags set); 1: the mask is not cached (nothing written) */
+static int row_fill_shared(MasksObject *m, StateObject *h, uint32_t *out, uint8_t *flags) {
+    AutoObject *a = m->auto_;
+    int how = tl_rlock(&a->lock);
+    StRep *r = NULL;
+    if (a->au.st.n < a->au.next_compact) r = mc_rep_peek(&m->mc, h->sid);
+    if (r) {
+        mc_fill_rep(&m->mc, r, out);
+        *flags = r->flags;
+    }
+    tl_runlock(&a->lock, how);
+    return r ? 0 : 1;
+}
+
+/* compute (if needed) and write, under the exclusive lock */
+static void row_fill_excl(MasksObject *m, StateObject *h, uint32_t *out, uint8_t *flags) {
+    AutoObject *a = m->auto_;
+    tl_wlock(&a->lock);
+    au_maybe_compact(&a->au, NULL, 0); /* handles are updated in place: h->sid stays right */
+    StRep *r = mc_rep(&m->mc, h->sid);
+    mc_fill_rep(&m->mc, r, out);
+    *flags = r->flags;
+    tl_wunlock(&a->lock);
+}
+
+/* 0 written; 1 not cached and another thread holds the lock (nothing written) */
+static int row_fill_try(MasksObject *m, StateObject *h, uint32_t *out, uint8_t *flags) {
+    if (!row_fill_shared(m, h, out, flags)) return 0;
+    AutoObject *a = m->auto_;
+    if (!tl_trywlock(&a->lock)) return 1;
+    tl_wunlock(&a->lock); /* re-taken (recursively cheap) by row_fill_excl */
+    row_fill_excl(m, h, out, flags);
+    return 0;
+}
+
+static int check_state(MasksObject *m, PyObject *o) {
+    if (Py_TYPE(o) != &StateType || ((StateObject *)o)->owner != m->auto_) {
+        PyErr_SetString(PyExc_TypeError, "not a state of this automaton");
+        return -1;
+    }
+    return 0;
+}
+
+/* out as int32 words: exactly `rows` rows of `words` (exact), or at least `rows` rows */
+static int get_bitmask(Py_buffer *buf, PyObject *out, int32_t words, Py_ssize_t rows, int exact) {
+    if (PyObject_GetBuffer(out, buf, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    Py_ssize_t row = (Py_ssize_t)words * 4;
+    if (buf->itemsize != 4 || (exact ? buf->len != row * rows : (buf->len < row * rows || buf->len % row)) ||
+        (buf->format && strcmp(buf->format, "i") != 0 && strcmp(buf->format, "=i") != 0 &&
+         strcmp(buf->format, "<i") != 0 && strcmp(buf->format, "I") != 0 && strcmp(buf->format, "l") != 0)) {
+        PyBuffer_Release(buf);
+        if (exact)
+            PyErr_Format(PyExc_ValueError, "bitmask must be %d contiguous int32 words", (int)words);
+        else
+            PyErr_Format(PyExc_ValueError, "bitmask must be C-contiguous int32 [rows >= %zd, %d]", rows, (int)words);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *Masks_fill(MasksObject *self, PyObject *args) {
     PyObject *s, *out;
-    int32_t sid;
     if (!PyArg_ParseTuple(args, "OO", &s, &out)) return NULL;
-    if (get_sid(self->auto_, s, &sid) < 0) return NULL;
+    if (check_state(self, s) < 0) return NULL;
     Py_buffer buf;
-    if (PyObject_GetBuffer(out, &buf, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-    int32_t words = self->mc.v->words;
-    if (buf.itemsize != 4 || buf.len != (Py_ssize_t)words * 4 ||
-        (buf.format && strcmp(buf.format, "i") != 0 && strcmp(buf.format, "=i") != 0 &&
-         strcmp(buf.format, "<i") != 0 && strcmp(buf.format, "I") != 0 && strcmp(buf.format, "l") != 0)) {
-        PyBuffer_Release(&buf);
-        PyErr_Format(PyExc_ValueError, "bitmask must be %d contiguous int32 words", (int)words);
-        return NULL;
-    }
-    mc_fill(&self->mc, sid, (uint32_t *)buf.buf);
+    if (get_bitmask(&buf, out, self->mc.v->words, 1, 1) < 0) return NULL;
+    uint8_t flags;
+    if (row_fill_shared(self, (StateObject *)s, (uint32_t *)buf.buf, &flags))
+        row_fill_excl(self, (StateObject *)s, (uint32_t *)buf.buf, &flags);
     PyBuffer_Release(&buf);
     Py_RETURN_NONE;
 }
@@ -694,23 +841,31 @@ static PyObject *Masks_stats(MasksObject *self, PyObject *unused) {
     (void)unused;
     MaskCache *mc = &self->mc;
     int64_t locals = 0, reps = 0;
+    AU_LOCK(self->auto_);
     for (int32_t i = 0; i < mc->npl; i++) locals += mc->pl[i].ok;
     for (int32_t i = 0; i < mc->nreps; i++) reps += mc->reps[i] != NULL;
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "nodes", (long long)mc->nodes, "hits", (long long)mc->hits, "misses",
-                         (long long)mc->misses, "position_misses", (long long)mc->local_misses, "exact_walks",
-                         (long long)mc->exact_walks, "positions", (long long)locals, "states", (long long)reps,
-                         "bytes", (long long)mc->bytes);
+    MaskCache c = *mc;
+    AU_UNLOCK(self->auto_);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "nodes", (long long)c.nodes, "bulk_nodes",
+                         (long long)c.bulk_nodes, "hits", (long long)c.hits, "misses", (long long)c.misses,
+                         "position_misses", (long long)c.local_misses, "exact_walks", (long long)c.exact_walks,
+                         "positions", (long long)locals, "states", (long long)reps, "bytes", (long long)c.bytes);
 }
 
 static PyObject *Masks_memory_bytes(MasksObject *self, PyObject *unused) {
     (void)unused;
-    return PyLong_FromLongLong(self->mc.bytes + (int64_t)self->mc.npl * (int64_t)sizeof(PosLocal) +
-                               (int64_t)self->mc.nreps * 8 + imap_bytes(&self->mc.step));
+    AU_LOCK(self->auto_);
+    long long n = self->mc.bytes + (int64_t)self->mc.npl * (int64_t)sizeof(PosLocal) + (int64_t)self->mc.nreps * 8 +
+                  imap_bytes(&self->mc.step);
+    AU_UNLOCK(self->auto_);
+    return PyLong_FromLongLong(n);
 }
 
 static PyObject *Masks_clear(MasksObject *self, PyObject *unused) {
     (void)unused;
+    AU_LOCK(self->auto_);
     mc_clear_all(&self->mc);
+    AU_UNLOCK(self->auto_);
     Py_RETURN_NONE;
 }
 
@@ -719,15 +874,26 @@ static PyObject *Masks_advance_token(MasksObject *self, PyObject *args) {
     int tid;
     int32_t sid;
     if (!PyArg_ParseTuple(args, "Oi", &s, &tid)) return NULL;
-    if (get_sid(self->auto_, s, &sid) < 0) return NULL;
     Vocab *v = self->mc.v;
-    if (tid < 0 || tid >= v->size || !v->text[tid] || !v->tok_len[tid]) Py_RETURN_NONE;
-    const uint8_t *p = v->flat + v->tok_off[tid];
-    for (int32_t i = 0; i < v->tok_len[tid] && sid >= 0; i++) {
-        au_maybe_compact(&self->auto_->au, &sid, 1);
-        sid = au_advance(&self->auto_->au, sid, p[i]);
+    AU_LOCK(self->auto_);
+    if (get_sid(self->auto_, s, &sid) < 0) {
+        AU_UNLOCK(self->auto_);
+        return NULL;
     }
-    return state_handle(self->auto_, sid);
+    PyObject *r;
+    if (tid < 0 || tid >= v->size || !v->text[tid] || !v->tok_len[tid]) {
+        Py_INCREF(Py_None);
+        r = Py_None;
+    } else {
+        const uint8_t *p = v->flat + v->tok_off[tid];
+        for (int32_t i = 0; i < v->tok_len[tid] && sid >= 0; i++) {
+            au_maybe_compact(&self->auto_->au, &sid, 1);
+            sid = au_advance(&self->auto_->au, sid, p[i]);
+        }
+        r = state_handle(self->auto_, sid);
+    }
+    AU_UNLOCK(self->auto_);
+    return r;
 }
 
 static PyMethodDef Masks_methods[] = {
@@ -749,11 +915,273 @@ static PyTypeObject MasksType = {
     .tp_methods = Masks_methods,
 };
 
+/* ---- fill_batch ------------------------------------------------------------------------- *
+ *
+ * fill_batch(masks, states, out, flags, max_threads, force) fills row i of out (int32
+ * [rows >= n, W]) for n rows and sets flags[i] (uint8): ROW_ACCEPTING | ROW_FINISHED.
+ *
+ *   masks[i]: a Masks, an object whose .native is one (NativeMaskCache), or None: an
+ *             unconstrained row (all ones, flags 0); anything else is a row the caller fills
+ *             (flags ROW_PYTHON, row untouched);
+ *   states[i]: a State of that Masks' automaton, or None for a matcher that accepted an EOS
+ *             (all zeros, flags ROW_ACCEPTING | ROW_FINISHED).
+ *
+ * Rows go to the caller and up to max_threads - 1 pool threads with the GIL released: each
+ * thread takes rows in turn; a warm row is copied under its automaton's shared lock, a cold
+ * one is computed at once if its automaton's exclusive lock is free, else it is deferred to a
+ * second pass (after the warm rows) where it waits for the lock. With force = 0 the number of
+ * threads comes from the work (FILL_GRAIN_NS per thread, a cold row counted as
+ * FILL_COLD_NS, a warm one as its words); force = 1 uses max_threads (capped by n).
+ * Returns (threads used, cold rows, rows left to the caller).
+ */
+#define ROW_PYTHON 0x80
+#define FILL_GRAIN_NS 50000.0   /* one more thread per this much estimated work */
+#define FILL_COLD_NS 60000.0    /* a row whose mask is not cached yet */
+#define FILL_WARM_NS_PER_WORD 0.5
+#define FILL_GIL_NS 40000.0     /* release the GIL for a single thread past this much work */
+
+enum { RK_NATIVE = 0, RK_ALL = 1, RK_STOPPED = 2, RK_PYTHON = 3 };
+
+typedef struct {
+    MasksObject **m;
+    StateObject **h;
+    uint8_t *kind;
+    uint8_t *st; /* 0 todo, 1 done, 2 deferred, 3 taken */
+    uint32_t *out;
+    uint8_t *flags;
+    int32_t n, words;
+    int32_t next, pending, cold;
+} BatchJob;
+
+static void batch_row_simple(BatchJob *j, int32_t i) {
+    uint32_t *row = j->out + (size_t)i * (size_t)j->words;
+    switch (j->kind[i]) {
+    case RK_ALL:
+        memset(row, 0xFF, (size_t)j->words * 4);
+        j->flags[i] = 0;
+        break;
+    case RK_STOPPED:
+        memset(row, 0, (size_t)j->words * 4);
+        j->flags[i] = ROW_ACCEPTING | ROW_FINISHED;
+        break;
+    default:
+        j->flags[i] = ROW_PYTHON;
+    }
+}
+
+static void batch_work(void *arg) {
+    BatchJob *j = arg;
+    for (;;) {
+        int32_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_ACQ_REL);
+        if (i >= j->n) break;
+        if (j->kind[i] != RK_NATIVE) {
+            batch_row_simple(j, i);
+            __atomic_store_n(&j->st[i], 1, __ATOMIC_RELEASE);
+        } else {
+            uint32_t *row = j->out + (size_t)i * (size_t)j->words;
+            MasksObject *m = j->m[i];
+            StateObject *h = j->h[i];
+            if (!row_fill_shared(m, h, row, &j->flags[i])) {
+                __atomic_store_n(&j->st[i], 1, __ATOMIC_RELEASE);
+            } else if (tl_trywlock(&m->auto_->lock)) {
+                tl_wunlock(&m->auto_->lock);
+                row_fill_excl(m, h, row, &j->flags[i]);
+                __atomic_fetch_add(&j->cold, 1, __ATOMIC_RELAXED);
+                __atomic_store_n(&j->st[i], 1, __ATOMIC_RELEASE);
+            } else {
+                __atomic_store_n(&j->st[i], 2, __ATOMIC_RELEASE); /* its grammar is busy: later */
+            }
+        }
+        __atomic_fetch_sub(&j->pending, 1, __ATOMIC_ACQ_REL);
+    }
+    /* deferred rows: once every row has had its first pass, take them one by one */
+    int idle = 0;
+    for (;;) {
+        int32_t left = __atomic_load_n(&j->pending, __ATOMIC_ACQUIRE);
+        int any = 0;
+        for (int32_t i = 0; i < j->n; i++) {
+            uint8_t two = 2;
+            if (__atomic_load_n(&j->st[i], __ATOMIC_ACQUIRE) != 2 ||
+                !__atomic_compare_exchange_n(&j->st[i], &two, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                continue;
+            any = 1;
+            row_fill_excl(j->m[i], j->h[i], j->out + (size_t)i * (size_t)j->words, &j->flags[i]);
+            __atomic_fetch_add(&j->cold, 1, __ATOMIC_RELAXED);
+        }
+        if (!any && left == 0) break;
+        if (!any) { /* rows still in another thread's first pass: spin a little, then yield */
+            if (++idle < 64)
+                cpu_relax();
+            else
+                tm_yield();
+        }
+    }
+}
+
+static MasksObject *as_masks(PyObject *o) {
+    if (Py_TYPE(o) == &MasksType) return (MasksObject *)o;
+    PyObject *n = PyObject_GetAttrString(o, "native");
+    if (!n) {
+        PyErr_Clear();
+        return NULL;
+    }
+    MasksObject *m = Py_TYPE(n) == &MasksType ? (MasksObject *)n : NULL;
+    Py_DECREF(n);
+    return m; /* borrowed: o holds it */
+}
+
+static PyObject *native_fill_batch(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *ml, *sl, *out, *flags_obj;
+    int max_threads = 1, force = 0;
+    if (!PyArg_ParseTuple(args, "OOOO|ii", &ml, &sl, &out, &flags_obj, &max_threads, &force)) return NULL;
+    PyObject *mseq = PySequence_Fast(ml, "masks must be a sequence");
+    if (!mseq) return NULL;
+    PyObject *sseq = PySequence_Fast(sl, "states must be a sequence");
+    if (!sseq) {
+        Py_DECREF(mseq);
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(mseq);
+    PyObject *result = NULL;
+    Py_buffer obuf = {0}, fbuf = {0};
+    int have_o = 0, have_f = 0;
+    BatchJob j;
+    memset(&j, 0, sizeof(j));
+    if (PySequence_Fast_GET_SIZE(sseq) != n) {
+        PyErr_SetString(PyExc_ValueError, "masks and states differ in length");
+        goto done;
+    }
+    if (n > INT32_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "too many rows");
+        goto done;
+    }
+    j.n = (int32_t)n;
+    j.m = tm_xcalloc((size_t)(n ? n : 1), sizeof(MasksObject *));
+    j.h = tm_xcalloc((size_t)(n ? n : 1), sizeof(StateObject *));
+    j.kind = tm_xcalloc((size_t)(n ? n : 1), 1);
+    j.st = tm_xcalloc((size_t)(n ? n : 1), 1);
+    if (PyObject_GetBuffer(flags_obj, &fbuf, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_f = 1;
+    if (fbuf.itemsize != 1 || fbuf.len < n) {
+        PyErr_Format(PyExc_ValueError, "flags must be a writable uint8 buffer of at least %zd bytes", n);
+        goto done;
+    }
+    j.flags = fbuf.buf;
+    int32_t words = -1;
+    double est = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *mo = PySequence_Fast_GET_ITEM(mseq, i), *so = PySequence_Fast_GET_ITEM(sseq, i);
+        if (mo == Py_None) {
+            j.kind[i] = RK_ALL;
+            continue;
+        }
+        MasksObject *m = as_masks(mo);
+        if (!m) {
+            j.kind[i] = RK_PYTHON;
+            continue;
+        }
+        if (words < 0) words = m->mc.v->words;
+        if (m->mc.v->words != words) {
+            PyErr_Format(PyExc_ValueError, "row %zd: masks of %d words in a batch of %d", i, (int)m->mc.v->words,
+                         (int)words);
+            goto done;
+        }
+        if (so == Py_None) {
+            j.kind[i] = RK_STOPPED;
+            continue;
+        }
+        if (check_state(m, so) < 0) goto done;
+        Py_INCREF(m);
+        j.m[i] = m;
+        Py_INCREF(so);
+        j.h[i] = (StateObject *)so;
+        /* the work estimate: is the mask cached? (a peek under the shared lock) */
+        int how = tl_rlock(&m->auto_->lock);
+        int32_t sid = ((StateObject *)so)->sid;
+        int cached = m->mc.epoch == m->auto_->au.epoch && sid < m->mc.nreps && m->mc.reps[sid];
+        tl_runlock(&m->auto_->lock, how);
+        est += cached ? FILL_WARM_NS_PER_WORD * (double)words : FILL_COLD_NS;
+    }
+    if (words < 0) { /* no native row: the width comes from out */
+        if (PyObject_GetBuffer(out, &obuf, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+        have_o = 1;
+        Py_ssize_t ndim = obuf.ndim;
+        words = ndim >= 2 ? (int32_t)obuf.shape[ndim - 1] : (int32_t)(n ? obuf.len / 4 / n : 0);
+        PyBuffer_Release(&obuf);
+        have_o = 0;
+        if (words <= 0 && n) {
+            PyErr_SetString(PyExc_ValueError, "cannot tell the bitmask width");
+            goto done;
+        }
+    }
+    j.words = words;
+    if (n) {
+        if (get_bitmask(&obuf, out, words, n, 0) < 0) goto done;
+        have_o = 1;
+        j.out = obuf.buf;
+    }
+    j.next = 0;
+    j.pending = j.n;
+    int extra = 0;
+    if (force)
+        extra = max_threads - 1;
+    else if (max_threads > 1)
+        extra = (int)(est / FILL_GRAIN_NS);
+    if (extra > max_threads - 1) extra = max_threads - 1;
+    if (extra > j.n - 1) extra = j.n - 1;
+    if (extra < 0) extra = 0;
+    int used;
+    if (extra > 0 || est >= FILL_GIL_NS) {
+        Py_BEGIN_ALLOW_THREADS used = pool_run(batch_work, &j, extra);
+        Py_END_ALLOW_THREADS
+    } else {
+        used = pool_run(batch_work, &j, 0);
+    }
+    int32_t python = 0;
+    for (Py_ssize_t i = 0; i < n; i++) python += j.kind[i] == RK_PYTHON;
+    result = Py_BuildValue("(iii)", used, (int)j.cold, (int)python);
+done:
+    if (j.m)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_XDECREF(j.m[i]);
+            Py_XDECREF(j.h[i]);
+        }
+    free(j.m);
+    free(j.h);
+    free(j.kind);
+    free(j.st);
+    if (have_o) PyBuffer_Release(&obuf);
+    if (have_f) PyBuffer_Release(&fbuf);
+    Py_DECREF(mseq);
+    Py_DECREF(sseq);
+    return result;
+}
+
+static PyObject *native_pool_threads(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+#if TM_THREADS
+    pthread_mutex_lock(&pool.mu);
+    int n = pool.n;
+    pthread_mutex_unlock(&pool.mu);
+    return PyLong_FromLong(n);
+#else
+    return PyLong_FromLong(0);
+#endif
+}
+
+static PyMethodDef module_methods[] = {
+    {"fill_batch", native_fill_batch, METH_VARARGS,
+     "fill_batch(masks, states, out, flags, max_threads=1, force=0) -> (threads, cold rows, python rows)"},
+    {"pool_threads", native_pool_threads, METH_NOARGS, "native pool threads started so far"},
+    {NULL}};
+
 /* ---- module ------------------------------------------------------------------------------- */
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "toolmask._native",
-    "The compiled hot path of toolmask: automaton, token tries and masks (see docs/masks.md).", -1, NULL,
+    "The compiled hot path of toolmask: automaton, token tries and masks (see docs/masks.md).", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
@@ -762,6 +1190,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
+    pool_init();
     BuildError = PyErr_NewException("toolmask._native.BuildError", PyExc_Exception, NULL);
     if (!BuildError) return NULL;
     Py_INCREF(BuildError);
@@ -776,5 +1205,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     ADD("Vocab", VocabType)
     ADD("Masks", MasksType)
 #undef ADD
+    if (PyModule_AddIntConstant(m, "ROW_ACCEPTING", ROW_ACCEPTING) < 0 ||
+        PyModule_AddIntConstant(m, "ROW_FINISHED", ROW_FINISHED) < 0 ||
+        PyModule_AddIntConstant(m, "ROW_PYTHON", ROW_PYTHON) < 0 ||
+        PyModule_AddIntConstant(m, "THREADS", TM_THREADS) < 0)
+        return NULL;
     return m;
 }

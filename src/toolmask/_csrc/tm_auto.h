@@ -16,6 +16,8 @@
 typedef struct {
     int32_t node, to, gid, gexit;
     uint8_t chk;
+    uint8_t mb;   /* a multi-byte alternative of a UTF-8 choice (its lead byte edge) */
+    int32_t from; /* > 0: the rest of such an alternative (a sequence) from item `from` */
 } Task;
 typedef VEC(Task) TaskVec;
 typedef struct {
@@ -34,9 +36,21 @@ typedef struct {
     PairVec call;    /* (entry, to) */
     PairVec special; /* (text, to) */
     TaskVec pending;
+    /* multi-byte characters from this state (see nfa_mb_choice): 0 = none, -1 = not known
+     * (several choices, or other high-byte edges), t + 1 = every complete multi-byte
+     * character leads to NFA state t through edges of one UTF-8 choice, and no other
+     * high-byte edge leaves this state */
+    int32_t mb_to;
     uint8_t expanded, is_exit;
+    uint8_t mid; /* inside a multi-byte alternative of a UTF-8 choice (after its lead byte) */
 } NState;
-typedef VEC(NState) NStateVec;
+/* NFA states in pages of NS_PAGE (a state never moves: growing copies no state) */
+#define NS_PAGE_BITS 8
+#define NS_PAGE (1 << NS_PAGE_BITS)
+typedef struct {
+    NState **pages;
+    int32_t n, npages;
+} NStateVec;
 
 typedef struct {
     M256 m;
@@ -54,6 +68,7 @@ typedef struct {
     M256 umask;
     int32_t nedges, ncalls, nspecials;
     int32_t clo_off, clo_n; /* static closure: clo_n suffixes at clo_pool[clo_off...] as [len, e...] */
+    int32_t u8; /* pos_utf8 memo: U8_UNKNOWN, U8_NONE, U8_DEAD, or q + 1 */
     uint8_t done, final, consuming, clo_ok, returns;
 } Pos;
 typedef VEC(Pos) PosVec;
@@ -81,9 +96,43 @@ typedef struct {
     int32_t stk_off;  /* in the intern pool: [accepting, stack ids...] */
     int32_t nstk, nspec, maxdepth;
     int32_t utf8_tgt; /* mask module memo: -3 unknown */
-    uint8_t accepting, allowed_ok, spec_ok, utf8_flags;
+    uint64_t loop[2]; /* ASCII bytes (NUL never) that lead the state to itself (st_loop_set) */
+    uint8_t accepting, allowed_ok, spec_ok, utf8_flags, loop_ok;
+    uint8_t utf8_fast; /* utf8_tgt came from au_utf8_fast */
 } St;
 typedef VEC(St) StVec;
+
+/* bump allocation for the NFA states' edge vectors, which live as long as the automaton */
+typedef struct {
+    VEC(char *) chunks;
+    char *cur;
+    size_t left;
+    int64_t bytes;
+} Arena;
+
+#define ARENA_CHUNK (64 * 1024)
+
+static void *arena_alloc(Arena *ar, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (n > ar->left) {
+        size_t sz = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+        char *c = tm_xmalloc(sz);
+        VPUSH(ar->chunks, c);
+        ar->cur = c;
+        ar->left = sz;
+        ar->bytes += (int64_t)sz;
+    }
+    void *p = ar->cur;
+    ar->cur += n;
+    ar->left -= n;
+    return p;
+}
+
+static void arena_free(Arena *ar) {
+    for (int32_t i = 0; i < ar->chunks.n; i++) free(ar->chunks.a[i]);
+    VFREE(ar->chunks);
+    memset(ar, 0, sizeof(*ar));
+}
 
 typedef struct Auto {
     IR ir;
@@ -92,12 +141,15 @@ typedef struct Auto {
     int err;
     /* NFA */
     NStateVec ns;
+    Arena arena;       /* the NFA states' vectors (NSPUSH) */
+    TaskVec nx_tasks;  /* nfa_expand's work list (it never re-enters itself) */
     IVec entries, entry_rule;
     int32_t *entry_of;
     IMap shared;
     int32_t *group_exit;
     int64_t max_nstates;
     int nfa_broken;
+    int8_t *mbchoice; /* per IR node: 0 unknown, 1 a UTF-8 choice (nfa_mb_choice), 2 not */
     /* DFA */
     ArrSet kernels;
     PosVec pos;
@@ -120,6 +172,14 @@ typedef struct Auto {
     int64_t epoch; /* bumped when states are renumbered (compaction) */
     int64_t next_compact;
     IVec scratch, scratch2, kscratch, kstack;
+    /* dfa_expand's scratch (it never re-enters itself) */
+    BEdgeVec dx_edges;
+    PairVec dx_calls, dx_specials;
+    VEC(M256) dx_masks, dx_atoms, dx_nw;
+    IVec dx_key, dx_ts, dx_memo;
+    VEC(Edge) dx_out;
+    /* target NFA sets of the edges not resolved yet (Edge.q = -2 - offset): [len, states...] */
+    IVec lazy;
     int32_t max_cached;
     /* bumped whenever a structure counted by au_bytes grows or is rebuilt: au_bytes is
      * memoised on it (the compiler asks every cached automaton its size on every compile) */
@@ -149,7 +209,22 @@ static void au_free_slabs(Auto *au) {
     au->slab_used = 0;
 }
 
-#define AU_NS(au, i) (&(au)->ns.a[i])
+#define AU_NS(au, i) (&(au)->ns.pages[(i) >> NS_PAGE_BITS][(i) & (NS_PAGE - 1)])
+
+static void ns_grow(Arena *ar, void **a, int32_t *cap, int32_t n, size_t elem) {
+    int32_t c = *cap ? *cap * 2 : 2;
+    void *p = arena_alloc(ar, (size_t)c * elem);
+    if (n) memcpy(p, *a, (size_t)n * elem);
+    *a = p;
+    *cap = c;
+}
+
+/* push onto a vector of an NFA state (arena storage: never realloc'd or freed) */
+#define NSPUSH(au, v, x)                                                                \
+    do {                                                                                \
+        if ((v).n == (v).cap) ns_grow(&(au)->arena, (void **)&(v).a, &(v).cap, (v).n, sizeof(*(v).a)); \
+        (v).a[(v).n++] = (x);                                                          \
+    } while (0)
 #define AU_POS(au, p) (&(au)->pos.a[p])
 #define AU_ST(au, s) (&(au)->st.a[s])
 
@@ -165,7 +240,12 @@ static int32_t nfa_new_state(Auto *au, int expanded) {
     NState s;
     memset(&s, 0, sizeof(s));
     s.expanded = (uint8_t)expanded;
-    VPUSH(au->ns, s);
+    if ((n >> NS_PAGE_BITS) >= au->ns.npages) {
+        au->ns.pages = tm_xrealloc(au->ns.pages, (size_t)(au->ns.npages + 1) * sizeof(NState *));
+        au->ns.pages[au->ns.npages++] = tm_xmalloc((size_t)NS_PAGE * sizeof(NState));
+    }
+    *AU_NS(au, n) = s;
+    au->ns.n = n + 1;
     au->mut++;
     return n;
 }
@@ -178,7 +258,7 @@ static int32_t nfa_copy_start(Auto *au, int32_t rule, int32_t to, int32_t gid) {
     s = nfa_new_state(au, 0);
     if (s < 0) return -1;
     Task t = {au->ir.body.a[rule], to, gid, gid >= 0 ? to : -1, (uint8_t)chk};
-    VPUSH(AU_NS(au, s)->pending, t);
+    NSPUSH(au, AU_NS(au, s)->pending, t);
     imap_put(&au->shared, key, s);
     return s;
 }
@@ -218,16 +298,16 @@ static int nfa_ref(Auto *au, int32_t s, int32_t rule, int32_t to, int32_t gid, i
     if (gid >= 0 && rgid == gid) {
         int32_t t = nfa_copy_start(au, rule, gexit, gid);
         if (t < 0) return -1;
-        VPUSH(AU_NS(au, s)->eps, t);
+        NSPUSH(au, AU_NS(au, s)->eps, t);
     } else if (an_inline(a, rule)) {
         int32_t t = nfa_copy_start(au, rule, to, rgid);
         if (t < 0) return -1;
-        VPUSH(AU_NS(au, s)->eps, t);
+        NSPUSH(au, AU_NS(au, s)->eps, t);
     } else {
         int32_t e = nfa_entry(au, rule);
         if (e < 0) return -1;
         Pair c = {e, to};
-        VPUSH(AU_NS(au, s)->call, c);
+        NSPUSH(au, AU_NS(au, s)->call, c);
     }
     return 0;
 }
@@ -236,17 +316,17 @@ static void nfa_add(Auto *au, int32_t s, TaskVec *tasks, int32_t cur, Task t) {
     if (cur == s)
         VPUSH(*tasks, t);
     else
-        VPUSH(AU_NS(au, cur)->pending, t);
+        NSPUSH(au, AU_NS(au, cur)->pending, t);
 }
 
 static int nfa_repeat(Auto *au, int32_t s, TaskVec *tasks, const Node *node, Task t) {
     if (node->hi == 0) {
-        VPUSH(AU_NS(au, s)->eps, t.to);
+        NSPUSH(au, AU_NS(au, s)->eps, t.to);
         return 0;
     }
     int32_t item = node->a;
     if (t.chk && !an_node_prop(&au->an, item, P_PRODUCTIVE)) {
-        if (node->lo == 0) VPUSH(AU_NS(au, s)->eps, t.to);
+        if (node->lo == 0) NSPUSH(au, AU_NS(au, s)->eps, t.to);
         return 0;
     }
     int32_t cur = s;
@@ -264,22 +344,100 @@ static int nfa_repeat(Auto *au, int32_t s, TaskVec *tasks, const Node *node, Tas
         int32_t loop = nfa_new_state(au, 0);
         if (loop < 0) return -1;
         Task x = {item, back, t.gid, t.gexit, t.chk};
-        VPUSH(AU_NS(au, loop)->pending, x);
-        VPUSH(AU_NS(au, cur)->eps, loop);
-        VPUSH(AU_NS(au, back)->eps, loop);
+        NSPUSH(au, AU_NS(au, loop)->pending, x);
+        NSPUSH(au, AU_NS(au, cur)->eps, loop);
+        NSPUSH(au, AU_NS(au, back)->eps, loop);
         VPUSH(AU_NS(au, node->lo == 0 ? loop : back)->eps, t.to);
         return 0;
     }
     for (int64_t k = 0; k < node->hi - node->lo; k++) {
-        VPUSH(AU_NS(au, cur)->eps, t.to);
+        NSPUSH(au, AU_NS(au, cur)->eps, t.to);
         int32_t nxt = nfa_new_state(au, 0);
         if (nxt < 0) return -1;
         Task x = {item, nxt, t.gid, t.gexit, t.chk};
         nfa_add(au, s, tasks, cur, x);
         cur = nxt;
     }
-    VPUSH(AU_NS(au, cur)->eps, t.to);
+    NSPUSH(au, AU_NS(au, cur)->eps, t.to);
     return 0;
+}
+
+/* ---- UTF-8 choices -------------------------------------------------------------------------
+ *
+ * A string's character is a choice whose multi-byte alternatives are every well-formed UTF-8
+ * character, each a sequence of byte classes. Expanded per copy of a repetition (a counted
+ * string: one copy per character), the multi-byte alternatives create ~17 intermediate
+ * positions per copy, which a mask only needs to learn that every such character leads to
+ * the same next state. So the choice is recognised here, once per IR node, and the NFA
+ * state where it is expanded records its continuation (NState.mb_to): then the position's
+ * target over a whole multi-byte character is known from its kernel without expanding the
+ * intermediate positions (pos_utf8), and the mask module's "UTF-8 target" of a state is one
+ * closure per stack (au_utf8_fast). The byte-level automaton is unchanged. */
+
+/* a multi-byte alternative: a sequence of byte classes whose first class is high */
+static int nfa_is_mb_alt(Auto *au, int32_t node) {
+    const Node *n = &au->ir.nodes.a[node];
+    if (n->kind != K_SEQ || n->b < 2) return 0;
+    const Node *f = &au->ir.nodes.a[au->ir.kids.a[n->a]];
+    if (f->kind != K_CLASS) return 0;
+    const M256 *m = &au->ir.masks.a[f->a];
+    return (m->w[2] | m->w[3]) != 0;
+}
+
+/* does every non-multi-byte alternative start with an ASCII byte for sure (so that the
+ * state's high-byte edges are the multi-byte alternatives' own) */
+static int nfa_ascii_start(Auto *au, int32_t node) {
+    const Node *n = &au->ir.nodes.a[node];
+    if (n->kind == K_SEQ && n->b >= 1) n = &au->ir.nodes.a[au->ir.kids.a[n->a]];
+    if (n->kind == K_CLASS) {
+        const M256 *m = &au->ir.masks.a[n->a];
+        return !(m->w[2] | m->w[3]);
+    }
+    if (n->kind == K_BYTES) return n->b >= 1 && au->ir.bpool.a[n->a] < 0x80;
+    return 0;
+}
+
+/* is node a choice whose multi-byte alternatives are exactly the well-formed multi-byte UTF-8
+ * characters (each lead byte C2-F4 in exactly one alternative, with the continuation classes
+ * RFC 3629 gives it), every other alternative starting with an ASCII byte? Memoised. */
+static int nfa_mb_choice(Auto *au, int32_t node) {
+    if (!au->mbchoice) au->mbchoice = tm_xcalloc((size_t)(au->ir.nodes.n ? au->ir.nodes.n : 1), 1);
+    if (au->mbchoice[node]) return au->mbchoice[node] == 1;
+    const IR *ir = &au->ir;
+    const Node *n = &ir->nodes.a[node];
+    int ok = n->kind == K_CHOICE;
+    uint8_t covered[256];
+    memset(covered, 0, sizeof(covered));
+    for (int32_t i = 0; ok && i < n->b; i++) {
+        int32_t kid = ir->kids.a[n->a + i];
+        if (!nfa_is_mb_alt(au, kid)) {
+            ok = nfa_ascii_start(au, kid);
+            continue;
+        }
+        const Node *sq = &ir->nodes.a[kid];
+        const int32_t *items = ir->kids.a + sq->a;
+        for (int32_t k = 0; ok && k < sq->b; k++) ok = ir->nodes.a[items[k]].kind == K_CLASS;
+        if (!ok) break;
+        const M256 *lead = &ir->masks.a[ir->nodes.a[items[0]].a];
+        for (int b = 0x80; ok && b < 256; b++) {
+            if (!m_test(lead, b)) continue;
+            int r = -1;
+            for (int x = 0; x < 8; x++)
+                if (b >= UTF8_RANGES[x][0][0] && b <= UTF8_RANGES[x][0][1]) r = x;
+            if (r < 0 || covered[b] || UTF8_NRANGES[r] != sq->b) {
+                ok = 0;
+                break;
+            }
+            covered[b] = 1;
+            for (int k = 1; ok && k < sq->b; k++) {
+                M256 want = m_range(UTF8_RANGES[r][k][0], UTF8_RANGES[r][k][1]);
+                ok = m_eq(&ir->masks.a[ir->nodes.a[items[k]].a], &want);
+            }
+        }
+    }
+    for (int b = 0xC2; ok && b <= 0xF4; b++) ok = covered[b];
+    au->mbchoice[node] = ok ? 1 : 2;
+    return ok;
 }
 
 /* build the pending tasks of NFA state s; afterwards its edges are complete */
@@ -289,8 +447,16 @@ static int nfa_expand(Auto *au, int32_t s) {
         au->err = E_STATES;
         return -1;
     }
-    TaskVec tasks = AU_NS(au, s)->pending;
-    memset(&AU_NS(au, s)->pending, 0, sizeof(TaskVec));
+    TaskVec tasks = au->nx_tasks; /* the work list, starting with the pending tasks */
+    memset(&au->nx_tasks, 0, sizeof(TaskVec));
+    tasks.n = 0;
+    {
+        TaskVec *pend = &AU_NS(au, s)->pending;
+        VRESERVE(tasks, pend->n);
+        memcpy(tasks.a, pend->a, (size_t)pend->n * sizeof(Task));
+        tasks.n = pend->n;
+        memset(pend, 0, sizeof(TaskVec)); /* its arena storage is simply left */
+    }
     AU_NS(au, s)->expanded = 1;
     au->mut++;
     IR *ir = &au->ir;
@@ -301,18 +467,20 @@ static int nfa_expand(Auto *au, int32_t s) {
         switch (n->kind) {
         case K_CLASS: {
             const M256 *m = &ir->masks.a[n->a];
+            if (!t.mb && (m->w[2] | m->w[3])) AU_NS(au, s)->mb_to = -1;
             if (!m_zero(m)) {
                 BEdge e = {*m, t.to};
-                VPUSH(AU_NS(au, s)->byte, e);
+                NSPUSH(au, AU_NS(au, s)->byte, e);
             }
             break;
         }
         case K_BYTES: {
             if (!n->b) {
-                VPUSH(AU_NS(au, s)->eps, t.to);
+                NSPUSH(au, AU_NS(au, s)->eps, t.to);
                 break;
             }
             const uint8_t *v = ir->bpool.a + n->a;
+            if (!t.mb && v[0] >= 0x80) AU_NS(au, s)->mb_to = -1;
             int32_t cur = s;
             for (int32_t i = 0; i < n->b - 1; i++) {
                 int32_t nxt = nfa_new_state(au, 1);
@@ -322,22 +490,43 @@ static int nfa_expand(Auto *au, int32_t s) {
                 }
                 BEdge e = {M_ZERO, nxt};
                 m_set(&e.m, v[i]);
-                VPUSH(AU_NS(au, cur)->byte, e);
+                NSPUSH(au, AU_NS(au, cur)->byte, e);
                 cur = nxt;
             }
             BEdge e = {M_ZERO, t.to};
             m_set(&e.m, v[n->b - 1]);
-            VPUSH(AU_NS(au, cur)->byte, e);
+            NSPUSH(au, AU_NS(au, cur)->byte, e);
             break;
         }
         case K_SEQ: {
             if (!n->b) {
-                VPUSH(AU_NS(au, s)->eps, t.to);
+                NSPUSH(au, AU_NS(au, s)->eps, t.to);
+                break;
+            }
+            const int32_t *items = ir->kids.a + n->a;
+            int32_t last = n->b - 1;
+            if (t.mb || t.from > 0) {
+                /* a multi-byte character: its intermediate states one at a time, as bytes
+                 * reach them (a counted string would otherwise build ~18 per character) */
+                int32_t f = t.from;
+                if (f == last) {
+                    Task x = {items[f], t.to, t.gid, t.gexit, t.chk, 0, 0};
+                    VPUSH(tasks, x);
+                    break;
+                }
+                int32_t nx = nfa_new_state(au, 0);
+                if (nx < 0) {
+                    rc = -1;
+                    goto out;
+                }
+                AU_NS(au, nx)->mid = 1;
+                Task cont = {t.node, t.to, t.gid, t.gexit, t.chk, 0, f + 1};
+                NSPUSH(au, AU_NS(au, nx)->pending, cont);
+                Task x = {items[f], nx, t.gid, t.gexit, t.chk, (uint8_t)(f == 0), 0};
+                VPUSH(tasks, x);
                 break;
             }
             if (t.chk && !an_node_prop(&au->an, t.node, P_PRODUCTIVE)) break;
-            const int32_t *items = ir->kids.a + n->a;
-            int32_t last = n->b - 1;
             int32_t nxt = t.to;
             if (last) {
                 nxt = nfa_new_state(au, 0);
@@ -359,19 +548,25 @@ static int nfa_expand(Auto *au, int32_t s) {
                     }
                 }
                 Task x = {ir->kids.a[n->a + i], nxt, t.gid, t.gexit, t.chk};
-                VPUSH(AU_NS(au, cur)->pending, x);
+                NSPUSH(au, AU_NS(au, cur)->pending, x);
             }
             break;
         }
-        case K_CHOICE:
+        case K_CHOICE: {
+            int mbc = !t.mb && nfa_mb_choice(au, t.node);
+            if (mbc) {
+                NState *S = AU_NS(au, s);
+                S->mb_to = S->mb_to == 0 ? t.to + 1 : (S->mb_to == t.to + 1 ? S->mb_to : -1);
+            }
             for (int32_t i = 0; i < n->b; i++) {
                 int32_t item = ir->kids.a[n->a + i];
                 if (!t.chk || an_node_prop(&au->an, item, P_PRODUCTIVE)) {
-                    Task x = {item, t.to, t.gid, t.gexit, t.chk};
+                    Task x = {item, t.to, t.gid, t.gexit, t.chk, (uint8_t)(mbc && nfa_is_mb_alt(au, item))};
                     VPUSH(tasks, x);
                 }
             }
             break;
+        }
         case K_REPEAT:
             if (nfa_repeat(au, s, &tasks, n, t) < 0) {
                 rc = -1;
@@ -386,13 +581,14 @@ static int nfa_expand(Auto *au, int32_t s) {
             break;
         case K_SPECIAL: {
             Pair p = {n->a, t.to};
-            VPUSH(AU_NS(au, s)->special, p);
+            NSPUSH(au, AU_NS(au, s)->special, p);
             break;
         }
         }
     }
 out:
-    VFREE(tasks);
+    if (au->nx_tasks.a) VFREE(au->nx_tasks);
+    au->nx_tasks = tasks;
     return rc;
 }
 
@@ -497,31 +693,52 @@ static int dfa_bare_exit(Auto *au, int32_t q) {
     return 1;
 }
 
-typedef struct {
-    M256 m;
-    IVec ts;
-} MaskGroup;
-typedef VEC(MaskGroup) MGVec;
-typedef struct {
-    int32_t key;
-    IVec ts;
-} KeyGroup;
-typedef VEC(KeyGroup) KGVec;
-
-static void kg_add(KGVec *v, int32_t key, int32_t t) {
-    for (int32_t i = 0; i < v->n; i++)
-        if (v->a[i].key == key) {
-            VPUSH(v->a[i].ts, t);
-            return;
-        }
-    KeyGroup g;
-    memset(&g, 0, sizeof(g));
-    g.key = key;
-    VPUSH(g.ts, t);
-    VPUSH(*v, g);
+/* the position of a lazy edge's target set (Edge.q = -2 - offset into au->lazy); -1 on a cap */
+static int32_t dfa_resolve(Auto *au, int32_t p, int32_t e) {
+    int32_t off = -2 - AU_POS(au, p)->edges[e].q;
+    int32_t n = au->lazy.a[off];
+    int32_t local[8];
+    int32_t *ts = n <= 8 ? local : tm_xmalloc((size_t)n * sizeof(int32_t));
+    memcpy(ts, au->lazy.a + off + 1, (size_t)n * sizeof(int32_t));
+    int32_t q = dfa_pos_of(au, ts, n);
+    if (ts != local) free(ts);
+    if (q >= 0) AU_POS(au, p)->edges[e].q = q;
+    return q;
 }
 
-/* compute the row of position p (idempotent); -1 on a cap */
+/* the targets of the edges that intersect atom, sorted and unique, into au->dx_ts; whether
+ * they are all inside multi-byte characters */
+static int dfa_atom_targets(Auto *au, const M256 *atom) {
+    IVec *ts = &au->dx_ts;
+    ts->n = 0;
+    const BEdgeVec *E = &au->dx_edges;
+    for (int32_t i = 0; i < E->n; i++) {
+        M256 both = m_and(E->a[i].m, *atom);
+        if (!m_zero(&both)) VPUSH(*ts, E->a[i].to);
+    }
+    ts->n = sort_unique(ts->a, ts->n);
+    int mid = ts->n > 0;
+    for (int32_t i = 0; i < ts->n && mid; i++) mid = AU_NS(au, ts->a[i])->mid;
+    return mid;
+}
+
+/* the tos of the pairs with key k, sorted and unique, into au->dx_ts */
+static void dfa_key_targets(Auto *au, const PairVec *v, int32_t k) {
+    IVec *ts = &au->dx_ts;
+    ts->n = 0;
+    for (int32_t i = 0; i < v->n; i++)
+        if (v->a[i].a == k) VPUSH(*ts, v->a[i].b);
+    ts->n = sort_unique(ts->a, ts->n);
+}
+
+/* compute the row of position p (idempotent); -1 on a cap.
+ *
+ * The byte edges of the kernel's NFA states are split into atoms (maximal byte sets every
+ * edge treats alike); an atom leads to the position of its targets' closure, atoms with the
+ * same position are merged into one edge. An atom whose targets are all inside multi-byte
+ * characters (the states after a lead byte of a UTF-8 choice) is left unresolved until a
+ * byte takes it (dfa_resolve): a mask rarely needs them (pos_utf8), and a counted string
+ * would otherwise build ~17 such positions per character copy. */
 static int dfa_expand(Auto *au, int32_t p) {
     if (AU_POS(au, p)->done) return 0;
     if (au->dfa_broken) {
@@ -531,18 +748,24 @@ static int dfa_expand(Auto *au, int32_t p) {
     int32_t klen;
     const int32_t *kp = arrset_get(&au->kernels, p, &klen);
     /* copy: the kernel pool may move while positions are created */
-    int32_t *key = tm_xmalloc((size_t)(klen ? klen : 1) * sizeof(int32_t));
-    memcpy(key, kp, (size_t)klen * sizeof(int32_t));
-    int rc = 0;
+    IVec *key = &au->dx_key;
+    key->n = 0;
+    VRESERVE(*key, klen);
+    memcpy(key->a, kp, (size_t)klen * sizeof(int32_t));
+    key->n = klen;
     if (klen == 1) {
-        NState *S = AU_NS(au, key[0]);
+        NState *S = AU_NS(au, key->a[0]);
         if (S->byte.n == 1 && !S->call.n && !S->special.n) {
             M256 m = S->byte.a[0].m;
             int32_t t = S->byte.a[0].to, isx = S->is_exit;
-            int32_t q = dfa_pos_of(au, &t, 1);
-            if (q < 0) {
-                free(key);
-                return -1;
+            int32_t q;
+            if (AU_NS(au, t)->mid) { /* lazy */
+                q = -2 - au->lazy.n;
+                VPUSH(au->lazy, 1);
+                VPUSH(au->lazy, t);
+            } else {
+                q = dfa_pos_of(au, &t, 1);
+                if (q < 0) return -1;
             }
             Pos *P = AU_POS(au, p);
             P->edges = tm_xmalloc(sizeof(Edge));
@@ -553,107 +776,95 @@ static int dfa_expand(Auto *au, int32_t p) {
             P->final = (uint8_t)isx;
             P->consuming = 1;
             P->done = 1;
-            free(key);
+            au->mut++;
             return 0;
         }
     }
-    MGVec by_mask = {0};
-    KGVec by_call = {0}, by_special = {0};
+    BEdgeVec *E = &au->dx_edges;
+    PairVec *C = &au->dx_calls, *SP = &au->dx_specials;
+    E->n = C->n = SP->n = 0;
     int final = 0;
     for (int32_t i = 0; i < klen; i++) {
-        NState *S = AU_NS(au, key[i]);
+        NState *S = AU_NS(au, key->a[i]);
         if (S->is_exit) final = 1;
-        for (int32_t j = 0; j < S->byte.n; j++) {
-            BEdge *e = &S->byte.a[j];
-            int32_t g = -1;
-            for (int32_t x = 0; x < by_mask.n; x++)
-                if (m_eq(&by_mask.a[x].m, &e->m)) {
-                    g = x;
-                    break;
-                }
-            if (g < 0) {
-                MaskGroup mg;
-                memset(&mg, 0, sizeof(mg));
-                mg.m = e->m;
-                VPUSH(by_mask, mg);
-                g = by_mask.n - 1;
-            }
-            VPUSH(by_mask.a[g].ts, e->to);
-        }
-        for (int32_t j = 0; j < S->call.n; j++) kg_add(&by_call, S->call.a[j].a, S->call.a[j].b);
-        for (int32_t j = 0; j < S->special.n; j++) kg_add(&by_special, S->special.a[j].a, S->special.a[j].b);
+        VRESERVE(*E, S->byte.n);
+        memcpy(E->a + E->n, S->byte.a, (size_t)S->byte.n * sizeof(BEdge));
+        E->n += S->byte.n;
+        VRESERVE(*C, S->call.n);
+        memcpy(C->a + C->n, S->call.a, (size_t)S->call.n * sizeof(Pair));
+        C->n += S->call.n;
+        VRESERVE(*SP, S->special.n);
+        memcpy(SP->a + SP->n, S->special.a, (size_t)S->special.n * sizeof(Pair));
+        SP->n += S->special.n;
     }
+    int rc = 0;
     Edge *edges = NULL;
     int32_t nedges = 0;
     M256 uni = M_ZERO;
-    if (by_mask.n) {
+    if (E->n) {
+        /* the distinct masks, in order of first appearance */
+        au->dx_masks.n = 0;
         int total = 0;
-        for (int32_t x = 0; x < by_mask.n; x++) {
-            uni = m_or(uni, by_mask.a[x].m);
-            total += m_count(&by_mask.a[x].m);
+        for (int32_t i = 0; i < E->n; i++) {
+            int seen = 0;
+            for (int32_t x = 0; x < au->dx_masks.n && !seen; x++) seen = m_eq(&au->dx_masks.a[x], &E->a[i].m);
+            if (seen) continue;
+            VPUSH(au->dx_masks, E->a[i].m);
+            uni = m_or(uni, E->a[i].m);
+            total += m_count(&E->a[i].m);
         }
-        /* atoms: (mask, targets) */
-        MGVec atoms = {0};
+        /* atoms */
+        au->dx_atoms.n = 0;
         if (total == m_count(&uni)) {
-            for (int32_t x = 0; x < by_mask.n; x++) {
-                MaskGroup g;
-                memset(&g, 0, sizeof(g));
-                g.m = by_mask.a[x].m;
-                VRESERVE(g.ts, by_mask.a[x].ts.n);
-                memcpy(g.ts.a, by_mask.a[x].ts.a, (size_t)by_mask.a[x].ts.n * sizeof(int32_t));
-                g.ts.n = by_mask.a[x].ts.n;
-                VPUSH(atoms, g);
-            }
+            VRESERVE(au->dx_atoms, au->dx_masks.n);
+            memcpy(au->dx_atoms.a, au->dx_masks.a, (size_t)au->dx_masks.n * sizeof(M256));
+            au->dx_atoms.n = au->dx_masks.n;
         } else {
-            VEC(M256) am = {0}, nw = {0};
-            for (int32_t x = 0; x < by_mask.n; x++) {
-                M256 m = by_mask.a[x].m, rest = m;
-                nw.n = 0;
-                for (int32_t y = 0; y < am.n; y++) {
-                    M256 a = am.a[y], both = m_and(a, m);
+            for (int32_t x = 0; x < au->dx_masks.n; x++) {
+                M256 m = au->dx_masks.a[x], rest = m;
+                au->dx_nw.n = 0;
+                for (int32_t y = 0; y < au->dx_atoms.n; y++) {
+                    M256 a = au->dx_atoms.a[y], both = m_and(a, m);
                     if (!m_zero(&both)) {
-                        VPUSH(nw, both);
+                        VPUSH(au->dx_nw, both);
                         if (!m_eq(&a, &both)) {
                             M256 d = m_andnot(a, both);
-                            VPUSH(nw, d);
+                            VPUSH(au->dx_nw, d);
                         }
                         rest = m_andnot(rest, a);
                     } else {
-                        VPUSH(nw, a);
+                        VPUSH(au->dx_nw, a);
                     }
                 }
-                if (!m_zero(&rest)) VPUSH(nw, rest);
-                am.n = 0;
-                VRESERVE(am, nw.n);
-                memcpy(am.a, nw.a, (size_t)nw.n * sizeof(M256));
-                am.n = nw.n;
+                if (!m_zero(&rest)) VPUSH(au->dx_nw, rest);
+                au->dx_atoms.n = 0;
+                VRESERVE(au->dx_atoms, au->dx_nw.n);
+                memcpy(au->dx_atoms.a, au->dx_nw.a, (size_t)au->dx_nw.n * sizeof(M256));
+                au->dx_atoms.n = au->dx_nw.n;
             }
-            for (int32_t y = 0; y < am.n; y++) {
-                MaskGroup g;
-                memset(&g, 0, sizeof(g));
-                g.m = am.a[y];
-                for (int32_t x = 0; x < by_mask.n; x++) {
-                    M256 both = m_and(by_mask.a[x].m, am.a[y]);
-                    if (!m_zero(&both))
-                        for (int32_t k = 0; k < by_mask.a[x].ts.n; k++) VPUSH(g.ts, by_mask.a[x].ts.a[k]);
-                }
-                VPUSH(atoms, g);
-            }
-            VFREE(am);
-            VFREE(nw);
         }
-        /* merge atoms with the same target position */
-        IVec seen_q = {0};
-        VEC(M256) merged = {0};
-        IVec memo_off = {0}, memo_len = {0}, memo_q = {0}, memo_pool = {0};
-        for (int32_t x = 0; x < atoms.n && rc == 0; x++) {
-            IVec *ts = &atoms.a[x].ts;
-            ts->n = sort_unique(ts->a, ts->n);
+        /* each atom's position; atoms with the same position merged. memo: [len, q, ts...] */
+        au->dx_out.n = 0;
+        au->dx_memo.n = 0;
+        for (int32_t x = 0; x < au->dx_atoms.n; x++) {
+            M256 atom = au->dx_atoms.a[x];
+            int lazy = dfa_atom_targets(au, &atom);
+            IVec *ts = &au->dx_ts;
             int32_t q = -1;
-            for (int32_t y = 0; y < memo_q.n; y++)
-                if (memo_len.a[y] == ts->n &&
-                    memcmp(memo_pool.a + memo_off.a[y], ts->a, (size_t)ts->n * sizeof(int32_t)) == 0) {
-                    q = memo_q.a[y];
+            if (lazy) {
+                q = -2 - au->lazy.n;
+                VPUSH(au->lazy, ts->n);
+                VRESERVE(au->lazy, ts->n);
+                memcpy(au->lazy.a + au->lazy.n, ts->a, (size_t)ts->n * sizeof(int32_t));
+                au->lazy.n += ts->n;
+                Edge ed = {atom, q};
+                VPUSH(au->dx_out, ed);
+                continue;
+            }
+            for (int32_t y = 0; y < au->dx_memo.n; y += 2 + au->dx_memo.a[y])
+                if (au->dx_memo.a[y] == ts->n &&
+                    memcmp(au->dx_memo.a + y + 2, ts->a, (size_t)ts->n * sizeof(int32_t)) == 0) {
+                    q = au->dx_memo.a[y + 1];
                     break;
                 }
             if (q < 0) {
@@ -662,54 +873,45 @@ static int dfa_expand(Auto *au, int32_t p) {
                     rc = -1;
                     break;
                 }
-                VPUSH(memo_off, memo_pool.n);
-                VPUSH(memo_len, ts->n);
-                VPUSH(memo_q, q);
-                for (int32_t k = 0; k < ts->n; k++) VPUSH(memo_pool, ts->a[k]);
+                ts = &au->dx_ts;
+                VPUSH(au->dx_memo, ts->n);
+                VPUSH(au->dx_memo, q);
+                VRESERVE(au->dx_memo, ts->n);
+                memcpy(au->dx_memo.a + au->dx_memo.n, ts->a, (size_t)ts->n * sizeof(int32_t));
+                au->dx_memo.n += ts->n;
             }
-            int32_t slot = -1;
-            for (int32_t y = 0; y < seen_q.n; y++)
-                if (seen_q.a[y] == q) {
-                    slot = y;
-                    break;
+            int merged = 0;
+            for (int32_t y = 0; y < au->dx_out.n && !merged; y++)
+                if (au->dx_out.a[y].q == q) {
+                    au->dx_out.a[y].m = m_or(au->dx_out.a[y].m, atom);
+                    merged = 1;
                 }
-            if (slot < 0) {
-                VPUSH(seen_q, q);
-                VPUSH(merged, atoms.a[x].m);
-            } else {
-                merged.a[slot] = m_or(merged.a[slot], atoms.a[x].m);
+            if (!merged) {
+                Edge ed = {atom, q};
+                VPUSH(au->dx_out, ed);
             }
         }
         if (rc == 0) {
-            nedges = seen_q.n;
+            nedges = au->dx_out.n;
             edges = tm_xmalloc((size_t)(nedges ? nedges : 1) * sizeof(Edge));
-            for (int32_t y = 0; y < nedges; y++) {
-                edges[y].m = merged.a[y];
-                edges[y].q = seen_q.a[y];
-            }
+            memcpy(edges, au->dx_out.a, (size_t)nedges * sizeof(Edge));
         }
-        for (int32_t x = 0; x < atoms.n; x++) VFREE(atoms.a[x].ts);
-        VFREE(atoms);
-        VFREE(seen_q);
-        VFREE(merged);
-        VFREE(memo_off);
-        VFREE(memo_len);
-        VFREE(memo_q);
-        VFREE(memo_pool);
     }
     Call *calls = NULL;
     int32_t ncalls = 0;
-    if (rc == 0 && by_call.n) {
-        calls = tm_xmalloc((size_t)by_call.n * sizeof(Call));
-        for (int32_t x = 0; x < by_call.n; x++) {
-            int32_t x0 = dfa_start(au, by_call.a[x].key);
+    if (rc == 0 && C->n) {
+        calls = tm_xmalloc((size_t)C->n * sizeof(Call));
+        for (int32_t i = 0; i < C->n && rc == 0; i++) {
+            int32_t k = C->a[i].a, first = 1;
+            for (int32_t j = 0; j < i && first; j++) first = C->a[j].a != k;
+            if (!first) continue;
+            int32_t x0 = dfa_start(au, k);
             if (x0 < 0) {
                 rc = -1;
                 break;
             }
-            IVec *ts = &by_call.a[x].ts;
-            ts->n = sort_unique(ts->a, ts->n);
-            int32_t q = dfa_pos_of(au, ts->a, ts->n);
+            dfa_key_targets(au, C, k);
+            int32_t q = dfa_pos_of(au, au->dx_ts.a, au->dx_ts.n);
             if (q < 0) {
                 rc = -1;
                 break;
@@ -723,28 +925,23 @@ static int dfa_expand(Auto *au, int32_t p) {
     }
     Pair *specials = NULL;
     int32_t nspecials = 0;
-    if (rc == 0 && by_special.n) {
-        specials = tm_xmalloc((size_t)by_special.n * sizeof(Pair));
-        for (int32_t x = 0; x < by_special.n; x++) {
-            IVec *ts = &by_special.a[x].ts;
-            ts->n = sort_unique(ts->a, ts->n);
-            int32_t q = dfa_pos_of(au, ts->a, ts->n);
+    if (rc == 0 && SP->n) {
+        specials = tm_xmalloc((size_t)SP->n * sizeof(Pair));
+        for (int32_t i = 0; i < SP->n && rc == 0; i++) {
+            int32_t k = SP->a[i].a, first = 1;
+            for (int32_t j = 0; j < i && first; j++) first = SP->a[j].a != k;
+            if (!first) continue;
+            dfa_key_targets(au, SP, k);
+            int32_t q = dfa_pos_of(au, au->dx_ts.a, au->dx_ts.n);
             if (q < 0) {
                 rc = -1;
                 break;
             }
-            specials[nspecials].a = by_special.a[x].key;
+            specials[nspecials].a = k;
             specials[nspecials].b = q;
             nspecials++;
         }
     }
-    for (int32_t x = 0; x < by_mask.n; x++) VFREE(by_mask.a[x].ts);
-    VFREE(by_mask);
-    for (int32_t x = 0; x < by_call.n; x++) VFREE(by_call.a[x].ts);
-    VFREE(by_call);
-    for (int32_t x = 0; x < by_special.n; x++) VFREE(by_special.a[x].ts);
-    VFREE(by_special);
-    free(key);
     if (rc < 0) {
         free(edges);
         free(calls);
@@ -937,6 +1134,38 @@ static int au_close(Auto *au, int32_t base, int32_t p, IVec *set) {
     }
 }
 
+/* ---- UTF-8 targets of positions and states ---------------------------------------------- */
+
+#define U8_UNKNOWN 0
+#define U8_NONE (-1) /* not known without expanding the characters' positions */
+#define U8_DEAD (-2) /* no multi-byte character is taken here */
+
+/* the position every complete multi-byte character leads p to (through intermediate
+ * positions that are neither final nor calling), U8_DEAD, or U8_NONE; from the NFA states of
+ * p's kernel (NState.mb_to), so the intermediate positions are never built. Memoised. */
+static int32_t pos_utf8(Auto *au, int32_t p) {
+    int32_t u = AU_POS(au, p)->u8;
+    if (u != U8_UNKNOWN) return u > 0 ? u - 1 : u;
+    int32_t klen;
+    const int32_t *k = arrset_get(&au->kernels, p, &klen);
+    int32_t tos[8], nt = 0, r = U8_DEAD;
+    for (int32_t i = 0; i < klen; i++) {
+        int32_t m = AU_NS(au, k[i])->mb_to;
+        if (m == 0) continue;
+        if (m < 0 || (!in_list(tos, nt, m - 1) && nt == 8)) {
+            r = U8_NONE;
+            break;
+        }
+        if (!in_list(tos, nt, m - 1)) tos[nt++] = m - 1;
+    }
+    if (r == U8_DEAD && nt) {
+        int32_t q = dfa_pos_of(au, tos, nt);
+        r = q < 0 ? U8_NONE : q;
+    }
+    AU_POS(au, p)->u8 = r >= 0 ? r + 1 : r;
+    return r;
+}
+
 /* ---- states ----------------------------------------------------------------------------- */
 
 static inline const int32_t *st_stacks(const Auto *au, const St *s) { return au->intern.pool.a + s->stk_off + 1; }
@@ -972,6 +1201,49 @@ static int32_t au_make(Auto *au, IVec *set, int accepting) {
 }
 
 static int32_t au_advance_miss(Auto *au, int32_t sid, int b);
+
+#define U8_SLOW (-3)
+
+/* the state every complete multi-byte character leads sid to, from the positions' targets
+ * (pos_utf8): one closure per stack, as the last byte of the character would do; -2 when no
+ * such character is taken (or the result is dead); U8_SLOW when a stack's position has no
+ * known target or a cap acts (the caller then follows the characters byte by byte) */
+static int32_t au_utf8_fast(Auto *au, int32_t sid) {
+    int nst = AU_ST(au, sid)->nstk;
+    int32_t local[32];
+    int32_t *stk = 2 * nst <= 32 ? local : tm_xmalloc((size_t)(2 * nst) * sizeof(int32_t));
+    int32_t *tgt = stk + nst; /* copied: creating states may move the intern pool */
+    memcpy(stk, st_stacks(au, AU_ST(au, sid)), (size_t)nst * sizeof(int32_t));
+    int32_t out = -2;
+    int any = 0;
+    for (int i = 0; i < nst; i++) {
+        tgt[i] = pos_utf8(au, au->sn.a[stk[i]].pos);
+        if (tgt[i] == U8_NONE) {
+            out = U8_SLOW;
+            goto done;
+        }
+        any |= tgt[i] >= 0;
+    }
+    if (any) {
+        IVec *set = &au->scratch;
+        set->n = 0;
+        au_set_begin(au);
+        int accepting = 0;
+        for (int i = 0; i < nst; i++) {
+            if (tgt[i] < 0) continue;
+            int r = au_close(au, au->sn.a[stk[i]].parent, tgt[i], set);
+            if (r < 0 || set->n > au->lim.max_stacks) {
+                out = U8_SLOW;
+                goto done;
+            }
+            accepting = accepting || r;
+        }
+        if (set->n || accepting) out = au_make(au, set, accepting);
+    }
+done:
+    if (stk != local) free(stk);
+    return out;
+}
 
 static inline int32_t au_advance(Auto *au, int32_t sid, int b) {
     const int32_t *t = au->st.a[sid].trans;
@@ -1028,6 +1300,10 @@ static int32_t au_advance_miss(Auto *au, int32_t sid, int b) {
                 atom = m_and(atom, P->edges[e].m);
                 int32_t q = P->edges[e].q;
                 found = 1;
+                if (q < -1 && (q = dfa_resolve(au, x.pos, e)) < 0) {
+                    err = 1;
+                    break;
+                }
                 if (accepting >= 0) {
                     int r = au_close(au, x.parent, q, set);
                     if (r == -2) {
@@ -1113,6 +1389,29 @@ static void au_successors(Auto *au, int32_t sid, M256 mask, SuccVec *out) {
         VPUSH(*out, s);
         todo = m_andnot(todo, atom);
     }
+}
+
+/* the ASCII bytes b (NUL excluded) with advance(sid, b) == sid: one advance per atom of the
+ * state's ASCII bytes, memoised */
+static const uint64_t *st_loop_set(Auto *au, int32_t sid) {
+    if (!AU_ST(au, sid)->loop_ok) {
+        M256 m = m_and(AU_ST(au, sid)->umask, M_ASCII);
+        m_clear(&m, 0);
+        SuccVec succ = {0};
+        au_successors(au, sid, m, &succ);
+        uint64_t l0 = 0, l1 = 0;
+        for (int32_t j = 0; j < succ.n; j++)
+            if (succ.a[j].next == sid) {
+                l0 |= succ.a[j].m.w[0];
+                l1 |= succ.a[j].m.w[1];
+            }
+        VFREE(succ);
+        St *S = AU_ST(au, sid);
+        S->loop[0] = l0;
+        S->loop[1] = l1;
+        S->loop_ok = 1;
+    }
+    return AU_ST(au, sid)->loop;
 }
 
 /* the texts of the special edges at the tops of the state (unique) */
@@ -1261,6 +1560,7 @@ static void au_compact(Auto *au, int32_t *keep, int nkeep) {
         t.spec = NULL;
         t.nspec = 0;
         t.utf8_tgt = -3;
+        t.utf8_fast = 0;
         t.stk_off = nint.off.a[id];
         if (t.handle) ((StateObject *)t.handle)->sid = id;
         VPUSH(nst, t);
@@ -1297,18 +1597,15 @@ static inline void au_maybe_compact(Auto *au, int32_t *keep, int nkeep) {
 /* ---- build and free --------------------------------------------------------------------- */
 
 static void au_free(Auto *au) {
-    for (int32_t i = 0; i < au->ns.n; i++) {
-        NState *s = &au->ns.a[i];
-        VFREE(s->eps);
-        VFREE(s->byte);
-        VFREE(s->call);
-        VFREE(s->special);
-        VFREE(s->pending);
-    }
-    VFREE(au->ns);
+    arena_free(&au->arena);
+    VFREE(au->nx_tasks);
+    for (int32_t i = 0; i < au->ns.npages; i++) free(au->ns.pages[i]);
+    free(au->ns.pages);
+    memset(&au->ns, 0, sizeof(au->ns));
     VFREE(au->entries);
     VFREE(au->entry_rule);
     free(au->entry_of);
+    free(au->mbchoice);
     imap_free(&au->shared);
     free(au->group_exit);
     arrset_free(&au->kernels);
@@ -1328,6 +1625,17 @@ static void au_free(Auto *au) {
     VFREE(au->st);
     au_free_slabs(au);
     VFREE(au->kscratch);
+    VFREE(au->dx_edges);
+    VFREE(au->dx_calls);
+    VFREE(au->dx_specials);
+    VFREE(au->dx_masks);
+    VFREE(au->dx_atoms);
+    VFREE(au->dx_nw);
+    VFREE(au->dx_key);
+    VFREE(au->dx_ts);
+    VFREE(au->dx_memo);
+    VFREE(au->dx_out);
+    VFREE(au->lazy);
     VFREE(au->kstack);
     free(au->sn_mark);
     VFREE(au->scratch);
@@ -1380,11 +1688,8 @@ static int au_init(Auto *au, const TmLimits *lim) {
 static int64_t au_bytes(Auto *au) {
     if (au->bytes_memo && au->bytes_mut == au->mut) return au->bytes_memo;
     int64_t n = ir_bytes(&au->ir) + an_bytes(&au->an);
-    n += VBYTES(au->ns) + arrset_bytes(&au->kernels) + VBYTES(au->pos) + VBYTES(au->clo_pool);
-    for (int32_t i = 0; i < au->ns.n; i++) {
-        const NState *s = &au->ns.a[i];
-        n += VBYTES(s->eps) + VBYTES(s->byte) + VBYTES(s->call) + VBYTES(s->special) + VBYTES(s->pending);
-    }
+    n += (int64_t)au->ns.npages * NS_PAGE * (int64_t)sizeof(NState) + arrset_bytes(&au->kernels) + VBYTES(au->pos) + VBYTES(au->clo_pool);
+    n += au->arena.bytes + VBYTES(au->nx_tasks);
     for (int32_t i = 0; i < au->pos.n; i++) {
         const Pos *p = &au->pos.a[i];
         n += (int64_t)p->nedges * sizeof(Edge) + (int64_t)p->ncalls * sizeof(Call) +
@@ -1394,6 +1699,8 @@ static int64_t au_bytes(Auto *au) {
     n += (int64_t)au->slabs.n * TRANS_SLAB * 256 * (int64_t)sizeof(int32_t);
     for (int32_t i = 0; i < au->st.n; i++) n += (int64_t)au->st.a[i].nspec * sizeof(Pair);
     n += au->stamp_cap * 4 + au->sn_mark_cap * 4 + imap_bytes(&au->shared);
+    if (au->mbchoice) n += au->ir.nodes.n;
+    n += VBYTES(au->lazy);
     au->bytes_mut = au->mut;
     au->bytes_memo = n;
     return n;

@@ -74,7 +74,11 @@ typedef struct {
     int32_t *ids;
     int32_t nids;
     uint32_t *dense; /* the exact walk's mask, when the parts could not be used */
+    uint8_t flags;   /* ROW_ACCEPTING, ROW_FINISHED: what a batch fill reports per row */
 } StRep;
+
+#define ROW_ACCEPTING 1
+#define ROW_FINISHED 2
 
 typedef struct {
     Auto *au;
@@ -89,7 +93,7 @@ typedef struct {
     int32_t *eos;
     int32_t neos;
     int64_t bytes, max_bytes;
-    int64_t hits, misses, local_misses, exact_walks, nodes;
+    int64_t hits, misses, local_misses, exact_walks, nodes, bulk_nodes;
     /* (state, run class) -> _step result */
     IMap step;
     VEC(RunKey) runkeys;
@@ -98,8 +102,7 @@ typedef struct {
 } MaskCache;
 
 static void pl_clear(MaskCache *mc, PosLocal *pl) {
-    for (int i = 0; i < pl->nbase; i++) pl->bases[i]->refs--;
-    for (int i = 0; i < pl->nexit; i++) pl->exits[i]->refs--;
+    if (pl->nbase || pl->nexit) vocab_release(mc->v, pl->bases, pl->nbase, pl->exits, pl->nexit, 0);
     free(pl->ids);
     free(pl->dense);
     free(pl->esc);
@@ -129,7 +132,7 @@ static void mc_clear_all(MaskCache *mc) {
     mc_clear_reps(mc);
     for (int32_t i = 0; i < mc->npl; i++) pl_clear(mc, &mc->pl[i]);
     mc->bytes = 0;
-    vocab_trim(mc->v);
+    vocab_release(mc->v, NULL, 0, NULL, 0, 1); /* trim what no mask holds any more */
 }
 
 static void mc_free(MaskCache *mc) {
@@ -160,6 +163,25 @@ static int32_t *mc_wst(MaskCache *mc, int32_t need) {
 }
 
 /* ---- walking a trie with the automaton -------------------------------------------------- */
+
+/* subtrees smaller than this are walked node by node even below a looping state */
+#define BULK_MIN 4
+/* first characters with fewer trie nodes than this that lead into a loop within one
+ * character are walked (most of it in bulk) rather than given run tables of their own */
+#define BULK_WALK_NODES 32768
+/* ... and whose run holds at least this many ASCII bytes (nearly every printable one: a
+ * string body less a few letters), so that nearly every subtree below is taken in bulk */
+#define BULK_WALK_RUN 88
+
+static int32_t mc_utf8_target(MaskCache *mc, int32_t s);
+
+/* every complete multi-byte character leads s back to s, through positions inside the
+ * character that are neither final nor calling (the fast path of the UTF-8 target: a
+ * string's character choice), so a token below a node in state s that is a prefix of
+ * well-formed UTF-8 is alive */
+static int mc_utf8_loops(MaskCache *mc, int32_t s) {
+    return mc_utf8_target(mc, s) == s && mc->au->st.a[s].utf8_fast;
+}
 
 typedef struct {
     IVec *ids;
@@ -197,7 +219,7 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
     const uint16_t *depth = t->depth;
     const int32_t *skip = t->skip, *ends = t->ends;
     int32_t i = lo;
-    int64_t visited = 0;
+    int64_t visited = 0, bulk = 0;
     while (i < hi) {
         visited++;
         int32_t d = depth[i];
@@ -227,11 +249,30 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
                 i = skip[i];
                 continue;
             }
+            /* a state that loops on every byte below i (a string body, a key's rest, a
+             * pattern's repeated class): every token below stays in it, alive. Not when it
+             * accepts in LOCAL mode (each node would be an escape). */
+            const uint64_t *sub = t->sub ? t->sub + 2 * (size_t)i : NULL;
+            uint8_t subf = sub ? t->subf[i] : SUB_BAD;
+            if (sub && skip[i] - i > BULK_MIN && !(subf & SUB_BAD) && !(local && S->accepting) &&
+                !(sub[0] & ~S->umask.w[0]) && !(sub[1] & ~S->umask.w[1]) &&
+                au_advance(au, nx, byte[i + 1]) == nx) {
+                const uint64_t *loop = st_loop_set(au, nx);
+                if (!(sub[0] & ~loop[0]) && !(sub[1] & ~loop[1]) && (!(subf & SUB_HIGH) || mc_utf8_loops(mc, nx))) {
+                    int32_t end = skip[i];
+                    for (int32_t j = i + 1; j < end; j++)
+                        if (ends[j] >= 0) add_ids(v, t, j, o);
+                    bulk += end - i - 1;
+                    i = end;
+                    continue;
+                }
+            }
             st[d] = nx;
         }
         i++;
     }
     mc->nodes += visited;
+    mc->bulk_nodes += bulk;
 }
 
 static void walk_first(MaskCache *mc, int32_t root, const Trie *t, M256 first, int local, WalkOut *o) {
@@ -244,17 +285,6 @@ static void walk_first(MaskCache *mc, int32_t root, const Trie *t, M256 first, i
 
 /* ---- runs (port of _loop_info / _follow / _step / utf8_target, LOCAL-safe) --------------- */
 
-static const uint8_t UTF8_RANGES[8][4][2] = {
-    {{0xC2, 0xDF}, {0x80, 0xBF}, {0, 0}, {0, 0}},
-    {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}, {0, 0}},
-    {{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}, {0, 0}},
-    {{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}, {0, 0}},
-    {{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}, {0, 0}},
-    {{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
-    {{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
-    {{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
-};
-static const int UTF8_NRANGES[8] = {2, 3, 3, 3, 3, 4, 4, 4};
 #define UTF8_FRONTIER_CAP 8
 
 /* the one state every well-formed multi-byte character leads s to, or -2; -2 also when a
@@ -262,6 +292,12 @@ static const int UTF8_NRANGES[8] = {2, 3, 3, 3, 3, 4, 4, 4};
 static int32_t mc_utf8_target(MaskCache *mc, int32_t s) {
     Auto *au = mc->au;
     if (au->st.a[s].utf8_tgt != -3) return au->st.a[s].utf8_tgt;
+    int32_t fast = au_utf8_fast(au, s);
+    if (fast != U8_SLOW) {
+        au->st.a[s].utf8_tgt = fast;
+        au->st.a[s].utf8_fast = 1;
+        return fast;
+    }
     int32_t target = -2, result = -2;
     SuccVec succ = {0};
     int32_t frontier[UTF8_FRONTIER_CAP + 1], nf, nxt[UTF8_FRONTIER_CAP + 1], nn;
@@ -524,6 +560,15 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
                 }
                 if (est < WALK_BUDGET) continue;
             }
+            if (r.infinite && steps <= 2 && !r.mb && nodes < BULK_WALK_NODES &&
+                tm_pop64(r.key.run[0]) + tm_pop64(r.key.run[1]) >= BULK_WALK_RUN &&
+                !vocab_has_tables(v, &r.key, &r.exits, r.firsts, r.mb)) {
+                /* a loop reached within one character (a key's rest after a declared name's
+                 * prefix, a pattern's class): below it the walk takes whole subtrees at once
+                 * (walk_range), cheaper than new tables for a run class no one shares */
+                if (tm_debug) fprintf(stderr, "  pos %d target %d: loop walk of %lld nodes\n", p, t, (long long)nodes);
+                continue;
+            }
             BaseMask *bm = vocab_base(v, &r.key, r.firsts, r.mb, r.infinite ? -1 : steps);
             res.bases[res.nbase++] = bm;
             ExitTries *ex = vocab_exits(v, &r.key, &r.exits, r.firsts, r.mb);
@@ -727,7 +772,7 @@ static StRep *mc_compute_rep(MaskCache *mc, int32_t sid) {
                     if (j < 0 || !((re.accmask >> j) & 1)) continue;
                     walk_first(mc, k, ex->tries[q], au->st.a[k].umask, 0, &o);
                 }
-                ex->refs--;
+                vocab_release_exits(v, ex);
             }
         }
         bound += o.maxstacks;
@@ -756,6 +801,7 @@ static StRep *mc_compute_rep(MaskCache *mc, int32_t sid) {
     VFREE(sp);
     if (au->st.a[sid].accepting)
         for (int32_t j = 0; j < mc->neos; j++) VPUSH(ids, mc->eos[j]);
+    rep->flags = (uint8_t)((au->st.a[sid].accepting ? ROW_ACCEPTING : 0) | (au_is_finished(au, sid) ? ROW_FINISHED : 0));
     rep->ids = ids.a;
     rep->nids = ids.n;
     mc->bytes += (int64_t)ids.cap * 4 + (int64_t)sizeof(StRep);
@@ -773,7 +819,7 @@ static StRep *mc_rep(MaskCache *mc, int32_t sid) {
     }
     StRep *r = mc->reps[sid];
     if (r) {
-        mc->hits++;
+        __atomic_fetch_add(&mc->hits, 1, __ATOMIC_RELAXED);
         return r;
     }
     if (mc->bytes > mc->max_bytes) mc_clear_all(mc);
@@ -786,8 +832,16 @@ static inline void set_bits(uint32_t *out, const int32_t *ids, int32_t n) {
     for (int32_t j = 0; j < n; j++) out[ids[j] >> 5] |= 1u << (ids[j] & 31);
 }
 
-static void mc_fill(MaskCache *mc, int32_t sid, uint32_t *out) {
-    StRep *r = mc_rep(mc, sid);
+/* the cached mask of sid, or NULL: reads only (what a shared lock allows); counts a hit */
+static StRep *mc_rep_peek(MaskCache *mc, int32_t sid) {
+    if (mc->epoch != mc->au->epoch || sid >= mc->nreps) return NULL;
+    StRep *r = mc->reps[sid];
+    if (r) __atomic_fetch_add(&mc->hits, 1, __ATOMIC_RELAXED);
+    return r;
+}
+
+/* write r's mask: reads only */
+static void mc_fill_rep(const MaskCache *mc, const StRep *r, uint32_t *out) {
     int32_t words = mc->v->words;
     if (r->dense) {
         memcpy(out, r->dense, (size_t)words * 4);
@@ -808,7 +862,7 @@ static void mc_fill(MaskCache *mc, int32_t sid, uint32_t *out) {
                 if (!nb++)
                     memcpy(out, bits, (size_t)words * 4);
                 else
-                    for (int32_t w = 0; w < words; w++) out[w] |= bits[w];
+                    words_or(out, bits, (size_t)words);
             }
         }
         if (!nb) memset(out, 0, (size_t)words * 4);
@@ -822,5 +876,7 @@ static void mc_fill(MaskCache *mc, int32_t sid, uint32_t *out) {
     int32_t size = mc->v->size;
     if (size & 31) out[words - 1] &= (1u << (size & 31)) - 1;
 }
+
+static void mc_fill(MaskCache *mc, int32_t sid, uint32_t *out) { mc_fill_rep(mc, mc_rep(mc, sid), out); }
 
 #endif

@@ -77,6 +77,19 @@ typedef VEC(int32_t) IVec;
 
 /* ---- 256-bit byte sets ----------------------------------------------------------------- */
 
+/* population count: the instruction where the compiler may use it, else the SWAR sum (a
+ * baseline x86-64 build would call libgcc's table-driven __popcountdi2) */
+static inline int tm_pop64(uint64_t x) {
+#if defined(__POPCNT__) || !defined(__x86_64__)
+    return __builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (int)((x * 0x0101010101010101ULL) >> 56);
+#endif
+}
+
 typedef struct {
     uint64_t w[4];
 } M256;
@@ -103,8 +116,7 @@ static inline M256 m_andnot(M256 a, M256 b) {
 static inline int m_zero(const M256 *a) { return !(a->w[0] | a->w[1] | a->w[2] | a->w[3]); }
 static inline int m_eq(const M256 *a, const M256 *b) { return memcmp(a, b, sizeof(M256)) == 0; }
 static inline int m_count(const M256 *a) {
-    return __builtin_popcountll(a->w[0]) + __builtin_popcountll(a->w[1]) +
-           __builtin_popcountll(a->w[2]) + __builtin_popcountll(a->w[3]);
+    return tm_pop64(a->w[0]) + tm_pop64(a->w[1]) + tm_pop64(a->w[2]) + tm_pop64(a->w[3]);
 }
 /* lowest set bit, or -1 */
 static inline int m_low(const M256 *a) {
@@ -125,6 +137,61 @@ static inline uint64_t m_hash(const M256 *m) {
     }
     return h;
 }
+
+/* ---- bitmask word loops (16-byte vectors: SSE2 / NEON with GCC and clang) ---------------- */
+
+#if defined(__GNUC__)
+typedef uint32_t tm_v4 __attribute__((vector_size(16), aligned(4), may_alias));
+#define TM_VEC 1
+#else
+#define TM_VEC 0
+#endif
+
+/* dst[k] |= a[k] for k < n */
+static inline void words_or(uint32_t *dst, const uint32_t *a, size_t n) {
+    size_t k = 0;
+#if TM_VEC
+    for (; k + 4 <= n; k += 4) *(tm_v4 *)(dst + k) |= *(const tm_v4 *)(a + k);
+#endif
+    for (; k < n; k++) dst[k] |= a[k];
+}
+
+/* dst[k] |= a0[k] | a1[k] | a2[k] | a3[k] for k < n */
+static inline void words_or4(uint32_t *dst, const uint32_t *a0, const uint32_t *a1, const uint32_t *a2,
+                             const uint32_t *a3, size_t n) {
+    size_t k = 0;
+#if TM_VEC
+    for (; k + 4 <= n; k += 4)
+        *(tm_v4 *)(dst + k) |= *(const tm_v4 *)(a0 + k) | *(const tm_v4 *)(a1 + k) | *(const tm_v4 *)(a2 + k) |
+                               *(const tm_v4 *)(a3 + k);
+#endif
+    for (; k < n; k++) dst[k] |= a0[k] | a1[k] | a2[k] | a3[k];
+}
+
+/* dst[k] &= ~a[k] for k < n */
+static inline void words_andnot(uint32_t *dst, const uint32_t *a, size_t n) {
+    size_t k = 0;
+#if TM_VEC
+    for (; k + 4 <= n; k += 4) *(tm_v4 *)(dst + k) &= ~*(const tm_v4 *)(a + k);
+#endif
+    for (; k < n; k++) dst[k] &= ~a[k];
+}
+
+/* ---- UTF-8 ------------------------------------------------------------------------------ */
+
+/* the well-formed multi-byte characters (RFC 3629): lead byte range, then continuation
+ * ranges, inclusive; UTF8_NRANGES[r] bytes in row r */
+static const uint8_t UTF8_RANGES[8][4][2] = {
+    {{0xC2, 0xDF}, {0x80, 0xBF}, {0, 0}, {0, 0}},
+    {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}, {0, 0}},
+    {{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}, {0, 0}},
+    {{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}, {0, 0}},
+    {{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}, {0, 0}},
+    {{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
+};
+static const int UTF8_NRANGES[8] = {2, 3, 3, 3, 3, 4, 4, 4};
 
 /* ---- hashing --------------------------------------------------------------------------- */
 

@@ -40,6 +40,12 @@ typedef struct {
     uint16_t *depth;
     int32_t *skip;
     int32_t *ends; /* offset into end_ids of [count, ids...], or -1 */
+    /* per node, 2 words: the ASCII bytes of the nodes below it, and flags: SUB_HIGH (a byte
+     * >= 0x80 below it), SUB_BAD (below it, a byte that makes the path from the root invalid
+     * UTF-8: not a prefix of well-formed characters). A walk that reaches a state looping on
+     * all of them takes the whole subtree at once (walk_range). */
+    uint64_t *sub;
+    uint8_t *subf;
     IVec end_ids;
     int32_t lo[256], hi[256];
 } Trie;
@@ -49,11 +55,40 @@ static void trie_free(Trie *t) {
     free(t->depth);
     free(t->skip);
     free(t->ends);
+    free(t->sub);
+    free(t->subf);
     VFREE(t->end_ids);
     memset(t, 0, sizeof(*t));
 }
 
-static int64_t trie_bytes(const Trie *t) { return (int64_t)t->n * 15 + VBYTES(t->end_ids); }
+static int64_t trie_bytes(const Trie *t) {
+    return (int64_t)t->n * (t->sub ? 32 : 15) + VBYTES(t->end_ids);
+}
+
+#define SUB_HIGH 1
+#define SUB_BAD 2
+/* tries with fewer nodes have no subtree summaries (Trie.sub = NULL) */
+#define SUB_MIN_NODES 2048
+
+/* UTF-8 decoding one byte at a time: state = continuation bytes still expected (0-3) in the
+ * low bits, the allowed range of the next one above; returns the next state or -1 (invalid) */
+static int utf8_step(int st, uint8_t b) {
+    int need = st & 3;
+    if (!need) {
+        if (b < 0x80) return 0;
+        if (b >= 0xC2 && b <= 0xDF) return 1 | (0x80 << 2) | (0xBF << 10);
+        if (b == 0xE0) return 2 | (0xA0 << 2) | (0xBF << 10);
+        if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) return 2 | (0x80 << 2) | (0xBF << 10);
+        if (b == 0xED) return 2 | (0x80 << 2) | (0x9F << 10);
+        if (b == 0xF0) return 3 | (0x90 << 2) | (0xBF << 10);
+        if (b >= 0xF1 && b <= 0xF3) return 3 | (0x80 << 2) | (0xBF << 10);
+        if (b == 0xF4) return 3 | (0x80 << 2) | (0x8F << 10);
+        return -1;
+    }
+    int lo = (st >> 2) & 0xFF, hi = (st >> 10) & 0xFF;
+    if (b < lo || b > hi) return -1;
+    return (need - 1) ? ((need - 1) | (0x80 << 2) | (0xBF << 10)) : 0;
+}
 
 /* sorting (data, id) items by bytes, then id: MSD radix sort on the byte at depth d (items
  * shorter than d+1 first), insertion sort for small groups. O(total bytes examined). */
@@ -170,6 +205,47 @@ static void trie_build(Trie *t, const uint8_t *pool, TItem *items, int32_t n) {
         t->hi[t->byte[i]] = t->skip[i];
         i = t->skip[i];
     }
+    /* subtree byte sets and flags, children before parents; a node is bad when the bytes
+     * from the root to it are not a prefix of well-formed UTF-8 (decoded along each path).
+     * Small tries (most exit tries) go without: their walks are short anyway */
+    if (t->n < SUB_MIN_NODES) return;
+    t->sub = tm_xcalloc((size_t)(t->n ? t->n : 1) * 2, sizeof(uint64_t));
+    t->subf = tm_xcalloc((size_t)(t->n ? t->n : 1), 1);
+    uint8_t *bad = tm_xcalloc((size_t)(t->n ? t->n : 1), 1);
+    {
+        /* decoder state per depth: dst[d] after the node at depth d (the root: 0) */
+        int *dst = tm_xmalloc((size_t)(t->max_depth + 2) * sizeof(int));
+        dst[0] = 0;
+        for (int32_t x = 0; x < t->n; x++) {
+            int d = t->depth[x];
+            int prev = dst[d - 1];
+            int nx = prev < 0 ? -1 : utf8_step(prev, t->byte[x]);
+            dst[d] = nx;
+            bad[x] = nx < 0;
+        }
+        free(dst);
+    }
+    for (int32_t x = t->n - 1; x >= 0; x--) {
+        uint64_t a0 = 0, a1 = 0;
+        uint8_t f = 0;
+        for (int32_t c = x + 1; c < t->skip[x]; c = t->skip[c]) {
+            uint8_t b = t->byte[c];
+            if (b >= 0x80)
+                f |= SUB_HIGH;
+            else if (b < 64)
+                a0 |= 1ULL << b;
+            else
+                a1 |= 1ULL << (b - 64);
+            if (bad[c]) f |= SUB_BAD;
+            a0 |= t->sub[2 * c];
+            a1 |= t->sub[2 * c + 1];
+            f |= t->subf[c];
+        }
+        t->sub[2 * x] = a0;
+        t->sub[2 * x + 1] = a1;
+        t->subf[x] = f;
+    }
+    free(bad);
 }
 
 /* ---- run tables ------------------------------------------------------------------------- */
@@ -233,6 +309,11 @@ typedef struct {
     /* bitmasks (words each): lenmask + s * words = the tokens with fewer than s tail characters
      * (s <= LEN_CAP); firstmask = the tokens with a complete first character */
     uint32_t *lenmask, *firstmask;
+    /* per ASCII byte c (0-127), the tokens (with a complete first character) whose tail holds
+     * c, as a bitmask of words; 128: a complete multi-byte character in the tail (TAIL_MB),
+     * 129: a byte of no complete character (TAIL_BAD). A run's base table is the selected
+     * first characters less the OR of the bitmasks of the bytes outside the run. */
+    uint32_t *tailbits;
     int32_t mark_stamp;
     /* shared tables */
     VEC(BaseMask *) bases;
@@ -240,6 +321,9 @@ typedef struct {
     uint64_t clock;
     int32_t max_tables;
     int64_t table_bytes;
+    /* guards the shared tables (bases, exits, their refs and clock, table_bytes) and the
+     * candidate marks; the rest of the vocabulary is immutable after vocab_init */
+    TmMutex lock;
 } Vocab;
 
 static int utf8_len(uint8_t lead) {
@@ -265,6 +349,7 @@ static int utf8_valid(const uint8_t *d, int n) {
 }
 
 static void vocab_free(Vocab *v) {
+    tm_mutex_destroy(&v->lock);
     free(v->text);
     free(v->tok_off);
     free(v->tok_len);
@@ -281,6 +366,7 @@ static void vocab_free(Vocab *v) {
     free(v->mark);
     free(v->lenmask);
     free(v->firstmask);
+    free(v->tailbits);
     trie_free(&v->trie);
     trie_free(&v->partial);
     for (int32_t i = 0; i < v->bases.n; i++) {
@@ -309,6 +395,7 @@ static void vocab_free(Vocab *v) {
 static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_t *lens,
                        const uint8_t *flat, int64_t nflat, int32_t max_tables) {
     memset(v, 0, sizeof(*v));
+    tm_mutex_init(&v->lock);
     v->size = size;
     v->words = (size + 31) / 32;
     v->max_tables = max_tables;
@@ -418,6 +505,21 @@ static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_
             if (v->first_cls[i] != FIRST_OTHER) v->firstmask[i >> 5] |= 1u << (i & 31);
             if (v->tail_chars[i] < LEN_CAP) v->lenmask[(size_t)(v->tail_chars[i] + 1) * w + (i >> 5)] |= 1u << (i & 31);
         }
+        v->tailbits = tm_xcalloc(w * 130, sizeof(uint32_t));
+        for (int32_t i = 0; i < size; i++) {
+            if (v->first_cls[i] == FIRST_OTHER) continue;
+            uint32_t bit = 1u << (i & 31);
+            for (int h = 0; h < 2; h++) {
+                uint64_t x = v->tailset[2 * i + h];
+                while (x) {
+                    int c = h * 64 + __builtin_ctzll(x);
+                    x &= x - 1;
+                    v->tailbits[(size_t)c * w + (i >> 5)] |= bit;
+                }
+            }
+            if (v->tailflags[i] & TAIL_MB) v->tailbits[128 * w + (i >> 5)] |= bit;
+            if (v->tailflags[i] & TAIL_BAD) v->tailbits[129 * w + (i >> 5)] |= bit;
+        }
         /* lenmask[s] held the tokens with exactly s - 1 tail characters: accumulate */
         for (int s2 = 1; s2 <= LEN_CAP; s2++)
             for (size_t k = 0; k < w; k++) v->lenmask[(size_t)s2 * w + k] |= v->lenmask[(size_t)(s2 - 1) * w + k];
@@ -439,7 +541,7 @@ static int64_t vocab_walk_estimate(const Vocab *v, int b, int64_t max_depth) {
 static int64_t vocab_bytes(const Vocab *v) {
     int64_t n = (int64_t)v->size * (1 + 4 + 4 + 2 + 1 + 2 + 17 + 4 + 4) + v->nflat * 2;
     n += (int64_t)v->inv_off[129] * 4 + VBYTES(v->longtoks);
-    n += (int64_t)v->words * 4 * (LEN_CAP + 2);
+    n += (int64_t)v->words * 4 * (LEN_CAP + 2 + 130);
     n += trie_bytes(&v->trie) + trie_bytes(&v->partial);
     return n + v->table_bytes;
 }
@@ -627,7 +729,9 @@ static int64_t clear_listed(uint32_t *bits, const int32_t *list, int32_t lo, int
 
 static int32_t popcount_words(const uint32_t *bits, int32_t words) {
     int64_t n = 0;
-    for (int32_t k = 0; k < words; k++) n += __builtin_popcount(bits[k]);
+    int32_t k = 0;
+    for (; k + 1 < words; k += 2) n += tm_pop64((uint64_t)bits[k] | ((uint64_t)bits[k + 1] << 32));
+    for (; k < words; k++) n += tm_pop64(bits[k]);
     return (int32_t)n;
 }
 
@@ -641,8 +745,49 @@ static void base_build(Vocab *v, BaseMask *b) {
     uint32_t *bits = b->bits;
     int64_t nf = vocab_first_count(v, b->firsts, mb);
     int64_t outside = v->inv_off[129] - v->inv_off[128];
+    int dense = 0; /* the outside bytes that hold tokens: one bitmask OR each */
     for (int c = 0; c < 128; c++)
-        if (!run_has(key, (uint8_t)c)) outside += v->inv_off[c + 1] - v->inv_off[c];
+        if (!run_has(key, (uint8_t)c) && v->inv_off[c + 1] > v->inv_off[c]) {
+            outside += v->inv_off[c + 1] - v->inv_off[c];
+            dense++;
+        }
+    /* costs, in rough instructions: a listed token cleared ~4, a selected token tested ~10, a
+     * bitmask word OR-ed ~1 */
+    if ((int64_t)(dense + 3) * v->words < 4 * outside && (int64_t)(dense + 3) * v->words < 10 * nf) {
+        size_t w = (size_t)v->words;
+        uint32_t *acc = tm_xcalloc(w, sizeof(uint32_t));
+        /* the bitmasks to OR: the outside bytes', TAIL_BAD's, and TAIL_MB's unless utf8 */
+        const uint32_t *src[131];
+        int ns = 0;
+        for (int c = 0; c < 128; c++)
+            if (!run_has(key, (uint8_t)c) && v->inv_off[c + 1] > v->inv_off[c]) src[ns++] = v->tailbits + (size_t)c * w;
+        src[ns++] = v->tailbits + 129 * w;
+        if (!key->utf8) src[ns++] = v->tailbits + 128 * w;
+        for (int x = 0; x < ns; x += 4) { /* four bitmasks per pass over acc */
+            const uint32_t *a0 = src[x], *a1 = x + 1 < ns ? src[x + 1] : a0, *a2 = x + 2 < ns ? src[x + 2] : a0,
+                           *a3 = x + 3 < ns ? src[x + 3] : a0;
+            words_or4(acc, a0, a1, a2, a3, w);
+        }
+        /* the selected first characters */
+        if (2 * nf <= v->byfirst_off[256]) {
+            for (int c = 0; c < 256; c++) {
+                if (c < 128 ? !((b->firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
+                for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
+                    int32_t i = v->byfirst[k];
+                    bits[i >> 5] |= 1u << (i & 31);
+                }
+            }
+        } else {
+            memcpy(bits, v->firstmask, w * sizeof(uint32_t));
+            for (int c = 0; c < 128; c++)
+                if (!((b->firsts[c >> 6] >> (c & 63)) & 1)) clear_listed(bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
+            if (!mb) clear_listed(bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
+        }
+        words_andnot(bits, acc, w);
+        free(acc);
+        b->count = popcount_words(bits, v->words);
+        return;
+    }
     if (outside < nf) {
         int64_t nall = v->byfirst_off[256];
         if (2 * nf <= nall) {
@@ -690,7 +835,7 @@ static void base_build(Vocab *v, BaseMask *b) {
  * that allows other keys: every character but the first letters of the declared names)
  * narrows that table (a copy, the tokens of the dropped first characters cleared) when that
  * clears fewer tokens than a build would visit; else base_build. */
-static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2], int mb, int32_t steps) {
+static BaseMask *vocab_base_u(Vocab *v, const RunKey *key, const uint64_t firsts[2], int mb, int32_t steps) {
     if (steps > v->max_tail_chars) steps = -1;
     BaseMask *wider = NULL;
     int64_t wider_extra = 0;
@@ -709,7 +854,7 @@ static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2
         }
     }
     BaseMask *unbounded = NULL;
-    if (steps >= 0 && steps <= LEN_CAP) unbounded = vocab_base(v, key, firsts, mb, -1);
+    if (steps >= 0 && steps <= LEN_CAP) unbounded = vocab_base_u(v, key, firsts, mb, -1);
     BaseMask *b = tm_xcalloc(1, sizeof(BaseMask));
     b->key = *key;
     b->firsts[0] = firsts[0];
@@ -777,14 +922,17 @@ static ExitTries *vocab_find_exits(const Vocab *v, const RunKey *key, const M256
     return NULL;
 }
 
-static int vocab_has_tables(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
-    return vocab_find_exits(v, key, exits, firsts, mb) != NULL;
+static int vocab_has_tables(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
+    tm_lock(&v->lock);
+    int r = vocab_find_exits(v, key, exits, firsts, mb) != NULL;
+    tm_unlock(&v->lock);
+    return r;
 }
 
 /* tries of the suffixes of tokens leaving the run at tail character p through a byte of
  * exits (tokens with a complete first character among firsts, or more: the caller filters
  * by first character) */
-static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
+static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
     ExitTries *found = vocab_find_exits(v, key, exits, firsts, mb);
     if (found) {
         found->last_use = ++v->clock;
@@ -867,6 +1015,41 @@ static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, co
     VPUSH(v->exits, e);
     vocab_trim(v);
     return e;
+}
+
+/* ---- the locked entry points (what the mask module calls) ------------------------------- */
+
+/* the base table (see vocab_base_u), held: release it with vocab_release_base */
+static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2], int mb, int32_t steps) {
+    tm_lock(&v->lock);
+    BaseMask *b = vocab_base_u(v, key, firsts, mb, steps);
+    tm_unlock(&v->lock);
+    return b;
+}
+
+/* the exit tries (see vocab_exits_u), held: release them with vocab_release_exits */
+static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
+    tm_lock(&v->lock);
+    ExitTries *e = vocab_exits_u(v, key, exits, firsts, mb);
+    tm_unlock(&v->lock);
+    return e;
+}
+
+static void vocab_release(Vocab *v, BaseMask **bases, int nb, ExitTries **exits, int ne, int trim) {
+    tm_lock(&v->lock);
+    for (int i = 0; i < nb; i++) bases[i]->refs--;
+    for (int i = 0; i < ne; i++) exits[i]->refs--;
+    if (trim) vocab_trim(v);
+    tm_unlock(&v->lock);
+}
+
+static void vocab_release_exits(Vocab *v, ExitTries *e) { vocab_release(v, NULL, 0, &e, 1, 0); }
+
+static int64_t vocab_bytes_locked(Vocab *v) {
+    tm_lock(&v->lock);
+    int64_t n = vocab_bytes(v);
+    tm_unlock(&v->lock);
+    return n;
 }
 
 #endif

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from toolmask import CompiledGrammar, Matcher
 from toolmask.limits import SERVER_LIMITS, Limits
+from toolmask.mask import BatchFill, BatchFiller
 from toolmask.sampling import apply_bitmask
 from toolmask.server import SPEC_FIELDS, APIError, ChatRequest, PlanCache, parse_chat_request
 from toolmask.tools import FORMATS
@@ -270,10 +271,10 @@ class BatchConstrainer:
 
     ``add(slot, spec, output)`` starts compiling on a worker thread (a cache hit returns at
     once) so the compile overlaps the forward pass; the first :meth:`fill` that needs it waits.
-    ``remove`` / ``move`` / ``swap`` follow vLLM's batch updates. :meth:`fill` feeds each
-    slot's new output tokens to its matcher and writes the rows of the constrained slots into
-    one ``int32[rows, W]`` array: per step and request, the tokens' automaton steps and one
-    mask copy (cached by state), nothing else in Python.
+    ``remove`` / ``move`` / ``swap`` follow vLLM's batch updates. :meth:`fill` writes the rows
+    of the constrained slots into one ``int32[rows, W]`` array with one
+    :class:`toolmask.mask.BatchFiller` call (native threads, GIL released, when the batch
+    pays for them), which also says which rows accept.
 
     A token the matcher rejects (something after the processor changed the logits, or a
     request resumed with output the grammar does not admit) drops the constraint of that
@@ -291,6 +292,7 @@ class BatchConstrainer:
         self.slots: dict[int, _Slot] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolmask-compile")
         self._bitmask = np.zeros((0, self.words), dtype=np.int32)
+        self._filler = BatchFiller()
 
     def _compile(self, spec: TurnSpec) -> CompiledGrammar | None:
         return self.planner.compile(spec)
@@ -379,16 +381,13 @@ class BatchConstrainer:
         if self._bitmask.shape[0] < n:
             self._bitmask = np.zeros((max(n, 2 * self._bitmask.shape[0]), self.words), np.int32)
         bm = self._bitmask[:n]
+        slots = [self.slots[slot] for _, slot in rows]
+        matchers = [self._ready(slot, s) for (_, slot), s in zip(rows, slots, strict=True)]
+        done = self._filler.fill(matchers, bm)
         exits: list[tuple[int, float]] = []
-        for i, (_, slot) in enumerate(rows):
-            s = self.slots[slot]
-            m = self._ready(slot, s)
-            if m is None:
-                bm[i].fill(-1)
-            else:
-                m.fill_bitmask(bm, i)
-                if self.end_id >= 0 and m.is_accepting():
-                    exits.append((i, s.temperature))
+        if self.end_id >= 0:
+            accepting = np.flatnonzero(done.flags & BatchFill.ACCEPTING).tolist()
+            exits = [(i, slots[i].temperature) for i in accepting]
         return bm, exits
 
     def apply(self, logits: Any, rows: Sequence[tuple[int, int]]) -> Any:
