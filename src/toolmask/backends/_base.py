@@ -260,6 +260,9 @@ class DecodingBackend(ABC):
     prompt, reusing what the context already holds), :meth:`_feed` (evaluate tokens after the
     context, one batch), :meth:`_logits` (the last position's logits row, numpy) and
     :meth:`_encode` (the model's own tokenisation of text, no BOS, special texts as text).
+    A backend whose logits live on an accelerator overrides :meth:`_sampler` and
+    :meth:`_host_logits`: its ``_logits`` row may then be a device tensor, which the loop only
+    hands to the sampler, so the mask is filled while the forward pass runs.
     """
 
     vocab: Vocabulary
@@ -275,11 +278,22 @@ class DecodingBackend(ABC):
 
     @abstractmethod
     def _logits(self) -> Any:
-        """The logits row after the last evaluated token (1-D, width >= vocabulary)."""
+        """The logits row after the last evaluated token (1-D, width >= vocabulary): numpy,
+        or whatever :meth:`_sampler`'s sampler takes."""
 
     @abstractmethod
     def _encode(self, text: str) -> list[int]:
         """The model's tokenisation of ``text`` as plain text (no BOS, no special ids)."""
+
+    def _sampler(self, params: SamplingParams) -> Any:
+        """What draws tokens from :meth:`_logits` rows (``sample(logits, bitmask=None) ->
+        int``): the numpy :class:`~toolmask.sampling.Sampler`. A backend whose logits stay on
+        a device returns one that samples there (:class:`~toolmask.sampling.TorchSampler`)."""
+        return Sampler(params)
+
+    def _host_logits(self) -> Any:
+        """The last logits row as a numpy array (the meter and :meth:`score` read it)."""
+        return np.asarray(self._logits())
 
     def detokenize(self, tokens: list[int]) -> bytes:
         table = self.vocab.token_bytes
@@ -326,7 +340,7 @@ class DecodingBackend(ABC):
             for i, token in enumerate(cont):
                 if i:
                     self._feed([cont[i - 1]])
-                row = np.asarray(self._logits(), dtype=np.float64)
+                row = np.asarray(self._host_logits(), dtype=np.float64)
                 top = float(row.max())
                 total += float(row[token]) - top - float(np.log(np.exp(row - top).sum()))
             out.append(total)
@@ -377,7 +391,7 @@ class DecodingBackend(ABC):
             raise ContextOverflowError(len(prompt), self.n_ctx)
         if not prompt:
             raise ToolmaskError("the prompt is empty")
-        sampler = Sampler(sampling or SamplingParams(temperature=0.0))
+        sampler = self._sampler(sampling or SamplingParams(temperature=0.0))
         t0 = time.perf_counter()
         reused = self._sync_prompt(prompt)
         m = compiled.matcher() if compiled is not None else None
@@ -467,7 +481,7 @@ class DecodingBackend(ABC):
                     token = sampler.sample(logits, bitmask)
                 if meter:
                     top, removed, mass, is_end = measure_distortion(
-                        logits, bitmask, self.vocab.vocab_size, eos
+                        self._host_logits(), bitmask, self.vocab.vocab_size, eos
                     )
                     gen.distortion.append(
                         StepDistortion(

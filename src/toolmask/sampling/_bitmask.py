@@ -211,10 +211,10 @@ def _apply_bitmask_torch(logits: Any, bitmask: Any, *, inplace: bool) -> Any:
         arr = np.ascontiguousarray(arr.view(np.int32))
         mask = torch.from_numpy(arr).to(logits.device, non_blocking=True)
     _check_shapes(tuple(logits.shape), tuple(mask.shape))
-    v = logits.shape[-1]
-    shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
-    bits = (mask.unsqueeze(-1) >> shifts) & 1  # arithmetic shift is fine: only bit 0 is kept
-    disallowed = (bits == 0).flatten(-2)[..., :v]
-    if inplace:
-        return logits.masked_fill_(disallowed, float("-inf"))
-    return logits.masked_fill(disallowed, float("-inf"))
+    from toolmask.sampling._torch import apply_bitmask_torch
+
+    # no [B, W, 32] unpacking: a Triton kernel on CUDA, a byte lookup table elsewhere
+    if inplace and logits.stride(-1) == 1:
+        return apply_bitmask_torch(logits, mask)
+    out = apply_bitmask_torch(logits.clone(memory_format=torch.contiguous_format), mask)
+    return logits.copy_(out) if inplace else out
