@@ -277,6 +277,11 @@ def test_positive_infinity_is_uniform_over_the_infinite_logits() -> None:
         got = TorchSampler(params).probabilities(torch.from_numpy(x)).double().numpy()
         assert np.allclose(got, want)
     assert TorchSampler(temperature=0).sample(torch.from_numpy(x)) == 4
+    s = TorchSampler(top_k=2, seed=5)
+    draws = {s.sample(torch.from_numpy(x)) for _ in range(60)}
+    assert draws == {4, 9, 20}  # every +inf logit, and only those, whatever the filters
+    masked = s.sample_batch(torch.from_numpy(np.tile(x, (2, 1))), bitmask_from_ids([9, 3], 30))
+    assert masked == [9, 9]
 
 
 def test_bitmask_buffer_is_filled_in_place_and_sampled_without_a_copy() -> None:

@@ -35,6 +35,7 @@ naming the ``transformers`` extra. Not thread-safe (the generator and the stagin
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from typing import Any
 
@@ -362,37 +363,38 @@ class TorchSampler:
             host_top.copy_(top, non_blocking=True)
             torch.cuda.current_stream(self._dev).synchronize()
             ids_l, top_l = host_ids.tolist(), host_top.tolist()
+        out = [int(i) for i in ids_l]
         for row, t in enumerate(top_l):
-            if t != t:  # NaN
-                raise ValueError("logits contain NaN" + (f" (row {row})" if b > 1 else ""))
-            if t == float("-inf"):
-                raise ValueError(
-                    "no token allowed by the mask (or every allowed logit is -inf)"
-                    + (f" (row {row})" if b > 1 else "")
-                )
-        return [int(i) for i in ids_l]
+            _check_top(t, row if b > 1 else None)
+            if t == math.inf and not self._params.greedy:
+                mask = bitmask
+                if bitmask is not None and bitmask.ndim == 2:
+                    mask = bitmask[row : row + 1]
+                out[row] = self._uniform_infinite(self._masked(logits[row : row + 1], mask)[0])
+        return out
 
     def probabilities(self, logits: Any, bitmask: Any = None) -> Any:
         """The distribution :meth:`sample` draws from, as a float32 ``[V]`` tensor on the
         device (sums to 1; zero where the mask or a filter removed the token; greedy: one-hot).
         Same arguments and errors as :meth:`sample`."""
         torch = self._torch
-        x, top = self._masked(logits.unsqueeze(0), _as_batch(bitmask))
-        t = float(top[0])
-        if t != t:
-            raise ValueError("logits contain NaN")
-        if t == float("-inf"):
-            raise ValueError("no token allowed by the mask (or every allowed logit is -inf)")
+        x = self._masked(logits.unsqueeze(0), _as_batch(bitmask))
+        vals, ids = x.max(dim=-1)
+        t = float(vals[0])
+        _check_top(t, None)
         if self._params.greedy:
             out = torch.zeros_like(x[0])
-            out[int(x[0].argmax())] = 1.0
+            out[int(ids[0])] = 1.0
             return out
-        p = self._weights(x, top.unsqueeze(-1))[0]
+        if t == math.inf:  # +inf logits dominate: uniform over them, no filter (numpy's rule)
+            p = (x[0] == math.inf).to(torch.float32)
+        else:
+            p = self._weights(x, vals.unsqueeze(-1))[0]
         return p / p.sum()
 
     # -- the pipeline --
-    def _masked(self, logits: Any, bitmask: Any) -> tuple[Any, Any]:
-        """A float32 copy of ``logits`` [B, V] with the mask applied, and each row's maximum."""
+    def _masked(self, logits: Any, bitmask: Any) -> Any:
+        """A float32 copy of ``logits`` [B, V] with the mask applied."""
         torch = self._torch
         if logits.dim() != 2:
             raise ValueError(f"logits must be [B, V], got shape {tuple(logits.shape)}")
@@ -407,49 +409,81 @@ class TorchSampler:
             words = int(bitmask.shape[-1])
             if self._mask is None or self._mask.words != words:
                 self._mask = DeviceBitmask(words, self._dev, int(x.shape[0]))
-            dev_mask = self._mask.stage(bitmask)
-            apply_bitmask_torch(x, dev_mask)
-        return x, x.amax(dim=-1)
+            apply_bitmask_torch(x, self._mask.stage(bitmask))
+        return x
 
     def _weights(self, x: Any, top: Any) -> Any:
         """Unnormalised probabilities [B, V] after temperature, top-k, top-p and min-p (the
-        largest entry of a row is 1). ``x`` is modified."""
+        largest entry of a row is 1) for rows whose maximum ``top`` [B, 1] is finite. ``x`` is
+        modified. Kernel count matters here (each launch is a few microseconds of CPU): top-k
+        and temperature work on the raw logits (both are monotone), and top-p after top-k sorts
+        the k survivors only."""
         torch = self._torch
         prm = self._params
-        inf = float("inf")
-        posinf = top == inf  # +inf logits dominate: uniform over them, no filter (numpy's rule)
-        infinite = x == inf
-        if prm.temperature != 1:
-            x.div_(prm.temperature)
-            top = top / prm.temperature
-        if prm.top_k > 0 and prm.top_k < x.shape[-1]:
-            kth = torch.topk(x, prm.top_k, dim=-1, sorted=False).values.amin(-1, keepdim=True)
+        k = prm.top_k if 0 < prm.top_k < x.shape[-1] else 0
+        if k:
+            kth = torch.topk(x, k, dim=-1, sorted=True).values[..., -1:]
             above = x > kth
-            need = prm.top_k - above.sum(-1, keepdim=True)
-            tie = x == kth
-            keep = above | (tie & (tie.cumsum(-1) <= need))
-            x.masked_fill_(~keep, -inf)
-        p = torch.exp(x - torch.where(posinf, 0.0, top))
+            tie = x == kth  # among equal values at the cut the lowest ids win
+            keep = above | (tie & (tie.cumsum(-1) <= k - above.sum(-1, keepdim=True)))
+            x.masked_fill_(~keep, -math.inf)
+        scale = 1.0 / prm.temperature
+        p = torch.exp((x - top) * scale) if scale != 1 else torch.exp(x - top)
         if prm.top_p < 1:
-            sp, order = torch.sort(p, dim=-1, descending=True, stable=True)
-            before = sp.cumsum(-1) - sp  # mass strictly before each entry
-            keep_sorted = before < prm.top_p * sp.sum(-1, keepdim=True)
-            keep_sorted[..., 0] = True
-            keep = torch.zeros_like(keep_sorted).scatter_(-1, order, keep_sorted)
-            p = p * keep
+            p = self._top_p(p, k)
         if prm.min_p > 0:
-            p = torch.where(p >= prm.min_p * p.amax(-1, keepdim=True), p, 0.0)
-        return torch.where(posinf, infinite.to(p.dtype), p)
+            p = p.masked_fill_(p < prm.min_p * p.amax(-1, keepdim=True), 0.0)
+        return p
+
+    def _top_p(self, p: Any, k: int) -> Any:
+        """Keep the smallest prefix by descending probability (ties: lowest id first) whose mass
+        reaches ``top_p`` of the row's; after top-k only the k survivors are sorted."""
+        torch = self._torch
+        top_p = self._params.top_p
+        if k:
+            vals, idx = torch.topk(p, k, dim=-1, sorted=False)
+            idx, by_id = idx.sort(dim=-1)  # id order first, so the stable sort keeps it on ties
+            vals = vals.gather(-1, by_id)
+        else:
+            vals, idx = p, None
+        sp, order = torch.sort(vals, dim=-1, descending=True, stable=True)
+        before = sp.cumsum(-1) - sp  # mass strictly before each entry
+        keep_sorted = before < top_p * sp.sum(-1, keepdim=True)
+        keep_sorted[..., 0] = True
+        keep = torch.zeros_like(keep_sorted).scatter_(-1, order, keep_sorted)
+        if idx is None:
+            return p.mul_(keep)
+        return torch.zeros_like(p).scatter_(-1, idx, vals * keep)
 
     def _select(self, logits: Any, bitmask: Any) -> tuple[Any, Any]:
-        """Token ids [B] (int64) and row maxima after the mask [B] (float32), on the device."""
+        """The token ids [B] (int64) and each row's maximum after the mask [B] (float32), on
+        the device. A row whose maximum is +inf gets a meaningless id here;
+        :meth:`sample_batch` redraws it (uniform over its +inf logits)."""
         torch = self._torch
-        x, top = self._masked(logits, bitmask)
+        x = self._masked(logits, bitmask)
         if self._params.greedy:
-            return x.argmax(dim=-1), top
-        p = self._weights(x, top.unsqueeze(-1))
-        race = torch.empty_like(p).exponential_(generator=self._gen).clamp_min_(1e-30)
-        return p.div_(race).argmax(dim=-1), top
+            top, ids = x.max(dim=-1)
+            return ids, top
+        top = x.amax(dim=-1, keepdim=True)
+        p = self._weights(x, top)
+        race = torch.empty_like(p).exponential_(generator=self._gen)
+        return p.div_(race.clamp_min_(1e-30)).argmax(dim=-1), top.squeeze(-1)
+
+    def _uniform_infinite(self, row: Any) -> int:
+        """A uniform draw among the +inf entries of a masked row (rare: a host round trip)."""
+        torch = self._torch
+        hits = torch.nonzero(row == math.inf).flatten()
+        pick = torch.randint(int(hits.numel()), (1,), generator=self._gen, device=self._dev)
+        return int(hits[pick])
+
+
+def _check_top(t: float, row: int | None) -> None:
+    """ValueError when a row's maximum after the mask says nothing can be drawn."""
+    where = "" if row is None else f" (row {row})"
+    if t != t:  # NaN
+        raise ValueError("logits contain NaN" + where)
+    if t == -math.inf:
+        raise ValueError("no token allowed by the mask (or every allowed logit is -inf)" + where)
 
 
 def _as_batch(bitmask: Any) -> Any:
