@@ -12,13 +12,20 @@ import argparse
 import dataclasses
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from toolmask.errors import ToolmaskError
 
-__all__ = ["add_serve_parser", "main", "run_serve"]
+__all__ = [
+    "VLLM_CPU_RESERVE",
+    "add_serve_parser",
+    "main",
+    "run_serve",
+    "vllm_cpu_kv_bytes",
+    "vllm_memory_args",
+]
 
 
 def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -238,6 +245,81 @@ def _load_vllm(args: argparse.Namespace, extra: list[str]) -> tuple[Any, Any, st
     )
     model.n_ctx = int(eargs.max_model_len or args.ctx_size)
     return model, VllmEngine(model, eargs, queue_size=args.queue_size), name
+
+
+# -- vLLM's memory on a CPU ------------------------------------------------------------------------
+#: what vLLM's CPU backend needs besides the weights and the KV cache (torch, the compiled model,
+#: the engine core and front end processes), kept free when toolmask sizes the KV cache
+VLLM_CPU_RESERVE = 3 * 2**30
+#: the engine arguments (and the environment variable) by which a user sizes vLLM's memory; when
+#: one is given, toolmask sets nothing
+VLLM_MEMORY_FLAGS = (
+    "--gpu-memory-utilization",
+    "--device-memory-utilization",
+    "--kv-cache-memory-bytes",
+)
+VLLM_CPU_KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
+
+
+def vllm_cpu_kv_bytes(
+    *,
+    available: int,
+    weights: int,
+    per_token: int,
+    max_model_len: int,
+    max_num_seqs: int,
+    reserve: int = VLLM_CPU_RESERVE,
+) -> int:
+    """The KV cache for vLLM's CPU backend, in bytes: room for ``max_num_seqs`` sequences of
+    ``max_model_len`` tokens (``per_token`` bytes each), capped at half of the memory that is
+    free once the weights and :data:`VLLM_CPU_RESERVE` are set aside, and never less than one
+    sequence of ``max_model_len`` tokens (vLLM refuses a cache that cannot hold one). Rounded
+    down to a MiB. Raises :class:`ToolmaskError` when even one sequence does not fit, naming
+    what is free and what to lower."""
+    one = per_token * max_model_len
+    want = one * max(1, max_num_seqs)
+    cap = (available - weights - reserve) // 2
+    size = min(want, cap)
+    if size < one:
+        gib = 2**30
+        raise ToolmaskError(
+            f"vLLM needs {one / gib:.2f} GiB of KV cache for one {max_model_len}-token sequence "
+            f"but only {available / gib:.1f} GiB of memory is free (weights {weights / gib:.2f} "
+            f"GiB, {reserve / gib:.0f} GiB kept for the runtime): lower --ctx-size, free memory, "
+            "or size it yourself (-- --kv-cache-memory-bytes N)"
+        )
+    return int(size) // 2**20 * 2**20
+
+
+def vllm_memory_args(
+    platform: str,
+    extra: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    available: int,
+    weights: int,
+    per_token: int,
+    max_model_len: int,
+    max_num_seqs: int,
+) -> list[str]:
+    """The engine arguments ``toolmask serve --engine vllm`` adds for vLLM's memory: none on a
+    GPU (vLLM's ``--gpu-memory-utilization`` default stays) or when the user sized it (a flag
+    of :data:`VLLM_MEMORY_FLAGS` in ``extra``, or ``VLLM_CPU_KVCACHE_SPACE``); on vLLM's CPU
+    backend, ``--kv-cache-memory-bytes`` from :func:`vllm_cpu_kv_bytes`. That backend otherwise
+    reserves ``--gpu-memory-utilization`` (0.92) of the node's memory and refuses to start when
+    less is free, which is the normal case on a machine that runs anything else. A pure
+    function of its arguments (the caller reads the platform, the free memory and the model)."""
+    given = {a.split("=", 1)[0] for a in extra if a.startswith("--")}
+    if platform != "cpu" or given & set(VLLM_MEMORY_FLAGS) or env.get(VLLM_CPU_KV_ENV):
+        return []
+    size = vllm_cpu_kv_bytes(
+        available=available,
+        weights=weights,
+        per_token=per_token,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+    )
+    return ["--kv-cache-memory-bytes", str(size)]
 
 
 def split_engine_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
