@@ -26,7 +26,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -459,6 +459,42 @@ class BatchConstrainer:
         bm, exits = self._fill(rows)
         return bm, exits, time.perf_counter() - t0
 
+    def fill_ahead_with(self, slots: Sequence[int], prepare: Callable[[], bool]) -> None:
+        """Start, on the fill thread, ``prepare()`` (which feeds the slots' new tokens and says
+        whether every slot is caught up) and then the fill of ``slots`` in that order (row i =
+        ``slots[i]``). :meth:`take_slots` picks the rows a step needs from it."""
+        self.settle()
+        key = tuple((i, int(s)) for i, s in enumerate(slots))
+
+        def run() -> Any:
+            if not prepare():
+                return None
+            return self._timed_fill(key)
+
+        self._ahead = (key, self._filler.submit(run))
+
+    def take_slots(
+        self, rows: Sequence[tuple[int, int]]
+    ) -> tuple[npt.NDArray[np.int32], list[tuple[int, float]]] | None:
+        """The bitmask and exits of ``rows`` picked from a :meth:`fill_ahead_with` fill, or
+        None when there is none, it could not catch up, or it lacks one of the rows' slots
+        (then the caller fills as usual). Sets :attr:`ahead_s`."""
+        ahead, self._ahead = self._ahead, None
+        self.ahead_s = 0.0
+        if ahead is None:
+            return None
+        got = ahead[1].result()
+        if got is None:
+            return None
+        bm, exits, took = got
+        at = {s: i for i, s in ahead[0]}
+        if any(s not in at for _, s in rows):
+            return None
+        pick = [at[s] for _, s in rows]
+        where = {i: j for j, i in enumerate(pick)}
+        self.ahead_s = took
+        return bm[pick], [(where[i], t) for i, t in exits if i in where]
+
     def settle(self) -> None:
         """Wait for a fill in flight and drop it (its rows changed, or nobody took it)."""
         ahead, self._ahead = self._ahead, None
@@ -509,9 +545,16 @@ class BatchConstrainer:
                     exits.append((i, s.temperature))
         return bm, exits
 
-    def apply(self, logits: Any, rows: Sequence[tuple[int, int]]) -> Any:
+    def apply(
+        self,
+        logits: Any,
+        rows: Sequence[tuple[int, int]],
+        filled: tuple[npt.NDArray[np.int32], list[tuple[int, float]]] | None = None,
+    ) -> Any:
         """Mask the logits rows of ``rows`` (pairs of logits row and slot, constrained slots
-        only) in place and return ``logits`` (a torch tensor ``[B, V]``).
+        only) in place and return ``logits`` (a torch tensor ``[B, V]``). ``filled``: the
+        bitmask and exits of ``rows`` when the caller has them (V2's fill ahead), else
+        :meth:`take`.
 
         Ending on exit, as :meth:`DecodingBackend.generate
         <toolmask.backends.DecodingBackend.generate>` does by default: where the matcher
@@ -522,7 +565,7 @@ class BatchConstrainer:
         forbids", and every allowed token keeps its own."""
         import torch  # type: ignore[import-not-found, unused-ignore]
 
-        bm, exits = self.take(rows)
+        bm, exits = self.take(rows) if filled is None else filled
         idx = [r for r, _ in rows]
         raw = None
         if exits:
