@@ -1015,6 +1015,12 @@ def run_model(
                     hf = HFStep(torch, transformers, model, batch, plan.kv_len, dev)
                     row["plain"] = stats(timer.each(hf, plan.plain_reps))
                     try:
+                        if dev == "cuda":  # a step that reads back to the host cannot be captured
+                            torch.cuda.set_sync_debug_mode("error")
+                            try:
+                                hf()
+                            finally:
+                                torch.cuda.set_sync_debug_mode("default")
                         rp = capture(torch, hf, dev)
                         row["graph_hf"] = stats(timer.each(rp, plan.graph_reps))
                         replay, step = rp, hf
