@@ -156,8 +156,9 @@ def apply_bitmask_torch(logits: Any, bitmask: Any, *, method: str = "auto") -> A
     ``[W]`` (every row) or ``[B, W]`` on the same device, ``V <= 32 * W``. ``method``: see
     :data:`APPLY_METHODS`; ``"triton"`` needs a CUDA tensor (or ``TRITON_INTERPRET=1``) and
     Triton; ``"auto"`` on CPU float32/64/16 tensors goes through numpy's
-    :func:`~toolmask.sampling.apply_bitmask` on the same memory. Raises ValueError on shapes that do not fit, TypeError on dtypes. Cost: one pass
-    over the logits; the lookup table adds a ``[B, V]`` bool temporary, never an int32 one.
+    :func:`~toolmask.sampling.apply_bitmask` on the same memory. Raises ValueError on shapes
+    that do not fit, TypeError on dtypes. Cost: one pass over the logits; the lookup table adds
+    a ``[B, V]`` bool temporary, never an int32 one.
     """
     torch = import_torch()
     if method not in APPLY_METHODS:
