@@ -818,6 +818,13 @@ def measure_micro(torch: Any, device: str, plan: Plan, timer: Timer) -> dict[str
                         plan.micro_reps,
                     )
                 )
+                # the CPU's side: what issuing one call costs the thread that decodes
+                timer.sync()
+                t = time.perf_counter()
+                for _ in range(plan.micro_reps):
+                    apply_bitmask_torch(x, dev_mask, method=m)
+                res[m]["issue_us"] = 1e6 * (time.perf_counter() - t) / plan.micro_reps
+                timer.sync()
                 if ref is None:
                     ref = x
                 else:
