@@ -20,6 +20,7 @@ repeated request shape costs one canonical JSON dump and a dict lookup.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -210,6 +211,7 @@ class StepStats:
         # batch -> [steps, visible s, step s, rows, total s, steps filled ahead]
         self._by: dict[int, list[float]] = {}
         self._n = 0
+        atexit.register(self.flush)  # the steps since the last multiple of 64 too
 
     def add(
         self,
@@ -251,6 +253,8 @@ class StepStats:
         return out
 
     def flush(self) -> None:
+        if not self._by:
+            return
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as f:
