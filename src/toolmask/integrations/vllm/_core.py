@@ -341,7 +341,7 @@ class BatchConstrainer:
         self._bitmask = np.zeros((0, self.words), dtype=np.int32)
         # the overlap: one fill thread, the fill in flight (its rows and future), and the
         # seconds the last joined fill took on that thread
-        self._filler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolmask-fill")
+        self._fill_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolmask-fill")
         self._ahead: tuple[tuple[tuple[int, int], ...], Future[Any]] | None = None
         self.ahead_s = 0.0
         #: the seam: what fills a batch's rows (``rows -> (bitmask, exits)``)
@@ -453,7 +453,7 @@ class BatchConstrainer:
         key = tuple((int(r), int(s)) for r, s in rows)
         if not key or any(self.pending(s) for _, s in key):
             return False
-        self._ahead = (key, self._filler.submit(self._timed_fill, key))
+        self._ahead = (key, self._fill_thread.submit(self._timed_fill, key))
         return True
 
     def _timed_fill(
@@ -475,7 +475,7 @@ class BatchConstrainer:
                 return None
             return self._timed_fill(key)
 
-        self._ahead = (key, self._filler.submit(run))
+        self._ahead = (key, self._fill_thread.submit(run))
 
     def take_slots(
         self, rows: Sequence[tuple[int, int]]
@@ -592,5 +592,5 @@ class BatchConstrainer:
 
     def shutdown(self) -> None:
         self.settle()
-        self._filler.shutdown(wait=False, cancel_futures=True)
+        self._fill_thread.shutdown(wait=False, cancel_futures=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
