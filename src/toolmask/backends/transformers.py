@@ -20,10 +20,22 @@ tokenizer rebuilt with ``tokenizers`` and the pre-tokenizer of :data:`GGUF_PRE_T
 
 ``generate(prompt_tokens, compiled, ...)`` runs the model step by step with a KV cache kept
 across calls: only the part of the prompt that differs from what the cache holds is evaluated.
-At each step the compiled grammar's matcher fills the bitmask, :class:`~toolmask.sampling.Sampler`
-draws from the masked logits (the same sampler, mask layout and seeds as the llama.cpp backend),
-and text the grammar forces is appended as the model's own tokens in one forward pass
-(jump-forward). For ``model.generate`` itself, :meth:`Transformers.hf_generate` passes a
+At each step the compiled grammar's matcher fills the bitmask, the sampler draws from the masked
+logits, and text the grammar forces is appended as the model's own tokens in one forward pass
+(jump-forward).
+
+Where the sampling runs. A model on the CPU samples with :class:`~toolmask.sampling.Sampler`
+(numpy: the same sampler, mask layout and seeds as the llama.cpp backend). A model on a GPU
+keeps the logits there and samples with :class:`~toolmask.sampling.TorchSampler`: the mask,
+temperature, top-k/p, min-p and the draw run on the device and only the token id comes back.
+That also takes the mask off the critical path: the forward pass is launched (CUDA runs it
+asynchronously), the loop fills the next bitmask on the CPU while it runs, and the sampler waits
+for the forward only then, so what the mask costs in wall time is max(0, fill - forward).
+:attr:`Transformers.timings` records, per sampled token, the forward (device time), the fill,
+the visible wait and the sampling (:class:`DecodeTimings`). ``device_sampling=True`` runs the
+torch sampler on a CPU model too (the tests do, against the numpy oracle).
+
+For ``model.generate`` itself, :meth:`Transformers.hf_generate` passes a
 :class:`~toolmask.sampling.TransformersLogitsProcessor` and a stopping criterion that ends the
 sequence when the grammar is finished.
 """
@@ -33,11 +45,13 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import math
 import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +63,7 @@ from toolmask.backends._base import (
     check_compiled_for,
 )
 from toolmask.errors import ToolmaskError
-from toolmask.sampling import SamplingParams, make_logits_processor
+from toolmask.sampling import Sampler, SamplingParams, TorchSampler, make_logits_processor
 from toolmask.vocab import CONTROL, EOS_NAMES, GgufFile, Vocabulary
 
 if TYPE_CHECKING:
@@ -58,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GGUF_PRE_TOKENIZERS",
     "ContextOverflowError",
+    "DecodeTimings",
     "Generation",
     "GrammarStoppingCriteria",
     "Transformers",
@@ -346,6 +361,82 @@ class GrammarStoppingCriteria:
         return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
 
 
+# -- timings --------------------------------------------------------------------------------------
+@dataclass
+class DecodeTimings:
+    """Where each sampled token's time went, in seconds, one entry per sampling step of
+    :meth:`Transformers.generate` (appended as it runs; :meth:`clear` empties it).
+
+    - ``forward_s``: the forward passes since the previous step, on the device (CUDA events;
+      on the CPU the wall time of the call); jump-forward and the prompt count with the step
+      that follows them;
+    - ``launch_s``: CPU time spent issuing those forward passes (on the CPU, the passes);
+    - ``fill_s``: from reading the logits handle to calling the sampler: the mask fill and the
+      matcher's accepting test, run while the forward is in flight;
+    - ``wait_s``: the sampler's wait for the forward after the fill (its visible part);
+    - ``sample_s``: the sampling: bitmask upload, mask, filters, draw and the token id's trip
+      to the CPU;
+    - ``step_s``: wall time since the previous step ended (NaN for a generation's first step).
+
+    Per step, ``step - launch - wait - fill`` is the loop's own overhead (sampling and
+    bookkeeping: what the backend adds beyond the forward and the mask); the mask was fully
+    hidden when ``wait > 0``.
+    """
+
+    forward_s: list[float] = field(default_factory=list)
+    launch_s: list[float] = field(default_factory=list)
+    fill_s: list[float] = field(default_factory=list)
+    wait_s: list[float] = field(default_factory=list)
+    sample_s: list[float] = field(default_factory=list)
+    step_s: list[float] = field(default_factory=list)
+
+    def clear(self) -> None:
+        for xs in (self.forward_s, self.launch_s, self.fill_s, self.wait_s, self.sample_s):
+            xs.clear()
+        self.step_s.clear()
+
+    def __len__(self) -> int:
+        return len(self.step_s)
+
+    def summary(self) -> dict[str, float | int]:
+        """Means in milliseconds over the steps that have a ``step_s`` (a generation's first
+        step holds the prompt), with ``overhead_ms`` = mean of ``step - launch - wait - fill``
+        and ``hidden`` = the fraction of steps whose fill ended before the forward did."""
+        idx = [i for i, s in enumerate(self.step_s) if not math.isnan(s)]
+        out: dict[str, float | int] = {"steps": len(idx)}
+        if not idx:
+            return out
+        n = len(idx)
+
+        def mean(xs: list[float]) -> float:
+            return 1000 * sum(xs[i] for i in idx) / n
+
+        for name in ("forward", "launch", "fill", "wait", "sample", "step"):
+            out[f"{name}_ms"] = mean(getattr(self, f"{name}_s"))
+        over = [self.step_s[i] - self.launch_s[i] - self.wait_s[i] - self.fill_s[i] for i in idx]
+        out["overhead_ms"] = 1000 * sum(over) / n
+        out["hidden"] = sum(1 for i in idx if self.wait_s[i] > 0) / n
+        return out
+
+
+class _TimedSampler:
+    """The backend's sampler, timed: waits for the forward (recording the wait), then draws."""
+
+    __slots__ = ("backend", "inner")
+
+    def __init__(self, backend: Transformers, inner: Any) -> None:
+        self.backend = backend
+        self.inner = inner
+
+    @property
+    def params(self) -> SamplingParams:
+        p: SamplingParams = self.inner.params
+        return p
+
+    def sample(self, logits: Any, bitmask: Any = None) -> int:
+        return self.backend._timed_sample(self.inner, logits, bitmask)
+
+
 # -- the backend ----------------------------------------------------------------------------------
 class Transformers(DecodingBackend):
     """A Hugging Face causal LM in-process. Not thread-safe: one sequence, one KV cache.
@@ -355,7 +446,14 @@ class Transformers(DecodingBackend):
     generation config), so masks line up with the logits row.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, n_threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        n_threads: int | None = None,
+        device_sampling: bool | None = None,
+    ) -> None:
         self._torch = _import_torch()
         _import_transformers()
         if not getattr(tokenizer, "is_fast", False):
@@ -380,6 +478,20 @@ class Transformers(DecodingBackend):
         self._cache: Any = None
         self._cached: list[int] = []  # tokens whose keys/values the cache holds
         self._last_logits: Any = None
+        device = getattr(model, "device", None)
+        self.device = self._torch.device(device if device is not None else "cpu")
+        #: sample with :class:`~toolmask.sampling.TorchSampler` on the logits' device (default:
+        #: when the model is not on the CPU); else numpy's :class:`~toolmask.sampling.Sampler`
+        self.device_sampling: bool = (
+            self.device.type != "cpu" if device_sampling is None else bool(device_sampling)
+        )
+        self._cuda = self.device.type == "cuda"
+        #: per-token timings of :meth:`generate` (see :class:`DecodeTimings`)
+        self.timings = DecodeTimings()
+        self._events: list[tuple[Any, Any]] = []  # CUDA (start, end) of forwards not yet timed
+        self._launch = 0.0  # CPU seconds issuing them
+        self._logits_at = 0.0
+        self._prev_end = math.nan
         #: the tokenizer's Jinja chat template (the GGUF's for :meth:`from_gguf`), if any
         self.chat_template: str | None = getattr(tokenizer, "chat_template", None) or None
         self.bos_text: str = getattr(tokenizer, "bos_token", None) or ""
@@ -389,19 +501,26 @@ class Transformers(DecodingBackend):
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike[str], **kwargs: Any) -> Transformers:
         """A local HF model directory (``config.json``, weights, ``tokenizer.json``); keyword
-        arguments go to ``AutoModelForCausalLM.from_pretrained`` (``dtype``, ...). Offline:
+        arguments go to ``AutoModelForCausalLM.from_pretrained`` (``dtype``, ``device_map``,
+        ...) except ``n_threads`` and ``device_sampling`` (the constructor's). Offline:
         ``local_files_only=True``."""
         transformers = _import_transformers()
         kwargs.setdefault("local_files_only", True)
         tok_kw = {k: kwargs[k] for k in ("local_files_only", "gguf_file") if k in kwargs}
         n_threads = kwargs.pop("n_threads", None)
+        device_sampling = kwargs.pop("device_sampling", None)
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), **tok_kw)
         model = transformers.AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
-        return cls(model, tokenizer, n_threads=n_threads)
+        return cls(model, tokenizer, n_threads=n_threads, device_sampling=device_sampling)
 
     @classmethod
     def from_gguf(
-        cls, path: str | os.PathLike[str], *, dtype: Any = None, n_threads: int | None = None
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        dtype: Any = None,
+        n_threads: int | None = None,
+        device_sampling: bool | None = None,
     ) -> Transformers:
         """A GGUF file, dequantised to ``dtype`` (default float32).
 
@@ -420,10 +539,16 @@ class Transformers(DecodingBackend):
             and g.meta.get("tokenizer.ggml.model") == "gpt2"
         )
         if not fast:
-            return cls.from_pretrained(p.parent, gguf_file=p.name, dtype=dtype, n_threads=n_threads)
+            return cls.from_pretrained(
+                p.parent,
+                gguf_file=p.name,
+                dtype=dtype,
+                n_threads=n_threads,
+                device_sampling=device_sampling,
+            )
         tokenizer = _tokenizer_from_gguf(g)
         model = _llama_from_gguf(g, dtype)
-        return cls(model, tokenizer, n_threads=n_threads)
+        return cls(model, tokenizer, n_threads=n_threads, device_sampling=device_sampling)
 
     @classmethod
     def default(cls, **kwargs: Any) -> Transformers:
@@ -479,26 +604,79 @@ class Transformers(DecodingBackend):
 
     # -- decoding --
     def _feed(self, ids: list[int]) -> None:
-        """Feed ``ids`` after the cached tokens; keeps the last position's logits (float32)."""
+        """Feed ``ids`` after the cached tokens; keeps the last position's logits: a float32
+        numpy row for the numpy sampler, else the device tensor, with no synchronisation (on a
+        GPU the forward is still running when this returns)."""
         torch = self._torch
+        t0 = time.perf_counter()
         kw: dict[str, Any] = {self._keep: 1} if self._keep else {}
         kw[self._cache_arg] = self._cache
+        start = end = None
+        if self._cuda:
+            start = torch.cuda.Event(enable_timing=True)
+            start.record()
+            # pinned, so the copy is queued behind the running work instead of waiting for it
+            input_ids = torch.tensor([ids], dtype=torch.long).pin_memory()
+            input_ids = input_ids.to(self.device, non_blocking=True)
+        else:
+            input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
         with torch.inference_mode():
-            out = self.model(
-                input_ids=torch.tensor([ids], dtype=torch.long, device=self.model.device),
-                use_cache=True,
-                **kw,
-            )
+            out = self.model(input_ids=input_ids, use_cache=True, **kw)
         self._cache = getattr(out, self._cache_arg)
         self._cached.extend(ids)
-        self._last_logits = out.logits[0, -1].float().cpu().numpy()
+        row = out.logits[0, -1]
+        if self._cuda:
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            self._events.append((start, end))
+        self._last_logits = row if self.device_sampling else row.float().cpu().numpy()
+        self._launch += time.perf_counter() - t0
 
     def _logits(self) -> Any:
+        self._logits_at = time.perf_counter()
         return self._last_logits
+
+    def _host_logits(self) -> Any:
+        row = self._last_logits
+        if isinstance(row, self._torch.Tensor):
+            return row.float().cpu().numpy()
+        return row
+
+    def _sampler(self, params: SamplingParams) -> Any:
+        inner = TorchSampler(params) if self.device_sampling else Sampler(params)
+        return _TimedSampler(self, inner)
+
+    def _timed_sample(self, inner: Any, logits: Any, bitmask: Any) -> int:
+        """Wait for the forward, sample, and record the step in :attr:`timings`."""
+        t0 = time.perf_counter()
+        events = self._events
+        if events:
+            events[-1][1].synchronize()
+        t1 = time.perf_counter()
+        token: int = inner.sample(logits, bitmask)
+        t2 = time.perf_counter()
+        if events:
+            forward = sum(a.elapsed_time(b) for a, b in events) / 1000
+            events.clear()
+        else:
+            forward = self._launch
+        tm = self.timings
+        tm.forward_s.append(forward)
+        tm.launch_s.append(self._launch)
+        tm.fill_s.append(max(0.0, t0 - self._logits_at))
+        tm.wait_s.append(t1 - t0)
+        tm.sample_s.append(t2 - t1)
+        tm.step_s.append(t2 - self._prev_end)
+        self._launch = 0.0
+        self._prev_end = t2
+        return token
 
     def _sync_prompt(self, prompt: list[int]) -> int:
         """Evaluate ``prompt``, reusing the longest prefix the cache holds. Returns the number
         of reused tokens (one token is always evaluated, for fresh logits)."""
+        self._events.clear()
+        self._launch = 0.0
+        self._prev_end = math.nan  # a new generation: its first step has no step time
         common = 0
         for a, b in zip(self._cached, prompt, strict=False):
             if a != b:

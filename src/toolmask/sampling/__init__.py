@@ -2,13 +2,15 @@
 
 Bitmasks use xgrammar's layout (int32 ``[ceil(V / 32)]``, bit ``t % 32`` of word ``t // 32``), so
 masks from toolmask and from xgrammar are interchangeable. numpy only; torch tensors are accepted
-where documented and torch is imported lazily. See ``docs/sampling.md``.
+where documented and torch is imported lazily. :class:`TorchSampler` is the numpy
+:class:`Sampler`'s twin on the logits' device (mask, filters and draw in torch; only the token id
+crosses to the CPU). See ``docs/sampling.md``.
 """
 
 from __future__ import annotations
 
+from toolmask.sampling._apply import apply_bitmask
 from toolmask.sampling._bitmask import (
-    apply_bitmask,
     bitmask_from_ids,
     bitmask_size,
     bitmask_to_bool,
@@ -17,13 +19,17 @@ from toolmask.sampling._bitmask import (
 )
 from toolmask.sampling._hf import MatcherLike, TransformersLogitsProcessor, make_logits_processor
 from toolmask.sampling._sampler import Sampler, SamplingParams
+from toolmask.sampling._torch import DeviceBitmask, TorchSampler, apply_bitmask_torch
 
 __all__ = [
+    "DeviceBitmask",
     "MatcherLike",
     "Sampler",
     "SamplingParams",
+    "TorchSampler",
     "TransformersLogitsProcessor",
     "apply_bitmask",
+    "apply_bitmask_torch",
     "bitmask_from_ids",
     "bitmask_size",
     "bitmask_to_bool",

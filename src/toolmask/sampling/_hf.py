@@ -13,7 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from toolmask.sampling._bitmask import apply_bitmask, bitmask_size
+from toolmask.sampling._apply import apply_bitmask
+from toolmask.sampling._bitmask import bitmask_size
 
 __all__ = ["MatcherLike", "TransformersLogitsProcessor", "make_logits_processor"]
 

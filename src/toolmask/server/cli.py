@@ -20,7 +20,7 @@ import dataclasses
 import importlib
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENGINES",
+    "VLLM_CPU_RESERVE",
     "EngineLoader",
     "ServedModel",
     "add_format_argument",
@@ -44,6 +45,8 @@ __all__ = [
     "run_serve",
     "server_defaults",
     "split_engine_args",
+    "vllm_cpu_kv_bytes",
+    "vllm_memory_args",
 ]
 
 log = logging.getLogger("toolmask.server")
@@ -286,6 +289,81 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
+
+
+# -- vLLM's memory on a CPU ------------------------------------------------------------------------
+#: what vLLM's CPU backend needs besides the weights and the KV cache (torch, the compiled model,
+#: the engine core and front end processes), kept free when toolmask sizes the KV cache
+VLLM_CPU_RESERVE = 3 * 2**30
+#: the engine arguments (and the environment variable) by which a user sizes vLLM's memory; when
+#: one is given, toolmask sets nothing
+VLLM_MEMORY_FLAGS = (
+    "--gpu-memory-utilization",
+    "--device-memory-utilization",
+    "--kv-cache-memory-bytes",
+)
+VLLM_CPU_KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
+
+
+def vllm_cpu_kv_bytes(
+    *,
+    available: int,
+    weights: int,
+    per_token: int,
+    max_model_len: int,
+    max_num_seqs: int,
+    reserve: int = VLLM_CPU_RESERVE,
+) -> int:
+    """The KV cache for vLLM's CPU backend, in bytes: room for ``max_num_seqs`` sequences of
+    ``max_model_len`` tokens (``per_token`` bytes each), capped at half of the memory that is
+    free once the weights and :data:`VLLM_CPU_RESERVE` are set aside, and never less than one
+    sequence of ``max_model_len`` tokens (vLLM refuses a cache that cannot hold one). Rounded
+    down to a MiB. Raises :class:`ToolmaskError` when even one sequence does not fit, naming
+    what is free and what to lower."""
+    one = per_token * max_model_len
+    want = one * max(1, max_num_seqs)
+    cap = (available - weights - reserve) // 2
+    size = min(want, cap)
+    if size < one:
+        gib = 2**30
+        raise ToolmaskError(
+            f"vLLM needs {one / gib:.2f} GiB of KV cache for one {max_model_len}-token sequence "
+            f"but only {available / gib:.1f} GiB of memory is free (weights {weights / gib:.2f} "
+            f"GiB, {reserve / gib:.0f} GiB kept for the runtime): lower --ctx-size, free memory, "
+            "or size it yourself (-- --kv-cache-memory-bytes N)"
+        )
+    return int(size) // 2**20 * 2**20
+
+
+def vllm_memory_args(
+    platform: str,
+    extra: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    available: int,
+    weights: int,
+    per_token: int,
+    max_model_len: int,
+    max_num_seqs: int,
+) -> list[str]:
+    """The engine arguments ``toolmask serve --engine vllm`` adds for vLLM's memory: none on a
+    GPU (vLLM's ``--gpu-memory-utilization`` default stays) or when the user sized it (a flag
+    of :data:`VLLM_MEMORY_FLAGS` in ``extra``, or ``VLLM_CPU_KVCACHE_SPACE``); on vLLM's CPU
+    backend, ``--kv-cache-memory-bytes`` from :func:`vllm_cpu_kv_bytes`. That backend otherwise
+    reserves ``--gpu-memory-utilization`` (0.92) of the node's memory and refuses to start when
+    less is free, which is the normal case on a machine that runs anything else. A pure
+    function of its arguments (the caller reads the platform, the free memory and the model)."""
+    given = {a.split("=", 1)[0] for a in extra if a.startswith("--")}
+    if platform != "cpu" or given & set(VLLM_MEMORY_FLAGS) or env.get(VLLM_CPU_KV_ENV):
+        return []
+    size = vllm_cpu_kv_bytes(
+        available=available,
+        weights=weights,
+        per_token=per_token,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+    )
+    return ["--kv-cache-memory-bytes", str(size)]
 
 
 def split_engine_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -20,12 +20,14 @@ repeated request shape costs one canonical JSON dump and a dict lookup.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -44,11 +46,13 @@ from toolmask.vocab import Vocabulary
 __all__ = [
     "DEFAULT_FORMAT",
     "EXTRA_ARGS_KEY",
+    "OVERLAP_ENV",
     "STATS_ENV",
     "BatchConstrainer",
     "StepStats",
     "TurnSpec",
     "byte_vocabulary",
+    "overlap_enabled",
     "read_spec",
 ]
 
@@ -188,48 +192,69 @@ _IDLE_GAP_S = 2.0
 class StepStats:
     """The processor's share of vLLM's decode step, by batch size, for ``bench/load.py``.
 
-    :meth:`add` is called once per step with the batch rows, the constrained rows and the
-    seconds the processor spent in that step (``update_state`` plus ``apply``: feeding the new
-    tokens, filling the masks, masking the logits). The step's time is the wall time from the
-    previous step's call to this one (a gap over 2 s is the engine idling and is not counted).
-    Every 64 steps, and on :meth:`flush`, the summary is written as JSON to ``path``
-    (atomically): per batch size, the steps, the mean processor and step milliseconds and the
-    share. Nothing is kept per step: memory is one small dict per batch size."""
+    :meth:`add` is called once per step with the batch rows, the constrained rows, the seconds
+    the processor held the engine's thread in that step (``visible``: ``update_state`` plus
+    ``apply``, including any wait for the fill thread) and the seconds of mask work in all
+    (``total``: ``visible`` plus the fill that ran on the fill thread while the forward pass
+    ran). The step's time is the wall time from the previous step's call to this one (a gap
+    over 2 s is the engine idling and is not counted). Every 64 steps, and on :meth:`flush`,
+    the summary is written as JSON to ``path`` (atomically): per batch size, the steps, the
+    mean visible (``processor_ms_mean``) and total (``total_ms_mean``) milliseconds, the step
+    milliseconds, and both shares (``share`` is the visible one). On a CPU the forward pass
+    runs on the engine's thread, so the visible time is exactly what the mask adds; on a GPU
+    the engine's thread runs ahead of the device and the visible time is an upper bound.
+    Nothing is kept per step: memory is one small dict per batch size."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._last: float | None = None
-        self._by: dict[int, list[float]] = {}  # batch -> [steps, processor s, step s, rows]
+        # batch -> [steps, visible s, step s, rows, total s, steps filled ahead]
+        self._by: dict[int, list[float]] = {}
         self._n = 0
+        atexit.register(self.flush)  # the steps since the last multiple of 64 too
 
-    def add(self, batch: int, constrained: int, spent: float) -> None:
+    def add(
+        self,
+        batch: int,
+        constrained: int,
+        visible: float,
+        total: float | None = None,
+        ahead: bool = False,
+    ) -> None:
         now = time.perf_counter()
         gap = None if self._last is None else now - self._last
         self._last = now
         if gap is None or gap > _IDLE_GAP_S or constrained == 0:
             return
-        acc = self._by.setdefault(batch, [0.0, 0.0, 0.0, 0.0])
+        acc = self._by.setdefault(batch, [0.0] * 6)
         acc[0] += 1
-        acc[1] += spent
+        acc[1] += visible
         acc[2] += gap
         acc[3] += constrained
+        acc[4] += visible if total is None else total
+        acc[5] += 1 if ahead else 0
         self._n += 1
         if self._n % 64 == 0:
             self.flush()
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for batch, (n, spent, step, rows) in sorted(self._by.items()):
+        for batch, (n, spent, step, rows, total, ahead) in sorted(self._by.items()):
             out[str(batch)] = {
                 "steps": int(n),
                 "constrained_rows_mean": round(rows / n, 2),
                 "processor_ms_mean": round(1000 * spent / n, 4),
+                "total_ms_mean": round(1000 * total / n, 4),
                 "step_ms_mean": round(1000 * step / n, 3),
                 "share": round(spent / step, 5) if step else None,
+                "total_share": round(total / step, 5) if step else None,
+                "filled_ahead": round(ahead / n, 3),
             }
         return out
 
     def flush(self) -> None:
+        if not self._by:
+            return
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as f:
@@ -243,6 +268,16 @@ def step_stats() -> StepStats | None:
     """A :class:`StepStats` writing to ``$TOOLMASK_VLLM_STATS``, or None when it is unset."""
     path = os.environ.get(STATS_ENV)
     return StepStats(path) if path else None
+
+
+#: the environment variable that turns the fill ahead off (``0``), for before/after timings
+OVERLAP_ENV = "TOOLMASK_VLLM_OVERLAP"
+
+
+def overlap_enabled() -> bool:
+    """Whether the processors fill the next bitmask on the fill thread during the forward pass
+    (default on; ``TOOLMASK_VLLM_OVERLAP=0`` turns it off)."""
+    return os.environ.get(OVERLAP_ENV, "1").strip() not in ("0", "false", "no", "off")
 
 
 class _Slot:
@@ -271,6 +306,18 @@ class BatchConstrainer:
 
     ``add(slot, spec, output)`` starts compiling on a worker thread (a cache hit returns at
     once) so the compile overlaps the forward pass; the first :meth:`fill` that needs it waits.
+    The vocabulary's index (about a second for 150k tokens) is built on that thread when the
+    constrainer is made, not by the first request.
+
+    Overlap. The next step's bitmask depends only on the tokens already sampled, so
+    :meth:`fill_ahead` starts the fill on the fill thread as soon as every row's tokens are in
+    (V1: ``update_state``, before the forward pass) and :meth:`apply` joins it (:meth:`take`):
+    what the engine waits for is max(0, fill - forward). Where the tokens come only with the
+    logits (vLLM's asynchronous scheduling writes ``-1`` placeholders into the output lists and
+    repairs them just before sampling; Model Runner V2), :meth:`apply` fills there, which on a
+    GPU still runs while the device finishes the forward: nothing here waits for the device
+    before the fill. The one seam between the overlap and the fill itself is ``self._fill``
+    (:meth:`fill`).
     ``remove`` / ``move`` / ``swap`` follow vLLM's batch updates. :meth:`fill` writes the rows
     of the constrained slots into one ``int32[rows, W]`` array with one
     :class:`toolmask.mask.BatchFiller` call (native threads, GIL released, when the batch
@@ -293,6 +340,21 @@ class BatchConstrainer:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolmask-compile")
         self._bitmask = np.zeros((0, self.words), dtype=np.int32)
         self._filler = BatchFiller()
+        # the overlap: one fill thread, the fill in flight (its rows and future), and the
+        # seconds the last joined fill took on that thread
+        self._fill_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolmask-fill")
+        self._ahead: tuple[tuple[tuple[int, int], ...], Future[Any]] | None = None
+        self.ahead_s = 0.0
+        #: the seam: what fills a batch's rows (``rows -> (bitmask, exits)``)
+        self._fill = self.fill
+        self._pool.submit(self._warm)
+
+    def _warm(self) -> None:
+        """Build the vocabulary's index now (the compile thread's first task)."""
+        try:
+            self.planner.cache(self.planner.fmt).compiler.vocab_index(self.vocab)
+        except Exception as e:  # pragma: no cover - only a slower first request
+            log.warning("could not build the vocabulary index ahead: %s", e)
 
     def _compile(self, spec: TurnSpec) -> CompiledGrammar | None:
         return self.planner.compile(spec)
@@ -364,11 +426,106 @@ class BatchConstrainer:
                 s.broken = True
                 return
 
-    def catch_up(self, slot: int) -> None:
-        """Feed the slot's live output list (V1) from where it was left."""
+    def catch_up(self, slot: int) -> bool:
+        """Feed the slot's live output list (V1) from where it was left, up to the first
+        placeholder (a negative id: under asynchronous scheduling vLLM appends ``-1`` for a
+        token still on the device and writes the real id just before sampling). True when
+        something was fed."""
         s = self.slots.get(slot)
-        if s is not None and s.output is not None and len(s.output) > s.fed:
-            self.feed(slot, s.output[s.fed :])
+        if s is None or s.output is None or len(s.output) <= s.fed:
+            return False
+        new = list(s.output[s.fed :])
+        cut = next((i for i, t in enumerate(new) if t < 0), len(new))
+        if cut:
+            self.feed(slot, new[:cut])
+        return cut > 0
+
+    def pending(self, slot: int) -> bool:
+        """True when the slot's output list (V1) holds tokens not fed yet (or placeholders)."""
+        s = self.slots.get(slot)
+        return s is not None and s.output is not None and len(s.output) > s.fed
+
+    # -- the overlap --
+    def fill_ahead(self, rows: Sequence[tuple[int, int]]) -> bool:
+        """Start :meth:`fill` of ``rows`` on the fill thread, when every row's tokens are in
+        (else False: :meth:`take` fills when the logits come). The caller must not touch the
+        slots until :meth:`take` or :meth:`settle`."""
+        self.settle()
+        key = tuple((int(r), int(s)) for r, s in rows)
+        if not key or any(self.pending(s) for _, s in key):
+            return False
+        self._ahead = (key, self._fill_thread.submit(self._timed_fill, key))
+        return True
+
+    def _timed_fill(
+        self, rows: tuple[tuple[int, int], ...]
+    ) -> tuple[npt.NDArray[np.int32], list[tuple[int, float]], float]:
+        t0 = time.perf_counter()
+        bm, exits = self._fill(rows)
+        return bm, exits, time.perf_counter() - t0
+
+    def fill_ahead_with(self, slots: Sequence[int], prepare: Callable[[], bool]) -> None:
+        """Start, on the fill thread, ``prepare()`` (which feeds the slots' new tokens and says
+        whether every slot is caught up) and then the fill of ``slots`` in that order (row i =
+        ``slots[i]``). :meth:`take_slots` picks the rows a step needs from it."""
+        self.settle()
+        key = tuple((i, int(s)) for i, s in enumerate(slots))
+
+        def run() -> Any:
+            if not prepare():
+                return None
+            return self._timed_fill(key)
+
+        self._ahead = (key, self._fill_thread.submit(run))
+
+    def take_slots(
+        self, rows: Sequence[tuple[int, int]]
+    ) -> tuple[npt.NDArray[np.int32], list[tuple[int, float]]] | None:
+        """The bitmask and exits of ``rows`` picked from a :meth:`fill_ahead_with` fill, or
+        None when there is none, it could not catch up, or it lacks one of the rows' slots
+        (then the caller fills as usual). Sets :attr:`ahead_s`."""
+        ahead, self._ahead = self._ahead, None
+        self.ahead_s = 0.0
+        if ahead is None:
+            return None
+        got = ahead[1].result()
+        if got is None:
+            return None
+        bm, exits, took = got
+        at = {s: i for i, s in ahead[0]}
+        if any(s not in at for _, s in rows):
+            return None
+        pick = [at[s] for _, s in rows]
+        where = {i: j for j, i in enumerate(pick)}
+        self.ahead_s = took
+        return bm[pick], [(where[i], t) for i, t in exits if i in where]
+
+    def settle(self) -> None:
+        """Wait for a fill in flight and drop it (its rows changed, or nobody took it)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            # an error here is the fill's: the synchronous fill that follows reports it
+            with contextlib.suppress(Exception):
+                ahead[1].result()
+
+    def take(
+        self, rows: Sequence[tuple[int, int]]
+    ) -> tuple[npt.NDArray[np.int32], list[tuple[int, float]]]:
+        """The bitmask and exits of ``rows``: the fill started ahead when it covers exactly
+        these rows and no token arrived since, else catch up and fill now. Sets
+        :attr:`ahead_s` to the seconds the ahead fill took on the fill thread (0 when none)."""
+        ahead, self._ahead = self._ahead, None
+        self.ahead_s = 0.0
+        key = tuple((int(r), int(s)) for r, s in rows)
+        if ahead is not None:
+            bm, exits, took = ahead[1].result()
+            fresh = [s for _, s in key if self.catch_up(s)]
+            if ahead[0] == key and not fresh:
+                self.ahead_s = took
+                return bm, exits
+        for _, s in key:
+            self.catch_up(s)
+        return self._fill(key)
 
     def fill(
         self, rows: Sequence[tuple[int, int]]
@@ -390,9 +547,16 @@ class BatchConstrainer:
             exits = [(i, slots[i].temperature) for i in accepting]
         return bm, exits
 
-    def apply(self, logits: Any, rows: Sequence[tuple[int, int]]) -> Any:
+    def apply(
+        self,
+        logits: Any,
+        rows: Sequence[tuple[int, int]],
+        filled: tuple[npt.NDArray[np.int32], list[tuple[int, float]]] | None = None,
+    ) -> Any:
         """Mask the logits rows of ``rows`` (pairs of logits row and slot, constrained slots
-        only) in place and return ``logits`` (a torch tensor ``[B, V]``).
+        only) in place and return ``logits`` (a torch tensor ``[B, V]``). ``filled``: the
+        bitmask and exits of ``rows`` when the caller has them (V2's fill ahead), else
+        :meth:`take`.
 
         Ending on exit, as :meth:`DecodingBackend.generate
         <toolmask.backends.DecodingBackend.generate>` does by default: where the matcher
@@ -403,7 +567,7 @@ class BatchConstrainer:
         forbids", and every allowed token keeps its own."""
         import torch  # type: ignore[import-not-found, unused-ignore]
 
-        bm, exits = self.fill(rows)
+        bm, exits = self.take(rows) if filled is None else filled
         idx = [r for r, _ in rows]
         raw = None
         if exits:
@@ -419,9 +583,12 @@ class BatchConstrainer:
                 row = logits[idx[i]]
                 out = torch.isneginf(row) & ~torch.isneginf(raw[j])
                 out[end] = True
-                vals = raw[j][out]
+                # no boolean indexing (a read back to the host): -inf outside the set adds 0
+                vals = torch.where(out, raw[j], float("-inf"))
                 row[end] = vals.max() if temp <= 0 else temp * torch.logsumexp(vals / temp, 0)
         return logits
 
     def shutdown(self) -> None:
+        self.settle()
+        self._fill_thread.shutdown(wait=False, cancel_futures=True)
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -28,6 +28,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import os
 import threading
 import time
 import uuid
@@ -48,9 +49,9 @@ from toolmask.server import (
     TextStream,
     token_budget,
 )
-from toolmask.server.cli import ServedModel, model_name_for
+from toolmask.server.cli import ServedModel, model_name_for, vllm_memory_args
 
-__all__ = ["VllmEngine", "VllmModel", "engine_args", "load_serve_engine"]
+__all__ = ["VllmEngine", "VllmModel", "engine_args", "kv_bytes_per_token", "load_serve_engine"]
 
 log = logging.getLogger("toolmask.server")
 
@@ -146,12 +147,70 @@ def engine_args(
     except SystemExit as e:
         raise ToolmaskError(f"bad vLLM engine arguments: {' '.join(extra)}") from e
     args = AsyncEngineArgs.from_cli_args(ns)
+    _size_cpu_memory(args, Path(model), extra)
     procs = list(args.logits_processors or [])
     mine = "toolmask.integrations.vllm:ToolmaskLogitsProcessor"
     if mine not in procs:
         procs.append(mine)
     args.logits_processors = procs
     return args
+
+
+def _size_cpu_memory(args: Any, model: Path, extra: Sequence[str]) -> None:
+    """On vLLM's CPU backend, size the KV cache from the memory that is free
+    (:func:`toolmask.server.cli.vllm_memory_args`) unless the user sized it; on a GPU nothing
+    changes."""
+    from vllm.platforms import current_platform  # type: ignore[import-not-found, unused-ignore]
+
+    platform = "cpu" if current_platform.is_cpu() else str(current_platform.device_type)
+    if platform != "cpu":
+        return
+    config = _read_json(model / "config.json") if (model / "config.json").is_file() else {}
+    added = vllm_memory_args(
+        platform,
+        extra,
+        os.environ,
+        available=_available_memory(),
+        weights=sum(p.stat().st_size for p in model.glob("*.safetensors"))
+        + sum(p.stat().st_size for p in model.glob("*.bin")),
+        per_token=kv_bytes_per_token(config),
+        max_model_len=int(args.max_model_len or 4096),
+        max_num_seqs=int(args.max_num_seqs or 1),
+    )
+    if added:
+        args.kv_cache_memory_bytes = int(added[1])
+        log.info(
+            "vLLM on the CPU: %.2f GiB of KV cache, sized from the free memory "
+            "(-- --kv-cache-memory-bytes N or --gpu-memory-utilization F to choose)",
+            args.kv_cache_memory_bytes / 2**30,
+        )
+
+
+def kv_bytes_per_token(config: dict[str, Any]) -> int:
+    """Bytes of keys and values one token takes in every layer, from a Hugging Face
+    ``config.json`` (its ``text_config`` for a multimodal model): 2 x layers x KV heads x head
+    size x the dtype's bytes (2 unless the config says float32)."""
+    c = config.get("text_config") or config
+    layers = int(c.get("num_hidden_layers") or 1)
+    heads = int(c.get("num_attention_heads") or 1)
+    kv = int(c.get("num_key_value_heads") or heads)
+    head_dim = int(c.get("head_dim") or (int(c.get("hidden_size") or 0) // heads) or 128)
+    dtype = str(c.get("dtype") or c.get("torch_dtype") or config.get("torch_dtype") or "")
+    size = 4 if dtype in ("float32", "float") else 2
+    return 2 * layers * kv * head_dim * size
+
+
+def _available_memory() -> int:
+    """Bytes of memory the kernel says are available (``MemAvailable``; psutil elsewhere)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import psutil  # type: ignore[import-untyped, unused-ignore]  # a vLLM dependency
+
+    return int(psutil.virtual_memory().available)
 
 
 class VllmEngine(JobCounters):

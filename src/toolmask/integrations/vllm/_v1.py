@@ -13,7 +13,13 @@ from vllm.v1.sample.logits_processor import (  # type: ignore[import-not-found, 
     MoveDirectionality,
 )
 
-from toolmask.integrations.vllm._core import BatchConstrainer, check_spec, read_spec, step_stats
+from toolmask.integrations.vllm._core import (
+    BatchConstrainer,
+    check_spec,
+    overlap_enabled,
+    read_spec,
+    step_stats,
+)
 from toolmask.integrations.vllm._vocab import model_format, vocabulary_from_tokenizer
 from toolmask.vocab import Vocabulary
 
@@ -58,6 +64,14 @@ class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ign
     requests too. Cost per step: the batch update's bookkeeping, each constrained request's new
     tokens through its matcher and one mask copy, then one masked fill over the constrained
     rows.
+
+    Overlap: ``update_state`` runs before the forward pass; when every constrained row's
+    tokens are in by then (synchronous scheduling, vLLM's CPU backend), it starts the next
+    bitmask's fill on the fill thread and ``apply`` joins it, so the engine waits for
+    max(0, fill - forward). Under asynchronous scheduling the newest token is a ``-1``
+    placeholder until just before sampling: then ``apply`` feeds it and fills (on a GPU the
+    device is still running the forward while it does). ``TOOLMASK_VLLM_OVERLAP=0`` always
+    fills in ``apply``.
     """
 
     def __init__(self, vllm_config: Any, device: Any, is_pin_memory: bool) -> None:
@@ -65,7 +79,9 @@ class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ign
         vocab, fmt = _model(vllm_config)
         self.constrainer = BatchConstrainer(vocab, fmt=fmt)
         self.stats = step_stats()
+        self.overlap = overlap_enabled()
         self._spent = 0.0  # seconds in this step's update_state
+        self._rows = 0  # the batch's rows, from the last batch update
 
     @classmethod
     def validate_params(cls, sampling_params: Any) -> None:
@@ -80,11 +96,16 @@ class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ign
     def update_state(self, batch_update: BatchUpdate | None) -> None:
         t0 = time.perf_counter()
         self._update(batch_update)
+        if self.overlap:
+            c = self.constrainer
+            c.fill_ahead([(s, s) for s in sorted(c.slots) if s < self._rows])
         self._spent = time.perf_counter() - t0
 
     def _update(self, batch_update: BatchUpdate | None) -> None:
         c = self.constrainer
+        c.settle()  # a fill still in flight (a step without apply) reads the slots
         if batch_update is not None:
+            self._rows = int(batch_update.batch_size)
             for slot in batch_update.removed:
                 c.remove(slot)
             for slot, params, _prompt, output in batch_update.added:
@@ -100,10 +121,14 @@ class ToolmaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc, unused-ign
     def apply(self, logits: Any) -> Any:
         t0 = time.perf_counter()
         c = self.constrainer
+        self._rows = int(logits.shape[0])
         rows = sorted((slot, slot) for slot in c.slots if slot < logits.shape[0])
         if rows:
             logits = c.apply(logits, rows)
+        else:
+            c.settle()
         if self.stats is not None:
             spent = self._spent + time.perf_counter() - t0
-            self.stats.add(int(logits.shape[0]), len(rows), spent)
+            behind = c.ahead_s if rows else 0.0  # the fill thread's share of this step
+            self.stats.add(int(logits.shape[0]), len(rows), spent, spent + behind, behind > 0)
         return logits
