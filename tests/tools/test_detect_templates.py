@@ -120,7 +120,7 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/unsloth-mistral-Devstral-Small-2507.jinja": "mistral_v11",
     "llama.cpp/upstage-Solar-Open-100B.jinja": "solar_open",
     "llama.cpp-upstream/DeepSeek-V3.2.jinja": "deepseek_dsml",
-    "llama.cpp-upstream/GigaChat3.5.jinja": UNSUPPORTED + "GigaChat 3.5's call format",
+    "llama.cpp-upstream/GigaChat3.5.jinja": "gigachat35",
     "llama.cpp-upstream/MiroThinker-v1.jinja": BUG + "does not compile in Jinja2",
     "llama.cpp-upstream/StepFun3.7-Flash.jinja": "qwen3_xml",
     "llama.cpp-upstream/gemma4.jinja": "gemma4",

@@ -77,6 +77,7 @@ FORMAT_OF: dict[str, str] = {
     "llama.cpp/Spark2.5.jinja": "spark",
     "llama.cpp/LFM2.5-8B-A1B.jinja": "lfm2",
     "llama.cpp/MiniMax-M3.jinja": "minimax_m3",
+    "llama.cpp-upstream/GigaChat3.5.jinja": "gigachat35",
 }
 
 RENDERED: dict[tuple[str, str], tuple[str, str]] = {
@@ -597,6 +598,71 @@ RENDERED: dict[tuple[str, str], tuple[str, str]] = {
             ']<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]min'
             "imax[>[</city>]<]minimax[>[<days>3]<]minimax[>[</days>]<]minimax[>[</invoke>\n"
             "]<]minimax[>[</tool_call>"
+        ),
+    ),
+    ("llama.cpp-upstream/GigaChat3.5.jinja", "one"): (
+        "]<|message_sep|>\n\nassistant<|role_sep|>\n",
+        (
+            "<｜GCML｜tool_calls>\n"
+            '<｜GCML｜invoke name="get_weather">\n'
+            '<｜GCML｜parameter name="city" string="true">Paris</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="days" string="false">3</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            "</｜GCML｜tool_calls>"
+        ),
+    ),
+    ("llama.cpp-upstream/GigaChat3.5.jinja", "two"): (
+        "]<|message_sep|>\n\nassistant<|role_sep|>\n",
+        (
+            "<｜GCML｜tool_calls>\n"
+            '<｜GCML｜invoke name="get_weather">\n'
+            '<｜GCML｜parameter name="city" string="true">Paris</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="days" string="false">3</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            '<｜GCML｜invoke name="get_weather">\n'
+            '<｜GCML｜parameter name="city" string="true">Rome</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            "</｜GCML｜tool_calls>"
+        ),
+    ),
+    ("llama.cpp-upstream/GigaChat3.5.jinja", "types"): (
+        "]<|message_sep|>\n\nassistant<|role_sep|>\n",
+        (
+            "<｜GCML｜tool_calls>\n"
+            '<｜GCML｜invoke name="set_opts">\n'
+            '<｜GCML｜parameter name="flag" string="false">true</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="tags" string="false">["a", "b c"]</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="cfg" string="false">{"a": 1, "b": "x y"}'
+            "</｜GCML｜parameter>\n"
+            '<｜GCML｜parameter name="ratio" string="false">0.5</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            "</｜GCML｜tool_calls>"
+        ),
+    ),
+    ("llama.cpp-upstream/GigaChat3.5.jinja", "reasoning"): (
+        "]<|message_sep|>\n\nassistant<|role_sep|>\n",
+        (
+            "<think>THINK</think>\n"
+            "\n"
+            "<｜GCML｜tool_calls>\n"
+            '<｜GCML｜invoke name="get_weather">\n'
+            '<｜GCML｜parameter name="city" string="true">Paris</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="days" string="false">3</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            "</｜GCML｜tool_calls>"
+        ),
+    ),
+    ("llama.cpp-upstream/GigaChat3.5.jinja", "prose"): (
+        "]<|message_sep|>\n\nassistant<|role_sep|>\n",
+        (
+            "Let me check.\n"
+            "\n"
+            "<｜GCML｜tool_calls>\n"
+            '<｜GCML｜invoke name="get_weather">\n'
+            '<｜GCML｜parameter name="city" string="true">Paris</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="days" string="false">3</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            "</｜GCML｜tool_calls>"
         ),
     ),
 }

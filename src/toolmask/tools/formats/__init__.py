@@ -2,7 +2,8 @@
 
 ``hermes`` (Qwen, Hermes, SmolLM), ``qwen3`` (hermes with ``<think>``), ``qwen3_xml``
 (Qwen3-Coder, Qwen3.5+), ``gpt_oss`` (Harmony), ``deepseek_v3`` / ``deepseek_v31`` /
-``deepseek_dsml``, ``kimi_k2`` / ``kimi_k3``, ``glm``, ``llama3_json`` (Llama 3.x),
+``deepseek_dsml`` (and ``gigachat35``, GigaChat 3.5's DSML markup under the ``｜GCML｜``
+mark), ``kimi_k2`` / ``kimi_k3``, ``glm``, ``llama3_json`` (Llama 3.x),
 ``llama4_pythonic``, ``mistral`` (Mistral v3 tokenizers), ``mistral_v11`` (v11+ ``[TOOL_CALLS]
 name[ARGS]``), ``magistral`` (v11 calls after ``<think>`` text), ``gemma4``, ``phi4_mini``
 (Phi-4-mini) and ``functools`` (prompt-injected); the JSON-call families, built on
@@ -31,6 +32,7 @@ from toolmask.tools.formats import (
     functools,
     gemma4,
     gigachat,
+    gigachat35,
     glm,
     gpt_oss,
     granite,
@@ -79,6 +81,7 @@ __all__ = [
     "gemma4",
     "get_format",
     "gigachat",
+    "gigachat35",
     "glm",
     "gpt_oss",
     "granite",
