@@ -100,8 +100,7 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/llama-cpp-deepseek-r1.jinja": "deepseek_v3",
     "llama.cpp/llama-cpp-rwkv-world.jinja": NO_CALLS,
     "llama.cpp/meetkai-functionary-medium-v3.1.jinja": "functionary_v31",
-    "llama.cpp/meetkai-functionary-medium-v3.2.jinja": UNSUPPORTED
-    + "Functionary v3.2's >>>name channels",
+    "llama.cpp/meetkai-functionary-medium-v3.2.jinja": "functionary_v32",
     "llama.cpp/meta-llama-Llama-3.1-8B-Instruct.jinja": "llama3_json",
     "llama.cpp/meta-llama-Llama-3.2-3B-Instruct.jinja": "llama3_json",
     "llama.cpp/meta-llama-Llama-3.3-70B-Instruct.jinja": "llama3_json",

@@ -13,7 +13,9 @@ name[ARGS]``), ``magistral`` (v11 calls after ``<think>`` text), ``gemma4``, ``p
 ``solar_open`` and ``xlam``; the XML-tag, key/value and Python-call families: ``seed_oss``
 (Seed-OSS), ``minimax_m2``, ``minimax_m3``, ``minicpm5``, ``muse_glimmer`` (ATEM), ``hy3``
 (Hunyuan Hy3), ``ling`` (Ling 3.0), ``spark`` (Spark 2.5), ``lfm2`` (LFM2 / LFM2.5),
-``llama3_pythonic`` (Llama 3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``.
+``llama3_pythonic`` (Llama 3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``;
+``functionary_v32`` (Functionary v3.2's ``>>>RECIPIENT`` messages, the first opened by the
+prompt).
 
 ``auto`` is not a format but a request: :func:`toolmask.tools.resolve_format` /
 :func:`toolmask.tools.detect_format` prove a format on the calls a model's chat template renders;
