@@ -64,6 +64,8 @@ def prose_text(fmt: WireFormat, prose: str, *, before_calls: bool) -> str:
         return start + prose + end
     if fmt.name == "minimax_m3":  # its own turn grammar, plain prose
         return prose
+    if fmt.name == "functionary_v32":  # a message to ``all``
+        return f">>>all\n{prose}"
     if fmt.name == "muse_glimmer":  # an answer, or a preamble addressed to the user
         if before_calls:
             return f" to=user<|message|>{prose}<|eom|><|start|>assistant"

@@ -100,8 +100,7 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/llama-cpp-deepseek-r1.jinja": "deepseek_v3",
     "llama.cpp/llama-cpp-rwkv-world.jinja": NO_CALLS,
     "llama.cpp/meetkai-functionary-medium-v3.1.jinja": "functionary_v31",
-    "llama.cpp/meetkai-functionary-medium-v3.2.jinja": UNSUPPORTED
-    + "Functionary v3.2's >>>name channels",
+    "llama.cpp/meetkai-functionary-medium-v3.2.jinja": "functionary_v32",
     "llama.cpp/meta-llama-Llama-3.1-8B-Instruct.jinja": "llama3_json",
     "llama.cpp/meta-llama-Llama-3.2-3B-Instruct.jinja": "llama3_json",
     "llama.cpp/meta-llama-Llama-3.3-70B-Instruct.jinja": "llama3_json",
@@ -120,7 +119,7 @@ EXPECTED: dict[str, str] = {
     "llama.cpp/unsloth-mistral-Devstral-Small-2507.jinja": "mistral_v11",
     "llama.cpp/upstage-Solar-Open-100B.jinja": "solar_open",
     "llama.cpp-upstream/DeepSeek-V3.2.jinja": "deepseek_dsml",
-    "llama.cpp-upstream/GigaChat3.5.jinja": UNSUPPORTED + "GigaChat 3.5's call format",
+    "llama.cpp-upstream/GigaChat3.5.jinja": "gigachat35",
     "llama.cpp-upstream/MiroThinker-v1.jinja": BUG + "does not compile in Jinja2",
     "llama.cpp-upstream/StepFun3.7-Flash.jinja": "qwen3_xml",
     "llama.cpp-upstream/gemma4.jinja": "gemma4",

@@ -79,7 +79,8 @@ def _id(cell: tuple[str, Mode, bool, bool]) -> str:
 
 def _has_reasoning(fmt: str) -> bool:
     f = FORMATS[fmt]
-    return bool(f.reasoning_start and f.reasoning_end) or custom_turn(f)
+    # a channel closes; its opener is the reply's own or, in a custom turn, a message header
+    return bool(f.reasoning_end) and (bool(f.reasoning_start) or custom_turn(f))
 
 
 def _turn(

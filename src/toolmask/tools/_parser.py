@@ -307,7 +307,8 @@ class _Scanner:
                     self._prose(st, seg, rstrip=False)
                     st.pos = len(text)
                     return None
-                if self._bare_possible(st) and self.fmt.bare_start.startswith(seg.lstrip(_WS)):
+                at = _skip_ws(text, pos)
+                if self._bare_possible(st) and self.fmt.may_start_bare(text, at):
                     return _Pending("", [], -1)  # may still become a bare block
                 hold = self._held(seg)
                 safe = seg[: len(seg) - hold].rstrip(_WS)
@@ -346,7 +347,7 @@ class _Scanner:
     def _find(self, text: str, pos: int, st: _State) -> tuple[int | None, bool]:
         if self._bare_possible(st):
             i = _skip_ws(text, pos)
-            if text.startswith(self.fmt.bare_start, i):
+            if self.fmt.starts_bare(text, i):
                 return i, True
         best: int | None = None
         for t in self.triggers:

@@ -4,7 +4,8 @@ behind each render.
 Rendered as ``transformers.apply_chat_template`` renders (jinja2's ImmutableSandboxedEnvironment,
 ``trim_blocks``, ``lstrip_blocks``, ``loopcontrols``, the ``generation`` tag, ``tojson``), with
 :data:`TOOLS`, a system and a user message, then an assistant message whose ``tool_calls`` hold
-the case's calls (arguments as dicts), ``reasoning_content`` ``"THINK"`` (case ``reasoning``, and
+the case's calls (arguments as dicts; as JSON text for Functionary v3.2, whose template needs
+it), ``reasoning_content`` ``"THINK"`` (case ``reasoning``, where the template renders it, and
 every case of templates whose prompt opens the channel) and content ``"Let me check."`` (case
 ``prose``). Each entry is ``(the end of the generation prompt, the turn)``: the turn is what the
 conversation continues the generation prompt with, cut before the template's end-of-turn marker
@@ -77,6 +78,8 @@ FORMAT_OF: dict[str, str] = {
     "llama.cpp/Spark2.5.jinja": "spark",
     "llama.cpp/LFM2.5-8B-A1B.jinja": "lfm2",
     "llama.cpp/MiniMax-M3.jinja": "minimax_m3",
+    "llama.cpp-upstream/GigaChat3.5.jinja": "gigachat35",
+    "llama.cpp/meetkai-functionary-medium-v3.2.jinja": "functionary_v32",
 }
 
 RENDERED: dict[tuple[str, str], tuple[str, str]] = {
@@ -598,6 +601,91 @@ RENDERED: dict[tuple[str, str], tuple[str, str]] = {
             "imax[>[</city>]<]minimax[>[<days>3]<]minimax[>[</days>]<]minimax[>[</invoke>\n"
             "]<]minimax[>[</tool_call>"
         ),
+    ),
+    ("llama.cpp-upstream/GigaChat3.5.jinja", "one"): (
+        "]<|message_sep|>\n\nassistant<|role_sep|>\n",
+        (
+            "<｜GCML｜tool_calls>\n"
+            '<｜GCML｜invoke name="get_weather">\n'
+            '<｜GCML｜parameter name="city" string="true">Paris</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="days" string="false">3</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            "</｜GCML｜tool_calls>"
+        ),
+    ),
+    ("llama.cpp-upstream/GigaChat3.5.jinja", "two"): (
+        "]<|message_sep|>\n\nassistant<|role_sep|>\n",
+        (
+            "<｜GCML｜tool_calls>\n"
+            '<｜GCML｜invoke name="get_weather">\n'
+            '<｜GCML｜parameter name="city" string="true">Paris</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="days" string="false">3</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            '<｜GCML｜invoke name="get_weather">\n'
+            '<｜GCML｜parameter name="city" string="true">Rome</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            "</｜GCML｜tool_calls>"
+        ),
+    ),
+    ("llama.cpp-upstream/GigaChat3.5.jinja", "types"): (
+        "]<|message_sep|>\n\nassistant<|role_sep|>\n",
+        (
+            "<｜GCML｜tool_calls>\n"
+            '<｜GCML｜invoke name="set_opts">\n'
+            '<｜GCML｜parameter name="flag" string="false">true</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="tags" string="false">["a", "b c"]</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="cfg" string="false">{"a": 1, "b": "x y"}'
+            "</｜GCML｜parameter>\n"
+            '<｜GCML｜parameter name="ratio" string="false">0.5</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            "</｜GCML｜tool_calls>"
+        ),
+    ),
+    ("llama.cpp-upstream/GigaChat3.5.jinja", "reasoning"): (
+        "]<|message_sep|>\n\nassistant<|role_sep|>\n",
+        (
+            "<think>THINK</think>\n"
+            "\n"
+            "<｜GCML｜tool_calls>\n"
+            '<｜GCML｜invoke name="get_weather">\n'
+            '<｜GCML｜parameter name="city" string="true">Paris</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="days" string="false">3</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            "</｜GCML｜tool_calls>"
+        ),
+    ),
+    ("llama.cpp-upstream/GigaChat3.5.jinja", "prose"): (
+        "]<|message_sep|>\n\nassistant<|role_sep|>\n",
+        (
+            "Let me check.\n"
+            "\n"
+            "<｜GCML｜tool_calls>\n"
+            '<｜GCML｜invoke name="get_weather">\n'
+            '<｜GCML｜parameter name="city" string="true">Paris</｜GCML｜parameter>\n'
+            '<｜GCML｜parameter name="days" string="false">3</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n"
+            "</｜GCML｜tool_calls>"
+        ),
+    ),
+    ("llama.cpp/meetkai-functionary-medium-v3.2.jinja", "one"): (
+        "<|start_header_id|>assistant<|end_header_id|>\n\n>>>",
+        ('get_weather\n{"city": "Paris", "days": 3}'),
+    ),
+    ("llama.cpp/meetkai-functionary-medium-v3.2.jinja", "two"): (
+        "<|start_header_id|>assistant<|end_header_id|>\n\n>>>",
+        ('get_weather\n{"city": "Paris", "days": 3}>>>get_weather\n{"city": "Rome"}'),
+    ),
+    ("llama.cpp/meetkai-functionary-medium-v3.2.jinja", "types"): (
+        "<|start_header_id|>assistant<|end_header_id|>\n\n>>>",
+        (
+            "set_opts\n"
+            '{"flag": true, "tags": ["a", "b c"], '
+            '"cfg": {"a": 1, "b": "x y"}, "ratio": 0.5}'
+        ),
+    ),
+    ("llama.cpp/meetkai-functionary-medium-v3.2.jinja", "prose"): (
+        "<|start_header_id|>assistant<|end_header_id|>\n\n>>>",
+        ('all\nLet me check.>>>get_weather\n{"city": "Paris", "days": 3}'),
     ),
 }
 

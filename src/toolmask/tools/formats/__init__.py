@@ -2,7 +2,8 @@
 
 ``hermes`` (Qwen, Hermes, SmolLM), ``qwen3`` (hermes with ``<think>``), ``qwen3_xml``
 (Qwen3-Coder, Qwen3.5+), ``gpt_oss`` (Harmony), ``deepseek_v3`` / ``deepseek_v31`` /
-``deepseek_dsml``, ``kimi_k2`` / ``kimi_k3``, ``glm``, ``llama3_json`` (Llama 3.x),
+``deepseek_dsml`` (and ``gigachat35``, GigaChat 3.5's DSML markup under the ``｜GCML｜``
+mark), ``kimi_k2`` / ``kimi_k3``, ``glm``, ``llama3_json`` (Llama 3.x),
 ``llama4_pythonic``, ``mistral`` (Mistral v3 tokenizers), ``mistral_v11`` (v11+ ``[TOOL_CALLS]
 name[ARGS]``), ``magistral`` (v11 calls after ``<think>`` text), ``gemma4``, ``phi4_mini``
 (Phi-4-mini) and ``functools`` (prompt-injected); the JSON-call families, built on
@@ -12,7 +13,9 @@ name[ARGS]``), ``magistral`` (v11 calls after ``<think>`` text), ``gemma4``, ``p
 ``solar_open`` and ``xlam``; the XML-tag, key/value and Python-call families: ``seed_oss``
 (Seed-OSS), ``minimax_m2``, ``minimax_m3``, ``minicpm5``, ``muse_glimmer`` (ATEM), ``hy3``
 (Hunyuan Hy3), ``ling`` (Ling 3.0), ``spark`` (Spark 2.5), ``lfm2`` (LFM2 / LFM2.5),
-``llama3_pythonic`` (Llama 3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``.
+``llama3_pythonic`` (Llama 3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``;
+``functionary_v32`` (Functionary v3.2's ``>>>RECIPIENT`` messages, the first opened by the
+prompt).
 
 ``auto`` is not a format but a request: :func:`toolmask.tools.resolve_format` /
 :func:`toolmask.tools.detect_format` prove a format on the calls a model's chat template renders;
@@ -31,6 +34,7 @@ from toolmask.tools.formats import (
     functools,
     gemma4,
     gigachat,
+    gigachat35,
     glm,
     gpt_oss,
     granite,
@@ -79,6 +83,7 @@ __all__ = [
     "gemma4",
     "get_format",
     "gigachat",
+    "gigachat35",
     "glm",
     "gpt_oss",
     "granite",

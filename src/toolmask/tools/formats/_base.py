@@ -80,6 +80,10 @@ class WireFormat:
     #: text may follow the last call (Gemma 4's template renders content after the calls):
     #: prose that cannot start another call
     prose_after_calls: ClassVar[bool] = False
+    #: the trigger may overlap itself (Functionary v3.2's ``>>>``): only for a format that
+    #: builds its own turn grammar and keeps the text before a trigger from ending with the
+    #: start of another
+    trigger_overlaps: ClassVar[bool] = False
     #: whether the turn grammar (generation) supports this format
     has_grammar: ClassVar[bool] = True
     #: one block holds every call of the turn, each call with its own markers and nothing
@@ -169,6 +173,19 @@ class WireFormat:
         tail = prompt.rstrip(" \t\r\n")
         start = self.reasoning_start.rstrip(" \t\r\n")
         return bool(start) and tail.endswith(start)
+
+    def starts_bare(self, text: str, i: int) -> bool:
+        """Whether a bare block starts at ``text[i]``, the reply's first text after its
+        reasoning and whitespace (formats with ``bare_at_start``): by default, ``bare_start``
+        is there. O(len(bare_start))."""
+        return text.startswith(self.bare_start, i)
+
+    def may_start_bare(self, text: str, i: int) -> bool:
+        """Whether ``text[i:]``, all of a streamed reply after its reasoning and whitespace
+        so far, may still grow into a bare block's start (the stream parser holds it back
+        meanwhile): by default, it is a prefix of ``bare_start``. Whenever it says no for a
+        text, :meth:`starts_bare` says no for every longer one."""
+        return self.bare_start.startswith(text[i:])
 
     def read_block(
         self,
@@ -374,7 +391,7 @@ def register_format(name: str) -> Callable[[_F], _F]:
         cls.name = name
         inst = cls()
         t = inst.trigger_text
-        if any(t[:k] == t[-k:] for k in range(1, len(t))):
+        if not cls.trigger_overlaps and any(t[:k] == t[-k:] for k in range(1, len(t))):
             raise ValueError(f"wire format {name!r}: trigger {t!r} overlaps itself")
         if inst.trigger and not inst.trigger.startswith(inst.open):
             raise ValueError(f"wire format {name!r}: trigger must start with the open marker")

@@ -20,6 +20,7 @@ RULES: tuple[tuple[str, tuple[str | tuple[str, ...], ...]], ...] = (
     ("gpt_oss", ("<|channel|>", "<|message|>")),
     ("kimi_k3", ("<|open|>", "<|sep|>")),
     ("kimi_k2", ("<|tool_calls_section_begin|>",)),
+    ("gigachat35", ("｜GCML｜",)),
     ("deepseek_v41", ("｜DSML｜ calls",)),
     ("deepseek_v4", ("｜DSML｜tool_calls",)),
     ("deepseek_dsml", ("｜DSML｜",)),

@@ -18,9 +18,11 @@ The readers accept every sub-format; the name decides how calls are rendered.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolmask._pointer import json_pointer
@@ -140,22 +142,51 @@ class DeepSeekV31(_DeepSeek):
 
 
 DSML = "｜DSML｜"
-_DSML_OPEN = re.compile(r"<｜DSML｜\s*(function_calls|tool_calls|calls)\s*>")
-_INVOKE = re.compile(r'\s*<｜DSML｜\s*invoke\s+name="([^"]*)"\s*(/?)>', re.S)
-_INVOKE_END = re.compile(r"\s*</｜DSML｜\s*invoke\s*>", re.S)
-_PARAM = re.compile(
-    r'\s*<｜DSML｜\s*parameter\s+name="([^"]*)"(?:\s+string="(true|false)")?\s*>(.*?)'
-    r"</｜DSML｜\s*parameter\s*>",
-    re.S,
-)
+
+
+@dataclass(frozen=True, slots=True)
+class _Markup:
+    """The regexes that read DSML-style markup whose tags carry ``mark`` (DeepSeek's
+    ``｜DSML｜``, GigaChat 3.5's ``｜GCML｜``), any whitespace after it."""
+
+    mark: str
+    block_open: re.Pattern[str]
+    invoke: re.Pattern[str]
+    invoke_end: re.Pattern[str]
+    param: re.Pattern[str]
+
+    def block_close(self, tag: str) -> re.Pattern[str]:
+        return re.compile(rf"</{re.escape(self.mark)}\s*{tag}\s*>")
+
+
+@functools.cache
+def _markup(mark: str) -> _Markup:
+    """The readers of the markup tagged ``mark``, compiled once per mark."""
+    m = re.escape(mark)
+    return _Markup(
+        mark,
+        re.compile(rf"<{m}\s*(function_calls|tool_calls|calls)\s*>"),
+        re.compile(rf'\s*<{m}\s*invoke\s+name="([^"]*)"\s*(/?)>', re.S),
+        re.compile(rf"\s*</{m}\s*invoke\s*>", re.S),
+        re.compile(
+            rf'\s*<{m}\s*parameter\s+name="([^"]*)"(?:\s+string="(true|false)")?\s*>(.*?)'
+            rf"</{m}\s*parameter\s*>",
+            re.S,
+        ),
+    )
 
 
 @register_format("deepseek_dsml")
 class DeepSeekDsml(WireFormat):
     """DeepSeek V3.2 (``function_calls``); :class:`DeepSeekV4` and :class:`DeepSeekV41` differ
-    in the block's tag and the space after ``｜DSML｜`` only (the reader takes all three)."""
+    in the block's tag and the space after ``｜DSML｜`` only (the reader takes all three).
+    Subclasses with another ``mark`` write the same markup under another tag name
+    (GigaChat 3.5's ``｜GCML｜``); ``open``, ``close``, ``extra_triggers`` and
+    ``template_markers`` then spell it too."""
 
-    #: the block's tag and what follows ``｜DSML｜`` in every tag
+    #: what every tag starts with after ``<`` or ``</``
+    mark: ClassVar[str] = DSML
+    #: the block's tag and what follows the mark in every tag
     tag: ClassVar[str] = "function_calls"
     space: ClassVar[str] = ""
     open = "<｜DSML｜function_calls>"
@@ -168,7 +199,12 @@ class DeepSeekDsml(WireFormat):
     separator_text = ""
     reasoning_start = "<think>"
     reasoning_end = "</think>"
-    template_markers = (*_MARKERS, "<｜DSML｜", "</｜DSML｜")
+    template_markers: ClassVar[tuple[str, ...]] = (*_MARKERS, "<｜DSML｜", "</｜DSML｜")
+
+    @property
+    def _what(self) -> str:
+        """The markup's name in messages (``DSML``)."""
+        return self.mark.strip("｜ ")
 
     def read_block(
         self,
@@ -179,48 +215,49 @@ class DeepSeekDsml(WireFormat):
         bare: bool = False,
         schemas: Mapping[str, Any] | None = None,
     ) -> Block | None:
-        m = _DSML_OPEN.match(text, k)
-        if m is None and final and _INVOKE.match(text, k) and not _INVOKE_END.search(text, k):
+        mk = _markup(self.mark)
+        m = mk.block_open.match(text, k)
+        if m is None and final and mk.invoke.match(text, k) and not mk.invoke_end.search(text, k):
             # the rest of a block cut off (see below): an unfinished invoke
             return Block("bad", len(text), reason="truncated: the reply ends inside an invoke")
         if m is None:
             head = text[k : k + 40]
             if not final and ">" not in head:
                 return Block("pending")
-            return Block("bad", k + len(DSML) + 1, reason="expected <｜DSML｜function_calls>")
-        close = re.compile(r"</｜DSML｜\s*" + m.group(1) + r"\s*>")
-        c = close.search(text, m.end())
+            want = f"<{self.mark}{self.space}{self.tag}>"
+            return Block("bad", k + len(self.mark) + 1, reason=f"expected {want}")
+        c = mk.block_close(m.group(1)).search(text, m.end())
         if c is None and not final:
             return Block("pending")
         if c is None:  # cut off: its complete invokes are kept, the unfinished one follows
-            ends = list(_INVOKE_END.finditer(text, m.end()))
+            ends = list(mk.invoke_end.finditer(text, m.end()))
             if not ends:
-                return Block("bad", len(text), reason="truncated: no closing DSML tag")
+                return Block("bad", len(text), reason=f"truncated: no closing {self._what} tag")
             last = ends[-1]
-            closed = f"{text[: last.end()]}</{DSML}{m.group(1)}>"
+            closed = f"{text[: last.end()]}</{self.mark}{m.group(1)}>"
             got = self.read_block(closed, k, final=True, schemas=schemas)
             if got is None or got.status != "ok":
-                return Block("bad", len(text), reason="truncated: no closing DSML tag")
+                return Block("bad", len(text), reason=f"truncated: no closing {self._what} tag")
             return Block("ok", last.end(), got.calls)
         end = c.end()
         pos, inner_end = m.end(), c.start()
         calls = []
         while text[pos:inner_end].strip():
-            inv = _INVOKE.match(text, pos, inner_end)
+            inv = mk.invoke.match(text, pos, inner_end)
             if inv is None:
-                return Block("bad", end, reason="expected <｜DSML｜invoke name=...>")
+                return Block("bad", end, reason=f"expected <{self.mark}invoke name=...>")
             name = inv.group(1)
             pos = inv.end()
             args: dict[str, Any] = {}
             if not inv.group(2):
                 while True:
-                    e = _INVOKE_END.match(text, pos, inner_end)
+                    e = mk.invoke_end.match(text, pos, inner_end)
                     if e is not None:
                         pos = e.end()
                         break
-                    p = _PARAM.match(text, pos, inner_end)
+                    p = mk.param.match(text, pos, inner_end)
                     if p is None:
-                        return Block("bad", end, reason="expected a DSML parameter")
+                        return Block("bad", end, reason=f"expected a {self._what} parameter")
                     key, is_str, raw = p.group(1), p.group(2), p.group(3)
                     if is_str == "true":
                         args[key] = raw
@@ -239,7 +276,7 @@ class DeepSeekDsml(WireFormat):
         """``<｜DSML｜invoke name="NAME">\n`` then one line per parameter, ``string="true"`` and
         the raw text for strings, ``string="false"`` and JSON otherwise (declared parameters
         in any order, required ones present), then ``</｜DSML｜invoke>\n``."""
-        d = "｜DSML｜" + self.space
+        d = self.mark + self.space
         end = f"</{d}parameter>"
         raw = kit.text_without((end, f"</{d}{self.tag}>"))  # where the reader ends
         props = tool.parameters.get("properties")
@@ -284,7 +321,7 @@ class DeepSeekDsml(WireFormat):
         return choice(full, lit(f'<{d}invoke name="{tool.name}"/>\n'))
 
     def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
-        d = "｜DSML｜" + self.space
+        d = self.mark + self.space
         out = [f"<{d}{self.tag}>\n"]
         for name, arguments in calls:
             out.append(f'<{d}invoke name="{name}">\n')
