@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from toolmask._compile import CompiledGrammar, active_compiler
 from toolmask.errors import ToolError
 from toolmask.grammar import Grammar
+from toolmask.limits import Limits
 from toolmask.tools._choice import ToolChoice, ToolChoiceLike
-from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
+from toolmask.tools._grammar import build_call_grammar, build_name_filter, build_turn_grammar
 from toolmask.tools._parser import (
     IdFactory,
     ParsedTurn,
@@ -17,10 +22,14 @@ from toolmask.tools._parser import (
     parse_turn,
     random_call_id,
 )
+from toolmask.tools._parts import limits_of, tool_fingerprint
 from toolmask.tools._sanitize import sanitize_tool_output
 from toolmask.tools._spec import Tool
 from toolmask.tools._validate import CallError, validate_call
 from toolmask.tools.formats._base import WireFormat, get_format
+
+if TYPE_CHECKING:
+    from toolmask.vocab import Vocabulary
 
 __all__ = ["ToolTurn"]
 
@@ -122,6 +131,93 @@ class ToolTurn:
             reasoning_open=self.reasoning_open,
         )
 
+    def compile(
+        self, vocab: Vocabulary | None = None, *, limits: Limits | None = None
+    ) -> CompiledGrammar:
+        """The turn compiled for matching (and token masks with ``vocab``), with the active
+        compiler; accepts exactly :meth:`grammar`'s language.
+
+        A turn where every tool may be called (or none) compiles its grammar. A turn where a
+        subset may be called (``allowed_tools``, a named ``tool_choice``, an agent policy) is
+        the turn over *every* tool in the same mode, :meth:`~CompiledGrammar.restricted` by
+        a name filter (:func:`~toolmask.tools.build_name_filter`: the envelope with the
+        allowed names and any argument values): the large automaton and its cached masks
+        are shared by every subset, and a subset costs its filter, compiled once (O(allowed
+        names), cached) and then a dictionary lookup. Both are kept in the compiler's
+        ``tools.turns`` cache, keyed by the tools' fingerprints, format, options and mode
+        without reading the grammars.
+
+        ``limits``: the compile limits (default: ``schema_options["limits"]``, else the
+        compiler's); ``max_rules`` applies to each tool's part and to the envelope, not to
+        their sum. Raises what :meth:`grammar` raises.
+        """
+        compiler = active_compiler()
+        lim = limits if limits is not None else limits_of(self.schema_options)
+        mode = self.tool_choice.mode if self.callable_tools else "none"
+        names = tuple(t.name for t in self.callable_tools)
+        cache = compiler.cache(
+            "tools.turns",
+            limit="max_compiled_turns",
+            sizeof=_compiled_bytes,
+        )
+        vkey = vocab.fingerprint if vocab is not None else None
+        base = (self._tools_key, vkey, lim, mode)
+        every = mode == "none" or len(names) == len(self.tools)
+        full: CompiledGrammar | None = cache.get(base)
+        if full is None:
+            grammar = self._grammar if every else self._full_grammar(mode)
+            full = cache.put(base, _compile(compiler, grammar, vocab, lim))
+        if every:
+            return full
+        fkey = (*base, names)
+        filt: CompiledGrammar | None = cache.get(fkey)
+        if filt is None:
+            filt = cache.put(fkey, _compile(compiler, self._filter_grammar(), vocab, lim))
+        return full.restricted(filt)
+
+    @functools.cached_property
+    def _tools_key(self) -> str:
+        """A digest of everything the turn's grammar depends on but ``tool_choice``."""
+        h = hashlib.blake2b(digest_size=16)
+        for t in self.tools:
+            h.update(tool_fingerprint(t).encode("utf-8", "surrogatepass") + b"\0")
+        rest = [
+            self.format.name,
+            id(self.format),
+            sorted(self.special_tokens),
+            {k: v for k, v in self.schema_options.items() if k != "caches"},
+            self.parallel_tool_calls,
+            self.reasoning,
+            self.reasoning_open,
+        ]
+        h.update(json.dumps(rest, sort_keys=True, default=repr).encode())
+        return h.hexdigest()
+
+    def _full_grammar(self, mode: str) -> Grammar:
+        """The turn over every tool in ``mode`` (``auto`` / ``required``)."""
+        return build_turn_grammar(
+            self.tools,
+            self.format,
+            ToolChoice(mode),  # type: ignore[arg-type]  # a ToolChoice mode
+            parallel=self.parallel_tool_calls,
+            special_tokens=self.special_tokens,
+            schema_options=self.schema_options,
+            reasoning=self.reasoning,
+            reasoning_open=self.reasoning_open,
+        )
+
+    def _filter_grammar(self) -> Grammar:
+        return build_name_filter(
+            self.tools,
+            self.format,
+            self.tool_choice,
+            parallel=self.parallel_tool_calls,
+            special_tokens=self.special_tokens,
+            schema_options=self.schema_options,
+            reasoning=self.reasoning,
+            reasoning_open=self.reasoning_open,
+        )
+
     def for_prompt(self, prompt: str) -> ToolTurn:
         """This turn with ``reasoning_open`` read from the prompt the reply continues (what
         the chat template's generation prompt ends with); ``self`` when it does not change."""
@@ -202,3 +298,18 @@ class ToolTurn:
             f"ToolTurn({names}, fmt={self.format.name!r}, tool_choice={self.tool_choice}, "
             f"parallel_tool_calls={self.parallel_tool_calls})"
         )
+
+
+def _compiled_bytes(c: CompiledGrammar) -> int:
+    return sum(c.memory().values())
+
+
+def _compile(
+    compiler: Any, grammar: Grammar, vocab: Vocabulary | None, limits: Limits
+) -> CompiledGrammar:
+    """Compile a turn's grammar; its parts were checked against ``max_rules`` one by one, so
+    the automaton's cap on the whole grammar is widened to the grammar's size."""
+    if len(grammar.rules) > limits.max_rules:
+        limits = dataclasses.replace(limits, max_rules=len(grammar.rules))
+    result: CompiledGrammar = compiler.compile(grammar, vocab, limits=limits)
+    return result
