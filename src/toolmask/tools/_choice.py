@@ -62,7 +62,8 @@ class ToolChoice:
                 where="tool_choice",
             )
         if choice.allowed is not None:
-            unknown = [n for n in choice.allowed if n not in known]
+            known_set = set(known)
+            unknown = [n for n in choice.allowed if n not in known_set]
             if unknown:
                 raise ToolError(
                     f"tool_choice names unknown tools {unknown}; the tools are {known}",
@@ -82,7 +83,8 @@ class ToolChoice:
             return []
         if self.allowed is None:
             return list(tool_names)
-        return [n for n in tool_names if n in self.allowed]
+        allowed = set(self.allowed)
+        return [n for n in tool_names if n in allowed]
 
 
 #: what ``ToolTurn(tool_choice=...)`` accepts

@@ -81,8 +81,8 @@ def tool_part(fmt: WireFormat, tool: Tool, kit: Kit, limits: Limits) -> ToolPart
     """The part of ``tool`` in ``fmt`` written with ``kit``'s options (cached, see the module
     docstring). Raises SchemaError / LimitError naming the tool (``e.tool``) when its
     parameters cannot be compiled or its part has more than ``limits.max_rules`` rules.
-    Cost on a miss: the tool's schema compilation (cached by schema and options) plus one
-    renaming pass over its rules; on a hit: a dictionary lookup."""
+    Cost on a miss: the tool's schema compilation (cached by schema and options) and the
+    format's call grammar around it; on a hit: a dictionary lookup."""
     fp = tool_fingerprint(tool)
     kit_key = _kit_key(fmt, kit)
     cache = active_compiler().cache("tools.parts", limit="max_tool_parts")
@@ -90,29 +90,44 @@ def tool_part(fmt: WireFormat, tool: Tool, kit: Kit, limits: Limits) -> ToolPart
     hit: tuple[WireFormat, ToolPart] | None = cache.get(key)
     if hit is not None and hit[0] is fmt:
         return hit[1]
-    own = Kit(kit.options, kit.special_tokens, kit.layouts, kit.reasoning_open)
+    digest = hashlib.blake2b(f"{fp}\0{kit_key}".encode(), digest_size=8).digest()
+    # a 12-digit index: the format names the part's rules a<index>..., the kit t<index>_...,
+    # so no two parts' names can collide and the rules need no renaming pass
+    index = 10**11 + int.from_bytes(digest, "big") % (9 * 10**11)
+    tag = f"t{index}_"
+    own = Kit(kit.options, kit.special_tokens, kit.layouts, kit.reasoning_open, tag=tag)
     try:
-        node = fmt.call_grammar(tool, 0, own)
+        node = fmt.call_grammar(tool, index, own)
     except (SchemaError, LimitError) as e:
         e.in_tool(tool.name)
         raise
-    rules = (Rule("call", node), *own.rules)
+    entry = own.add(f"{tag}call", node)
+    rules = tuple(own.rules)
     if len(rules) > limits.max_rules:
         raise LimitError(
             f"the call grammar has {len(rules)} rules (more than {limits.max_rules})",
             limit="max_rules",
             pointer="",
         ).in_tool(tool.name)
-    digest = hashlib.blake2b(f"{fp}\0{kit_key}".encode(), digest_size=6).hexdigest()
-    entry, renamed = prefix_rules(Grammar(rules, "call"), f"t{digest}_")
-    part = ToolPart(tool.name, entry, renamed)
+    ours = (f"a{index}", tag)
+    if not all(r.name.startswith(ours) for r in rules):  # a format that names rules itself
+        entry, rules = prefix_rules(Grammar(rules, entry.name), tag)
+    part = ToolPart(tool.name, entry, rules)
     cache.put(key, (fmt, part))
     return part
 
 
 def parts_of(fmt: WireFormat, tools: Sequence[Tool], kit: Kit, limits: Limits) -> list[ToolPart]:
-    """:func:`tool_part` of each tool, in order."""
-    return [tool_part(fmt, t, kit, limits) for t in tools]
+    """:func:`tool_part` of each tool, in order. Two parts whose 12-digit indexes collide (odds
+    about n**2 / 2e12) get the later one's rules renamed."""
+    parts = [tool_part(fmt, t, kit, limits) for t in tools]
+    seen: set[str] = set()
+    for i, p in enumerate(parts):
+        if p.entry.name in seen:
+            entry, rules = prefix_rules(Grammar(p.rules, p.entry.name), f"d{i}_")
+            parts[i] = ToolPart(p.name, entry, rules)
+        seen.add(parts[i].entry.name)
+    return parts
 
 
 def limits_of(options: dict[str, Any] | Any) -> Limits:

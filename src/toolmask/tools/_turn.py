@@ -95,7 +95,7 @@ class ToolTurn:
         self.reasoning_open = bool(reasoning_open) and bool(self.format.reasoning_end)
 
     # -- views ------------------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def callable_tools(self) -> tuple[Tool, ...]:
         """The tools that may be called this turn (``()`` under ``none``)."""
         names = set(self.tool_choice.callable([t.name for t in self.tools]))
@@ -177,10 +177,22 @@ class ToolTurn:
 
     @functools.cached_property
     def _tools_key(self) -> str:
-        """A digest of everything the turn's grammar depends on but ``tool_choice``."""
-        h = hashlib.blake2b(digest_size=16)
-        for t in self.tools:
-            h.update(tool_fingerprint(t).encode("utf-8", "surrogatepass") + b"\0")
+        """A digest of everything the turn's grammar depends on but ``tool_choice``. The
+        tools' part of it is kept per list of tool objects (``tools.lists``), so a new turn
+        over the same objects (a new subset) costs O(tools) identity checks, not their
+        serialisation."""
+        lists = active_compiler().cache("tools.lists", limit="max_compiled_turns")
+        ids = tuple(map(id, self.tools))
+        hit: tuple[tuple[Tool, ...], bytes] | None = lists.get(ids)
+        if hit is not None and all(a is b for a, b in zip(hit[0], self.tools, strict=True)):
+            digest = hit[1]
+        else:
+            h = hashlib.blake2b(digest_size=16)
+            for t in self.tools:
+                h.update(tool_fingerprint(t).encode("utf-8", "surrogatepass") + b"\0")
+            digest = h.digest()
+            lists.put(ids, (self.tools, digest))
+        h = hashlib.blake2b(digest, digest_size=16)
         rest = [
             self.format.name,
             id(self.format),
