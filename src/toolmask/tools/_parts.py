@@ -22,9 +22,11 @@ JSON pointer); the turn's own ``max_rules`` counts the envelope's rules only.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,8 +121,13 @@ def tool_part(fmt: WireFormat, tool: Tool, kit: Kit, limits: Limits) -> ToolPart
 
 def parts_of(fmt: WireFormat, tools: Sequence[Tool], kit: Kit, limits: Limits) -> list[ToolPart]:
     """:func:`tool_part` of each tool, in order. Two parts whose 12-digit indexes collide (odds
-    about n**2 / 2e12) get the later one's rules renamed."""
-    parts = [tool_part(fmt, t, kit, limits) for t in tools]
+    about n**2 / 2e12) get the later one's rules renamed.
+
+    CPython's cyclic garbage collector is paused while the parts are built (:func:`_gc_paused`):
+    building hundreds of tools allocates millions of long-lived IR nodes, and every full
+    collection on the way walks all of them (measured: 25-35% of a cold 300-tool build)."""
+    with _gc_paused():
+        parts = [tool_part(fmt, t, kit, limits) for t in tools]
     seen: set[str] = set()
     for i, p in enumerate(parts):
         if p.entry.name in seen:
@@ -128,6 +135,21 @@ def parts_of(fmt: WireFormat, tools: Sequence[Tool], kit: Kit, limits: Limits) -
             parts[i] = ToolPart(p.name, entry, rules)
         seen.add(parts[i].entry.name)
     return parts
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Disable the cyclic garbage collector for the block, unless someone else already did
+    (then leave it as it is). Only cycles wait: reference counting frees everything else as
+    usual, and the next allocation after the block runs the collection that was due."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def limits_of(options: dict[str, Any] | Any) -> Limits:
