@@ -33,7 +33,9 @@ async def _list(command: list[str]) -> list[dict[str, Any]]:
         cursor = None
         while True:
             page = await client.list_tools(cursor=cursor)
-            tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools]
+            tools += [
+                t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools
+            ]
             cursor = page.next_cursor
             if not cursor:
                 return tools

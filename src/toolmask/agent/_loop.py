@@ -286,7 +286,7 @@ class Agent:
                 "mode": "auto" if self.tool_choice == "auto" else "required",
                 "tools": [{"type": "function", "function": {"name": n}} for n in names],
             }
-            turn = ToolTurn(self.tools, tool_choice=choice, **self._turn_args)  # type: ignore[arg-type]
+            turn = self._base.with_tool_choice(choice)  # the tools are checked already
             self._turns[tuple(names)] = turn
         return turn
 

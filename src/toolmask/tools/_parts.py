@@ -39,7 +39,7 @@ from toolmask.tools._spec import Tool
 from toolmask.tools.formats._base import WireFormat
 from toolmask.tools.formats._gen import Kit
 
-__all__ = ["ToolPart", "tool_fingerprint", "tool_part"]
+__all__ = ["ToolPart", "gc_paused", "tool_fingerprint", "tool_part"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +123,10 @@ def parts_of(fmt: WireFormat, tools: Sequence[Tool], kit: Kit, limits: Limits) -
     """:func:`tool_part` of each tool, in order. Two parts whose 12-digit indexes collide (odds
     about n**2 / 2e12) get the later one's rules renamed.
 
-    CPython's cyclic garbage collector is paused while the parts are built (:func:`_gc_paused`):
+    CPython's cyclic garbage collector is paused while the parts are built (:func:`gc_paused`):
     building hundreds of tools allocates millions of long-lived IR nodes, and every full
     collection on the way walks all of them (measured: 25-35% of a cold 300-tool build)."""
-    with _gc_paused():
+    with gc_paused():
         parts = [tool_part(fmt, t, kit, limits) for t in tools]
     seen: set[str] = set()
     for i, p in enumerate(parts):
@@ -138,7 +138,7 @@ def parts_of(fmt: WireFormat, tools: Sequence[Tool], kit: Kit, limits: Limits) -
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Disable the cyclic garbage collector for the block, unless someone else already did
     (then leave it as it is). Only cycles wait: reference counting frees everything else as
     usual, and the next allocation after the block runs the collection that was due."""

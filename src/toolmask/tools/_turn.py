@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -22,7 +23,7 @@ from toolmask.tools._parser import (
     parse_turn,
     random_call_id,
 )
-from toolmask.tools._parts import limits_of, tool_fingerprint
+from toolmask.tools._parts import gc_paused, limits_of, tool_fingerprint
 from toolmask.tools._sanitize import sanitize_tool_output
 from toolmask.tools._spec import Tool
 from toolmask.tools._validate import CallError, validate_call
@@ -86,7 +87,7 @@ class ToolTurn:
                 raise ToolError(f"two tools are called {t.name!r}", where=t.name)
             seen.add(t.name)
         self.format: WireFormat = get_format(fmt)
-        self.tool_choice: ToolChoice = ToolChoice.parse(tool_choice, [t.name for t in self.tools])
+        self.tool_choice: ToolChoice = ToolChoice.parse(tool_choice, self._names, index=self._index)
         self.parallel_tool_calls = bool(parallel_tool_calls)
         self.special_tokens: frozenset[str] = frozenset(special_tokens)
         self.schema_options: dict[str, Any] = dict(schema_options or {})
@@ -96,10 +97,34 @@ class ToolTurn:
 
     # -- views ------------------------------------------------------------------------------------
     @functools.cached_property
+    def _names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tools)
+
+    @functools.cached_property
+    def _index(self) -> dict[str, int]:
+        """Tool name -> its position in :attr:`tools`."""
+        return {t.name: i for i, t in enumerate(self.tools)}
+
+    @functools.cached_property
     def callable_tools(self) -> tuple[Tool, ...]:
-        """The tools that may be called this turn (``()`` under ``none``)."""
-        names = set(self.tool_choice.callable([t.name for t in self.tools]))
-        return tuple(t for t in self.tools if t.name in names)
+        """The tools that may be called this turn (``()`` under ``none``), in tool order."""
+        choice = self.tool_choice
+        if choice.mode == "none":
+            return ()
+        if choice.allowed is None:
+            return self.tools
+        return tuple(self.tools[self._index[n]] for n in choice.allowed)
+
+    def with_tool_choice(self, tool_choice: ToolChoiceLike) -> ToolTurn:
+        """This turn with another ``tool_choice`` (a policy's next allowed set): the same tools,
+        format and options, already checked, and the same cached key of the tool list, so the
+        cost is O(allowed names), and :meth:`compile` finds the turn over every tool and,
+        for a subset seen before, its filter in the cache. The prompt is unchanged."""
+        other = copy.copy(self)
+        for name in ("_grammar", "callable_tools"):  # what depends on tool_choice
+            other.__dict__.pop(name, None)
+        other.tool_choice = ToolChoice.parse(tool_choice, self._names, index=self._index)
+        return other
 
     @property
     def triggers(self) -> tuple[str, ...]:
@@ -149,8 +174,13 @@ class ToolTurn:
 
         ``limits``: the compile limits (default: ``schema_options["limits"]``, else the
         compiler's); ``max_rules`` applies to each tool's part and to the envelope, not to
-        their sum. Raises what :meth:`grammar` raises.
+        their sum. Raises what :meth:`grammar` raises. The cyclic garbage collector is paused
+        while it builds (see :func:`toolmask.tools._parts.parts_of`).
         """
+        with gc_paused():
+            return self._compile_turn(vocab, limits)
+
+    def _compile_turn(self, vocab: Vocabulary | None, limits: Limits | None) -> CompiledGrammar:
         compiler = active_compiler()
         lim = limits if limits is not None else limits_of(self.schema_options)
         mode = self.tool_choice.mode if self.callable_tools else "none"
