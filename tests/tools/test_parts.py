@@ -240,3 +240,22 @@ def test_filter_masks_equal_a_fresh_compile(qwen3_vocab: tm.Vocabulary) -> None:
     assert not ma.accept_token(book)
     (get,) = qwen3_vocab.encode_greedy(b"get")
     assert ma.accept_token(get)
+
+
+def test_two_thousand_tools_compile_under_the_default_limits() -> None:
+    """Their rules together are past the default max_rules (20,000); each tool's are far under
+    it, which is what the cap counts. (bench/many_tools.py compiles 2,000 JSONSchemaBench
+    tools the same way.)"""
+    tools = []
+    for i in range(2000):
+        props = {f"k{i}_{j}": {"type": ["string", "integer"][j % 2]} for j in range(4)}
+        params = {"type": "object", "properties": props, "required": [f"k{i}_0"]}
+        tools.append({"name": f"tool_{i}", "parameters": params})
+    compiler = tm.GrammarCompiler()
+    with compiler.activate():
+        turn = ToolTurn(tools, "hermes", "required")
+        compiled = turn.compile()
+    assert len(turn.grammar().rules) > tm.DEFAULT_LIMITS.max_rules
+    m = compiled.matcher()
+    assert m.accept_bytes(b'<tool_call>\n{"name": "tool_1234", "arguments": {"k1234_0": "x"}}')
+    assert not m.accept_bytes(b', "k1235_0"')  # another tool's key
