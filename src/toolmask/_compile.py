@@ -305,13 +305,15 @@ class CompiledGrammar:
     Share it between threads and sequences; one :meth:`matcher` per sequence.
     """
 
-    __slots__ = ("_validators", "automaton", "backend", "grammar", "masks")
+    __slots__ = ("_validators", "automaton", "backend", "filter", "grammar", "masks")
 
     grammar: Grammar
     automaton: Automaton
     masks: MaskCache | None
     #: ``"native"`` (compiled kernel) or ``"python"`` (reference): the compiler's backend
     backend: BackendName
+    #: a second compiled grammar every matcher also runs (see :meth:`restricted`), or None
+    filter: CompiledGrammar | None
 
     def __init__(
         self,
@@ -320,12 +322,34 @@ class CompiledGrammar:
         masks: MaskCache | None = None,
         *,
         backend: BackendName,
+        filter: CompiledGrammar | None = None,
     ) -> None:
         self.grammar = grammar
         self.automaton = automaton
         self.masks = masks
         self.backend = backend
+        self.filter = filter
         self._validators: list[Validator] | None = None
+
+    def restricted(self, filter: CompiledGrammar) -> CompiledGrammar:
+        """This grammar intersected with ``filter``: a document is accepted when both accept
+        it, and a token is allowed when both allow it (the AND of the two bitmasks). Exact:
+        both automata are deterministic over the same input, so the pair of their states is
+        the state of the intersection, and a token's bytes advance the pair when they advance
+        each. Nothing is compiled: the automata and their mask caches are shared with ``self``
+        and ``filter`` (the tool layer keeps one turn over every tool and applies an allowed
+        subset as a small name filter, see ``docs/tools.md``). ``filter`` must be compiled
+        for the same vocabulary (or both without one). O(1)."""
+        if (self.masks is None) != (filter.masks is None) or (
+            self.vocab is not None
+            and filter.vocab is not None
+            and self.vocab.fingerprint != filter.vocab.fingerprint
+        ):
+            raise ValueError("a filter must be compiled for the same vocabulary")
+        f = filter if self.filter is None else self.filter.restricted(filter)
+        return CompiledGrammar(
+            self.grammar, self.automaton, self.masks, backend=self.backend, filter=f
+        )
 
     @property
     def vocab(self) -> Vocabulary | None:
@@ -334,7 +358,8 @@ class CompiledGrammar:
 
     def matcher(self) -> Matcher:
         """A fresh matcher at the start of the grammar (one per sequence). O(1)."""
-        return Matcher(self.automaton, self.masks)
+        f = self.filter
+        return Matcher(self.automaton, self.masks, f.matcher() if f is not None else None)
 
     def memory(self) -> dict[str, int]:
         """Bytes this compiled grammar holds: ``automaton`` (positions, states and their
@@ -408,20 +433,30 @@ class Matcher:
 
     Accepting an EOS id (when the state accepts and the grammar does not name that token)
     stops the matcher: nothing more is allowed until it is rolled back.
+
+    ``filter``: the matcher of a second grammar moved in lockstep (a grammar
+    :meth:`~CompiledGrammar.restricted` by a filter): every unit must be accepted by both,
+    masks are the AND of both, and both roll back together. Costs one more advance per unit
+    and one more mask fill plus an AND of ceil(V/32) words per step.
     """
 
-    __slots__ = ("_a", "_history", "_masks", "_state", "_stopped_at")
+    __slots__ = ("_a", "_f", "_history", "_masks", "_scratch", "_state", "_stopped_at")
 
-    def __init__(self, automaton: Automaton, masks: MaskCache | None = None) -> None:
+    def __init__(
+        self, automaton: Automaton, masks: MaskCache | None = None, filter: Matcher | None = None
+    ) -> None:
         self._a = automaton
         self._masks = masks
+        self._f = filter
+        self._scratch: npt.NDArray[np.int32] | None = None
         self._state: AutomatonState = automaton.initial
         self._history: list[AutomatonState] = []
         self._stopped_at = -1
 
     @property
     def state(self) -> AutomatonState:
-        """The current automaton state (interned; usable as a cache key)."""
+        """The current automaton state (interned; usable as a cache key). With a filter, the
+        state of the main grammar only."""
         return self._state
 
     @property
@@ -462,6 +497,9 @@ class Matcher:
         if self._stopped_at >= 0:
             return False
         data = bytes(data)
+        f = self._f
+        if f is not None and not f.accept_bytes(data):
+            return False
         a = self._a
         s = self._state
         trail: list[AutomatonState] = []
@@ -469,6 +507,8 @@ class Matcher:
             trail.append(s)
             nxt = a.advance(s, b)
             if nxt is None:
+                if f is not None:
+                    f.rollback(len(data))
                 return False
             s = nxt
         self._history.extend(trail)
@@ -481,6 +521,8 @@ class Matcher:
             return False
         s = self._a.advance_special(self._state, text)
         if s is None:
+            return False
+        if self._f is not None and not self._f.accept_special(text):
             return False
         self._history.append(self._state)
         self._state = s
@@ -501,6 +543,7 @@ class Matcher:
             return False
         cur = self._state
         nxt: AutomatonState | None
+        stop = False
         if idx.text[tid]:
             nxt = masks.advance_token(cur, tid)
             if nxt is None:
@@ -510,11 +553,16 @@ class Matcher:
             text = vocab.special.get(tid)
             nxt = self._a.advance_special(cur, text) if text is not None else None
             if nxt is None:
-                if tid in vocab.eos_ids and cur.accepting:
-                    self._stopped_at = len(self._history)
-                    self._history.append(cur)
-                    return True
-                return False
+                if not (tid in vocab.eos_ids and cur.accepting):
+                    return False
+                stop = True
+        if self._f is not None and not self._f.accept_token(tid):
+            return False
+        if stop:
+            self._stopped_at = len(self._history)
+            self._history.append(cur)
+            return True
+        assert nxt is not None
         self._history.append(cur)
         self._state = nxt
         return True
@@ -525,6 +573,8 @@ class Matcher:
             raise ValueError(f"cannot roll back {n} units: only {len(self._history)} accepted")
         if n == 0:
             return
+        if self._f is not None:
+            self._f.rollback(n)
         self._state = self._history[-n]
         del self._history[-n:]
         if self._stopped_at >= len(self._history):
@@ -532,29 +582,39 @@ class Matcher:
 
     def reset(self) -> None:
         """Back to the start of the grammar."""
+        if self._f is not None:
+            self._f.reset()
         self._state = self._a.initial
         self._history.clear()
         self._stopped_at = -1
 
     def is_accepting(self) -> bool:
         """The document accepted so far is complete (it may still continue)."""
+        if self._f is not None and not self._f.is_accepting():
+            return False
         return bool(self._state.accepting)
 
     def is_finished(self) -> bool:
         """Stopped by EOS, or complete with nothing more acceptable."""
-        return self._stopped_at >= 0 or bool(self._a.is_finished(self._state))
+        if self._stopped_at >= 0:
+            return True
+        if self._f is None:
+            return bool(self._a.is_finished(self._state))
+        return self.is_accepting() and not self.allowed_bytes() and not self.allowed_specials()
 
     def allowed_bytes(self) -> int:
         """256-bit mask of the bytes that ``accept_bytes`` would take next (cached by state)."""
         if self._stopped_at >= 0:
             return 0
-        return int(self._a.allowed_bytes(self._state))
+        own = int(self._a.allowed_bytes(self._state))
+        return own & self._f.allowed_bytes() if self._f is not None else own
 
     def allowed_specials(self) -> frozenset[str]:
         """Special-token texts that ``accept_special`` would take next."""
         if self._stopped_at >= 0:
             return frozenset()
-        return frozenset(self._a.allowed_specials(self._state))
+        own = frozenset(self._a.allowed_specials(self._state))
+        return own & self._f.allowed_specials() if self._f is not None else own
 
     def mask(self) -> npt.NDArray[np.int32]:
         """The int32 bitmask of the allowed token ids, read-only (do not modify it). Bit
@@ -562,11 +622,17 @@ class Matcher:
         masks = self._need_masks()
         if self._stopped_at >= 0:
             return np.zeros(masks.index.words, dtype=np.int32)
-        return masks.get(self._state)
+        if self._f is None:
+            return masks.get(self._state)
+        out = np.empty(masks.index.words, dtype=np.int32)
+        self.fill_bitmask(out)
+        out.setflags(write=False)
+        return out
 
     def fill_bitmask(self, out: npt.NDArray[np.int32], index: int | None = None) -> None:
         """Write the allowed-token bitmask into ``out`` (int32, ``ceil(V/32)`` words), or into
-        row ``index`` of a batch ``out[B, W]``. A cached state costs one copy of the words."""
+        row ``index`` of a batch ``out[B, W]``. A cached state costs one copy of the words
+        (with a filter: two, and an AND)."""
         masks = self._need_masks()
         target = out if index is None else out[index]
         words = masks.index.words
@@ -576,6 +642,12 @@ class Matcher:
             target.fill(0)
             return
         masks.fill(self._state, target)
+        if self._f is not None:
+            scratch = self._scratch
+            if scratch is None:
+                scratch = self._scratch = np.empty(words, dtype=np.int32)
+            self._f.fill_bitmask(scratch)
+            np.bitwise_and(target, scratch, out=target)
 
     def allowed_token_ids(self) -> npt.NDArray[np.int64]:
         """The allowed token ids, sorted."""
@@ -590,11 +662,13 @@ class Matcher:
         Follows the automaton while exactly one byte is allowed, no special token is allowed
         and the state is not accepting. Does not change the matcher.
         """
+        if self._stopped_at >= 0:
+            return b""
+        if self._f is not None:
+            return self._forced_with_filter()
         a = self._a
         s = self._state
         out = bytearray()
-        if self._stopped_at >= 0:
-            return b""
         cap = a.limits.max_forced_bytes
         while len(out) < cap and not s.accepting:
             mask = a.allowed_bytes(s)
@@ -605,6 +679,22 @@ class Matcher:
             assert nxt is not None
             out.append(b)
             s = nxt
+        return bytes(out)
+
+    def _forced_with_filter(self) -> bytes:
+        """:meth:`forced_bytes` over the intersection: step both matchers one byte at a time
+        while exactly one byte is allowed by both, then roll back."""
+        out = bytearray()
+        cap = self._a.limits.max_forced_bytes
+        while len(out) < cap and not self.is_accepting():
+            mask = self.allowed_bytes()
+            if mask == 0 or mask & (mask - 1) or self.allowed_specials():
+                break
+            b = mask.bit_length() - 1
+            if not self.accept_bytes(bytes((b,))):  # pragma: no cover - allowed means taken
+                break
+            out.append(b)
+        self.rollback(len(out))
         return bytes(out)
 
     def __repr__(self) -> str:

@@ -86,6 +86,14 @@ class Limits:
     max_vocab_indexes: int = 8
     #: tool-argument grammars kept by the tool layer, by (schema, options)
     max_schema_grammars: int = 256
+    #: per-tool call grammars (a turn's parts, by tool fingerprint, format and argument
+    #: options) kept by the tool layer, and as many tool fingerprints; a turn over more tools
+    #: than this still compiles, its parts are rebuilt the next time (cost: a schema
+    #: compilation each)
+    max_tool_parts: int = 4_096
+    #: compiled turns (a turn over every tool, and the name filters of allowed subsets) kept by
+    #: the tool layer, keyed without reading their grammars (cost when dropped: a compile)
+    max_compiled_turns: int = 256
     #: jsonschema validators kept by the tool layer, by schema
     max_validators: int = 512
     #: output-sanitizer patterns kept, by marker set
@@ -138,5 +146,6 @@ SERVER_LIMITS = Limits(
     max_any_order_properties=8,
     max_cache_bytes=256 * 1024 * 1024,
     max_vocab_indexes=2,
+    max_tool_parts=2_048,
     max_language_memos=128,
 )

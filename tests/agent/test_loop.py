@@ -52,6 +52,12 @@ class Scripted(DecodingBackend):
         self.prompt_len = 0
         self.prompts: list[str] = []
         self.reused: list[int] = []
+        #: the compiled turn of every step, as the loop passed it
+        self.compiled: list[tm.CompiledGrammar | None] = []
+
+    def generate(self, prompt: list[int], compiled: tm.CompiledGrammar | None, **kw: Any) -> Any:
+        self.compiled.append(compiled)
+        return super().generate(prompt, compiled, **kw)
 
     def _sync_prompt(self, prompt: list[int]) -> int:
         common = 0
@@ -314,6 +320,18 @@ def test_state_machine_narrows_the_mask_and_keeps_the_prompt() -> None:
     # the prompt under another allowed set is the same text
     base = agent.template(t[:2], agent._base)
     assert base == b.prompts[0]
+
+
+def test_policy_steps_share_one_compiled_turn() -> None:
+    """Each step's allowed set is a name filter over the one turn compiled for every tool:
+    the policy switches a filter, never compiles the turn again."""
+    b, _t, _a = _run_state_machine(
+        [call("browser_open", '{"url": "example.org"}'), call("browser_read", "{}"), answer("1")]
+    )
+    steps = [c for c in b.compiled if c is not None]
+    assert len(steps) == 3
+    assert all(c.filter is not None for c in steps)
+    assert len({id(c.automaton) for c in steps}) == 1
 
 
 def test_state_machine_forbids_tools_outside_the_state() -> None:

@@ -437,6 +437,9 @@ def test_destructive_tools_are_masked_and_the_prompt_stays(time_and_edge: McpToo
     assert "add" in first.meta["allowed"] and ANSWER_TOOL.name in first.meta["allowed"]
     assert "wipe" not in transcript.outcome.tools  # the grammar wrote another call
     assert [c.name for c in first.tool_calls] != ["wipe"]
+    # the permissions are a name filter over the turn of every tool, not a grammar of their own
+    step = masked.compiled[0]
+    assert step is not None and step.filter is not None
 
     allowed = Scripted(list(script))
     permissive = ts.policy(Permissions(allow_destructive=True))

@@ -167,3 +167,73 @@ def test_decision_reminder_follows_the_last_user_message_only_with_tools(plans: 
     assert reminder not in off
     plain = _req(msgs)
     assert reminder not in render_prompt(plain.messages, plans.get(plain), base)
+
+
+@pytest.mark.model
+def test_a_thousand_tools_compile_under_server_limits_through_the_request_path() -> None:
+    """1,000 tools (JSONSchemaBench Glaiveai2K parameter schemas) compile under SERVER_LIMITS
+    through the server's request path (``PlanCache.get`` on a parsed request, as
+    ``/v1/chat/completions`` calls it), with the embedded SmolLM2's vocabulary, and the mask at
+    the tool-name position admits the tools' names; an ``allowed_tools`` request over the
+    same tools shares the compiled turn and masks the others out.
+
+    Compile and mask only: the prompt advertising 1,000 tools (~150k tokens) does not fit
+    SmolLM2's 8k context, so no reply is generated (no long-context GGUF is vendored)."""
+    from tests.vendored import bench_records
+    from toolmask.backends.llama_cpp import default_model_path
+    from toolmask.server._protocol import APIError
+
+    vocab = tm.Vocabulary.from_gguf(default_model_path())
+    plans = PlanCache(vocab, tm.SERVER_LIMITS)
+    tools: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for rec in bench_records("Glaiveai2K"):
+        name = rec.name.split("---")[-1][:60]
+        if name in seen or len(tools) == 1100:
+            continue
+        seen.add(name)
+        fn = {"name": name, "description": "d", "parameters": rec.schema}
+        tools.append({"type": "function", "function": fn})
+    msgs = [{"role": "user", "content": "hi"}]
+    refused = 0
+    while True:  # a schema the server refuses is a 400 naming tools[i]: leave it out
+        req = _req(msgs, tools=tools[:1000], tool_choice="required")
+        try:
+            plan = plans.get(req)
+            break
+        except APIError as e:
+            assert e.param is not None and e.param.startswith("tools[")
+            del tools[int(e.param[len("tools[") :].split("]")[0])]
+            refused += 1
+    assert refused < 50 and len(tools) >= 1000
+    assert plan.compiled is not None and plan.compiled.filter is None
+    names = [t["function"]["name"] for t in tools[:1000]]
+    assert len(plan.compiled.grammar.rules) > tm.SERVER_LIMITS.max_rules  # the sum is over it
+
+    def at_name(c: tm.CompiledGrammar) -> tm.Matcher:
+        m = c.matcher()
+        assert m.accept_bytes(b'<tool_call>\n{"name": "')
+        return m
+
+    first_bytes = {n.encode()[0] for n in names}
+    m = at_name(plan.compiled)
+    allowed = m.allowed_token_ids()
+    assert len(allowed) > 0
+    assert {vocab.token_bytes[t][0] for t in allowed} == first_bytes
+    pick = [names[7], names[500]]
+    sub_req = _req(
+        msgs,
+        tools=tools[:1000],
+        tool_choice={"type": "allowed_tools", "mode": "required", "tools": pick},
+    )
+    sub = plans.get(sub_req)
+    assert sub.compiled is not None and sub.compiled.filter is not None
+    assert sub.compiled.automaton is plan.compiled.automaton  # the required turn is shared
+    ms = at_name(sub.compiled)
+    got = {vocab.token_bytes[t][0] for t in ms.allowed_token_ids()}
+    assert got == {p.encode()[0] for p in pick}
+    for p in pick:
+        ms2 = at_name(sub.compiled)
+        assert ms2.accept_bytes(p.encode() + b'", "arguments": ')
+    other = next(n for n in names if n not in pick and n[0] not in {p[0] for p in pick})
+    assert not at_name(sub.compiled).accept_bytes(other.encode()[:1])

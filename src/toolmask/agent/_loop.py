@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolmask import compile as tm_compile
 from toolmask.agent._messages import DEFAULT_SYSTEM, Message, Template, with_decision
 from toolmask.agent._policy import ToolPolicy, expand_tool_patterns
 from toolmask.agent._template import ChatTemplate, default_template
@@ -287,7 +286,7 @@ class Agent:
                 "mode": "auto" if self.tool_choice == "auto" else "required",
                 "tools": [{"type": "function", "function": {"name": n}} for n in names],
             }
-            turn = ToolTurn(self.tools, tool_choice=choice, **self._turn_args)  # type: ignore[arg-type]
+            turn = self._base.with_tool_choice(choice)  # the tools are checked already
             self._turns[tuple(names)] = turn
         return turn
 
@@ -307,7 +306,7 @@ class Agent:
             turn = opened
         elif self.name_choice == "likelihood" and self.constrained:
             turn, scores = self._choose_name(turn, text)
-        compiled = tm_compile(turn.grammar(), self.backend.vocab) if self.constrained else None
+        compiled = turn.compile(self.backend.vocab) if self.constrained else None
         prompt = self.backend.tokenize(text)
         budget = ReasoningBudget.for_turn(turn, self.reasoning_budget)
         extra: dict[str, Any] = {} if budget is None else {"reasoning_budget": budget}

@@ -193,8 +193,11 @@ class PlanCache:
             )
         rf = req.response_format
         json_grammar = self._json_grammar(rf) if rf.kind != "text" else None
-        grammar = self._grammar(req, turn, json_grammar)
-        compiled = self._compile(grammar, req, self.vocab) if grammar is not None else None
+        if turn is not None and json_grammar is None:
+            compiled: CompiledGrammar | None = self._compile_turn(req, turn)
+        else:
+            grammar = self._grammar(req, turn, json_grammar)
+            compiled = self._compile(grammar, req, self.vocab) if grammar is not None else None
         checks = None
         if json_grammar is not None and json_grammar.checks:
             checks = self._compile(json_grammar, req, None)
@@ -230,6 +233,17 @@ class PlanCache:
         j_ref, j_rules = prefix_rules(json_grammar, "rf_")
         c_ref, c_rules = prefix_rules(calls, "tc_")
         return Grammar((Rule("root", choice(j_ref, c_ref)), *j_rules, *c_rules))
+
+    def _compile_turn(self, req: ChatRequest, turn: ToolTurn) -> CompiledGrammar:
+        """``turn.compile``: the turn over every tool is compiled once per tool list and
+        shared by every ``tool_choice`` / ``allowed_tools`` subset (a name filter each); caps
+        apply per tool (see :mod:`toolmask.tools`)."""
+        try:
+            return turn.compile(self.vocab, limits=self.limits)
+        except ToolError as e:
+            raise APIError(400, str(e), param="tool_choice", code="invalid_value") from None
+        except ToolmaskError as e:
+            raise self._tool_error(req, e) from None
 
     def _tool_error(self, req: ChatRequest, e: Exception) -> APIError:
         """A turn-grammar failure as a 400, attributed to the tool whose schema failed: the

@@ -3,7 +3,8 @@
 ``ToolTurn(tools, fmt="hermes", tool_choice="auto", parallel_tool_calls=True)`` ties it together:
 ``.prompt()`` advertises the tools, ``.grammar()`` constrains the reply, ``.parse(text)`` /
 ``.stream_parser()`` read it back, ``.validate(call)`` checks each call, ``.sanitize(out)``
-prepares a tool result for the prompt. See ``docs/tools.md``.
+prepares a tool result for the prompt, ``.compile(vocab)`` compiles the turn (a subset of the
+tools as a name filter over the turn every subset shares). See ``docs/tools.md``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from toolmask.tools._detect import (
     prove_format,
     resolve_format,
 )
-from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
+from toolmask.tools._grammar import build_call_grammar, build_name_filter, build_turn_grammar
 from toolmask.tools._parser import (
     MalformedBlock,
     ParsedTurn,
@@ -70,6 +71,7 @@ __all__ = [
     "ToolTurn",
     "WireFormat",
     "build_call_grammar",
+    "build_name_filter",
     "build_turn_grammar",
     "check_tool_name",
     "detect_format",

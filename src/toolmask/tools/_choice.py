@@ -27,7 +27,13 @@ class ToolChoice:
     allowed: tuple[str, ...] | None = None
 
     @classmethod
-    def parse(cls, value: ToolChoiceLike, tool_names: Sequence[str]) -> ToolChoice:
+    def parse(
+        cls,
+        value: ToolChoiceLike,
+        tool_names: Sequence[str],
+        *,
+        index: Mapping[str, int] | None = None,
+    ) -> ToolChoice:
         """Normalise an OpenAI ``tool_choice`` against the advertised ``tool_names``.
 
         Accepts ``"none" | "auto" | "required"``, ``{"type": "function", "function": {"name":
@@ -35,9 +41,9 @@ class ToolChoice:
         "mode": "auto" | "required", "tools": [{"type": "function", "function": {"name": X}} |
         {"type": "function", "name": X} | "X", ...]}`` (also nested under ``"allowed_tools"``),
         or a :class:`ToolChoice`. Raises :class:`ToolError` for unknown names or shapes, and for
-        ``required`` with nothing callable.
+        ``required`` with nothing callable. ``index``: each name's position in ``tool_names``
+        when the caller has it (then the cost is O(allowed names), not O(tools)).
         """
-        known = list(tool_names)
         if isinstance(value, ToolChoice):
             choice = value
         elif isinstance(value, str):
@@ -61,16 +67,18 @@ class ToolChoice:
                 f"tool_choice must be a string or an object, not {type(value).__name__}",
                 where="tool_choice",
             )
+        if index is None:
+            index = {n: i for i, n in enumerate(tool_names)}
         if choice.allowed is not None:
-            unknown = [n for n in choice.allowed if n not in known]
+            unknown = [n for n in choice.allowed if n not in index]
             if unknown:
                 raise ToolError(
-                    f"tool_choice names unknown tools {unknown}; the tools are {known}",
+                    f"tool_choice names unknown tools {unknown}; the tools are {list(tool_names)}",
                     where="tool_choice",
                 )
-            wanted = set(choice.allowed)
-            choice = cls(choice.mode, tuple(n for n in known if n in wanted))
-        if choice.mode == "required" and not choice.callable(known):
+            choice = cls(choice.mode, tuple(sorted(set(choice.allowed), key=index.__getitem__)))
+        nothing = not index if choice.allowed is None else not choice.allowed
+        if choice.mode == "required" and nothing:
             raise ToolError(
                 "tool_choice is 'required' but no tool can be called", where="tool_choice"
             )
@@ -82,7 +90,8 @@ class ToolChoice:
             return []
         if self.allowed is None:
             return list(tool_names)
-        return [n for n in tool_names if n in self.allowed]
+        allowed = set(self.allowed)
+        return [n for n in tool_names if n in allowed]
 
 
 #: what ``ToolTurn(tool_choice=...)`` accepts

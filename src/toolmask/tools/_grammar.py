@@ -42,7 +42,8 @@ sees text) never finds a call that the grammar did not mean.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolmask.errors import LimitError, SchemaError, ToolError
@@ -62,19 +63,15 @@ from toolmask.grammar import (
 )
 from toolmask.schema import json_ws
 from toolmask.tools._choice import ToolChoice
+from toolmask.tools._parts import limits_of, parts_of
+from toolmask.tools._rename import prefix_rules
 from toolmask.tools._spec import Tool
 from toolmask.tools.formats._base import WireFormat
-from toolmask.tools.formats._gen import Kit, arguments_grammar
+from toolmask.tools.formats._gen import Kit, arguments_grammar, indent_newlines
 
-__all__ = ["build_call_grammar", "build_turn_grammar", "prose_rules"]
+__all__ = ["build_call_grammar", "build_name_filter", "build_turn_grammar", "prose_rules"]
 
 _WS_SET = " \t\r\n"
-
-
-def _arguments_grammar(tool: Tool, options: Mapping[str, Any]) -> Grammar:
-    """``compile_json_schema(tool.parameters, **options)``, cached by (schema, options) JSON in
-    the active GrammarCompiler (``Limits.max_schema_grammars`` entries)."""
-    return arguments_grammar(tool.parameters, options)
 
 
 def prose_rules(
@@ -129,23 +126,63 @@ def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool)
     return seq(first, body, star(seq(ws, opener, body)), ws)
 
 
-def _kit(fmt: WireFormat, special_tokens: frozenset[str], schema_options: Mapping[str, Any]) -> Kit:
+def _kit(
+    fmt: WireFormat,
+    special_tokens: frozenset[str],
+    schema_options: Mapping[str, Any],
+    *,
+    any_values: bool = False,
+) -> Kit:
     options = {**fmt.argument_options, **schema_options}
     layout = str(options.get("whitespace", "compact"))
     extra = () if "whitespace" in schema_options else fmt.extra_layouts
     layouts = (layout, *(x for x in extra if x != layout))
-    return Kit(options, special_tokens, layouts)
+    kind = _AnyValueKit if any_values else Kit
+    return kind(options, special_tokens, layouts)
 
 
-def _call_grammar(fmt: WireFormat, tool: Tool, index: int, kit: Kit) -> Node:
-    """``fmt.call_grammar``; a SchemaError or LimitError from compiling the tool's parameters
-    leaves naming the tool (``e.tool``), so a caller can say whose schema failed without
-    compiling each again."""
-    try:
-        return fmt.call_grammar(tool, index, kit)
-    except (SchemaError, LimitError) as e:
-        e.in_tool(tool.name)
-        raise
+@dataclass
+class _AnyValueKit(Kit):
+    """A kit whose JSON values are any JSON value in the same layouts and notation (one shared
+    rule set per spelling): the arguments of a name filter (:func:`build_name_filter`). Every
+    value a schema's grammar writes in a layout is a JSON value in that layout, so the calls
+    it admits are a superset of the real ones, and a JSON value delimits itself, so the names
+    sit where they sit in the real turn."""
+
+    _any: dict[tuple[Any, ...], Node] = field(default_factory=dict)
+
+    def _shared(self, key: tuple[Any, ...], options: Mapping[str, Any], pad: str = "") -> Node:
+        hit = self._any.get(key)
+        if hit is None:
+            grammar = arguments_grammar({}, {**options, "additional_properties_default": True})
+            if pad:
+                grammar = indent_newlines(grammar, pad)
+            hit, rules = prefix_rules(grammar, f"any{len(self._any)}_")
+            for r in rules:
+                self.add(r.name, r.body)
+            self._any[key] = hit
+        return hit
+
+    def json(self, schema: Any, prefix: str, notation: str = "json", *, at: str = "") -> Node:
+        extra: dict[str, Any] = {}
+        if notation != "json":
+            from toolmask.schema import GEMMA_QUOTE
+
+            extra = {
+                "notation": notation,
+                "special_tokens": sorted({GEMMA_QUOTE} & self.special_tokens),
+            }
+        alts = [
+            self._shared(
+                ("json", notation, layout), {**self.options, **extra, "whitespace": layout}
+            )
+            for layout in self.layouts
+        ]
+        return choice(*alts)
+
+    def json_indented(self, schema: Any, prefix: str, *, indent: int, depth: int) -> Node:
+        options = {**self.options, "whitespace": "indent", "indent": indent}
+        return self._shared(("indented", indent, depth), options, " " * (indent * depth))
 
 
 def _head(fmt: WireFormat, kit: Kit, *, reasoning: bool, reasoning_open: bool) -> Node | None:
@@ -160,6 +197,36 @@ def _head(fmt: WireFormat, kit: Kit, *, reasoning: bool, reasoning_open: bool) -
     if reasoning and fmt.reasoning_start:
         return seq(_ws(fmt), kit.marker(fmt.reasoning_start), text, end)
     return None
+
+
+#: how a turn gets its callable tools' call nodes: (tools, kit) -> (call nodes, their rules)
+_Calls = Callable[[Sequence[Tool], Kit], tuple[list[Node], list[Rule]]]
+
+
+def _real_calls(fmt: WireFormat, limits: Any) -> _Calls:
+    """Each tool's cached part (:func:`toolmask.tools._parts.tool_part`)."""
+
+    def calls(tools: Sequence[Tool], kit: Kit) -> tuple[list[Node], list[Rule]]:
+        parts = parts_of(fmt, tools, kit, limits)
+        return [p.entry for p in parts], [r for p in parts for r in p.rules]
+
+    return calls
+
+
+def _name_calls(fmt: WireFormat) -> _Calls:
+    """Each tool's call written with :class:`_AnyValueKit` (arguments: any JSON value)."""
+
+    def calls(tools: Sequence[Tool], kit: Kit) -> tuple[list[Node], list[Rule]]:
+        nodes: list[Node] = []
+        for i, t in enumerate(tools):
+            try:
+                nodes.append(kit.add(f"call_{i}", fmt.call_grammar(t, i, kit)))
+            except (SchemaError, LimitError) as e:
+                e.in_tool(t.name)
+                raise
+        return nodes, []
+
+    return calls
 
 
 def build_turn_grammar(
@@ -180,11 +247,83 @@ def build_turn_grammar(
     the format's reasoning channel (formats that have one); ``reasoning_open``: the prompt
     ended inside the channel (:meth:`WireFormat.prompt_opens_reasoning`), so the turn starts
     with reasoning and its close marker. Raises :class:`SchemaError` or :class:`LimitError`
-    for a tool schema that cannot be compiled, naming the tool (``e.tool``). Cost: one schema
-    compilation per distinct (schema, options), cached; the rest is linear in the tool count
-    (times 2**parameters, at most 2**8, for formats that write parameters one by one in any
-    order).
+    for a tool schema that cannot be compiled, naming the tool (``e.tool``); caps apply per
+    tool (:mod:`toolmask.tools._parts`), and ``max_rules`` to the envelope on its own.
+
+    Cost: each callable tool's part is compiled once per (tool, format, argument options)
+    and cached in the active compiler; on a hit the turn is the envelope plus a
+    concatenation of the parts' rules (O(tools), plus 2**parameters, at most 2**8, rules per
+    tool on a miss for formats that write parameters one by one in any order).
     """
+    limits = limits_of(schema_options or {})
+    return _assemble(
+        tools,
+        fmt,
+        tool_choice,
+        _real_calls(fmt, limits),
+        limits,
+        parallel=parallel,
+        special_tokens=special_tokens,
+        schema_options=schema_options,
+        reasoning=reasoning,
+        reasoning_open=reasoning_open,
+    )
+
+
+def build_name_filter(
+    tools: Sequence[Tool],
+    fmt: WireFormat,
+    tool_choice: ToolChoice,
+    *,
+    parallel: bool = True,
+    special_tokens: frozenset[str] = frozenset(),
+    schema_options: Mapping[str, Any] | None = None,
+    reasoning: bool = True,
+    reasoning_open: bool = False,
+) -> Grammar:
+    """The turn grammar of ``tool_choice`` with every argument value replaced by *any* JSON
+    value (same layouts and notation): a filter that only decides which names may be called.
+
+    Intersected with the turn over every tool in the same mode (``required`` or ``auto``),
+    it gives exactly the turn of ``tool_choice``: a reply both accept has the same envelope
+    in both (it is the same grammar but for the values), its values delimit themselves, so
+    its names are at the same places; the filter admits only allowed names there and the full
+    turn holds each call to its own tool's arguments. Size: the envelope, one name per
+    allowed tool and one shared any-value grammar per layout (formats that write parameters
+    one by one keep each tool's parameter names). Same arguments as
+    :func:`build_turn_grammar`.
+    """
+    kit_options = dict(schema_options or {})
+    limits = limits_of(kit_options)
+    return _assemble(
+        tools,
+        fmt,
+        tool_choice,
+        _name_calls(fmt),
+        limits,
+        parallel=parallel,
+        special_tokens=special_tokens,
+        schema_options=schema_options,
+        reasoning=reasoning,
+        reasoning_open=reasoning_open,
+        any_values=True,
+    )
+
+
+def _assemble(
+    tools: Sequence[Tool],
+    fmt: WireFormat,
+    tool_choice: ToolChoice,
+    calls_of: _Calls,
+    limits: Any,
+    *,
+    parallel: bool,
+    special_tokens: frozenset[str],
+    schema_options: Mapping[str, Any] | None,
+    reasoning: bool,
+    reasoning_open: bool,
+    any_values: bool = False,
+) -> Grammar:
     if not fmt.has_grammar:
         raise ToolError(
             f"format {fmt.name!r} parses replies but has no generation grammar yet",
@@ -194,13 +333,43 @@ def build_turn_grammar(
     callable_names = set(tool_choice.callable([t.name for t in tools]))
     chosen = [t for t in tools if t.name in callable_names]
     mode = tool_choice.mode if chosen else "none"
-    kit = _kit(fmt, special_tokens, schema_options or {})
+    kit = _kit(fmt, special_tokens, schema_options or {}, any_values=any_values)
     kit.reasoning_open = reasoning_open
     head = _head(fmt, kit, reasoning=reasoning, reasoning_open=reasoning_open)
-    call_refs = [kit.add(f"call_{i}", _call_grammar(fmt, t, i, kit)) for i, t in enumerate(chosen)]
+    call_refs, part_rules = calls_of(chosen, kit) if mode != "none" else ([], [])
+    envelope = _envelope(
+        fmt,
+        kit,
+        mode,
+        call_refs,
+        head,
+        parallel=parallel,
+        reasoning=reasoning,
+        reasoning_open=reasoning_open,
+    )
+    if len(envelope) > limits.max_rules:
+        raise LimitError(
+            f"the turn's envelope has {len(envelope)} rules (more than {limits.max_rules})",
+            limit="max_rules",
+        )
+    return Grammar((*envelope, *part_rules))
+
+
+def _envelope(
+    fmt: WireFormat,
+    kit: Kit,
+    mode: str,
+    call_refs: list[Node],
+    head: Node | None,
+    *,
+    parallel: bool,
+    reasoning: bool,
+    reasoning_open: bool,
+) -> tuple[Rule, ...]:
+    """Everything but the parts: prose, reasoning, blocks, and the choice of a call."""
     custom = fmt.turn_grammar(kit, call_refs, mode, parallel=parallel, reasoning=reasoning)
     if custom is not None:
-        return Grammar((Rule("root", custom), *kit.rules))
+        return (Rule("root", custom), *kit.rules)
     out: list[Rule] = []
     # prose right at the start (no reasoning written) and prose after the reasoning
     prose_first: Node = EMPTY
@@ -213,11 +382,11 @@ def build_turn_grammar(
             out.extend(rules)
     if mode == "none":
         if head is None:
-            return Grammar((Rule("root", prose_first), *out, *kit.rules))
+            return (Rule("root", prose_first), *out, *kit.rules)
         alts = [seq(head, prose_after)]
         if not reasoning_open:
             alts.append(prose_first)
-        return Grammar((Rule("root", choice(*alts)), *out, *kit.rules))
+        return (Rule("root", choice(*alts)), *out, *kit.rules)
     call = kit.add("call", choice(*call_refs))
     tail: Node = EMPTY
     if fmt.prose_after_calls:
@@ -245,7 +414,7 @@ def build_turn_grammar(
         root = seq(head, body(prose_after))
     else:
         root = choice(seq(head, body(prose_after)), body(prose_first))
-    return Grammar((Rule("root", root), *out, *kit.rules))
+    return (Rule("root", root), *out, *kit.rules)
 
 
 def build_call_grammar(

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from toolmask._compile import CompiledGrammar, active_compiler
 from toolmask.errors import ToolError
 from toolmask.grammar import Grammar
+from toolmask.limits import Limits
 from toolmask.tools._choice import ToolChoice, ToolChoiceLike
-from toolmask.tools._grammar import build_call_grammar, build_turn_grammar
+from toolmask.tools._grammar import build_call_grammar, build_name_filter, build_turn_grammar
 from toolmask.tools._parser import (
     IdFactory,
     ParsedTurn,
@@ -17,10 +23,14 @@ from toolmask.tools._parser import (
     parse_turn,
     random_call_id,
 )
+from toolmask.tools._parts import gc_paused, limits_of, tool_fingerprint
 from toolmask.tools._sanitize import sanitize_tool_output
 from toolmask.tools._spec import Tool
 from toolmask.tools._validate import CallError, validate_call
 from toolmask.tools.formats._base import WireFormat, get_format
+
+if TYPE_CHECKING:
+    from toolmask.vocab import Vocabulary
 
 __all__ = ["ToolTurn"]
 
@@ -77,7 +87,7 @@ class ToolTurn:
                 raise ToolError(f"two tools are called {t.name!r}", where=t.name)
             seen.add(t.name)
         self.format: WireFormat = get_format(fmt)
-        self.tool_choice: ToolChoice = ToolChoice.parse(tool_choice, [t.name for t in self.tools])
+        self.tool_choice: ToolChoice = ToolChoice.parse(tool_choice, self._names, index=self._index)
         self.parallel_tool_calls = bool(parallel_tool_calls)
         self.special_tokens: frozenset[str] = frozenset(special_tokens)
         self.schema_options: dict[str, Any] = dict(schema_options or {})
@@ -86,11 +96,35 @@ class ToolTurn:
         self.reasoning_open = bool(reasoning_open) and bool(self.format.reasoning_end)
 
     # -- views ------------------------------------------------------------------------------------
-    @property
+    @functools.cached_property
+    def _names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tools)
+
+    @functools.cached_property
+    def _index(self) -> dict[str, int]:
+        """Tool name -> its position in :attr:`tools`."""
+        return {t.name: i for i, t in enumerate(self.tools)}
+
+    @functools.cached_property
     def callable_tools(self) -> tuple[Tool, ...]:
-        """The tools that may be called this turn (``()`` under ``none``)."""
-        names = set(self.tool_choice.callable([t.name for t in self.tools]))
-        return tuple(t for t in self.tools if t.name in names)
+        """The tools that may be called this turn (``()`` under ``none``), in tool order."""
+        choice = self.tool_choice
+        if choice.mode == "none":
+            return ()
+        if choice.allowed is None:
+            return self.tools
+        return tuple(self.tools[self._index[n]] for n in choice.allowed)
+
+    def with_tool_choice(self, tool_choice: ToolChoiceLike) -> ToolTurn:
+        """This turn with another ``tool_choice`` (a policy's next allowed set): the same tools,
+        format and options, already checked, and the same cached key of the tool list, so the
+        cost is O(allowed names), and :meth:`compile` finds the turn over every tool and,
+        for a subset seen before, its filter in the cache. The prompt is unchanged."""
+        other = copy.copy(self)
+        for name in ("_grammar", "callable_tools"):  # what depends on tool_choice
+            other.__dict__.pop(name, None)
+        other.tool_choice = ToolChoice.parse(tool_choice, self._names, index=self._index)
+        return other
 
     @property
     def triggers(self) -> tuple[str, ...]:
@@ -112,6 +146,110 @@ class ToolTurn:
     @functools.cached_property
     def _grammar(self) -> Grammar:
         return build_turn_grammar(
+            self.tools,
+            self.format,
+            self.tool_choice,
+            parallel=self.parallel_tool_calls,
+            special_tokens=self.special_tokens,
+            schema_options=self.schema_options,
+            reasoning=self.reasoning,
+            reasoning_open=self.reasoning_open,
+        )
+
+    def compile(
+        self, vocab: Vocabulary | None = None, *, limits: Limits | None = None
+    ) -> CompiledGrammar:
+        """The turn compiled for matching (and token masks with ``vocab``), with the active
+        compiler; accepts exactly :meth:`grammar`'s language.
+
+        A turn where every tool may be called (or none) compiles its grammar. A turn where a
+        subset may be called (``allowed_tools``, a named ``tool_choice``, an agent policy) is
+        the turn over *every* tool in the same mode, :meth:`~CompiledGrammar.restricted` by
+        a name filter (:func:`~toolmask.tools.build_name_filter`: the envelope with the
+        allowed names and any argument values): the large automaton and its cached masks
+        are shared by every subset, and a subset costs its filter, compiled once (O(allowed
+        names), cached) and then a dictionary lookup. Both are kept in the compiler's
+        ``tools.turns`` cache, keyed by the tools' fingerprints, format, options and mode
+        without reading the grammars.
+
+        ``limits``: the compile limits (default: ``schema_options["limits"]``, else the
+        compiler's); ``max_rules`` applies to each tool's part and to the envelope, not to
+        their sum. Raises what :meth:`grammar` raises. The cyclic garbage collector is paused
+        while it builds (see :func:`toolmask.tools._parts.parts_of`).
+        """
+        with gc_paused():
+            return self._compile_turn(vocab, limits)
+
+    def _compile_turn(self, vocab: Vocabulary | None, limits: Limits | None) -> CompiledGrammar:
+        compiler = active_compiler()
+        lim = limits if limits is not None else limits_of(self.schema_options)
+        mode = self.tool_choice.mode if self.callable_tools else "none"
+        names = tuple(t.name for t in self.callable_tools)
+        cache = compiler.cache(
+            "tools.turns",
+            limit="max_compiled_turns",
+            sizeof=_compiled_bytes,
+        )
+        vkey = vocab.fingerprint if vocab is not None else None
+        base = (self._tools_key, vkey, lim, mode)
+        every = mode == "none" or len(names) == len(self.tools)
+        full: CompiledGrammar | None = cache.get(base)
+        if full is None:
+            grammar = self._grammar if every else self._full_grammar(mode)
+            full = cache.put(base, _compile(compiler, grammar, vocab, lim))
+        if every:
+            return full
+        fkey = (*base, names)
+        filt: CompiledGrammar | None = cache.get(fkey)
+        if filt is None:
+            filt = cache.put(fkey, _compile(compiler, self._filter_grammar(), vocab, lim))
+        return full.restricted(filt)
+
+    @functools.cached_property
+    def _tools_key(self) -> str:
+        """A digest of everything the turn's grammar depends on but ``tool_choice``. The
+        tools' part of it is kept per list of tool objects (``tools.lists``), so a new turn
+        over the same objects (a new subset) costs O(tools) identity checks, not their
+        serialisation."""
+        lists = active_compiler().cache("tools.lists", limit="max_compiled_turns")
+        ids = tuple(map(id, self.tools))
+        hit: tuple[tuple[Tool, ...], bytes] | None = lists.get(ids)
+        if hit is not None and all(a is b for a, b in zip(hit[0], self.tools, strict=True)):
+            digest = hit[1]
+        else:
+            h = hashlib.blake2b(digest_size=16)
+            for t in self.tools:
+                h.update(tool_fingerprint(t).encode("utf-8", "surrogatepass") + b"\0")
+            digest = h.digest()
+            lists.put(ids, (self.tools, digest))
+        h = hashlib.blake2b(digest, digest_size=16)
+        rest = [
+            self.format.name,
+            id(self.format),
+            sorted(self.special_tokens),
+            {k: v for k, v in self.schema_options.items() if k != "caches"},
+            self.parallel_tool_calls,
+            self.reasoning,
+            self.reasoning_open,
+        ]
+        h.update(json.dumps(rest, sort_keys=True, default=repr).encode())
+        return h.hexdigest()
+
+    def _full_grammar(self, mode: str) -> Grammar:
+        """The turn over every tool in ``mode`` (``auto`` / ``required``)."""
+        return build_turn_grammar(
+            self.tools,
+            self.format,
+            ToolChoice(mode),  # type: ignore[arg-type]  # a ToolChoice mode
+            parallel=self.parallel_tool_calls,
+            special_tokens=self.special_tokens,
+            schema_options=self.schema_options,
+            reasoning=self.reasoning,
+            reasoning_open=self.reasoning_open,
+        )
+
+    def _filter_grammar(self) -> Grammar:
+        return build_name_filter(
             self.tools,
             self.format,
             self.tool_choice,
@@ -202,3 +340,18 @@ class ToolTurn:
             f"ToolTurn({names}, fmt={self.format.name!r}, tool_choice={self.tool_choice}, "
             f"parallel_tool_calls={self.parallel_tool_calls})"
         )
+
+
+def _compiled_bytes(c: CompiledGrammar) -> int:
+    return sum(c.memory().values())
+
+
+def _compile(
+    compiler: Any, grammar: Grammar, vocab: Vocabulary | None, limits: Limits
+) -> CompiledGrammar:
+    """Compile a turn's grammar; its parts were checked against ``max_rules`` one by one, so
+    the automaton's cap on the whole grammar is widened to the grammar's size."""
+    if len(grammar.rules) > limits.max_rules:
+        limits = dataclasses.replace(limits, max_rules=len(grammar.rules))
+    result: CompiledGrammar = compiler.compile(grammar, vocab, limits=limits)
+    return result

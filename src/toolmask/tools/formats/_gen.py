@@ -143,13 +143,16 @@ class Kit:
     whitespace layouts admitted for JSON values (the first is ``options["whitespace"]``; a
     format whose models write both ``json.dumps`` spacing and compact JSON lists both).
     ``reasoning_open``: the prompt ended inside the reasoning channel (formats that build
-    their whole turn read it, see :meth:`WireFormat.turn_grammar`).
+    their whole turn read it, see :meth:`WireFormat.turn_grammar`). ``tag``: a prefix for
+    the names of the rules the kit makes itself (shared texts), so that kits whose rules end
+    up in one grammar (a turn's per-tool parts) cannot collide.
     """
 
     options: Mapping[str, Any]
     special_tokens: frozenset[str] = frozenset()
     layouts: tuple[str, ...] = ()
     reasoning_open: bool = False
+    tag: str = ""
     rules: list[Rule] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
     _texts: dict[tuple[str | tuple[str, str], ...], Node] = field(default_factory=dict)
@@ -244,7 +247,7 @@ class Kit:
             edge = Dfa.char(CharSet.of(ord(c) for c in edges))
             dfa = dfa.intersect(edge.concat(anything).complement())
             dfa = dfa.intersect(anything.concat(edge).complement())
-        name = f"text{len(self._texts)}"
+        name = f"{self.tag}text{len(self._texts)}"
         entry, rules = dfa_to_rules(dfa, name, encoding="raw")
         for r in rules:
             self.add(r.name, r.body)
@@ -261,7 +264,7 @@ class Kit:
         dfa = Dfa.char(cs).concat(Dfa.char(cs).star())
         if lo == 0:
             dfa = dfa.union(Dfa.epsilon())
-        entry, rules = dfa_to_rules(dfa, f"chars{len(self._texts)}", encoding="raw")
+        entry, rules = dfa_to_rules(dfa, f"{self.tag}chars{len(self._texts)}", encoding="raw")
         self._texts[key] = entry
         for r in rules:
             self.add(r.name, r.body)

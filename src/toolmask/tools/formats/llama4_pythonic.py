@@ -186,13 +186,13 @@ def _is_keyword_name(key: str) -> bool:
 def _identifier(kit: Kit) -> Node:
     """An ASCII Python identifier that is not a keyword (a free keyword argument's name);
     one rule set per kit."""
-    if "kwname_s0" in {r.name for r in kit.rules}:
-        return RuleRef("kwname_s0")
+    if f"{kit.tag}kwname_s0" in {r.name for r in kit.rules}:
+        return RuleRef(f"{kit.tag}kwname_s0")
     first = CharSet.of([(0x41, 0x5A), (0x61, 0x7A), 0x5F])
     rest = first | CharSet.of([(0x30, 0x39)])
     dfa = Dfa.char(first).concat(Dfa.char(rest).star())
     dfa = dfa.intersect(Dfa.literals(keyword.kwlist).complement())
-    entry, rules = dfa_to_rules(dfa, "kwname", encoding="raw")
+    entry, rules = dfa_to_rules(dfa, f"{kit.tag}kwname", encoding="raw")
     for r in rules:
         kit.add(r.name, r.body)
     return entry

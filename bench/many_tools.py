@@ -1,0 +1,324 @@
+"""Turns over many tools: compile, subsets, masks and memory at N = 10 ... 2,000 tools.
+
+What is measured, per tool count N (hermes format, ``tool_choice="required"``, the Qwen3
+vocabulary from ``quicktok-v1`` as in ``bench/masks.py``, the native backend):
+
+* **cold compile** (s): a fresh ``GrammarCompiler`` (empty caches and schema memos; the
+  vocabulary index is built before the clock starts, it is per vocabulary), a new
+  ``ToolTurn`` over the N tools, ``turn.compile(vocab)``; split into **parts** (each tool's
+  call grammar: its schema compiled, then the format's call around it) and **kernel** (reading
+  the whole turn grammar into the automaton: flatten, key, analysis, initial state);
+* **warm new subset** (ms): tools seen before, a new ``allowed_tools`` subset of N/10 tools
+  (random, seeded): ``turn.with_tool_choice`` (what an agent policy does), ``compile`` (the
+  turn over every tool is cached; the subset's name filter is built and compiled), a matcher,
+  and the first mask at the name position (median of 5 new subsets);
+* **switch** (ms): back and forth between two subsets seen before: ``with_tool_choice``,
+  ``compile`` (cache hits), a matcher and the mask at the name position (median of 20);
+  **switch, new turn**: the same from a new ``ToolTurn`` over the tool list (what a server
+  request does: O(tools) to read and check the list);
+* **name mask** (ms): the bitmask right after ``<tool_call>\\n{"name": "`` on the turn over
+  every tool, first computation (cold) and again (warm); **subset name mask**: the same state
+  on a subset turn (two cached masks and an AND);
+* **argument mask** (ms): inside the arguments of one tool (after ``"arguments": {``), cold
+  and warm;
+* **CPU** columns: the same spans in the process's CPU time (``time.process_time``), which a
+  shared machine's load inflates far less than wall-clock;
+* **memory** (MB): the compiler's own account (``GrammarCompiler.memory()["total"]``: automata,
+  masks, vocabulary index, memos and the tool layer's parts) and the process's resident set
+  growth over the run.
+
+Tools: the 14 tools of the reference MCP servers (``bench/data/mcp_tools.json``) then
+JSONSchemaBench parameter schemas (``tests/data/jsonschemabench``: Glaiveai2K, then
+Github_easy), each named after its file, in file order, keeping those that compile on their
+own (chosen once by the parent, not timed). Each (N, repeat) runs in its own process, repeats
+interleaved across N (``--repeats``); the table shows medians, the JSON every run, with the
+machine's load average before and after. Wall-clock on a shared machine: no assertion.
+
+    .venv/bin/python bench/many_tools.py [--sizes 10,100,300,1000,2000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+RESULTS = ROOT / "bench" / "results"
+MCP_TOOLS = ROOT / "bench" / "data" / "mcp_tools.json"
+BENCH_DIR = ROOT / "tests" / "data" / "jsonschemabench"
+SPLITS = ("Glaiveai2K", "Github_easy")
+FMT = "hermes"
+NAME_PREFIX = b'\n{"name": "'
+
+
+def _name(raw: str, seen: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:56] or "tool"
+    name, k = base, 1
+    while name in seen:
+        k += 1
+        name = f"{base}_{k}"
+    seen.add(name)
+    return name
+
+
+def corpus(limit: int) -> list[dict[str, Any]]:
+    """OpenAI tool dicts: the MCP servers' tools, then JSONSchemaBench schemas, each kept only
+    when a turn over it alone compiles (checked with a throwaway compiler)."""
+    import toolmask as tm
+
+    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
+    data = json.loads(MCP_TOOLS.read_text(encoding="utf-8"))
+    raw: list[tuple[str, Any, str]] = []
+    for server in data["servers"].values():
+        raw += [(t["name"], t["inputSchema"], t.get("description", "")) for t in server["tools"]]
+    for split in SPLITS:
+        with gzip.open(BENCH_DIR / f"{split}.jsonl.gz", "rt", encoding="utf-8") as f:
+            for line in f:
+                rec = json.loads(line)
+                name = rec["name"].split("---")[-1]
+                raw.append((name, rec["schema"], rec.get("description", "")))
+    checker = tm.GrammarCompiler()
+    with checker.activate():
+        for name, schema, desc in raw:
+            if len(out) >= limit:
+                break
+            spec = {
+                "type": "function",
+                "function": {
+                    "name": _name(name, seen),
+                    "description": str(desc)[:200],
+                    "parameters": schema,
+                },
+            }
+            try:
+                tm.ToolTurn([spec], FMT, "required").grammar()
+            except Exception:  # a schema toolmask refuses is left out
+                continue
+            out.append(spec)
+    return out
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1e3
+
+
+def worker(specs: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """One cold process: every measure of the module docstring for these tools."""
+    import numpy as np
+
+    import toolmask as tm
+
+    vocab = tm.Vocabulary.from_quicktok("qwen3")
+    special = frozenset(vocab.special.values())
+    tools = [tm.Tool.from_openai(s) for s in specs]
+    compiler = tm.GrammarCompiler()
+    out: dict[str, Any] = {"n": len(tools), "backend": compiler.backend}
+    words = (vocab.vocab_size + 31) // 32
+    bm = np.zeros(words, dtype=np.int32)
+    with compiler.activate():
+        compiler.vocab_index(vocab)  # per vocabulary, not per turn
+        rss0 = _rss_kb()
+        t0, c0 = time.perf_counter(), time.process_time()
+        turn = tm.ToolTurn(tools, FMT, "required", special_tokens=special)
+        grammar = turn.grammar()
+        out["parts_ms"] = _ms(t0)
+        t1 = time.perf_counter()
+        compiled = turn.compile(vocab)
+        out["kernel_ms"] = _ms(t1)
+        out["cold_ms"] = _ms(t0)
+        out["cold_cpu_ms"] = (time.process_time() - c0) * 1e3
+        out["rules"] = len(grammar.rules)
+
+        def at_name(c: Any) -> Any:
+            m = c.matcher()
+            assert m.accept_special("<tool_call>") and m.accept_bytes(NAME_PREFIX)
+            return m
+
+        m = at_name(compiled)
+        t0 = time.perf_counter()
+        m.fill_bitmask(bm)
+        out["name_mask_cold_ms"] = _ms(t0)
+        out["name_mask_allowed"] = int(np.unpackbits(bm.view(np.uint8)).sum())
+        t0 = time.perf_counter()
+        m.fill_bitmask(bm)
+        out["name_mask_warm_ms"] = _ms(t0)
+
+        tool = tools[len(tools) // 2]
+        assert m.accept_bytes(tool.name.encode() + b'", "arguments": {')
+        t0 = time.perf_counter()
+        m.fill_bitmask(bm)
+        out["arg_mask_cold_ms"] = _ms(t0)
+        t0 = time.perf_counter()
+        m.fill_bitmask(bm)
+        out["arg_mask_warm_ms"] = _ms(t0)
+
+        rng = random.Random(seed)
+        names = [t.name for t in tools]
+        k = max(1, len(tools) // 10)
+
+        def choice(sub: list[str]) -> dict[str, Any]:
+            return {"type": "allowed_tools", "mode": "required", "tools": sub}
+
+        subsets = [rng.sample(names, k) for _ in range(7)]
+        t0 = time.perf_counter()
+        c = turn.with_tool_choice(choice(subsets[0])).compile(vocab)
+        sm = at_name(c)
+        sm.fill_bitmask(bm)
+        out["warm_subset_first_ms"] = _ms(t0)  # also builds the filters' any-value rules
+        out["subset_allowed_at_name"] = int(np.unpackbits(bm.view(np.uint8)).sum())
+        t0 = time.perf_counter()
+        sm.fill_bitmask(bm)
+        out["subset_name_mask_warm_ms"] = _ms(t0)
+        news: list[float] = []
+        news_cpu: list[float] = []
+        for sub in subsets[1:6]:
+            t0, c0 = time.perf_counter(), time.process_time()
+            at_name(turn.with_tool_choice(choice(sub)).compile(vocab)).fill_bitmask(bm)
+            news.append(_ms(t0))
+            news_cpu.append((time.process_time() - c0) * 1e3)
+        out["warm_subset_ms"] = statistics.median(news)
+        out["warm_subset_cpu_ms"] = statistics.median(news_cpu)
+        switches: list[float] = []
+        fresh: list[float] = []
+        for i in range(20):
+            sub = subsets[i % 2]
+            t0 = time.perf_counter()
+            at_name(turn.with_tool_choice(choice(sub)).compile(vocab)).fill_bitmask(bm)
+            switches.append(_ms(t0))
+            t0 = time.perf_counter()
+            again = tm.ToolTurn(tools, FMT, choice(sub), special_tokens=special)
+            at_name(again.compile(vocab)).fill_bitmask(bm)
+            fresh.append(_ms(t0))
+        out["switch_ms"] = statistics.median(switches)
+        out["switch_new_turn_ms"] = statistics.median(fresh)
+        mem = compiler.memory()
+        out["memory_mb"] = mem["total"] / 1e6
+        out["rss_growth_mb"] = (_rss_kb() - rss0) / 1e3
+    return out
+
+
+def _run_worker(specs: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(specs, f)
+        path = f.name
+    try:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--worker", path, "--seed", str(seed)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.unlink(path)
+    if proc.returncode != 0:
+        raise RuntimeError(f"worker failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+COLUMNS = [
+    ("n", "tools", "{:d}"),
+    ("cold_ms", "cold compile (ms)", "{:.0f}"),
+    ("cold_cpu_ms", "cold, CPU (ms)", "{:.0f}"),
+    ("parts_ms", "of which parts", "{:.0f}"),
+    ("kernel_ms", "of which kernel", "{:.0f}"),
+    ("warm_subset_ms", "warm, new subset (ms)", "{:.1f}"),
+    ("warm_subset_cpu_ms", "new subset, CPU (ms)", "{:.1f}"),
+    ("switch_ms", "subset switch (ms)", "{:.2f}"),
+    ("switch_new_turn_ms", "switch, new turn (ms)", "{:.2f}"),
+    ("name_mask_cold_ms", "name mask cold (ms)", "{:.2f}"),
+    ("name_mask_warm_ms", "name mask warm (ms)", "{:.3f}"),
+    ("subset_name_mask_warm_ms", "subset name mask warm (ms)", "{:.3f}"),
+    ("arg_mask_cold_ms", "arg mask cold (ms)", "{:.2f}"),
+    ("arg_mask_warm_ms", "arg mask warm (ms)", "{:.3f}"),
+    ("memory_mb", "compiler memory (MB)", "{:.0f}"),
+    ("rss_growth_mb", "RSS growth (MB)", "{:.0f}"),
+]
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = "| " + " | ".join(c[1] for c in COLUMNS) + " |"
+    sep = "|" + "|".join("---" for _ in COLUMNS) + "|"
+    body = ["| " + " | ".join(fmt.format(r[k]) for k, _, fmt in COLUMNS) + " |" for r in rows]
+    return "\n".join([head, sep, *body])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10,100,300,1000,2000")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=RESULTS / "many_tools.json")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        specs = json.loads(Path(args.worker).read_text(encoding="utf-8"))
+        print(json.dumps(worker(specs, args.seed)))
+        return
+    sizes = [int(x) for x in args.sizes.split(",")]
+    load_before = os.getloadavg()
+    specs = corpus(max(sizes))
+    if len(specs) < max(sizes):
+        sys.exit(f"only {len(specs)} tools compile on their own; ask for fewer")
+    runs: list[dict[str, Any]] = []
+    for rep in range(args.repeats):  # interleaved: every size once per repeat
+        for n in sizes:
+            r = _run_worker(specs[:n], seed=rep)
+            r["repeat"] = rep
+            r["load"] = os.getloadavg()
+            runs.append(r)
+            print(
+                f"repeat {rep} n={n}: cold {r['cold_ms']:.0f} ms, switch "
+                f"{r['switch_ms']:.2f} ms (load {r['load'][0]:.2f})",
+                flush=True,
+            )
+    medians = []
+    for n in sizes:
+        mine = [r for r in runs if r["n"] == n]
+        medians.append(
+            {k: (statistics.median(r[k] for r in mine) if k != "n" else n) for k, _, _ in COLUMNS}
+        )
+    print(table(medians))
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "load_before": load_before,
+            "load_after": os.getloadavg(),
+        },
+        "format": FMT,
+        "vocab": "qwen3 (quicktok-v1)",
+        "tool_choice": "required; subsets: allowed_tools of n/10 tools",
+        "medians": medians,
+        "runs": runs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
