@@ -21,6 +21,7 @@ import referencing
 import referencing.exceptions
 import referencing.jsonschema
 from jsonschema import validators as js_validators
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
 from toolmask._cache import current_caches
 from toolmask._pointer import json_pointer
@@ -80,15 +81,22 @@ class Locations:
                 spec = referencing.jsonschema.DRAFT202012
         self.spec = spec
         self.validator_cls = dialect_of(schema)
-        registry: referencing.Registry[Any] = referencing.Registry()
+        # the metaschemas of every draft, offline (jsonschema_specifications, as jsonschema's
+        # own validators have them): a $ref to one resolves without resources=
+        registry: referencing.Registry[Any] = SPECIFICATIONS
         for uri, doc in (resources or {}).items():
             registry = registry.with_resource(uri, self._resource(doc))
+        given = set(resources or ())
         root_res = self._resource(schema)
         root_uri = root_res.id() or ""
         registry = registry.with_resource(root_uri, root_res)
         # the documents by a URI that names them in a $ref (a root without $id is "" to its
         # own refs, which no $ref from outside can name: it gets an alias, see _as_ref)
-        self._documents = [(root_uri or _ROOT_ALIAS, schema), *(resources or {}).items()]
+        self._documents = [
+            (root_uri or _ROOT_ALIAS, schema),
+            *(resources or {}).items(),
+            *((uri, res.contents) for uri, res in SPECIFICATIONS.items() if uri not in given),
+        ]
         if not root_uri:
             registry = registry.with_resource(_ROOT_ALIAS, root_res)
         self._uris: dict[int, str] | None = None  # by id(subschema), see _as_ref
