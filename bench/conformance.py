@@ -71,19 +71,26 @@ def run_bench(splits: list[str] | None) -> dict[str, Any]:
         f" {'p50 ms':>8s} {'p99 ms':>8s}"
         f" {'inst':>6s} {'right':>7s} {'gram.only':>9s} {'FP':>4s}"
     )
+    refusals: dict[str, Counter[str]] = {}
+    refused: dict[str, list[str]] = {}
     for split in names:
+        refusals[split] = Counter()
         times: list[float] = []
         n = ok = 0
         classes: Counter[str] = Counter()
         gram_only = 0
         inst = 0
-        for _stem, schema, tests in iter_bench(split):
+        for stem, schema, tests in iter_bench(split):
             n += 1
             t0 = time.perf_counter()
             c = Compiled(schema)
             times.append((time.perf_counter() - t0) * 1000)
             if c.kind is None:
                 ok += 1
+            else:
+                reason = f"{c.kind}:{c.reason}"
+                refusals[split][reason] += 1
+                refused.setdefault(reason, []).append(stem)
             for t in tests:
                 inst += 1
                 cls = c.classify(t["data"], bool(t["valid"]))
@@ -107,8 +114,25 @@ def run_bench(splits: list[str] | None) -> dict[str, Any]:
             "instances": inst,
             "classes": dict(classes),
             "grammar_only_pass": gram_only,
+            "refusals": dict(refusals[split]),
         }
+    print_refusals(refusals, names)
+    out["refused"] = {k: sorted(v) for k, v in sorted(refused.items())}
     return out
+
+
+def print_refusals(refusals: dict[str, Counter[str]], names: list[str]) -> None:
+    """The refused schemas by reason (``limit:<Limits field>`` for a LimitError,
+    ``unsupported:<keyword>`` for a SchemaError), one column per split."""
+    reasons = sorted({r for c in refusals.values() for r in c})
+    print("\nJSONSchemaBench dev: refusals by reason")
+    short = [s[:10] for s in names]
+    print(f"  {'reason':40s}" + "".join(f" {s:>10s}" for s in short) + f" {'total':>6s}")
+    for r in reasons:
+        counts = [refusals[s][r] for s in names]
+        print(f"  {r:40s}" + "".join(f" {c:10d}" for c in counts) + f" {sum(counts):6d}")
+    totals = [sum(refusals[s].values()) for s in names]
+    print(f"  {'all':40s}" + "".join(f" {c:10d}" for c in totals) + f" {sum(totals):6d}")
 
 
 def main() -> None:

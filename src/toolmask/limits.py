@@ -52,8 +52,20 @@ class Limits:
     #: alternatives of one JSON type in one merged schema: allOf / anyOf / oneOf / not combine
     #: branches by products, and each alternative left after merging becomes its own rule
     #: chain (protects grammar size and compile time; alternatives that differ in one key's
-    #: value are merged first, so this counts what a grammar really needs)
+    #: value are merged first, so this counts what a grammar really needs). Literal values
+    #: (an enum's arrays and objects) do not count: they share one trie, bounded by
+    #: ``max_literal_bytes``; nor does a product with one alternative, which only filters
     max_alternatives: int = 1_024
+    #: object alternatives of one ``anyOf`` / ``oneOf`` when a key tells them apart (every
+    #: alternative requires it with its own ``const`` / ``enum`` values: the automaton follows
+    #: one alternative once that key's value is read, so the cost is linear in the branches);
+    #: unions without such a key stay bounded by ``max_alternatives``
+    max_discriminated_alternatives: int = 16_384
+    #: bytes of the spellings of one literal set (an ``enum`` / ``const``, or the literal
+    #: containers of one union) lowered as one byte trie: its JSON texts, each object of 2 to
+    #: 4 members once per member order (protects compile time and grammar size; the number of
+    #: values is not bounded apart, an enum of n values costs O(bytes))
+    max_literal_bytes: int = 8_000_000
     #: regions the key space of one object splits into: every patternProperties pattern and
     #: additionalProperties split it (n overlapping patterns can make 2**n regions; disjoint
     #: ones n + 1); each region is a key-language automaton (protects compile time)
@@ -140,6 +152,8 @@ SERVER_LIMITS = Limits(
     max_mask_cache_bytes=64 * 1024 * 1024,
     # schema and regex compilation
     max_alternatives=256,
+    max_discriminated_alternatives=2_048,
+    max_literal_bytes=1_000_000,
     max_key_regions=64,
     max_one_of_exact=6,
     max_regex_nesting=32,

@@ -131,6 +131,9 @@ class Compiled:
     def __init__(self, schema: Any, *, resources: dict[str, Any] | None = None, **options: Any):
         self.error: str | None = None
         self.kind: str | None = None
+        #: why the schema was refused: the Limits field of a LimitError, the keyword of a
+        #: SchemaError ("schema" when it names none); None when it compiled
+        self.reason: str | None = None
         self.compiled: Any = None
         self.schema = schema
         self.indent = options.get("indent") if options.get("whitespace") == "indent" else None
@@ -140,9 +143,9 @@ class Compiled:
             )
             self.compiled = tm.compile(g, limits=HARNESS_LIMITS)
         except SchemaError as e:
-            self.kind, self.error = "unsupported", str(e)
+            self.kind, self.error, self.reason = "unsupported", str(e), e.keyword or "schema"
         except LimitError as e:
-            self.kind, self.error = "limit", str(e)
+            self.kind, self.error, self.reason = "limit", str(e), e.limit
 
     def grammar_accepts(self, data: Any) -> tuple[bool, bytes]:
         forms = serialisations(data, self.schema, indent=self.indent)

@@ -41,6 +41,7 @@ from toolmask.schema._terms import (
     Shape,
     StrAlt,
     Term,
+    canonical,
     mk_and,
     mk_not,
     mk_or,
@@ -197,36 +198,77 @@ class ShapeAlgebra:
         ys: tuple[Any, ...],
         fn: Callable[[Any, Any], tuple[Any, Flags] | None],
     ) -> list[tuple[Any, Flags]]:
+        """The products of every alternative of ``xs`` with every one of ``ys``, deduplicated
+        and merged. Literal containers (enum values) meet to literals or nothing, so they never
+        multiply and are bounded apart (:meth:`_literals_checked`); the other alternatives are
+        bounded by ``max_alternatives``, or by the larger side when the other has one
+        alternative (a product with one alternative is a filter, not a multiplication)."""
         out: dict[Any, Flags] = {}
-        merged_at = self.limits.max_alternatives
+        cap = self._product_cap(xs, ys)
+        merged_at = cap
+        n_lit = 0
         for x in xs:
             for y in ys:
                 self.check_time()
                 r = fn(x, y)
                 if r is not None and r[0] not in out:
                     out[r[0]] = r[1]
-                    if len(out) > merged_at:
-                        out = self._merged(out)
-                        merged_at = max(2 * len(out), self.limits.max_alternatives)
+                    if _is_literal(r[0]):
+                        n_lit += 1
+                    elif len(out) - n_lit > merged_at:
+                        out = self._merged(out, cap)
+                        n_lit = sum(1 for a in out if _is_literal(a))
+                        merged_at = max(2 * (len(out) - n_lit), cap)
         if len(out) > 1:
-            out = self._merged(out)
+            out = self._merged(out, cap)
         return list(out.items())
 
-    def _merged(self, alts: dict[Any, Flags]) -> dict[Any, Flags]:
+    def _product_cap(self, xs: tuple[Any, ...], ys: tuple[Any, ...]) -> int:
+        """The alternatives a product of ``xs`` and ``ys`` may keep (see :meth:`_pairs`)."""
+        nx = sum(1 for x in xs if not _is_literal(x))
+        ny = sum(1 for y in ys if not _is_literal(y))
+        cap = self.limits.max_alternatives
+        if min(nx, ny) <= 1:
+            cap = max(cap, nx, ny)
+        return cap
+
+    def _merged(self, alts: dict[Any, Flags], cap: int) -> dict[Any, Flags]:
         """``alts`` with the alternatives that differ in one property merged (see
-        :func:`_merge_alternatives`); LimitError when more than ``max_alternatives`` remain."""
+        :func:`_merge_alternatives`); LimitError when more than ``cap`` others remain, or
+        literals past ``max_literal_bytes``."""
         kinds = {type(a) for a in alts}
         out = alts
         if kinds == {ObjAlt}:
             # a merged alternative carries all its parts' flags
             flags = join_flags(list(alts.values()))
             out = {a: alts.get(a, flags) for a in _merge_alternatives(list(alts))}
-        if len(out) > self.limits.max_alternatives:
+        n = self._literals_checked(out)
+        if n > cap:
             raise LimitError(
-                f"merging allOf / anyOf / oneOf / not gives {len(out)} alternatives of one type",
+                f"merging allOf / anyOf / oneOf / not gives {n} alternatives of one type",
                 limit="max_alternatives",
             )
         return out
+
+    def _literals_checked(self, alts: Iterable[Any]) -> int:
+        """The alternatives of ``alts`` that are not literal containers (those count against
+        ``max_alternatives``); LimitError when the literal ones' JSON texts pass
+        ``max_literal_bytes`` (they are lowered into one byte trie, so their cost is their
+        bytes, not their number)."""
+        others = 0
+        size = 0
+        for a in alts:
+            text = getattr(a, "literal", None)
+            if text is None:
+                others += 1
+            else:
+                size += len(text)
+        if size > self.limits.max_literal_bytes:
+            raise LimitError(
+                f"literal values of one type take {size} bytes of JSON",
+                limit="max_literal_bytes",
+            )
+        return others
 
     def union(self, shapes: list[Shape]) -> Shape:
         if not shapes:
@@ -243,12 +285,20 @@ class ShapeAlgebra:
             out: dict[Any, None] = {}
             for tup in xs:
                 out.update(dict.fromkeys(tup))
-            if len(out) > self.limits.max_alternatives:
+            cap = self.limits.max_alternatives
+            if self._literals_checked(out) > cap:
                 out = dict.fromkeys(_merge_alternatives(list(out)))
-            if len(out) > self.limits.max_alternatives:
+            n = self._literals_checked(out)
+            if n > cap:
+                big = self.limits.max_discriminated_alternatives
+                if n <= big and self.discriminator(tuple(out)) is not None:
+                    return tuple(out)
+                what = "alternatives of one type"
+                if n > big:
+                    what = f"alternatives of one type (at most {big} when a key tells them apart)"
                 raise LimitError(
-                    f"anyOf / oneOf gives {len(out)} alternatives of one type",
-                    limit="max_alternatives",
+                    f"anyOf / oneOf gives {n} {what}",
+                    limit="max_alternatives" if n <= big else "max_discriminated_alternatives",
                 )
             return tuple(out)
 
@@ -273,6 +323,53 @@ class ShapeAlgebra:
             objects=objs,
             flags=flags,
         )
+
+    def expand(self, term: Term) -> Shape:
+        """The shape of ``term`` (the compiler's expansion; see ``SchemaCompiler.expand``)."""
+        raise NotImplementedError
+
+    def discriminator(self, alts: tuple[Any, ...]) -> str | None:
+        """A key that tells the object alternatives of ``alts`` apart: every one requires it
+        with a literal value set (``const`` / ``enum``), and no value belongs to two of them
+        (the OpenAPI discriminator; the automaton then follows one alternative once the key's
+        value is read, as a trie would). None when there is none, or ``alts`` are not objects.
+        Cost: O(alternatives x required keys) plus the keys' (memoised) expansions."""
+        objs = [a for a in alts if isinstance(a, ObjAlt)]
+        if len(objs) != len(alts) or not objs:
+            return None
+        keys: set[str] | None = None
+        for o in objs:
+            names = (
+                set(json.loads(o.literal))
+                if o.literal is not None
+                else {p.name for p in o.props if p.required}
+            )
+            keys = names if keys is None else keys & names
+            if not keys:
+                return None
+        for key in sorted(keys or ()):
+            owner: set[str] = set()
+            for o in objs:
+                values = self._key_literals(o, key)
+                if values is None or not owner.isdisjoint(values):
+                    break
+                owner.update(values)
+            else:
+                return key
+        return None
+
+    def _key_literals(self, o: ObjAlt, key: str) -> set[str] | None:
+        """The canonical texts ``key`` may hold in ``o`` (None: not a finite literal set)."""
+        if o.literal is not None:
+            return {canonical(json.loads(o.literal)[key])}
+        p = o.prop(key)
+        if p is None:
+            return None
+        try:
+            shape = self.expand(p.value)
+        except SchemaError:  # a term still being expanded (recursion): not provable here
+            return None
+        return set(shape.literals) if shape.literals is not None else None
 
     def split(self, s: Shape) -> Shape:
         """A literal shape as a type split (each literal its own alternative)."""
@@ -300,12 +397,15 @@ class ShapeAlgebra:
                 objs.append(ObjAlt(literal=text))
         numbers: tuple[NumAlt, ...] = ()
         if nums:
-            d = nums[0].dfa
-            assert d is not None
-            for n in nums[1:]:
-                assert n.dfa is not None
-                d = d.union(n.dfa, limits=self.limits)
-            numbers = (NumAlt(dfa=d),)
+            # unions of literal automata in a balanced tree: each product is as large as its
+            # operands together, so n literals cost O(n log n) states, not O(n**2)
+            level = [n.dfa for n in nums if n.dfa is not None]
+            while len(level) > 1:
+                self.check_time()
+                odd = level[-1:] if len(level) % 2 else []
+                pairs = zip(level[0::2], level[1::2], strict=False)  # an odd last one waits
+                level = [a.union(b, limits=self.limits) for a, b in pairs] + odd
+            numbers = (NumAlt(dfa=level[0]),)
         strings = (StrAlt(dfa=_langs.string_literals_dfa(strs)),) if strs else ()
         return Shape(
             null=null,
@@ -646,6 +746,11 @@ def _merge_alternatives(alts: list[Any]) -> list[Any]:
                 break
         items = list(dict.fromkeys(o for o in merged if o is not None))
     return [*items, *rest]
+
+
+def _is_literal(alt: Any) -> bool:
+    """Whether ``alt`` is a literal container (an enum's array or object value)."""
+    return getattr(alt, "literal", None) is not None
 
 
 def _breadth(s: Shape) -> tuple[int, int, int]:

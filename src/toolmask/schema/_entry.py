@@ -217,7 +217,8 @@ def _malformed(schema: Any, cause: Exception) -> SchemaError:
     if err is None:
         # valid by the metaschema: a compiler fault, reported as such rather than as bad input
         return SchemaError(f"the schema could not be compiled ({type(cause).__name__}: {cause})")
-    path = [str(p) for p in err.path]
+    # absolute: best_match may pick an error from inside an anyOf, whose path is relative
+    path = [str(p) for p in err.absolute_path]
     pointer = json_pointer(path)
     keyword = next((p for p in reversed(path) if not p.isdigit()), None)
     return SchemaError(f"malformed schema: {err.message}", pointer=pointer, keyword=keyword)

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from toolmask._pointer import json_pointer
 from toolmask.errors import GrammarError, LimitError, SchemaError
 from toolmask.grammar import Dfa
 from toolmask.schema import _langs
@@ -238,6 +240,28 @@ class _Dependencies:
     any: bool = False
 
 
+def _check_dependency(kw: str, dep: Any, pointer: str) -> None:
+    """SchemaError at ``pointer`` unless ``dep`` has a form ``kw`` allows: an array of names
+    (``dependentRequired``; ``dependencies``) or a schema (``dependentSchemas``;
+    ``dependencies``)."""
+    names_ok = kw != "dependentSchemas"
+    schema_ok = kw != "dependentRequired"
+    if isinstance(dep, list):
+        if names_ok and all(isinstance(n, str) for n in dep):
+            return
+        what = "an array of property names" if names_ok else "a schema (an object or a boolean)"
+    elif isinstance(dep, (dict, bool)):
+        if schema_ok:
+            return
+        what = "an array of property names"
+    else:
+        what = {
+            "dependentRequired": "an array of property names",
+            "dependentSchemas": "a schema (an object or a boolean)",
+        }.get(kw, "an array of property names or a schema")
+    raise SchemaError(f"{kw} values must be {what}, got {dep!r}", pointer=pointer, keyword=kw)
+
+
 def _dependent(kw: str) -> KeywordFn[_Dependencies]:
     """The function of ``dependentRequired``, ``dependentSchemas`` or (draft-07, either form)
     ``dependencies``: for each key, (key absent) or (key present and the others required / the
@@ -249,6 +273,7 @@ def _dependent(kw: str) -> KeywordFn[_Dependencies]:
         if not isinstance(v, dict):
             raise SchemaError(f"{kw} must be an object", pointer=site.ptr, keyword=kw)
         for key, dep in v.items():
+            _check_dependency(kw, dep, site.ptr + json_pointer((kw, key)))
             absent = Shape(objects=(ObjAlt(props=(Prop(key, BOTTOM, False, False),)),))
             present = Shape(objects=(ObjAlt(props=(Prop(key, TOP, True, False),)),))
             if isinstance(dep, list):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -53,6 +54,7 @@ from toolmask.schema._compiler import SchemaCompiler
 from toolmask.schema._dfa_rules import lowered_dfa
 from toolmask.schema._json_text import any_json_string_char, json_string_char, json_ws
 from toolmask.schema._keys import key_rest_rules, other_keys_body
+from toolmask.schema._literal_trie import Tail, number_spellings, trie_node
 from toolmask.schema._notation import (
     NOTATIONS,
     Notation,
@@ -70,6 +72,7 @@ from toolmask.schema._terms import (
     Shape,
     StrAlt,
     Term,
+    canonical,
     mk_and,
     mk_not,
 )
@@ -155,7 +158,9 @@ class Lowerer:
         self.max_depth = max_indent_depth
         self.rules: dict[str, Node] = {}
         self.order: list[str] = []
-        self._memo: dict[tuple[Term, int], str] = {}
+        self._memo: dict[tuple[Term, int], Node] = {}
+        #: the rule of each (shape, depth) lowered: terms of equal shapes share it
+        self._by_shape: dict[tuple[Shape, int], RuleRef] = {}
         self._todo: list[tuple[str, Term, int]] = []
         self._dfa_memo: dict[tuple[Dfa | None, str], Node] = {}
         self._n = 0
@@ -163,7 +168,7 @@ class Lowerer:
 
     # -- driver -----------------------------------------------------------------------------------
     def run(self, root: Term, schema_json: str, resources_json: str) -> Grammar:
-        self._memo[(root, 0)] = "root"
+        self._memo[(root, 0)] = RuleRef("root")
         self._todo.append(("root", root, 0))
         while self._todo:
             name, term, depth = self._todo.pop()
@@ -200,12 +205,34 @@ class Lowerer:
             return NOTHING
         d = depth if self.layout.mode == "indent" else 0
         key = (term, d)
-        name = self._memo.get(key)
-        if name is None:
-            name = "value" if term == TOP and d == 0 else self._fresh("t")
-            self._memo[key] = name
-            self._todo.append((name, term, d))
-        return RuleRef(name)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        node: Node
+        if term == TOP and d == 0:
+            node = RuleRef("value")
+            self._todo.append(("value", term, d))
+        else:
+            # the shape decides the rule's body: a small literal set (a discriminator's
+            # const) is written in place, and terms of equal shapes (every plain {"type":
+            # "string"}, say) share one rule, so a union of many branches costs no rule per
+            # branch for them
+            try:
+                shape = self.c.expand(term)
+            except LimitError as e:  # located at this term, as when run() lowers it
+                e.at(self.c.where(term))
+                raise
+            lits = shape.literals
+            if lits is not None and not shape.flags.over and sum(map(len, lits)) <= _INLINE_LITERAL:
+                node = self.literal_set(lits, d)
+            else:
+                shared = self._by_shape.get((shape, d))
+                if shared is None:
+                    shared = self._by_shape[(shape, d)] = RuleRef(self._fresh("t"))
+                    self._todo.append((shared.name, term, d))
+                node = shared
+        self._memo[key] = node
+        return node
 
     def is_bottom(self, term: Term) -> bool:
         """True when no value satisfies ``term`` at the top level of its shape."""
@@ -252,9 +279,7 @@ class Lowerer:
     def body(self, shape: Shape, depth: int) -> Node:
         alts: list[Node] = []
         if shape.literals is not None:
-            for text in shape.literals:
-                alts.append(self.literal(json.loads(text), depth))
-            return choice(*alts)
+            return self.literal_set(shape.literals, depth)
         if shape.null:
             alts.append(lit(self.notation.null))
         if True in shape.booleans:
@@ -267,21 +292,56 @@ class Lowerer:
         if too_deep and (shape.arrays or shape.objects):
             pass  # deeper containers are not emitted in indent mode (a documented restriction)
         else:
-            alts.extend(self.array(a, depth) for a in shape.arrays)
-            alts.extend(self.obj(o, depth) for o in shape.objects)
+            # literal containers (enum values met with a union) share one trie; the others are
+            # an alternative each
+            fixed = [a.literal for a in shape.arrays if a.literal is not None]
+            fixed += [o.literal for o in shape.objects if o.literal is not None]
+            if fixed:
+                alts.append(self.literal_set(fixed, depth))
+            alts.extend(self.array(a, depth) for a in shape.arrays if a.literal is None)
+            alts.extend(self.obj(o, depth) for o in shape.objects if o.literal is None)
         return choice(*alts)
 
     def literal(self, value: Any, depth: int) -> Node:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return self.dfa_node(_langs.number_literal_dfa(to_decimal(value, "", "const")), "raw")
-        if self.notation.name != "json":
-            return self.spelled(value, depth)
-        if isinstance(value, dict) and 2 <= len(value) <= 4:
-            items = list(value.items())
-            return choice(
-                *(lit(self.layout.render(dict(p), depth)) for p in itertools.permutations(items))
+        """One constant value (see :meth:`literal_set`)."""
+        return self.literal_set((canonical(value),), depth)
+
+    def literal_set(self, texts: Iterable[str], depth: int) -> Node:
+        """A set of constant values (their canonical JSON texts, :func:`canonical`) as one byte
+        trie of their spellings (see :mod:`._literal_trie`): numbers in every exponent-free
+        spelling, objects of 2 to 4 members in any member order, other values as the layout
+        renders them. Values in a notation other than JSON, other than numbers, are spelled
+        node by node beside the trie (their strings have several quotings). O(total bytes of
+        the spellings); no rule."""
+        spellings: list[tuple[bytes, Tail]] = []
+        others: list[Node] = []
+        json_text = self.notation.name == "json"
+        render = self.layout.render
+        for text in texts:
+            first = text[0]
+            if first == '"' and json_text:  # a string is written the same in every layout
+                spellings.append((text.encode(), ""))
+                continue
+            if first in _INT_START and text != "0" and text.lstrip("-").isdigit():
+                # a canonical integer other than 0 (which is also written -0): no leading zero
+                spellings.append((text.encode(), "int"))
+                continue
+            value = json.loads(text)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                spellings.extend(number_spellings(to_decimal(value, "", "const")))
+            elif not json_text:
+                others.append(self.spelled(value, depth))
+            elif isinstance(value, dict) and 2 <= len(value) <= 4:
+                for order in itertools.permutations(value.items()):
+                    spellings.append((render(dict(order), depth).encode(), ""))
+            else:
+                spellings.append((render(value, depth).encode(), ""))
+        size = sum(len(text) for text, _ in spellings)
+        if size > self.c.limits.max_literal_bytes:
+            raise LimitError(
+                f"the literal values take {size} bytes spelled out", limit="max_literal_bytes"
             )
-        return lit(self.layout.render(value, depth))
+        return choice(trie_node(spellings), *others)
 
     def number(self, n: NumAlt) -> Node:
         if n.rng is not None:
@@ -627,6 +687,10 @@ class Lowerer:
 
 
 _DIGIT = byte_class((0x30, 0x39))
+#: literal sets up to this many bytes of JSON text are written where they are used, not as a rule
+_INLINE_LITERAL = 64
+#: the first characters of an integer's canonical text
+_INT_START = frozenset("-0123456789")
 
 
 @functools.cache

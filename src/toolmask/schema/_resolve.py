@@ -21,6 +21,7 @@ import referencing
 import referencing.exceptions
 import referencing.jsonschema
 from jsonschema import validators as js_validators
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
 from toolmask._cache import current_caches
 from toolmask._pointer import json_pointer
@@ -80,15 +81,20 @@ class Locations:
                 spec = referencing.jsonschema.DRAFT202012
         self.spec = spec
         self.validator_cls = dialect_of(schema)
-        registry: referencing.Registry[Any] = referencing.Registry()
+        # the metaschemas of every draft, offline (jsonschema_specifications, as jsonschema's
+        # own validators have them): a $ref to one resolves without resources=
+        registry: referencing.Registry[Any] = SPECIFICATIONS
         for uri, doc in (resources or {}).items():
             registry = registry.with_resource(uri, self._resource(doc))
+        given = set(resources or ())
         root_res = self._resource(schema)
         root_uri = root_res.id() or ""
         registry = registry.with_resource(root_uri, root_res)
         # the documents by a URI that names them in a $ref (a root without $id is "" to its
         # own refs, which no $ref from outside can name: it gets an alias, see _as_ref)
         self._documents = [(root_uri or _ROOT_ALIAS, schema), *(resources or {}).items()]
+        #: the metaschemas' index (process-wide, see _spec_index), unless resources replace one
+        self._specs = _spec_index() if given.isdisjoint(_SPEC_URIS) else None
         if not root_uri:
             registry = registry.with_resource(_ROOT_ALIAS, root_res)
         self._uris: dict[int, str] | None = None  # by id(subschema), see _as_ref
@@ -222,32 +228,61 @@ class Locations:
         refs resolve against the resource around it; one without is itself (where it sits
         changes nothing). The index is built on first use: O(size of the documents)."""
         if self._uris is None:
-            self._uris, self._with_refs = {}, set()
-            order: list[tuple[int, int]] = []  # (a dict, the dict it sits in), parents first
-            for uri, doc in self._documents:
-                stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
-                while stack:
-                    node, ptr, parent = stack.pop()
-                    if isinstance(node, dict):
-                        self._uris.setdefault(id(node), f"{uri}#{quote(ptr, safe='/~')}")
-                        order.append((id(node), parent))
-                        if not _REF_KEYWORDS.isdisjoint(node):
-                            self._with_refs.add(id(node))
-                        parent = id(node)
-                        items: Iterable[tuple[Any, Any]] = node.items()
-                    else:
-                        items = enumerate(node)
-                    stack.extend(
-                        (child, ptr + json_pointer((key,)), parent)
-                        for key, child in items
-                        if isinstance(child, (dict, list))
-                    )
-            for node_id, parent in reversed(order):
-                if node_id in self._with_refs:
-                    self._with_refs.add(parent)
+            docs = self._documents
+            if self._specs is None:  # a resource replaces a metaschema: index them all here
+                docs = [*docs, *((u, SPECIFICATIONS.contents(u)) for u in sorted(_SPEC_URIS))]
+            self._uris, self._with_refs = _index(docs)
+        uri = self._uris.get(id(schema))
+        if uri is None and self._specs is not None:
+            # a subschema of a metaschema (reached through a $ref to it)
+            uris, with_refs = self._specs
+            if id(schema) in with_refs:
+                return {"$ref": uris[id(schema)]}
+            return schema
         if id(schema) in self._with_refs:
             return {"$ref": self._uris[id(schema)]}
         return schema
+
+
+def _index(documents: Iterable[tuple[str, Any]]) -> tuple[dict[int, str], set[int]]:
+    """For every object of ``documents``: its URI (the document's and its JSON pointer there),
+    by id; and the ids of the objects with a reference keyword in them or below. O(size)."""
+    uris: dict[int, str] = {}
+    with_refs: set[int] = set()
+    order: list[tuple[int, int]] = []  # (a dict, the dict it sits in), parents first
+    for uri, doc in documents:
+        stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+        while stack:
+            node, ptr, parent = stack.pop()
+            if isinstance(node, dict):
+                uris.setdefault(id(node), f"{uri}#{quote(ptr, safe='/~')}")
+                order.append((id(node), parent))
+                if not _REF_KEYWORDS.isdisjoint(node):
+                    with_refs.add(id(node))
+                parent = id(node)
+                items: Iterable[tuple[Any, Any]] = node.items()
+            else:
+                items = enumerate(node)
+            stack.extend(
+                (child, ptr + json_pointer((key,)), parent)
+                for key, child in items
+                if isinstance(child, (dict, list))
+            )
+    for node_id, parent in reversed(order):
+        if node_id in with_refs:
+            with_refs.add(parent)
+    return uris, with_refs
+
+
+#: the URIs of the metaschemas jsonschema_specifications holds
+_SPEC_URIS = frozenset(uri for uri, _ in SPECIFICATIONS.items())
+
+
+@functools.cache
+def _spec_index() -> tuple[dict[int, str], set[int]]:
+    """:func:`_index` of the metaschemas, once per process (their documents are module-level
+    objects of jsonschema_specifications, never mutated: their ids stay theirs)."""
+    return _index((uri, SPECIFICATIONS.contents(uri)) for uri in sorted(_SPEC_URIS))
 
 
 def _json_key(v: Any) -> Any:
