@@ -1197,11 +1197,17 @@ def print_table(report: dict[str, Any], plan: Plan) -> None:
                     + " |"
                 )
     for peer, res in report.get("peers", {}).items():
+        if "error" in res:
+            print(f"| {peer} | " + " | ".join([res["error"][:60]] + [""] * (len(bs) - 1)) + " |")
+            continue
         for kind in ("cold", "warm"):
             cells = [_q(res.get(f"B={b}", {}).get(kind, {})) for b in bs]
+            rej = sum(res.get(f"B={b}", {}).get("rejected", 0) for b in bs)
             print(
                 f"| {peer} {res.get('version', '')}, {res.get('threads', '')} threads, "
-                f"{kind} (µs) | " + " | ".join(cells) + " |"
+                f"{kind}, mean / p99 / max (µs){f', {rej} REJECTED' if rej else ''} | "
+                + " | ".join(cells)
+                + " |"
             )
     share_rows = {r["batch"]: r for r in report.get("shares", [])}
     for name in plan.models:
@@ -1222,9 +1228,10 @@ def print_table(report: dict[str, Any], plan: Plan) -> None:
         if isinstance(res, dict) and "summary" in res:
             s = res["summary"]
             print(
-                f"| backend {key}: overhead / sample / fill / wait / forward (ms) | "
+                f"| backend {key}: overhead / sample (hidden) / fill / wait / forward (ms) | "
                 f"{s.get('overhead_ms', float('nan')):.3f} / "
-                f"{s.get('sample_ms', float('nan')):.3f} / "
+                f"{s.get('sample_ms', float('nan')):.3f} "
+                f"({s.get('sample_hidden_ms', float('nan')):.3f}) / "
                 f"{s.get('fill_ms', float('nan')):.3f} / {s.get('wait_ms', float('nan')):.3f} / "
                 f"{s.get('forward_ms', float('nan')):.2f} | steps {s.get('steps')} |"
             )
