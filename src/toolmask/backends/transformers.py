@@ -496,6 +496,7 @@ class Transformers(DecodingBackend):
         self._cached: list[int] = []  # tokens whose keys/values the cache holds
         self._last_logits: Any = None
         self._host_row: Any = None  # pinned float32 logits row for the numpy sampler on a GPU
+        self._ready: Any = None  # CUDA event: the last row is ready (forward, and its copy)
         device = getattr(model, "device", None)
         self.device = self._torch.device(device if device is not None else "cpu")
         #: sample with :class:`~toolmask.sampling.TorchSampler` on the logits' device (default:
@@ -643,24 +644,28 @@ class Transformers(DecodingBackend):
         self._cache = getattr(out, self._cache_arg)
         self._cached.extend(ids)
         row = out.logits[0, -1]
+        if self._cuda:
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            self._events.append((start, end))
+            self._ready = end
         if self.device_sampling:
             self._last_logits = row
         elif self._cuda:
             # the numpy sampler's row: converted on the device and copied into pinned memory
-            # behind the forward (no wait here); the sampler reads it after the end event
+            # behind the forward (no wait here); the sampler reads it once ``_ready`` is done,
+            # so the copy's time is part of the wait (``wait_s``), not of the forward's
             host = self._host_row
             if host is None or host.shape[0] != row.shape[0]:
                 host = self._host_row = torch.empty(
                     row.shape[0], dtype=torch.float32, pin_memory=True
                 )
             host.copy_(row, non_blocking=True)
+            self._ready = torch.cuda.Event()
+            self._ready.record()
             self._last_logits = host.numpy()
         else:
-            self._last_logits = row.float().numpy()
-        if self._cuda:
-            end = torch.cuda.Event(enable_timing=True)
-            end.record()
-            self._events.append((start, end))
+            self._last_logits = row.float().cpu().numpy()
         self._launch += time.perf_counter() - t0
 
     def _logits(self) -> Any:
@@ -671,8 +676,8 @@ class Transformers(DecodingBackend):
         row = self._last_logits
         if isinstance(row, self._torch.Tensor):
             return row.float().cpu().numpy()
-        if self._events:  # the pinned row of a forward that may still be running
-            self._events[-1][1].synchronize()
+        if self._ready is not None:  # the pinned row of a forward that may still be running
+            self._ready.synchronize()
         return row
 
     def _sampler(self, params: SamplingParams) -> Any:
@@ -699,8 +704,8 @@ class Transformers(DecodingBackend):
             t2 = time.perf_counter()
             wait, sample = t1 - tq, (tq - t0) + (t2 - t1)
         else:
-            if events:
-                events[-1][1].synchronize()
+            if self._ready is not None:
+                self._ready.synchronize()
             t1 = time.perf_counter()
             token = inner.sample(logits, bitmask)
             t2 = time.perf_counter()
