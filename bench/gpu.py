@@ -1228,8 +1228,9 @@ def print_table(report: dict[str, Any], plan: Plan) -> None:
         if isinstance(res, dict) and "summary" in res:
             s = res["summary"]
             print(
-                f"| backend {key}: overhead / sample (hidden) / fill / wait / forward (ms) | "
-                f"{s.get('overhead_ms', float('nan')):.3f} / "
+                f"| backend {key}: overhead (p50) / sample (hidden) / fill / wait / forward (ms) | "
+                f"{s.get('overhead_ms', float('nan')):.3f} "
+                f"({s.get('overhead_p50_ms', float('nan')):.3f}) / "
                 f"{s.get('sample_ms', float('nan')):.3f} "
                 f"({s.get('sample_hidden_ms', float('nan')):.3f}) / "
                 f"{s.get('fill_ms', float('nan')):.3f} / {s.get('wait_ms', float('nan')):.3f} / "

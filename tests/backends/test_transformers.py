@@ -318,6 +318,6 @@ def test_timings_record_every_sampled_token(on_device: Transformers) -> None:
     s = t.summary()
     assert s["steps"] == len(t) - 1  # the first step holds the prompt
     keys = ("forward_ms", "fill_ms", "wait_ms", "sample_ms", "sample_hidden_ms", "step_ms")
-    for key in (*keys, "overhead_ms"):
+    for key in (*keys, "overhead_ms", "overhead_p50_ms", "sample_p50_ms"):
         assert key in s and s[key] == s[key]  # not NaN
     assert 0 <= s["hidden"] <= 1

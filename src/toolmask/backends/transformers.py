@@ -406,8 +406,9 @@ class DecodeTimings:
     def summary(self) -> dict[str, float | int]:
         """Means in milliseconds over the steps that have a ``step_s`` (a generation's first
         step holds the prompt), with ``overhead_ms`` = mean of
-        ``step - launch - wait - fill - sample_hidden``
-        and ``hidden`` = the fraction of steps whose fill ended before the forward did."""
+        ``step - launch - wait - fill - sample_hidden`` (``overhead_p50_ms``: its median;
+        ``sample_p50_ms``: the sampling's) and ``hidden`` = the fraction of steps whose fill
+        ended before the forward did."""
         idx = [i for i, s in enumerate(self.step_s) if not math.isnan(s)]
         out: dict[str, float | int] = {"steps": len(idx)}
         if not idx:
@@ -428,6 +429,9 @@ class DecodeTimings:
             for i in idx
         ]
         out["overhead_ms"] = 1000 * sum(over) / n
+        # the median too: a garbage collection or a page fault in one step moves the mean
+        out["overhead_p50_ms"] = 1000 * sorted(over)[n // 2]
+        out["sample_p50_ms"] = 1000 * sorted(self.sample_s[i] for i in idx)[n // 2]
         out["hidden"] = sum(1 for i in idx if self.wait_s[i] > 0) / n
         return out
 
