@@ -310,10 +310,14 @@ def test_timings_record_every_sampled_token(on_device: Transformers) -> None:
     gen = on_device.generate(_json_prompt(on_device), compiled, max_tokens=30, meter=True)
     t = on_device.timings
     assert len(t) == gen.sampled_tokens == len(gen.distortion) > 1
-    assert all(len(xs) == len(t) for xs in (t.forward_s, t.fill_s, t.wait_s, t.sample_s))
+    lists = (t.forward_s, t.fill_s, t.wait_s, t.sample_s, t.sample_hidden_s)
+    assert all(len(xs) == len(t) for xs in lists)
     assert all(x > 0 for x in t.forward_s) and all(x >= 0 for x in t.wait_s)
+    # on the CPU nothing runs behind the loop's back: no sampling time is hidden
+    assert all(x == 0 for x in t.sample_hidden_s)
     s = t.summary()
     assert s["steps"] == len(t) - 1  # the first step holds the prompt
-    for key in ("forward_ms", "fill_ms", "wait_ms", "sample_ms", "step_ms", "overhead_ms"):
+    keys = ("forward_ms", "fill_ms", "wait_ms", "sample_ms", "sample_hidden_ms", "step_ms")
+    for key in (*keys, "overhead_ms", "overhead_p50_ms", "sample_p50_ms"):
         assert key in s and s[key] == s[key]  # not NaN
     assert 0 <= s["hidden"] <= 1

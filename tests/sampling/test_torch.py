@@ -9,6 +9,7 @@ Triton's interpreter when Triton is installed (a subprocess, ``TRITON_INTERPRET=
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -290,3 +291,120 @@ def test_bitmask_buffer_is_filled_in_place_and_sampled_without_a_copy() -> None:
     assert buf.shape == (2, 3) and buf.dtype == np.int32
     buf[:] = np.stack([bitmask_from_ids([69], 70), bitmask_from_ids([0], 70)])
     assert s.sample_batch(torch.randn(2, 70), buf) == [69, 0]
+
+
+# -- the greedy fast path and the two-phase draw ----------------------------------------------
+
+
+def _packed(value: float, token: int) -> int:
+    """What the fused kernel writes for a row whose first maximum is ``value`` at ``token``."""
+    bits = int(np.array([value + 0.0], dtype=np.float32).view(np.uint32)[0])
+    key = bits | 0x80000000 if bits < 0x80000000 else ~bits & 0xFFFFFFFF
+    if value != value:
+        key = 0xFFFFFFFF
+    return key << 31 | (0x7FFFFFFF - token)
+
+
+def test_unpack_argmax_reads_every_kind_of_maximum() -> None:
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    values = [0.0, -0.0, 1.5, -1.5, 3.0e38, -3.0e38, tiny, -tiny, np.inf, -np.inf]
+    for token in (0, 1, 151935, 2**31 - 1):
+        ids, vals = _unpack([_packed(v, token) for v in values])
+        assert ids == [token] * len(values)
+        assert vals == [float(np.float32(v)) + 0.0 for v in values]
+    ids, vals = _unpack([_packed(float("nan"), 7), 0])  # 0: a row no block wrote
+    assert ids[0] == 7 and vals[0] != vals[0] and vals[1] == -np.inf
+    # the key orders as the values do, and equal values by the lower id
+    keys = [_packed(v, 5) for v in sorted(values)]
+    assert keys == sorted(keys)
+    assert _packed(1.0, 3) > _packed(1.0, 4) and _packed(0.0, 9) == _packed(-0.0, 9)
+
+
+def _unpack(packed: list[int]) -> tuple[list[int], list[float]]:
+    from toolmask.sampling._torch import unpack_argmax
+
+    return unpack_argmax(packed)
+
+
+def test_fused_greedy_kernel_under_the_interpreter() -> None:
+    """The CUDA greedy path's kernel (Triton's interpreter on CPU tensors): the same ids as the
+    numpy sampler on ties, -0.0, bf16 and masks, NaN and -inf reported as the sampler's errors
+    need, a row with no mask, widths around the block size."""
+    pytest.importorskip("triton")
+    code = textwrap.dedent(
+        """
+        import numpy as np, torch
+        from toolmask.sampling import Sampler, SamplingParams, bitmask_from_ids
+        from toolmask.sampling._torch import masked_argmax_packed, unpack_argmax
+        rng = np.random.default_rng(4)
+        greedy = Sampler(SamplingParams(temperature=0))
+        def run(x, masks):
+            out = torch.empty(x.shape[0], dtype=torch.int64)
+            m = None if masks is None else torch.from_numpy(masks)
+            return unpack_argmax(masked_argmax_packed(x, m, out).tolist())
+        for v in (1, 7, 2047, 2048, 2049, 4500):
+            for _ in range(3):
+                x = rng.integers(-3, 3, size=(3, v)).astype(np.float32)  # many ties
+                x[0, rng.integers(v)] = -0.0
+                dens = (0.02, 0.5, 1.0)
+                ids = [np.flatnonzero(rng.random(v) < d) if d < 1 else np.arange(v) for d in dens]
+                masks = np.stack([bitmask_from_ids(i, v) for i in ids])
+                for dt in (torch.float32, torch.bfloat16):
+                    xt = torch.from_numpy(x).to(dt)
+                    got, top = run(xt, masks)
+                    for r in range(3):
+                        row = xt[r].float().numpy()
+                        if not ids[r].size:
+                            assert top[r] == -np.inf
+                            continue
+                        want = greedy.sample(row, masks[r])
+                        assert (got[r], top[r]) == (want, float(row[want])), (v, r)
+                    got, _ = run(xt, None)
+                    assert got == [int(np.argmax(xt[r].float().numpy())) for r in range(3)]
+        x = torch.zeros(3, 100)
+        x[0, 7] = float("nan")
+        x[1] = float("-inf")
+        x[2, 50] = float("inf")
+        got, top = run(x, None)
+        assert top[0] != top[0] and top[1] == -np.inf and (got[2], top[2]) == (50, np.inf)
+        # a NaN the mask removes is not seen; a mask that removes everything reads -inf
+        masks = np.stack([bitmask_from_ids([3], 100), bitmask_from_ids([], 100)] * 2)[:3]
+        got, top = run(x, masks)
+        assert (got[0], top[0]) == (3, 0.0) and top[1] == -np.inf
+        print("ok")
+        """
+    )
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    r = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("params", [SamplingParams(temperature=0), *PARAMS], ids=repr)
+def test_launch_then_collect_is_sample_batch(params: SamplingParams) -> None:
+    rng = np.random.default_rng(8)
+    x = torch.from_numpy(np.stack([_logits(rng, 300) for _ in range(4)]))
+    masks = np.stack([_random_mask(rng, 300, d) for d in (0.05, 0.3, 0.9, 1.0)])
+    seeded = dataclasses.replace(params, seed=21)
+    want = TorchSampler(seeded).sample_batch(x, masks)
+    s = TorchSampler(seeded)
+    assert s.collect(s.launch_batch(x, masks)) == want
+    with pytest.raises(ValueError, match="row 1"):
+        s.collect(s.launch_batch(x[:2], np.stack([masks[0], new_bitmask(300)])))
+
+
+@pytest.mark.parametrize("top_k", [1, 3, 7, 20])
+@pytest.mark.parametrize("top_p", [1.0, 0.6])
+def test_heavy_ties_at_the_top_k_cut_keep_numpys_support(top_k: int, top_p: float) -> None:
+    """bf16 logits tie often: the sorted path's cut (stable: lowest ids first) is numpy's."""
+    rng = np.random.default_rng(top_k)
+    for _ in range(20):
+        v = int(rng.integers(10, 400))
+        x = rng.integers(-4, 4, size=v).astype(np.float32)
+        mask = _random_mask(rng, v, float(rng.uniform(0.05, 1.0)))
+        params = SamplingParams(temperature=0.8, top_k=top_k, top_p=top_p)
+        want = Sampler(params).probabilities(x, mask)
+        got = TorchSampler(params).probabilities(torch.from_numpy(x), mask).double().numpy()
+        assert np.array_equal(got > 0, want > 0)
+        assert np.allclose(got, want, atol=1e-6, rtol=1e-4)

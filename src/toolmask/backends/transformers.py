@@ -374,13 +374,16 @@ class DecodeTimings:
     - ``fill_s``: from reading the logits handle to calling the sampler: the mask fill and the
       matcher's accepting test, run while the forward is in flight;
     - ``wait_s``: the sampler's wait for the forward after the fill (its visible part);
-    - ``sample_s``: the sampling: bitmask upload, mask, filters, draw and the token id's trip
-      to the CPU;
+    - ``sample_s``: the sampler's CPU time: queueing the bitmask upload, mask, filters and
+      draw, and reading the token id back (with the torch sampler on a GPU, the queueing
+      happens before the wait, behind the running forward);
+    - ``sample_hidden_s``: the part of ``sample_s`` spent while the forward was still running
+      (the queueing, when the forward had not ended by its end; else 0): no wall time;
     - ``step_s``: wall time since the previous step ended (NaN for a generation's first step).
 
-    Per step, ``step - launch - wait - fill`` is the loop's own overhead (sampling and
-    bookkeeping: what the backend adds beyond the forward and the mask); the mask was fully
-    hidden when ``wait > 0``.
+    Per step, ``step - launch - wait - fill - sample_hidden`` is the loop's own overhead
+    (sampling and bookkeeping: what the backend adds beyond the forward and the mask); the
+    mask was fully hidden when ``wait > 0``.
     """
 
     forward_s: list[float] = field(default_factory=list)
@@ -388,11 +391,13 @@ class DecodeTimings:
     fill_s: list[float] = field(default_factory=list)
     wait_s: list[float] = field(default_factory=list)
     sample_s: list[float] = field(default_factory=list)
+    sample_hidden_s: list[float] = field(default_factory=list)
     step_s: list[float] = field(default_factory=list)
 
     def clear(self) -> None:
         for xs in (self.forward_s, self.launch_s, self.fill_s, self.wait_s, self.sample_s):
             xs.clear()
+        self.sample_hidden_s.clear()
         self.step_s.clear()
 
     def __len__(self) -> int:
@@ -400,8 +405,10 @@ class DecodeTimings:
 
     def summary(self) -> dict[str, float | int]:
         """Means in milliseconds over the steps that have a ``step_s`` (a generation's first
-        step holds the prompt), with ``overhead_ms`` = mean of ``step - launch - wait - fill``
-        and ``hidden`` = the fraction of steps whose fill ended before the forward did."""
+        step holds the prompt), with ``overhead_ms`` = mean of
+        ``step - launch - wait - fill - sample_hidden`` (``overhead_p50_ms``: its median;
+        ``sample_p50_ms``: the sampling's) and ``hidden`` = the fraction of steps whose fill
+        ended before the forward did."""
         idx = [i for i, s in enumerate(self.step_s) if not math.isnan(s)]
         out: dict[str, float | int] = {"steps": len(idx)}
         if not idx:
@@ -411,10 +418,20 @@ class DecodeTimings:
         def mean(xs: list[float]) -> float:
             return 1000 * sum(xs[i] for i in idx) / n
 
-        for name in ("forward", "launch", "fill", "wait", "sample", "step"):
+        for name in ("forward", "launch", "fill", "wait", "sample", "sample_hidden", "step"):
             out[f"{name}_ms"] = mean(getattr(self, f"{name}_s"))
-        over = [self.step_s[i] - self.launch_s[i] - self.wait_s[i] - self.fill_s[i] for i in idx]
+        over = [
+            self.step_s[i]
+            - self.launch_s[i]
+            - self.wait_s[i]
+            - self.fill_s[i]
+            - self.sample_hidden_s[i]
+            for i in idx
+        ]
         out["overhead_ms"] = 1000 * sum(over) / n
+        # the median too: a garbage collection or a page fault in one step moves the mean
+        out["overhead_p50_ms"] = 1000 * sorted(over)[n // 2]
+        out["sample_p50_ms"] = 1000 * sorted(self.sample_s[i] for i in idx)[n // 2]
         out["hidden"] = sum(1 for i in idx if self.wait_s[i] > 0) / n
         return out
 
@@ -435,6 +452,10 @@ class _TimedSampler:
 
     def sample(self, logits: Any, bitmask: Any = None) -> int:
         return self.backend._timed_sample(self.inner, logits, bitmask)
+
+
+def _as_row(bitmask: Any) -> Any:
+    return None if bitmask is None else bitmask.reshape(1, -1)
 
 
 # -- the backend ----------------------------------------------------------------------------------
@@ -478,6 +499,8 @@ class Transformers(DecodingBackend):
         self._cache: Any = None
         self._cached: list[int] = []  # tokens whose keys/values the cache holds
         self._last_logits: Any = None
+        self._host_row: Any = None  # pinned float32 logits row for the numpy sampler on a GPU
+        self._ready: Any = None  # CUDA event: the last row is ready (forward, and its copy)
         device = getattr(model, "device", None)
         self.device = self._torch.device(device if device is not None else "cpu")
         #: sample with :class:`~toolmask.sampling.TorchSampler` on the logits' device (default:
@@ -629,7 +652,24 @@ class Transformers(DecodingBackend):
             end = torch.cuda.Event(enable_timing=True)
             end.record()
             self._events.append((start, end))
-        self._last_logits = row if self.device_sampling else row.float().cpu().numpy()
+            self._ready = end
+        if self.device_sampling:
+            self._last_logits = row
+        elif self._cuda:
+            # the numpy sampler's row: converted on the device and copied into pinned memory
+            # behind the forward (no wait here); the sampler reads it once ``_ready`` is done,
+            # so the copy's time is part of the wait (``wait_s``), not of the forward's
+            host = self._host_row
+            if host is None or host.shape[0] != row.shape[0]:
+                host = self._host_row = torch.empty(
+                    row.shape[0], dtype=torch.float32, pin_memory=True
+                )
+            host.copy_(row, non_blocking=True)
+            self._ready = torch.cuda.Event()
+            self._ready.record()
+            self._last_logits = host.numpy()
+        else:
+            self._last_logits = row.float().cpu().numpy()
         self._launch += time.perf_counter() - t0
 
     def _logits(self) -> Any:
@@ -640,6 +680,8 @@ class Transformers(DecodingBackend):
         row = self._last_logits
         if isinstance(row, self._torch.Tensor):
             return row.float().cpu().numpy()
+        if self._ready is not None:  # the pinned row of a forward that may still be running
+            self._ready.synchronize()
         return row
 
     def _sampler(self, params: SamplingParams) -> Any:
@@ -647,14 +689,31 @@ class Transformers(DecodingBackend):
         return _TimedSampler(self, inner)
 
     def _timed_sample(self, inner: Any, logits: Any, bitmask: Any) -> int:
-        """Wait for the forward, sample, and record the step in :attr:`timings`."""
+        """Sample and record the step in :attr:`timings`. On a GPU with the torch sampler the
+        draw is queued first, behind the forward (it starts the moment the forward ends),
+        then the forward is waited for, then the id is read back: the sampler's own kernels
+        never wait for a host round trip of their own. The numpy sampler waits for the
+        forward (and the row's copy) first."""
         t0 = time.perf_counter()
         events = self._events
-        if events:
+        hidden = 0.0
+        if events and isinstance(inner, TorchSampler):
+            pending = inner.launch_batch(logits.unsqueeze(0), _as_row(bitmask))
+            tq = time.perf_counter()
+            if not events[-1][1].query():  # the forward outlasted the queueing: it was hidden
+                hidden = tq - t0
             events[-1][1].synchronize()
-        t1 = time.perf_counter()
-        token: int = inner.sample(logits, bitmask)
-        t2 = time.perf_counter()
+            t1 = time.perf_counter()
+            token: int = inner.collect(pending)[0]
+            t2 = time.perf_counter()
+            wait, sample = t1 - tq, (tq - t0) + (t2 - t1)
+        else:
+            if self._ready is not None:
+                self._ready.synchronize()
+            t1 = time.perf_counter()
+            token = inner.sample(logits, bitmask)
+            t2 = time.perf_counter()
+            wait, sample = t1 - t0, t2 - t1
         if events:
             forward = sum(a.elapsed_time(b) for a, b in events) / 1000
             events.clear()
@@ -664,8 +723,9 @@ class Transformers(DecodingBackend):
         tm.forward_s.append(forward)
         tm.launch_s.append(self._launch)
         tm.fill_s.append(max(0.0, t0 - self._logits_at))
-        tm.wait_s.append(t1 - t0)
-        tm.sample_s.append(t2 - t1)
+        tm.wait_s.append(wait)
+        tm.sample_s.append(sample)
+        tm.sample_hidden_s.append(hidden)
         tm.step_s.append(t2 - self._prev_end)
         self._launch = 0.0
         self._prev_end = t2

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import struct
 import threading
 from typing import Any
 
@@ -133,6 +134,112 @@ def _apply_triton(kernel: Any, x: Any, mask: Any) -> None:
     b, v = x.shape
     grid = (b, (v + _BLOCK - 1) // _BLOCK)
     kernel[grid](x, mask, v, x.stride(0), mask.stride(0), BLOCK=_BLOCK)
+
+
+_ARGMAX: list[Any] = []  # [kernel] once built, [None] when Triton is unusable
+_ARGMAX_BLOCK = 2048
+#: a masked-out or -inf logit's key, and NaN's (above +inf: NaN wins the maximum, as torch.max)
+_KEY_NINF = 0x007FFFFF
+_KEY_NAN = 0xFFFFFFFF
+
+
+def _argmax_kernel() -> Any:
+    """The Triton kernel of the greedy fast path (None without Triton): for each row of
+    ``[B, V]`` logits of any float dtype, under an optional int32 bitmask, the first maximal
+    allowed logit, written as one int64 per row by ``atomic_max`` from every block (grid
+    ``[B, ceil(V / BLOCK)]``): ``key << 31 | (2**31 - 1 - id)``, where ``key`` is the
+    logit's float32 bits mapped to an order-preserving unsigned key (``-0.0`` counted as
+    ``0.0``, any NaN above ``+inf``, a masked-out token as ``-inf``), so the largest value wins
+    and among equal values the lowest id, as ``np.argmax``. The output must hold 0 before."""
+    if _ARGMAX:
+        return _ARGMAX[0]
+    if _triton_kernel() is None:
+        _ARGMAX.append(None)
+        return None
+    import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    import triton.language as tl  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    @triton.jit  # type: ignore[misc, untyped-decorator, unused-ignore]
+    def _masked_argmax(  # type: ignore[no-untyped-def]
+        logits_ptr,
+        mask_ptr,
+        out_ptr,
+        n_tokens,
+        logits_stride,
+        mask_stride,
+        HAS_MASK: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
+        row = tl.program_id(0)
+        offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        inside = offs < n_tokens
+        x = tl.load(logits_ptr + row * logits_stride + offs, mask=inside, other=0.0)
+        x = x.to(tl.float32) + 0.0  # -0.0 + 0.0 == +0.0: equal values get equal keys
+        bits = x.to(tl.int32, bitcast=True).to(tl.int64) & 4294967295  # the unsigned bits
+        key = tl.where(bits < 2147483648, bits + 2147483648, 4294967295 - bits)
+        key = tl.where(x != x, 4294967295, key)
+        keep = inside
+        if HAS_MASK:
+            words = tl.load(mask_ptr + row * mask_stride + offs // 32, mask=inside, other=0)
+            keep = keep & (((words >> (offs % 32)) & 1) != 0)
+        key = tl.where(keep, key, 8388607)  # = -inf's key
+        packed = (key << 31) | (2147483647 - offs).to(tl.int64)
+        packed = tl.where(inside, packed, 0)
+        tl.atomic_max(out_ptr + row, tl.max(packed, axis=0))
+
+    _ARGMAX.append(_masked_argmax)
+    return _masked_argmax
+
+
+def masked_argmax_packed(logits: Any, mask: Any, out: Any, *, kernel: Any = None) -> Any:
+    """Queue the greedy fast path: ``out`` (int64 ``[B]``, on the logits' device) receives each
+    row's packed maximum (see :func:`_argmax_kernel`; :func:`unpack_argmax` reads it). Two
+    launches (zero the output, the kernel) and no float32 copy of the logits; ``mask`` is an
+    int32 ``[B, W]`` device tensor or None. Needs Triton (``kernel``: the built kernel)."""
+    kernel = kernel or _argmax_kernel()
+    if kernel is None:
+        raise ImportError("the fused greedy path needs the triton package")
+    b, v = logits.shape
+    out.zero_()
+    grid = (b, (v + _ARGMAX_BLOCK - 1) // _ARGMAX_BLOCK)
+    if mask is None:
+        kernel[grid](
+            logits, logits, out, v, logits.stride(0), 0, HAS_MASK=False, BLOCK=_ARGMAX_BLOCK
+        )
+    else:
+        kernel[grid](
+            logits,
+            mask,
+            out,
+            v,
+            logits.stride(0),
+            mask.stride(0),
+            HAS_MASK=True,
+            BLOCK=_ARGMAX_BLOCK,
+        )
+    return out
+
+
+_F32 = struct.Struct("<I")
+
+
+def unpack_argmax(packed: list[int]) -> tuple[list[int], list[float]]:
+    """(ids, maxima) from :func:`masked_argmax_packed`'s output read back to the host (a list
+    of ints): a row whose maximum is a masked token or ``-inf`` reads ``-inf``, one with a NaN
+    reads NaN. Plain integer arithmetic: a few microseconds per row, no numpy temporaries."""
+    ids: list[int] = []
+    vals: list[float] = []
+    for p in packed:
+        ids.append(0x7FFFFFFF - (p & 0x7FFFFFFF))
+        key = p >> 31
+        if key == _KEY_NAN:
+            vals.append(math.nan)
+        elif key <= _KEY_NINF:
+            vals.append(-math.inf)
+        else:
+            bits = key & 0x7FFFFFFF if key >> 31 else ~key & 0xFFFFFFFF
+            vals.append(struct.unpack("<f", _F32.pack(bits))[0])
+    return ids, vals
 
 
 def _apply_lut(torch: Any, x: Any, mask: Any) -> None:
@@ -289,6 +396,20 @@ class DeviceBitmask:
 
 
 # -- the sampler ----------------------------------------------------------------------------------
+class _Pending:
+    """A draw queued by :meth:`TorchSampler.launch_batch`, read by :meth:`TorchSampler.collect`."""
+
+    __slots__ = ("b", "bitmask", "ids", "logits", "packed", "top")
+
+    def __init__(self, logits: Any, bitmask: Any, b: int) -> None:
+        self.logits = logits
+        self.bitmask = bitmask
+        self.b = b
+        self.packed: Any = None  # the greedy fast path's [B] int64 (host)
+        self.ids: Any = None  # else the ids [B] and row maxima [B] (host on a GPU)
+        self.top: Any = None
+
+
 class TorchSampler:
     """Draws token ids on the logits' device under an optional bitmask, reproducibly when
     seeded: the device twin of :class:`~toolmask.sampling.Sampler` (see the module docstring).
@@ -298,9 +419,26 @@ class TorchSampler:
     generator and the staging buffers live. Two samplers with the same seed on the same device
     fed the same logits return the same ids; draws differ from the numpy sampler's (another
     random stream) but follow the same distribution.
+
+    Two paths, the same numbers. Greedy on CUDA with Triton: one fused kernel reads the logits
+    in their own dtype and the bitmask and leaves each row's first allowed maximum (no float32
+    copy, no ``[B, V]`` temporary): with the upload and the read-back, four launches. Otherwise
+    a float32 copy is masked; greedy takes its maximum; sampling sorts it once (stable,
+    descending) when top-k or top-p asks for an order and then works on the first ``k`` (or
+    all) sorted entries: temperature, top-p's cumulative sum, min-p and the exponential race,
+    with no second sort and no ``[B, V]`` tie mask; without top-k and top-p nothing is sorted.
     """
 
-    __slots__ = ("_dev", "_gen", "_mask", "_out", "_params", "_torch")
+    __slots__ = (
+        "_dev",
+        "_event",
+        "_gen",
+        "_mask",
+        "_out",
+        "_packed",
+        "_params",
+        "_torch",
+    )
 
     def __init__(
         self, params: SamplingParams | None = None, *, device: Any = None, **kw: Any
@@ -315,6 +453,8 @@ class TorchSampler:
         self._gen: Any = None
         self._mask: DeviceBitmask | None = None
         self._out: Any = None  # pinned host (token ids, row maxima) on a GPU
+        self._packed: Any = None  # (device [n] int64, pinned host [n] int64): the greedy path
+        self._event: Any = None  # CUDA event recorded after the read-back is queued
         if device is not None:
             self._bind(self._torch.device(device))
 
@@ -363,31 +503,74 @@ class TorchSampler:
     def sample_batch(self, logits: Any, bitmask: Any = None) -> list[int]:
         """One token id per row of ``[B, V]`` logits under ``bitmask`` (int32 ``[B, W]``, numpy
         or tensor; None: unconstrained). Errors as :meth:`sample`, naming the row."""
+        return self.collect(self.launch_batch(logits, bitmask))
+
+    def launch_batch(self, logits: Any, bitmask: Any = None) -> _Pending:
+        """Queue :meth:`sample_batch`'s work on the logits' stream and return at once (on a GPU
+        nothing waits: the draw runs after whatever produces the logits, e.g. a forward pass
+        still in flight). :meth:`collect` waits and returns the ids. One draw may be pending
+        at a time per sampler (the staging buffers are reused); ``bitmask`` must not be
+        written until :meth:`collect` returns. Argument errors are raised here."""
         torch = self._torch
-        ids, top = self._select(logits, bitmask)
-        b = int(ids.shape[0])
-        if self._dev.type == "cpu":
-            ids_l, top_l = ids.tolist(), top.tolist()
-        else:  # two small copies into pinned memory, then one wait: the only host round trip
-            if self._out is None or self._out[0].shape[0] < b:
+        self._check(logits)
+        b = int(logits.shape[0])
+        mask = self._stage(bitmask, b)
+        pending = _Pending(logits, bitmask, b)
+        cuda = self._dev.type == "cuda"
+        fused = cuda and self._params.greedy and logits.stride(-1) == 1
+        kernel = _argmax_kernel() if fused else None
+        if kernel is not None:
+            if mask is not None:
+                _check_shapes(tuple(logits.shape), tuple(mask.shape))
+            if self._packed is None or self._packed[0].shape[0] < b:
                 n = max(b, 8)
-                self._out = (
+                self._packed = (
+                    torch.empty(n, dtype=torch.int64, device=self._dev),
                     torch.empty(n, dtype=torch.int64, pin_memory=True),
-                    torch.empty(n, dtype=torch.float32, pin_memory=True),
                 )
-            host_ids, host_top = self._out[0][:b], self._out[1][:b]
-            host_ids.copy_(ids, non_blocking=True)
-            host_top.copy_(top, non_blocking=True)
-            torch.cuda.current_stream(self._dev).synchronize()
-            ids_l, top_l = host_ids.tolist(), host_top.tolist()
-        out = [int(i) for i in ids_l]
+            dev, host = self._packed[0][:b], self._packed[1][:b]
+            masked_argmax_packed(logits, mask, dev, kernel=kernel)
+            host.copy_(dev, non_blocking=True)
+            pending.packed = host
+        else:
+            ids, top = self._select(logits, mask)
+            if not cuda:
+                pending.ids, pending.top = ids, top
+            else:  # two small copies into pinned memory; collect's wait is the round trip
+                if self._out is None or self._out[0].shape[0] < b:
+                    n = max(b, 8)
+                    self._out = (
+                        torch.empty(n, dtype=torch.int64, pin_memory=True),
+                        torch.empty(n, dtype=torch.float32, pin_memory=True),
+                    )
+                pending.ids, pending.top = self._out[0][:b], self._out[1][:b]
+                pending.ids.copy_(ids, non_blocking=True)
+                pending.top.copy_(top, non_blocking=True)
+        if cuda:
+            if self._event is None:
+                self._event = torch.cuda.Event()
+            self._event.record()
+        return pending
+
+    def collect(self, pending: _Pending) -> list[int]:
+        """The ids of a draw :meth:`launch_batch` queued: waits for it (the only host round
+        trip), then checks each row (ValueError as :meth:`sample`)."""
+        if self._event is not None:
+            self._event.synchronize()
+        if pending.packed is not None:
+            out, top_l = unpack_argmax(pending.packed.tolist())
+        else:
+            out = [int(i) for i in pending.ids.tolist()]
+            top_l = pending.top.tolist()
+        b = pending.b
         for row, t in enumerate(top_l):
             _check_top(t, row if b > 1 else None)
             if t == math.inf and not self._params.greedy:
-                mask = bitmask
-                if bitmask is not None and bitmask.ndim == 2:
-                    mask = bitmask[row : row + 1]
-                out[row] = self._uniform_infinite(self._masked(logits[row : row + 1], mask)[0])
+                mask = pending.bitmask
+                if mask is not None and mask.ndim == 2:
+                    mask = mask[row : row + 1]
+                x = self._masked(pending.logits[row : row + 1], self._stage(mask, 1))
+                out[row] = self._uniform_infinite(x[0])
         return out
 
     def probabilities(self, logits: Any, bitmask: Any = None) -> Any:
@@ -395,7 +578,9 @@ class TorchSampler:
         device (sums to 1; zero where the mask or a filter removed the token; greedy: one-hot).
         Same arguments and errors as :meth:`sample`."""
         torch = self._torch
-        x = self._masked(logits.unsqueeze(0), _as_batch(bitmask))
+        batch = logits.unsqueeze(0)
+        self._check(batch)
+        x = self._masked(batch, self._stage(_as_batch(bitmask), 1))
         vals, ids = x.max(dim=-1)
         t = float(vals[0])
         _check_top(t, None)
@@ -406,85 +591,83 @@ class TorchSampler:
         if t == math.inf:  # +inf logits dominate: uniform over them, no filter (numpy's rule)
             p = (x[0] == math.inf).to(torch.float32)
         else:
-            p = self._weights(x, vals.unsqueeze(-1))[0]
+            order, w, _ = self._candidates(x)
+            p = w[0] if order is None else torch.zeros_like(x[0]).scatter_(-1, order[0], w[0])
         return p / p.sum()
 
     # -- the pipeline --
-    def _masked(self, logits: Any, bitmask: Any) -> Any:
-        """A float32 copy of ``logits`` [B, V] with the mask applied."""
-        torch = self._torch
+    def _check(self, logits: Any) -> None:
+        """Validate ``[B, V]`` float logits and bind the device on first use."""
         if logits.dim() != 2:
             raise ValueError(f"logits must be [B, V], got shape {tuple(logits.shape)}")
-        if not torch.is_floating_point(logits):
+        if not self._torch.is_floating_point(logits):
             raise TypeError(f"logits must be a float tensor, got dtype {logits.dtype}")
         if self._dev is None:
             self._bind(logits.device)
         elif logits.device != self._dev:
             raise ValueError(f"logits are on {logits.device}, the sampler on {self._dev}")
-        x = logits.to(torch.float32, copy=True)
-        if bitmask is not None:
-            words = int(bitmask.shape[-1])
-            if self._mask is None or self._mask.words != words:
-                self._mask = DeviceBitmask(words, self._dev, int(x.shape[0]))
-            apply_bitmask_torch(x, self._mask.stage(bitmask))
+
+    def _stage(self, bitmask: Any, rows: int) -> Any:
+        """``bitmask`` (host or device, ``[B, W]``) as an int32 device tensor, or None."""
+        if bitmask is None:
+            return None
+        words = int(bitmask.shape[-1])
+        if self._mask is None or self._mask.words != words:
+            self._mask = DeviceBitmask(words, self._dev, rows)
+        return self._mask.stage(bitmask)
+
+    def _masked(self, logits: Any, mask: Any) -> Any:
+        """A float32 copy of ``logits`` [B, V] with the staged ``mask`` applied."""
+        x = logits.to(self._torch.float32, copy=True)
+        if mask is not None:
+            apply_bitmask_torch(x, mask)
         return x
 
-    def _weights(self, x: Any, top: Any) -> Any:
-        """Unnormalised probabilities [B, V] after temperature, top-k, top-p and min-p (the
-        largest entry of a row is 1) for rows whose maximum ``top`` [B, 1] is finite. ``x`` is
-        modified. Kernel count matters here (each launch is a few microseconds of CPU): top-k
-        and temperature work on the raw logits (both are monotone), and top-p after top-k sorts
-        the k survivors only."""
+    def _candidates(self, x: Any) -> tuple[Any, Any, Any]:
+        """``(order, p, top)`` for masked float32 logits ``x`` [B, V] (modified): ``p`` [B, C]
+        holds the unnormalised probabilities after temperature, top-k, top-p and min-p (the
+        row's largest is 1) of the tokens ``order`` [B, C] names (None: C = V, every token in
+        id order); ``top`` [B, 1] is each row's maximum (rows whose maximum is not finite get
+        meaningless weights: the callers check ``top`` first).
+
+        Top-k and top-p both need the tokens by descending logit with ties to the lowest id
+        (numpy's rules): one stable sort gives it, top-k keeps its first ``k`` columns and
+        top-p cuts the cumulative sum of what is left. Temperature is monotone, so it is
+        applied after the order is known, to the ``C`` survivors only."""
         torch = self._torch
         prm = self._params
-        k = prm.top_k if 0 < prm.top_k < x.shape[-1] else 0
-        if k:
-            kth = torch.topk(x, k, dim=-1, sorted=True).values[..., -1:]
-            above = x > kth
-            tie = x == kth  # among equal values at the cut the lowest ids win
-            keep = above | (tie & (tie.cumsum(-1) <= k - above.sum(-1, keepdim=True)))
-            x.masked_fill_(~keep, -math.inf)
-        scale = 1.0 / prm.temperature
-        p = torch.exp((x - top) * scale) if scale != 1 else torch.exp(x - top)
-        if prm.top_p < 1:
-            p = self._top_p(p, k)
-        if prm.min_p > 0:
-            p = p.masked_fill_(p < prm.min_p * p.amax(-1, keepdim=True), 0.0)
-        return p
-
-    def _top_p(self, p: Any, k: int) -> Any:
-        """Keep the smallest prefix by descending probability (ties: lowest id first) whose mass
-        reaches ``top_p`` of the row's; after top-k only the k survivors are sorted."""
-        torch = self._torch
-        top_p = self._params.top_p
-        if k:
-            vals, idx = torch.topk(p, k, dim=-1, sorted=False)
-            idx, by_id = idx.sort(dim=-1)  # id order first, so the stable sort keeps it on ties
-            vals = vals.gather(-1, by_id)
+        v = int(x.shape[-1])
+        k = prm.top_k if 0 < prm.top_k < v else 0
+        order = None
+        if k or prm.top_p < 1:
+            vals, order = torch.sort(x, dim=-1, descending=True, stable=True)
+            if k:
+                vals, order = vals[:, :k], order[:, :k]
+            top = vals[:, :1]
         else:
-            vals, idx = p, None
-        sp, order = torch.sort(vals, dim=-1, descending=True, stable=True)
-        before = sp.cumsum(-1) - sp  # mass strictly before each entry
-        keep_sorted = before < top_p * sp.sum(-1, keepdim=True)
-        keep_sorted[..., 0] = True
-        keep = torch.zeros_like(keep_sorted).scatter_(-1, order, keep_sorted)
-        if idx is None:
-            return p.mul_(keep)
-        return torch.zeros_like(p).scatter_(-1, idx, vals * keep)
+            vals, top = x, x.amax(dim=-1, keepdim=True)
+        scale = 1.0 / prm.temperature
+        p = torch.exp((vals - top) * scale) if scale != 1 else torch.exp(vals - top)
+        if prm.top_p < 1:
+            cum = p.cumsum(-1)  # sorted: the mass before entry i is cum - p
+            p = p.mul_((cum - p) < prm.top_p * cum[:, -1:])
+        if prm.min_p > 0:  # the largest weight is exactly 1 (exp(0)); top-p keeps it
+            p = p.masked_fill_(p < prm.min_p, 0.0)
+        return order, p, top
 
-    def _select(self, logits: Any, bitmask: Any) -> tuple[Any, Any]:
+    def _select(self, logits: Any, mask: Any) -> tuple[Any, Any]:
         """The token ids [B] (int64) and each row's maximum after the mask [B] (float32), on
         the device. A row whose maximum is +inf gets a meaningless id here;
-        :meth:`sample_batch` redraws it (uniform over its +inf logits)."""
-        torch = self._torch
-        x = self._masked(logits, bitmask)
+        :meth:`collect` redraws it (uniform over its +inf logits)."""
+        x = self._masked(logits, mask)
         if self._params.greedy:
             top, ids = x.max(dim=-1)
             return ids, top
-        top = x.amax(dim=-1, keepdim=True)
-        p = self._weights(x, top)
-        race = torch.empty_like(p).exponential_(generator=self._gen)
-        return p.div_(race.clamp_min_(1e-30)).argmax(dim=-1), top.squeeze(-1)
+        order, p, top = self._candidates(x)
+        race = self._torch.empty_like(p).exponential_(generator=self._gen)
+        j = p.div_(race.clamp_min_(1e-30)).argmax(dim=-1, keepdim=True)
+        ids = j if order is None else order.gather(-1, j)
+        return ids.squeeze(-1), top.squeeze(-1)
 
     def _uniform_infinite(self, row: Any) -> int:
         """A uniform draw among the +inf entries of a masked row (rare: a host round trip)."""
