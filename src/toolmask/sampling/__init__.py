@@ -16,9 +16,10 @@ from toolmask.sampling._bitmask import (
     new_bitmask,
 )
 from toolmask.sampling._hf import MatcherLike, TransformersLogitsProcessor, make_logits_processor
-from toolmask.sampling._sampler import Sampler, SamplingParams
+from toolmask.sampling._sampler import SAMPLING_MODES, Sampler, SamplingParams, sampling_params
 
 __all__ = [
+    "SAMPLING_MODES",
     "MatcherLike",
     "Sampler",
     "SamplingParams",
@@ -30,4 +31,5 @@ __all__ = [
     "bitmask_to_ids",
     "make_logits_processor",
     "new_bitmask",
+    "sampling_params",
 ]
