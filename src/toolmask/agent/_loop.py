@@ -15,7 +15,7 @@ from toolmask.agent._policy import ToolPolicy, expand_tool_patterns
 from toolmask.agent._template import ChatTemplate, default_template
 from toolmask.backends import Backend, ReasoningBudget
 from toolmask.errors import ToolError
-from toolmask.sampling import SamplingParams
+from toolmask.sampling import SamplingParams, sampling_params
 from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn, render_errors, resolve_format
 
 __all__ = [
@@ -139,6 +139,12 @@ class Agent:
     token by token like the rest, where a common first token (``add``) can commit the model to
     a tool it did not mean (``add_days`` for a sum). The prompt is the same either way.
 
+    ``sampling``: :class:`~toolmask.sampling.SamplingParams`, or a decoding mode's name
+    (``"plain"``, ``"exact"``, ``"aligned"``; greedy), passed to the backend's ``generate``:
+    ``"exact"`` chooses finite branches (the tool name, enum values, booleans, another call
+    or the end) by the whole sequence's probability, ``"aligned"`` decodes by beam search
+    (greedy) or sequential Monte Carlo (see ``docs/sampling.md``). None: greedy masking.
+
     ``fmt`` (default ``"auto"``): the wire format, read from the model's chat template and
     special tokens (:func:`~toolmask.tools.resolve_format`; Hermes when they name none). A
     prompt that ends inside the format's reasoning channel (a template that prefills
@@ -166,7 +172,7 @@ class Agent:
         max_tokens: int = 256,
         max_consecutive_blocked: int = 2,
         system: str | None = None,
-        sampling: SamplingParams | None = None,
+        sampling: SamplingParams | str | None = None,
         policy: ToolPolicy | Sequence[ToolPolicy] | None = None,
         functions: dict[str, Callable[..., Any]] | None = None,
         template: Template | None = None,
@@ -220,7 +226,12 @@ class Agent:
         if system is None:
             system = GRAMMAR_SYSTEM if mode == "grammar" else DEFAULT_SYSTEM
         self.system = f"{system}\n\n{tool_prompt}" if tool_prompt else system
-        self.sampling = sampling
+        try:  # a mode name ("exact", "aligned") is that mode, greedy
+            self.sampling: SamplingParams | None = (
+                sampling_params(sampling) if isinstance(sampling, str) else sampling
+            )
+        except ValueError as e:
+            raise ToolError(str(e), where="sampling") from None
         self.policies: tuple[ToolPolicy, ...] = (
             () if policy is None else (policy,) if callable(policy) else tuple(policy)
         )

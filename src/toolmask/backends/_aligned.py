@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from toolmask.backends._branch import ScoredBranch, branch_at, score_branch
 from toolmask.backends._result import Generation, OnToken
 from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool
@@ -54,6 +55,8 @@ class _Engine(Protocol):
     def _sync_prompt(self, prompt: list[int]) -> int: ...
 
     def _logits(self) -> Any: ...
+
+    def _encode(self, text: str) -> list[int]: ...
 
     def _logits_many(
         self, context: list[int], continuations: list[list[int]], every: bool = False
@@ -118,6 +121,10 @@ class _Decoder:
         self.gen.particles = params.particles
         self.emitted = 0
         self.stopped = False
+        #: exact branches as proposals: at temperature 1 (sampling) and 0 (beam)
+        self.branches = params.branch_alternatives >= 2 and params.temperature in (0, 1)
+        self.cache: dict[Any, Any] = backend.__dict__.setdefault("_branch_cache", {})
+        self.scored: dict[tuple[int, ...], ScoredBranch | None] = {}
         self.marks = {t: s.encode() for t, s in vocab.special.items() if t not in self.eos}
 
     # -- shared --
@@ -187,6 +194,52 @@ class _Decoder:
                 raise ToolmaskError(f"matcher refused token {t} on replay")
         return m
 
+    def branch(self, m: Matcher, tokens: list[int], row: np.ndarray) -> ScoredBranch | None:
+        """The scored finite branch at this sequence's state (None: none, or over the budget,
+        counted); sequences with the same tokens share one scoring within a step."""
+        if not self.branches:
+            return None
+        key = tuple(tokens)
+        if key in self.scored:
+            return self.scored[key]
+        prm, gen = self.params, self.gen
+        br = branch_at(self.cache, m.automaton, m.state, prm.branch_alternatives)
+        scored = None
+        if br.alternatives is not None:
+            scored = score_branch(
+                br.alternatives,
+                m=m,
+                vocab=self.vocab,
+                encode=self.backend._encode,
+                logits_many=self.backend._logits_many,
+                context=self.prompt + tokens,
+                row=row,
+                max_tokens=prm.branch_tokens,
+            )
+            if scored is None:
+                gen.branch_fallbacks += 1
+            else:
+                gen.exact_branches += 1
+                gen.forward_passes += scored.passes
+                gen.evaluated_tokens += scored.evaluated
+        else:
+            gen.branch_fallbacks += br.over_budget
+        self.scored[key] = scored
+        return scored
+
+    def extend(self, p: _Particle, chunk: list[int]) -> None:
+        """Append ``chunk`` (cut at the token budget) to particle ``p`` and mark it done when
+        the grammar is finished or the budget is spent."""
+        room = self.max_tokens - len(p.tokens)
+        for t in chunk[:room]:
+            if not p.m.accept_token(t):
+                raise ToolmaskError(f"matcher refused token {t}")
+            p.tokens.append(t)
+        if p.m.is_finished():
+            p.done = True
+        elif len(chunk) > room or self.full(len(p.tokens)):
+            p.done = p.length = True
+
     def step_of(self, p: _Particle, row: np.ndarray) -> tuple[int, float, bool]:
         """Propose the next token of particle ``p``: ``(token, log weight increment, exit)``
         (``token`` is the end id when the turn ends)."""
@@ -224,19 +277,22 @@ class _Decoder:
             alive = [p for p in parts if not p.done]
             if not alive:
                 break
+            self.scored = {}
             for p, row in zip(alive, self.rows([p.tokens for p in alive]), strict=True):
+                scored = self.branch(p.m, p.tokens, row)
+                if scored is not None:  # weight: the branch's whole mass (target / proposal)
+                    dec = scored.draw(1.0, self.sampler.uniform)
+                    p.logw += scored.log_total
+                    self.extend(p, dec.tokens)
+                    if dec.end and not p.done:
+                        p.done = p.exit_end = True
+                    continue
                 token, inc, exited = self.step_of(p, row)
                 p.logw += inc
                 if token in self.eos:
                     p.done, p.exit_end = True, exited
                     continue
-                if not p.m.accept_token(token):
-                    raise ToolmaskError(f"matcher refused sampled token {token}")
-                p.tokens.append(token)
-                if p.m.is_finished():
-                    p.done = True
-                elif self.full(len(p.tokens)):
-                    p.done = p.length = True
+                self.extend(p, [token])
             parts = self.resample(parts)
             self.stream([p.tokens for p in parts])
         w = np.array([p.logw for p in parts])
@@ -277,35 +333,46 @@ class _Decoder:
         beams: list[tuple[float, list[int], Matcher]] = [(0.0, [], self.compiled.matcher())]
         done: list[tuple[float, list[int], bool, bool]] = []  # score, tokens, exit_end, length
         while beams and not self.stopped:
-            cands: list[tuple[float, list[int], int, bool]] = []  # score, parent, token, exit
+            # candidates: (score, parent tokens, appended tokens, the turn ends after them)
+            cands: list[tuple[float, list[int], list[int], bool]] = []
+            self.scored = {}
             for (score, tokens, m), row in zip(
                 beams, self.rows([b[1] for b in beams]), strict=True
             ):
+                scored = self.branch(m, tokens, row)
+                if scored is not None:  # each alternative whole, its last token the best
+                    for i, alt in enumerate(scored.alternatives):
+                        ids = scored.seqs[i]
+                        if not alt.end:
+                            cand, lp = scored.last[i]
+                            ids = [*ids[:-1], int(cand[int(np.argmax(lp))])]
+                        cands.append((score + float(scored.scores[i]), tokens, ids, alt.end))
+                    continue
                 m.fill_bitmask(self.buf)
                 allowed = bitmask_to_bool(self.buf, self.V)
                 lse, _ = _log_mass(row, None)
-                ids = np.flatnonzero(allowed)
+                ids_ok = np.flatnonzero(allowed)
                 if self.end_on_exit and m.is_accepting():
-                    keep = ids[~np.isin(ids, list(self.eos))]
+                    keep = ids_ok[~np.isin(ids_ok, list(self.eos))]
                     _, kept = _log_mass(row, keep if keep.size else None)
                     exit_mass = -np.expm1(kept - lse) if keep.size else 1.0
                     if exit_mass > 0:
-                        cands.append((score + float(np.log(exit_mass)), tokens, -1, True))
-                    ids = keep
-                k = min(width, ids.size)
+                        cands.append((score + float(np.log(exit_mass)), tokens, [], True))
+                    ids_ok = keep
+                k = min(width, ids_ok.size)
                 if k:
-                    top = ids[np.argpartition(-row[ids], k - 1)[:k]]
+                    top = ids_ok[np.argpartition(-row[ids_ok], k - 1)[:k]]
                     for t in top.tolist():
-                        cands.append((score + float(row[t]) - lse, tokens, int(t), False))
+                        cands.append((score + float(row[t]) - lse, tokens, [int(t)], False))
             cands.sort(key=lambda c: -c[0])
             nxt: list[tuple[float, list[int], Matcher]] = []
-            for score, tokens, t, exited in cands:
+            for score, tokens, add, ends in cands:
                 if len(nxt) >= width:
                     break
-                if t < 0:
-                    done.append((score, tokens, exited, False))
+                seq = [*tokens, *add][: self.max_tokens]
+                if ends:
+                    done.append((score, seq, True, False))
                     continue
-                seq = [*tokens, t]
                 m = self.matcher_for(seq)
                 if m.is_finished():
                     done.append((score, seq, False, False))
@@ -315,12 +382,11 @@ class _Decoder:
                     nxt.append((score, seq, m))
             best_done = max((d[0] for d in done), default=-np.inf)
             beams = [b for b in nxt if b[0] > best_done]  # scores only fall as text grows
-            self.stream([b[1] for b in beams] + ([max(done)[1]] if done else []))
+            self.stream([b[1] for b in beams] + [max(done, key=lambda d: d[0])[1]] * bool(done))
         if not done:
             if not beams:
                 raise ToolmaskError("beam search found no valid continuation")
-            score, tokens, _ = beams[0]
-            return self.finish(tokens, exit_end=False, length=True)
+            return self.finish(beams[0][1], exit_end=False, length=True)
         score, tokens, exited, length = max(done, key=lambda d: d[0])
         return self.finish(tokens, exit_end=exited, length=length)
 

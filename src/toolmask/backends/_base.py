@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from toolmask.backends._branch import decide_branch, find_branch
+from toolmask.backends._branch import branch_at, score_branch
 from toolmask.backends._result import Generation, OnToken, StepDistortion
 from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool, sampling_params
@@ -175,7 +175,7 @@ class Backend(Protocol):
         compiled: CompiledGrammar | None,
         *,
         max_tokens: int = 256,
-        sampling: SamplingParams | None = None,
+        sampling: SamplingParams | str | None = None,
         on_token: OnToken | None = None,
         reasoning_budget: ReasoningBudget | None = None,
     ) -> Generation: ...
@@ -532,21 +532,12 @@ class _Run:
         probability and append it (None: no branch here, or one over the budget, counted)."""
         prm, gen, a = self.params, self.gen, m.automaton
         cache: dict[Any, Any] = self.backend.__dict__.setdefault("_branch_cache", {})
-        key = (id(a), m.state, prm.branch_alternatives)
-        hit = cache.get(key)
-        if hit is None or hit[0] is not a:
-            if len(cache) > 4096:
-                cache.clear()
-            hit = cache[key] = (
-                a,
-                find_branch(a, m.state, max_alternatives=prm.branch_alternatives),
-            )
-        br = hit[1]
+        br = branch_at(cache, a, m.state, prm.branch_alternatives)
         if br.alternatives is None:
             gen.branch_fallbacks += br.over_budget
             return None
         backend = self.backend
-        dec = decide_branch(
+        scored = score_branch(
             br.alternatives,
             m=m,
             vocab=self.vocab,
@@ -554,16 +545,15 @@ class _Run:
             logits_many=backend._logits_many,
             context=self.prompt + self.out,
             row=row,
-            temperature=prm.temperature,
-            uniform=self.sampler.uniform,
             max_tokens=prm.branch_tokens,
         )
-        if dec is None:
+        if scored is None:
             gen.branch_fallbacks += 1
             return None
         gen.exact_branches += 1
-        gen.forward_passes += dec.passes
-        gen.evaluated_tokens += dec.evaluated
+        gen.forward_passes += scored.passes
+        gen.evaluated_tokens += scored.evaluated
+        dec = scored.draw(prm.temperature, self.sampler.uniform)
         chunk = dec.tokens[: self.max_tokens - len(self.out)]
         for t in chunk:
             if not m.accept_token(t):  # cannot happen: the alternatives are the grammar's

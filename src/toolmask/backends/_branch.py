@@ -48,7 +48,15 @@ if TYPE_CHECKING:
     from toolmask.automaton import Automaton, AutomatonState
     from toolmask.vocab import Vocabulary
 
-__all__ = ["Alternative", "Branch", "BranchDecision", "decide_branch", "find_branch"]
+__all__ = [
+    "Alternative",
+    "Branch",
+    "BranchDecision",
+    "ScoredBranch",
+    "branch_at",
+    "find_branch",
+    "score_branch",
+]
 
 #: bounds of the automaton walk (states explored, post-dominators tried, forced bytes after one)
 _MAX_STATES = 2048
@@ -312,22 +320,64 @@ def find_branch(
     return Branch(tuple(best))
 
 
+def branch_at(
+    cache: dict[Any, Any], a: Automaton, s: AutomatonState, max_alternatives: int
+) -> Branch:
+    """:func:`find_branch`, memoised in ``cache`` by state (cleared past 4,096 entries)."""
+    key = (id(a), s, max_alternatives)
+    hit = cache.get(key)
+    if hit is None or hit[0] is not a:
+        if len(cache) > 4096:
+            cache.clear()
+        hit = cache[key] = (a, find_branch(a, s, max_alternatives=max_alternatives))
+    br: Branch = hit[1]
+    return br
+
+
 # -- scoring and choosing ------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
 class BranchDecision:
-    """What :func:`decide_branch` chose: ``tokens`` to append (the last one drawn among the
-    tokens that start with the alternative's last token), ``end`` (the turn ends after them),
-    and the cost: ``passes`` (model calls) and ``evaluated`` (token positions evaluated);
-    ``scores`` holds each alternative's log-probability (for tests and logs)."""
+    """What :meth:`ScoredBranch.draw` chose: ``tokens`` to append (the last one drawn among
+    the tokens that start with the alternative's last token) and ``end`` (the turn ends after
+    them)."""
 
     tokens: list[int]
     end: bool
+    index: int
+
+
+@dataclass(slots=True)
+class ScoredBranch:
+    """A branch scored by :func:`score_branch`: each alternative's token ids and
+    log-probability (``scores``), the cost of scoring (``passes``: model calls, ``evaluated``:
+    token positions), and what :meth:`draw` needs to finish an alternative."""
+
+    alternatives: tuple[Alternative, ...]
+    seqs: list[list[int]]
+    scores: np.ndarray
     passes: int
     evaluated: int
-    scores: list[float]
-    alternatives: tuple[Alternative, ...]
+    #: per alternative: the tokens its last token stands for, and their logits there
+    last: list[tuple[np.ndarray, np.ndarray]]
+
+    @property
+    def log_total(self) -> float:
+        """log of the summed probability of every alternative (the branch's normaliser)."""
+        top = float(self.scores.max())
+        return top + float(np.log(np.exp(self.scores - top).sum()))
+
+    def draw(self, temperature: float, uniform: Callable[[], float]) -> BranchDecision:
+        """The argmax alternative (temperature 0) or one drawn from ``exp(score / T)``; its
+        last token drawn among the tokens that start with its bytes, likewise."""
+        pick = _choose(self.scores, temperature, uniform)
+        ids = self.seqs[pick]
+        if self.alternatives[pick].end:
+            return BranchDecision(list(ids), True, pick)
+        cand, logits = self.last[pick]
+        last = int(cand[_choose(logits, temperature, uniform)])
+        return BranchDecision([*ids[:-1], last], False, pick)
 
 
 class _PrefixIndex:
@@ -364,31 +414,12 @@ def prefix_index(vocab: Vocabulary) -> _PrefixIndex:
     return got
 
 
-def _log_softmax_at(row: np.ndarray, ids: Any) -> np.ndarray:
-    x = np.asarray(row, dtype=np.float64)
-    top = float(x.max())
-    lse = top + float(np.log(np.exp(x - top).sum()))
-    return np.asarray(x[ids], dtype=np.float64) - lse
-
-
-def _log_mass(row: np.ndarray, ids: np.ndarray) -> float:
-    """log of the softmax mass of ``ids`` in ``row`` (-inf for none)."""
-    if ids.size == 0:
-        return -np.inf
-    x = np.asarray(row, dtype=np.float64)
-    top = float(x.max())
-    lse = top + float(np.log(np.exp(x - top).sum()))
-    sub = x[ids]
-    m = float(sub.max())
-    return m + float(np.log(np.exp(sub - m).sum())) - lse
-
-
 #: ``logits_many(context, continuations, every) -> (rows, passes, evaluated)``: see
 #: :meth:`toolmask.backends.DecodingBackend._logits_many` (called with ``every=True``)
 LogitsMany = Callable[[list[int], list[list[int]], bool], tuple[list[Any], int, int]]
 
 
-def decide_branch(
+def score_branch(
     alternatives: Sequence[Alternative],
     *,
     m: Matcher,
@@ -397,21 +428,20 @@ def decide_branch(
     logits_many: LogitsMany,
     context: list[int],
     row: Any,
-    temperature: float,
-    uniform: Callable[[], float],
     max_tokens: int,
-) -> BranchDecision | None:
+) -> ScoredBranch | None:
     """Score ``alternatives`` after ``context`` (whose logits ``row`` the caller holds; the
-    matcher ``m`` is at the branch) and choose one. None when an alternative cannot be
-    tokenised as the grammar allows, or their token trie has more than ``max_tokens`` positions
-    (the caller falls back and counts it). ``m`` is left as it was."""
+    matcher ``m`` is at the branch). None when an alternative cannot be tokenised as the
+    grammar allows, or their token trie has more than ``max_tokens`` positions (the caller
+    falls back and counts it). ``m`` is left as it was. Cost: one :data:`LogitsMany` call over
+    the alternatives' trie, then one log-sum-exp per trie node."""
     table = vocab.token_bytes
     eos = vocab.eos_ids
     width = (vocab.vocab_size + 31) // 32
     buf = np.zeros(width, dtype=np.int32)
     seqs: list[list[int]] = []
     last_sets: list[np.ndarray] = []  # per alternative: the tokens its last token stands for
-    exits: list[np.ndarray] = []  # per end alternative: the allowed non-end ids after it
+    exits: list[np.ndarray | None] = []  # per alternative: the allowed non-end ids after it
     index = prefix_index(vocab)
     for alt in alternatives:
         try:
@@ -419,7 +449,7 @@ def decide_branch(
         except UnicodeDecodeError:
             return None
         ids = encode(text) if text else []
-        if b"".join(table[t] or b"" for t in ids) != alt.text:
+        if b"".join(table[t] or b"" for t in ids) != alt.text or (not alt.end and not ids):
             return None
         ok = True
         taken = 0
@@ -434,6 +464,7 @@ def decide_branch(
                 ok = False
                 break
             taken += 1
+        exit_ids = None
         if ok and alt.end:
             if not m.is_accepting():
                 ok = False
@@ -441,52 +472,60 @@ def decide_branch(
                 m.fill_bitmask(buf)
                 allowed = bitmask_to_bool(buf, vocab.vocab_size)
                 allowed[list(eos)] = False
-                exits.append(np.flatnonzero(allowed))
+                exit_ids = np.flatnonzero(allowed)
         m.rollback(taken)
-        if not ok or (not alt.end and not ids):
+        if not ok:
             return None
         seqs.append(ids)
         last_sets.append(cand)
+        exits.append(exit_ids)
     # the trie positions to evaluate: every prefix but the whole (the end alternatives' too)
     wanted = [ids if alt.end else ids[:-1] for alt, ids in zip(alternatives, seqs, strict=True)]
     nodes = {tuple(w[:k]) for w in wanted for k in range(1, len(w) + 1)}
     if len(nodes) > max_tokens:
         return None
-    leaves = [
-        w for w in wanted if w and not any(len(o) > len(w) and o[: len(w)] == w for o in wanted)
-    ]
-    uniq = list({tuple(w): w for w in leaves}.values())
-    got, passes, evaluated = logits_many(context, uniq, True) if uniq else ([], 0, 0)
-    table_rows: dict[tuple[int, ...], Any] = {}
-    for w, rows in zip(uniq, got, strict=True):
+    leaves = list(
+        {
+            tuple(w): w
+            for w in wanted
+            if w and not any(len(o) > len(w) and o[: len(w)] == w for o in wanted)
+        }.values()
+    )
+    got, passes, evaluated = logits_many(context, leaves, True) if leaves else ([], 0, 0)
+    rows: dict[tuple[int, ...], np.ndarray] = {(): np.asarray(row, dtype=np.float64)}
+    for w, block in zip(leaves, got, strict=True):
         for k in range(len(w)):
-            table_rows[tuple(w[: k + 1])] = rows[k]
+            rows.setdefault(tuple(w[: k + 1]), np.asarray(block[k], dtype=np.float64))
+    lse: dict[tuple[int, ...], float] = {}
 
-    def row_at(prefix: tuple[int, ...]) -> Any:
-        return row if not prefix else table_rows[prefix]
+    def log_softmax(prefix: tuple[int, ...], ids: Any) -> np.ndarray:
+        x = rows[prefix]
+        z = lse.get(prefix)
+        if z is None:
+            top = float(x.max())
+            z = lse[prefix] = top + float(np.log(np.exp(x - top).sum()))
+        return np.asarray(x[ids]) - z
 
-    scores: list[float] = []
-    ex = iter(exits)
-    for alt, ids, cand in zip(alternatives, seqs, last_sets, strict=True):
-        total = 0.0
+    scores = np.zeros(len(seqs))
+    last: list[tuple[np.ndarray, np.ndarray]] = []
+    for i, (alt, ids) in enumerate(zip(alternatives, seqs, strict=True)):
         full = len(ids) if alt.end else len(ids) - 1
-        for k in range(full):
-            total += float(_log_softmax_at(row_at(tuple(ids[:k])), [ids[k]])[0])
+        total = sum(float(log_softmax(tuple(ids[:k]), ids[k])) for k in range(full))
         if alt.end:
-            after = row_at(tuple(ids))
-            kept = _log_mass(after, next(ex))
-            total += float(np.log1p(-min(1.0, np.exp(kept)))) if kept > -np.inf else 0.0
+            kept = log_softmax(tuple(ids), exits[i])
+            mass = float(np.exp(kept).sum()) if kept.size else 0.0
+            total += float(np.log1p(-min(mass, 1.0))) if mass < 1.0 else -np.inf
+            last.append((np.zeros(0, dtype=np.int64), np.zeros(0)))
         else:
-            total += _log_mass(row_at(tuple(ids[:-1])), cand)
-        scores.append(total)
-    pick = _choose(np.array(scores), temperature, uniform)
-    alt, ids = alternatives[pick], seqs[pick]
-    if alt.end:
-        return BranchDecision(list(ids), True, passes, evaluated, scores, tuple(alternatives))
-    cand = last_sets[pick]
-    x = np.asarray(row_at(tuple(ids[:-1])), dtype=np.float64)[cand]
-    last = int(cand[_choose(x, temperature, uniform)])
-    return BranchDecision([*ids[:-1], last], False, passes, evaluated, scores, tuple(alternatives))
+            cand = last_sets[i]
+            lp = log_softmax(tuple(ids[:-1]), cand)
+            top = float(lp.max()) if lp.size else -np.inf
+            total += top + float(np.log(np.exp(lp - top).sum())) if lp.size else -np.inf
+            last.append((cand, lp))
+        scores[i] = total
+    if not np.isfinite(scores.max()):
+        return None
+    return ScoredBranch(tuple(alternatives), seqs, scores, passes, evaluated, last)
 
 
 def _choose(logp: np.ndarray, temperature: float, uniform: Callable[[], float]) -> int:

@@ -98,6 +98,7 @@ def _sampling(req: ChatRequest, defaults: ServerDefaults) -> SamplingParams:
         top_p=pick(req.top_p, defaults.top_p),
         min_p=pick(req.min_p, defaults.min_p),
         seed=req.seed,
+        mode=pick(req.sampling, defaults.sampling),
     )
 
 

@@ -1,0 +1,531 @@
+"""Does the decoder sample what the model means among the valid strings? Plain masking, the
+exact-branch mode and the aligned sampler against the exact distribution, on grammars whose
+language is small enough to enumerate.
+
+The model is the embedded SmolLM2-135M (Q4_1 GGUF, llama-cpp-python). For each grammar:
+
+1. **The exact distribution.** The target is the model's own distribution over the token
+   sequences the grammar allows, conditioned on validity: ``P(s) ∝ Σ_t p(t)`` over every
+   tokenisation ``t`` of the string ``s`` the masks allow, with the end of the turn scored as
+   the decoder scores it (``end_on_exit``: the end-of-turn token plus what the grammar forbids,
+   where the grammar can end but goes on). It is computed by a best-first walk of the masked
+   token tree, scoring each node with the model, until the unexplored mass is below
+   ``--tolerance`` of the mass found (the remainder is reported: it bounds the error).
+2. **Samples.** ``--samples`` draws (default 2,000) at temperature 1 with each mode, through
+   ``DecodingBackend.generate``, the code the library runs. The model's rows are memoised by
+   token prefix (each computed once, token by token, so every mode and the enumeration see the
+   same numbers; llama.cpp's logits depend slightly on how tokens are batched).
+3. **Figures.** Total variation and KL(empirical ‖ exact) to the exact distribution; the noise
+   floor (the expected TV and KL of an exact sampler at the same n, by simulation); the mass of
+   non-canonical tokenisations; the distortion meter over each mode's samples (how often the
+   mask removed the model's top-1 token on the sampled path, and the mass it removed); and the
+   cost, measured separately on the real backend (``--cost-samples`` generations per mode):
+   model calls and evaluated token positions per generated token, milliseconds per reply.
+
+    python bench/aligned.py                       # all grammars, 2,000 samples per mode
+    python bench/aligned.py --samples 500 --grammars cities
+
+Writes ``bench/results/aligned.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import toolmask as tm
+from toolmask.backends import DecodingBackend
+from toolmask.backends.llama_cpp import LlamaCpp
+from toolmask.sampling import SamplingParams, bitmask_to_bool
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+CITIES = [
+    "Amsterdam", "Athens", "Barcelona", "Belgrade", "Berlin", "Bratislava", "Brussels",
+    "Bucharest", "Budapest", "Copenhagen", "Dublin", "Edinburgh", "Florence", "Geneva",
+    "Hamburg", "Helsinki", "Lisbon", "London", "Madrid", "Milan", "Munich", "Oslo", "Paris",
+    "Prague", "Riga", "Rome", "Stockholm", "Vienna", "Warsaw", "Zurich",
+]  # fmt: skip
+
+
+def chatml(system: str, user: str) -> str:
+    return (
+        f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+
+
+def grammars() -> dict[str, tuple[tm.Grammar, str, Any]]:
+    """name -> (grammar, prompt text, wire format for the meter's sites or None)."""
+    cities = tm.Grammar.from_json_schema({"enum": CITIES})
+    settings = tm.Grammar.from_json_schema(
+        {
+            "type": "object",
+            "properties": {
+                "unit": {"enum": ["celsius", "fahrenheit", "kelvin"]},
+                "alert": {"type": "boolean"},
+                "month": {"type": "integer", "minimum": 1, "maximum": 12},
+            },
+            "required": ["unit", "alert", "month"],
+            "additionalProperties": False,
+        },
+        whitespace="spaced",
+    )
+    tools = [
+        tm.Tool.from_openai(
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Current weather in a city.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "city": {"enum": ["Paris", "London", "Tokyo", "Lima"]},
+                            "unit": {"enum": ["c", "f"]},
+                        },
+                        "required": ["city", "unit"],
+                        "additionalProperties": False,
+                    },
+                },
+            }
+        ),
+        tm.Tool.from_openai(
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_time",
+                    "description": "The current time in a time zone.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"zone": {"enum": ["UTC", "CET", "EST", "PST"]}},
+                        "required": ["zone"],
+                        "additionalProperties": False,
+                    },
+                },
+            }
+        ),
+        tm.Tool.from_openai(
+            {
+                "type": "function",
+                "function": {
+                    "name": "convert",
+                    "description": "Convert an amount of money.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "amount": {"type": "integer", "minimum": 1, "maximum": 5},
+                            "to": {"enum": ["usd", "eur"]},
+                        },
+                        "required": ["amount", "to"],
+                        "additionalProperties": False,
+                    },
+                },
+            }
+        ),
+    ]
+    turn = tm.ToolTurn(tools, fmt="hermes", tool_choice="required", parallel_tool_calls=False)
+    return {
+        "cities": (
+            cities,
+            chatml(
+                "You are a helpful assistant. Answer with a JSON string only.",
+                "Name one European city you would like to visit.",
+            ),
+            None,
+        ),
+        "settings": (
+            settings,
+            chatml(
+                "You are a helpful assistant. Answer with a JSON object only.",
+                "Write the settings as JSON with the keys unit, alert and month: a temperature "
+                "unit, whether alerts are on, and a month number.",
+            ),
+            None,
+        ),
+        "tool_call": (
+            turn.grammar(),
+            chatml(
+                "You are a helpful assistant with tools.\n\n" + turn.prompt(),
+                "What is the weather like in Paris?",
+            ),
+            turn.format,
+        ),
+    }
+
+
+class MemoBackend(DecodingBackend):
+    """The model with its logits memoised by token sequence (float16 rows). A missing row is
+    computed token by token from the prompt, so its value never depends on the batching. The
+    cost counters report what the batched llama.cpp backend would spend: one call per batch,
+    the new trie positions as evaluated tokens."""
+
+    def __init__(self, inner: LlamaCpp) -> None:
+        self.inner = inner
+        self.vocab = inner.vocab
+        self.n_ctx = inner.n_ctx
+        self.memo: dict[tuple[int, ...], np.ndarray] = {}
+        self.cur: list[int] = []
+        self.model_calls = 0
+        self.held: set[tuple[int, ...]] = set()
+        self.prompt_len = 0
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.inner.tokenize(text)
+
+    def _encode(self, text: str) -> list[int]:
+        return self.inner._encode(text)
+
+    def _sync_prompt(self, prompt: list[int]) -> int:
+        common = 0
+        for a, b in zip(self.cur, prompt, strict=False):
+            if a != b:
+                break
+            common += 1
+        self.cur = list(prompt)
+        self.held = set()
+        return min(common, len(prompt) - 1)
+
+    def _feed(self, tokens: list[int]) -> None:
+        self.cur = self.cur + list(tokens)
+        self.held = set()
+
+    def _logits(self) -> Any:
+        return self.row(tuple(self.cur))
+
+    def row(self, key: tuple[int, ...]) -> np.ndarray:
+        got = self.memo.get(key)
+        if got is not None:
+            return got
+        inner = self.inner
+        have = inner.llm.input_ids[: inner.llm.n_tokens].tolist()
+        common = 0
+        for a, b in zip(have, key, strict=False):
+            if a != b:
+                break
+            common += 1
+        start = max(common + 1, self.prompt_len)
+        for k in range(start, len(key) + 1):
+            inner._sync_prompt(list(key[:k]))
+            self.model_calls += 1
+            self.memo.setdefault(
+                key[:k], np.array(inner._logits()[: self.vocab.vocab_size], dtype=np.float16)
+            )
+        return self.memo[key]
+
+    def _logits_many(
+        self, context: list[int], continuations: list[list[int]], every: bool = False
+    ) -> tuple[list[Any], int, int]:
+        ctx = tuple(context)
+        out: list[Any] = []
+        new: set[tuple[int, ...]] = set()
+        for c in continuations:
+            for k in range(1, len(c) + 1):
+                if every or tuple(c[:k]) not in self.held or k == len(c):
+                    new.add(tuple(c[:k]))
+            if every:
+                out.append(np.stack([self.row(ctx + tuple(c[:k])) for k in range(1, len(c) + 1)]))
+            else:
+                out.append(self.row(ctx + tuple(c)))
+        if not every:
+            self.held = {tuple(c[:k]) for c in continuations for k in range(1, len(c) + 1)}
+        return out, (len(new) + 511) // 512 if new else 0, len(new)
+
+
+def log_softmax(row: np.ndarray) -> np.ndarray:
+    x = row.astype(np.float64)
+    top = x.max()
+    return x - (top + np.log(np.exp(x - top).sum()))
+
+
+def exact_distribution(
+    be: MemoBackend, prompt: list[int], compiled: tm.CompiledGrammar, tolerance: float, budget: int
+) -> dict[str, Any]:
+    """Best-first walk of the masked token tree: P(string) summed over tokenisations."""
+    V = be.vocab.vocab_size
+    eos = be.vocab.eos_ids
+    buf = np.zeros((V + 31) // 32, dtype=np.int32)
+    strings: Counter[bytes] = Counter()
+    canonical: Counter[bytes] = Counter()
+    heap: list[tuple[float, tuple[int, ...]]] = [(-0.0, ())]
+    frontier = 1.0  # probability mass on the heap
+    dropped = 0.0
+    found = 0.0
+    expanded = 0
+    table = be.vocab.token_bytes
+    while heap and expanded < budget:
+        if found > 0 and frontier + dropped < tolerance * found:
+            break
+        neg, toks = heapq.heappop(heap)
+        lp = -neg
+        frontier -= math.exp(lp)
+        m = compiled.matcher()
+        for t in toks:
+            assert m.accept_token(t)
+        text = b"".join(table[t] or b"" for t in toks)
+        if m.is_finished():
+            strings[text] += math.exp(lp)
+            found += math.exp(lp)
+            if list(toks) == be._encode(text.decode("utf-8", "replace")):
+                canonical[text] += math.exp(lp)
+            continue
+        expanded += 1
+        ls = log_softmax(be.row(tuple(prompt) + toks))
+        m.fill_bitmask(buf)
+        allowed = bitmask_to_bool(buf, V)
+        ids = np.flatnonzero(allowed)
+        ids = ids[~np.isin(ids, list(eos))]
+        if m.is_accepting():  # end_on_exit: the end-of-turn token plus what is forbidden
+            kept = float(np.exp(ls[ids]).sum()) if ids.size else 0.0
+            pe = lp + math.log(max(1e-300, 1.0 - kept))
+            strings[text] += math.exp(pe)
+            found += math.exp(pe)
+        for t in ids.tolist():
+            clp = lp + float(ls[t])
+            if clp < math.log(1e-14):
+                dropped += math.exp(clp)
+                continue
+            heapq.heappush(heap, (-clp, (*toks, t)))
+            frontier += math.exp(clp)
+    z = sum(strings.values())
+    return {
+        "p": {k: v / z for k, v in strings.items()},
+        "canonical": {k: v / z for k, v in canonical.items()},
+        "valid_mass": z,
+        "unresolved": (frontier + dropped) / z,
+        "expanded": expanded,
+    }
+
+
+def tv(p: dict[bytes, float], q: dict[bytes, float]) -> float:
+    keys = set(p) | set(q)
+    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in keys)
+
+
+def kl(emp: dict[bytes, float], p: dict[bytes, float]) -> float:
+    """KL(empirical ‖ exact); a sample outside the exact support gets the floor 1e-12."""
+    return sum(v * math.log(v / max(p.get(k, 0.0), 1e-12)) for k, v in emp.items() if v > 0)
+
+
+def noise(p: dict[bytes, float], n: int, reps: int, seed: int = 0) -> dict[str, float]:
+    """TV and KL of an exact sampler's empirical distribution at ``n`` draws."""
+    rng = np.random.default_rng(seed)
+    keys = list(p)
+    probs = np.array([p[k] for k in keys])
+    probs = probs / probs.sum()
+    tvs, kls = [], []
+    for _ in range(reps):
+        counts = rng.multinomial(n, probs)
+        emp = {k: c / n for k, c in zip(keys, counts, strict=True) if c}
+        tvs.append(tv(emp, p))
+        kls.append(kl(emp, p))
+    return {
+        "tv_mean": float(np.mean(tvs)),
+        "tv_p95": float(np.percentile(tvs, 95)),
+        "kl_mean": float(np.mean(kls)),
+    }
+
+
+def meter(
+    be: MemoBackend, prompt: list[int], compiled: tm.CompiledGrammar, toks: list[int]
+) -> tuple[int, int, float]:
+    """(positions, positions where the mask removed the model's top-1, removed mass summed)."""
+    V = be.vocab.vocab_size
+    buf = np.zeros((V + 31) // 32, dtype=np.int32)
+    m = compiled.matcher()
+    removed = 0
+    mass = 0.0
+    for k, t in enumerate(toks):
+        row = be.row(tuple(prompt) + tuple(toks[:k])).astype(np.float64)
+        m.fill_bitmask(buf)
+        allowed = bitmask_to_bool(buf, V)
+        p = np.exp(row - row.max())
+        p /= p.sum()
+        removed += not allowed[int(row.argmax())]
+        mass += float(p[~allowed].sum())
+        m.accept_token(t)
+    return len(toks), removed, mass
+
+
+MODES = {
+    "plain": lambda a: SamplingParams(temperature=1.0),
+    "exact": lambda a: SamplingParams(temperature=1.0, mode="exact"),
+    "aligned": lambda a: SamplingParams(temperature=1.0, mode="aligned", particles=a.particles),
+    "aligned_smc_only": lambda a: SamplingParams(
+        temperature=1.0, mode="aligned", particles=a.particles, branch_alternatives=0
+    ),
+}
+
+
+def run_grammar(
+    name: str, args: argparse.Namespace, llm: LlamaCpp, spec: tuple[tm.Grammar, str, Any]
+) -> dict[str, Any]:
+    grammar, text, _fmt = spec
+    be = MemoBackend(llm)
+    compiled = tm.compile(grammar, llm.vocab)
+    prompt = llm.tokenize(text)
+    be.prompt_len = len(prompt)
+    t0 = time.perf_counter()
+    exact = exact_distribution(be, prompt, compiled, args.tolerance, args.budget)
+    p = exact["p"]
+    out: dict[str, Any] = {
+        "strings": len(p),
+        "valid_mass": exact["valid_mass"],
+        "unresolved_mass": exact["unresolved"],
+        "expanded_nodes": exact["expanded"],
+        "enumerate_s": round(time.perf_counter() - t0, 1),
+        "noncanonical_mass": 1.0 - sum(exact["canonical"].values()),
+        "top": sorted(((k.decode(), round(v, 4)) for k, v in p.items()), key=lambda kv: -kv[1])[:8],
+        "noise": noise(p, args.samples, 200),
+        "modes": {},
+    }
+    print(
+        f"\n{name}: {len(p)} strings, valid mass {exact['valid_mass']:.3g}, unresolved "
+        f"{exact['unresolved']:.2e}, non-canonical {out['noncanonical_mass']:.4f}, "
+        f"{exact['expanded']} nodes in {out['enumerate_s']} s; noise TV "
+        f"{out['noise']['tv_mean']:.4f} (p95 {out['noise']['tv_p95']:.4f})",
+        flush=True,
+    )
+    for mode in args.modes:
+        params = MODES[mode](args)
+        counts: Counter[bytes] = Counter()
+        pos = rem = 0
+        mass = 0.0
+        t1 = time.perf_counter()
+        fallbacks = branches = 0
+        for i in range(args.samples):
+            gen = be.generate(
+                prompt,
+                compiled,
+                max_tokens=96,
+                sampling=SamplingParams(**{**_fields(params), "seed": 1_000_003 * i + 7}),
+            )
+            counts[gen.text] += 1
+            fallbacks += gen.branch_fallbacks
+            branches += gen.exact_branches
+            if i < args.meter_samples:
+                a, b, c = meter(be, prompt, compiled, gen.tokens)
+                pos, rem, mass = pos + a, rem + b, mass + c
+        emp = {k: v / args.samples for k, v in counts.items()}
+        row = {
+            "tv": tv(emp, p),
+            "kl": kl(emp, p),
+            "distinct": len(counts),
+            "invalid_or_unseen": sum(v for k, v in emp.items() if k not in p),
+            "branches_per_sample": branches / args.samples,
+            "fallbacks_per_sample": fallbacks / args.samples,
+            "meter": {
+                "positions": pos,
+                "top1_removed_rate": rem / max(1, pos),
+                "removed_mass_per_token": mass / max(1, pos),
+            },
+            "sample_s": round(time.perf_counter() - t1, 1),
+        }
+        out["modes"][mode] = row
+        print(
+            f"  {mode:>17}: TV {row['tv']:.4f}  KL {row['kl']:.4f}  distinct {row['distinct']}"
+            f"  branches/sample {row['branches_per_sample']:.2f} fallbacks/sample "
+            f"{row['fallbacks_per_sample']:.2f}  meter top1-removed "
+            f"{row['meter']['top1_removed_rate']:.3f} removed mass/token "
+            f"{row['meter']['removed_mass_per_token']:.3f}  ({row['sample_s']} s)",
+            flush=True,
+        )
+    out["model_calls"] = be.model_calls
+    out["cost"] = cost(args, llm, prompt, compiled)
+    be.memo.clear()
+    return out
+
+
+def _fields(p: SamplingParams) -> dict[str, Any]:
+    return {f: getattr(p, f) for f in p.__dataclass_fields__}
+
+
+def cost(
+    args: argparse.Namespace, llm: LlamaCpp, prompt: list[int], compiled: tm.CompiledGrammar
+) -> dict[str, Any]:
+    """Model calls and evaluated positions per generated token, and ms per reply, on the
+    real backend (modes interleaved, the prompt's KV reused as in serving)."""
+    acc: dict[str, dict[str, float]] = {
+        m: {"passes": 0, "evaluated": 0, "tokens": 0, "s": 0.0} for m in args.modes
+    }
+    for i in range(args.cost_samples):
+        for mode in args.modes:
+            params = MODES[mode](args)
+            t = time.perf_counter()
+            gen = llm.generate(
+                prompt,
+                compiled,
+                max_tokens=96,
+                sampling=SamplingParams(**{**_fields(params), "seed": i}),
+            )
+            a = acc[mode]
+            a["s"] += time.perf_counter() - t
+            a["passes"] += gen.forward_passes - 1  # the prompt's call is not per token
+            a["evaluated"] += gen.evaluated_tokens - (gen.prompt_tokens - gen.reused_prefix)
+            a["tokens"] += len(gen.tokens)
+    out = {}
+    for mode, a in acc.items():
+        n = max(1.0, a["tokens"])
+        out[mode] = {
+            "passes_per_token": a["passes"] / n,
+            "evaluated_per_token": a["evaluated"] / n,
+            "ms_per_reply": 1000 * a["s"] / max(1, args.cost_samples),
+            "tokens_per_reply": a["tokens"] / max(1, args.cost_samples),
+        }
+        print(
+            f"  cost {mode:>17}: {out[mode]['passes_per_token']:.2f} calls/token, "
+            f"{out[mode]['evaluated_per_token']:.2f} positions/token, "
+            f"{out[mode]['ms_per_reply']:.0f} ms/reply",
+            flush=True,
+        )
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samples", type=int, default=2000)
+    ap.add_argument("--grammars", nargs="+", default=["cities", "settings", "tool_call"])
+    ap.add_argument("--modes", nargs="+", default=list(MODES))
+    ap.add_argument("--particles", type=int, default=8)
+    ap.add_argument("--tolerance", type=float, default=1e-3)
+    ap.add_argument("--budget", type=int, default=4000, help="tree nodes the enumeration expands")
+    ap.add_argument("--meter-samples", type=int, default=200)
+    ap.add_argument("--cost-samples", type=int, default=10)
+    ap.add_argument("--label", default="")
+    args = ap.parse_args()
+    llm = LlamaCpp.default(n_ctx=2048)
+    specs = grammars()
+    load0 = os.getloadavg()
+    t0 = time.perf_counter()
+    results = {name: run_grammar(name, args, llm, specs[name]) for name in args.grammars}
+    report = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "load_before": load0,
+        "load_after": os.getloadavg(),
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "model": "SmolLM2-135M-Instruct Q4_1 (llama-cpp-python)",
+        "samples": args.samples,
+        "particles": args.particles,
+        "temperature": 1.0,
+        "grammars": results,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"aligned{'-' + args.label if args.label else ''}.json"
+    path.write_text(json.dumps(report, indent=1, ensure_ascii=False))
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()
