@@ -31,12 +31,10 @@ Writes ``bench/results/aligned.json``.
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import math
 import os
 import platform
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -136,6 +134,25 @@ def grammars() -> dict[str, tuple[tm.Grammar, str, Any]]:
         ),
     ]
     turn = tm.ToolTurn(tools, fmt="hermes", tool_choice="required", parallel_tool_calls=False)
+    # the call as the model writes it inside the block (the turn grammar's whitespace freedom
+    # around the block would make the language large without changing the choice measured)
+    call = tm.Grammar.from_json_schema(
+        {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {
+                        "name": {"const": t.name},
+                        "arguments": t.to_openai()["function"]["parameters"],
+                    },
+                    "required": ["name", "arguments"],
+                    "additionalProperties": False,
+                }
+                for t in turn.tools
+            ]
+        },
+        whitespace="spaced",
+    )
     return {
         "cities": (
             cities,
@@ -155,21 +172,22 @@ def grammars() -> dict[str, tuple[tm.Grammar, str, Any]]:
             None,
         ),
         "tool_call": (
-            turn.grammar(),
+            call,
             chatml(
                 "You are a helpful assistant with tools.\n\n" + turn.prompt(),
                 "What is the weather like in Paris?",
-            ),
+            )
+            + "<tool_call>\n",
             turn.format,
         ),
     }
 
 
 class MemoBackend(DecodingBackend):
-    """The model with its logits memoised by token sequence (float16 rows). A missing row is
-    computed token by token from the prompt, so its value never depends on the batching. The
-    cost counters report what the batched llama.cpp backend would spend: one call per batch,
-    the new trie positions as evaluated tokens."""
+    """The model with its logits memoised by token sequence (float16 rows): each row is
+    computed once (in a batch by :meth:`prefetch`, else token by token), so the enumeration
+    and every mode see the same numbers. The cost counters report what the batched llama.cpp
+    backend would spend: one call per batch, the new trie positions as evaluated tokens."""
 
     def __init__(self, inner: LlamaCpp) -> None:
         self.inner = inner
@@ -224,6 +242,19 @@ class MemoBackend(DecodingBackend):
             )
         return self.memo[key]
 
+    def prefetch(self, prompt: list[int], conts: list[tuple[int, ...]]) -> None:
+        """Compute the rows after ``prompt + c`` that are missing, in one batch of the real
+        backend (its side sequences reuse what the previous batch held)."""
+        need = [list(c) for c in conts if tuple(prompt) + c not in self.memo and c]
+        if tuple(prompt) not in self.memo:
+            self.row(tuple(prompt))
+        if not need:
+            return
+        rows, _, _ = self.inner._logits_many(list(prompt), need)
+        self.model_calls += 1
+        for c, r in zip(need, rows, strict=True):
+            self.memo[tuple(prompt) + tuple(c)] = np.asarray(r, dtype=np.float16)
+
     def _logits_many(
         self, context: list[int], continuations: list[list[int]], every: bool = False
     ) -> tuple[list[Any], int, int]:
@@ -249,62 +280,69 @@ def log_softmax(row: np.ndarray) -> np.ndarray:
     return x - (top + np.log(np.exp(x - top).sum()))
 
 
+def language(compiled: tm.CompiledGrammar, cap: int = 20000) -> list[tuple[bytes, bool]]:
+    """Every string of a finite grammar, with whether the turn ends after it by the end token
+    (the grammar could go on there) rather than by the grammar finishing."""
+    a = compiled.matcher().automaton
+    out: list[tuple[bytes, bool]] = []
+
+    def go(state: Any, prefix: bytes) -> None:
+        if len(out) > cap or len(prefix) > 400:
+            raise SystemExit("the grammar's language is too large to enumerate")
+        if a.is_finished(state):
+            out.append((prefix, False))
+            return
+        if state.accepting:
+            out.append((prefix, True))
+        mask = a.allowed_bytes(state)
+        for b in range(256):
+            if mask >> b & 1:
+                nxt = a.advance(state, b)
+                if nxt is not None:
+                    go(nxt, prefix + bytes((b,)))
+
+    go(a.initial, b"")
+    return out
+
+
 def exact_distribution(
-    be: MemoBackend, prompt: list[int], compiled: tm.CompiledGrammar, tolerance: float, budget: int
+    be: MemoBackend, prompt: list[int], compiled: tm.CompiledGrammar
 ) -> dict[str, Any]:
-    """Best-first walk of the masked token tree: P(string) summed over tokenisations."""
+    """P(s) ∝ the model's probability of the canonical tokenisation of each string s (times
+    the exit mass where the end token ends it), scored from the memoised rows. The rows of the
+    canonical token trie are computed in batches of 32 sequences."""
     V = be.vocab.vocab_size
-    eos = be.vocab.eos_ids
+    eos = list(be.vocab.eos_ids)
     buf = np.zeros((V + 31) // 32, dtype=np.int32)
-    strings: Counter[bytes] = Counter()
-    canonical: Counter[bytes] = Counter()
-    heap: list[tuple[float, tuple[int, ...]]] = [(-0.0, ())]
-    frontier = 1.0  # probability mass on the heap
-    dropped = 0.0
-    found = 0.0
-    expanded = 0
+    strings = language(compiled)
+    toks = [be._encode(t.decode("utf-8")) for t, _ in strings]
     table = be.vocab.token_bytes
-    while heap and expanded < budget:
-        if found > 0 and frontier + dropped < tolerance * found:
-            break
-        neg, toks = heapq.heappop(heap)
-        lp = -neg
-        frontier -= math.exp(lp)
-        m = compiled.matcher()
-        for t in toks:
-            assert m.accept_token(t)
-        text = b"".join(table[t] or b"" for t in toks)
-        if m.is_finished():
-            strings[text] += math.exp(lp)
-            found += math.exp(lp)
-            if list(toks) == be._encode(text.decode("utf-8", "replace")):
-                canonical[text] += math.exp(lp)
-            continue
-        expanded += 1
-        ls = log_softmax(be.row(tuple(prompt) + toks))
-        m.fill_bitmask(buf)
-        allowed = bitmask_to_bool(buf, V)
-        ids = np.flatnonzero(allowed)
-        ids = ids[~np.isin(ids, list(eos))]
-        if m.is_accepting():  # end_on_exit: the end-of-turn token plus what is forbidden
-            kept = float(np.exp(ls[ids]).sum()) if ids.size else 0.0
-            pe = lp + math.log(max(1e-300, 1.0 - kept))
-            strings[text] += math.exp(pe)
-            found += math.exp(pe)
-        for t in ids.tolist():
-            clp = lp + float(ls[t])
-            if clp < math.log(1e-14):
-                dropped += math.exp(clp)
-                continue
-            heapq.heappush(heap, (-clp, (*toks, t)))
-            frontier += math.exp(clp)
-    z = sum(strings.values())
+    for (text, _), ids in zip(strings, toks, strict=True):
+        assert b"".join(table[t] or b"" for t in ids) == text
+    nodes = sorted({tuple(ids[:k]) for ids in toks for k in range(len(ids) + 1)}, key=len)
+    for lo in range(0, len(nodes), 32):
+        be.prefetch(prompt, nodes[lo : lo + 32])
+    logp: dict[bytes, float] = {}
+    for (text, end), ids in zip(strings, toks, strict=True):
+        total = 0.0
+        for k, t in enumerate(ids):
+            total += float(log_softmax(be.row(tuple(prompt) + tuple(ids[:k])))[t])
+        if end:
+            m = compiled.matcher()
+            for t in ids:
+                m.accept_token(t)
+            m.fill_bitmask(buf)
+            allowed = bitmask_to_bool(buf, V)
+            allowed[eos] = False
+            ls = log_softmax(be.row(tuple(prompt) + tuple(ids)))
+            total += math.log(max(1e-300, 1.0 - float(np.exp(ls[allowed]).sum())))
+        logp[text] = total
+    top = max(logp.values())
+    z = sum(math.exp(v - top) for v in logp.values())
     return {
-        "p": {k: v / z for k, v in strings.items()},
-        "canonical": {k: v / z for k, v in canonical.items()},
-        "valid_mass": z,
-        "unresolved": (frontier + dropped) / z,
-        "expanded": expanded,
+        "p": {k: math.exp(v - top) / z for k, v in logp.items()},
+        "valid_mass": z * math.exp(top),
+        "nodes": len(nodes),
     }
 
 
@@ -377,29 +415,27 @@ def run_grammar(
     prompt = llm.tokenize(text)
     be.prompt_len = len(prompt)
     t0 = time.perf_counter()
-    exact = exact_distribution(be, prompt, compiled, args.tolerance, args.budget)
+    exact = exact_distribution(be, prompt, compiled)
     p = exact["p"]
     out: dict[str, Any] = {
         "strings": len(p),
         "valid_mass": exact["valid_mass"],
-        "unresolved_mass": exact["unresolved"],
-        "expanded_nodes": exact["expanded"],
+        "trie_nodes": exact["nodes"],
         "enumerate_s": round(time.perf_counter() - t0, 1),
-        "noncanonical_mass": 1.0 - sum(exact["canonical"].values()),
         "top": sorted(((k.decode(), round(v, 4)) for k, v in p.items()), key=lambda kv: -kv[1])[:8],
         "noise": noise(p, args.samples, 200),
         "modes": {},
     }
     print(
-        f"\n{name}: {len(p)} strings, valid mass {exact['valid_mass']:.3g}, unresolved "
-        f"{exact['unresolved']:.2e}, non-canonical {out['noncanonical_mass']:.4f}, "
-        f"{exact['expanded']} nodes in {out['enumerate_s']} s; noise TV "
+        f"\n{name}: {len(p)} strings, valid mass {exact['valid_mass']:.3g}, "
+        f"{exact['nodes']} trie nodes in {out['enumerate_s']} s; noise TV "
         f"{out['noise']['tv_mean']:.4f} (p95 {out['noise']['tv_p95']:.4f})",
         flush=True,
     )
     for mode in args.modes:
         params = MODES[mode](args)
         counts: Counter[bytes] = Counter()
+        noncanonical = 0
         pos = rem = 0
         mass = 0.0
         t1 = time.perf_counter()
@@ -412,6 +448,7 @@ def run_grammar(
                 sampling=SamplingParams(**{**_fields(params), "seed": 1_000_003 * i + 7}),
             )
             counts[gen.text] += 1
+            noncanonical += gen.tokens != be._encode(gen.text.decode("utf-8", "replace"))
             fallbacks += gen.branch_fallbacks
             branches += gen.exact_branches
             if i < args.meter_samples:
@@ -422,6 +459,7 @@ def run_grammar(
             "tv": tv(emp, p),
             "kl": kl(emp, p),
             "distinct": len(counts),
+            "noncanonical_rate": noncanonical / args.samples,
             "invalid_or_unseen": sum(v for k, v in emp.items() if k not in p),
             "branches_per_sample": branches / args.samples,
             "fallbacks_per_sample": fallbacks / args.samples,
@@ -435,6 +473,7 @@ def run_grammar(
         out["modes"][mode] = row
         print(
             f"  {mode:>17}: TV {row['tv']:.4f}  KL {row['kl']:.4f}  distinct {row['distinct']}"
+            f"  non-canonical {row['noncanonical_rate']:.3f}"
             f"  branches/sample {row['branches_per_sample']:.2f} fallbacks/sample "
             f"{row['fallbacks_per_sample']:.2f}  meter top1-removed "
             f"{row['meter']['top1_removed_rate']:.3f} removed mass/token "
@@ -498,8 +537,6 @@ def main() -> None:
     ap.add_argument("--grammars", nargs="+", default=["cities", "settings", "tool_call"])
     ap.add_argument("--modes", nargs="+", default=list(MODES))
     ap.add_argument("--particles", type=int, default=8)
-    ap.add_argument("--tolerance", type=float, default=1e-3)
-    ap.add_argument("--budget", type=int, default=4000, help="tree nodes the enumeration expands")
     ap.add_argument("--meter-samples", type=int, default=200)
     ap.add_argument("--cost-samples", type=int, default=10)
     ap.add_argument("--label", default="")

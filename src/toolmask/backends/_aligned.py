@@ -382,7 +382,8 @@ class _Decoder:
                     nxt.append((score, seq, m))
             best_done = max((d[0] for d in done), default=-np.inf)
             beams = [b for b in nxt if b[0] > best_done]  # scores only fall as text grows
-            self.stream([b[1] for b in beams] + [max(done, key=lambda d: d[0])[1]] * bool(done))
+            lead = [max(done, key=lambda d: d[0])[1]] if done else []
+            self.stream([b[1] for b in beams] + lead)
         if not done:
             if not beams:
                 raise ToolmaskError("beam search found no valid continuation")

@@ -68,7 +68,7 @@ class SamplingParams:
     seed: int | None = None
     mode: str = "plain"
     particles: int = 8
-    branch_alternatives: int = 64
+    branch_alternatives: int = 128
     branch_tokens: int = 512
 
     def __post_init__(self) -> None:
