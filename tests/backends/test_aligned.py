@@ -133,7 +133,7 @@ def test_batched_rows_match_one_by_one_on_the_model() -> None:
         rows, passes, n = model._logits_many(ctx, parts)
         assert passes == 1
         evaluated.append(n)
-        parts = [p + [int(r.argmax())] for p, r in zip(parts, rows, strict=True)]
+        parts = [[*p, int(r.argmax())] for p, r in zip(parts, rows, strict=True)]
         if step == 1:
             parts = [parts[0], parts[0], parts[1]]  # a resampled copy shares its cells
     # after the first call each sequence evaluates only its new token; copies share it
