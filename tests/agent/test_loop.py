@@ -505,3 +505,23 @@ def test_likelihood_leaves_prose_steps_and_single_tools_alone() -> None:
     assert t[2].meta["name_scores"] == {} and len(b.prompts) == 1  # one tool: nothing to choose
     with pytest.raises(ToolError, match="name_choice"):
         _agent(b, [add], name_choice="best")  # type: ignore[arg-type]
+
+
+def test_the_sampling_mode_reaches_the_backend() -> None:
+    seen: list[Any] = []
+
+    class Recording(Scripted):
+        def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Any:
+            seen.append(kw.get("sampling"))
+            kw["sampling"] = None  # the script is decoded greedily
+            return super().generate(prompt, compiled, **kw)
+
+    b = Recording([answer("5")])
+    _agent(b, [add], mode="grammar", sampling="exact").run("2 + 3?", max_steps=1)
+    assert seen[0].mode == "exact" and seen[0].temperature == 0
+    params = tm.SamplingParams(temperature=0.7, mode="aligned", particles=4)
+    b = Recording([answer("5")])
+    _agent(b, [add], mode="grammar", sampling=params).run("2 + 3?", max_steps=1)
+    assert seen[1] is params
+    with pytest.raises(ToolError, match="mode"):
+        _agent(b, [add], sampling="beam")

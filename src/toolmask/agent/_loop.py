@@ -307,7 +307,9 @@ class Agent:
         ``meta`` holds ``finish_reason``, ``tokens`` (generated), ``prompt_tokens``,
         ``reused_prefix`` (prompt tokens whose KV cache was reused), ``allowed`` (the tool
         names the grammar allowed), ``reasoning`` (the turn's reasoning text),
-        ``reasoning_tokens`` and ``reasoning_cut`` (counted and closed by ``reasoning_budget``)."""
+        ``reasoning_tokens`` and ``reasoning_cut`` (counted and closed by ``reasoning_budget``),
+        and the decoder's cost: ``forward_passes`` (model calls), ``exact_branches`` and
+        ``branch_fallbacks`` (see ``sampling``)."""
         turn = self._turn_for(step, transcript)
         text = self.template(with_decision(transcript, self._decision), turn)
         scores: dict[str, float] = {}
@@ -343,6 +345,9 @@ class Agent:
                 "reasoning": parsed.reasoning,
                 "reasoning_tokens": gen.reasoning_tokens,
                 "reasoning_cut": gen.reasoning_cut,
+                "forward_passes": getattr(gen, "forward_passes", 0),
+                "exact_branches": getattr(gen, "exact_branches", 0),
+                "branch_fallbacks": getattr(gen, "branch_fallbacks", 0),
             },
         )
         transcript.append(msg)
