@@ -44,6 +44,7 @@ import numpy as np
 
 import toolmask as tm
 from toolmask.backends import DecodingBackend
+from toolmask.backends._branch import find_branch, score_branch
 from toolmask.backends.llama_cpp import LlamaCpp
 from toolmask.sampling import SamplingParams, bitmask_to_bool
 
@@ -346,6 +347,45 @@ def exact_distribution(
     }
 
 
+def analytic_exact(
+    be: MemoBackend, prompt: list[int], compiled: tm.CompiledGrammar, p: dict[bytes, float]
+) -> dict[str, Any]:
+    """The exact mode's first decision, without sampling noise: where it covers the whole
+    language (one branch per reply), the distribution it samples from, against the target."""
+    m = compiled.matcher()
+    forced = m.forced_bytes()
+    m.accept_bytes(forced)  # what jump-forward writes before the first sampled token
+    br = find_branch(m.automaton, m.state, max_alternatives=SamplingParams().branch_alternatives)
+    if br.alternatives is None:
+        return {"whole_language": False}
+    lead = be._encode(forced.decode()) if forced else []
+    lead = lead[:-1] if len(forced) >= 2 else []  # jump-forward keeps all but the last token
+    m = compiled.matcher()
+    for t in lead:
+        m.accept_token(t)
+    br = find_branch(m.automaton, m.state, max_alternatives=SamplingParams().branch_alternatives)
+    if br.alternatives is None:
+        return {"whole_language": False}
+    ctx = list(prompt) + lead
+    head = b"".join(be.vocab.token_bytes[t] or b"" for t in lead)
+    scored = score_branch(
+        br.alternatives,
+        m=m,
+        vocab=be.vocab,
+        encode=be._encode,
+        logits_many=be._logits_many,
+        context=ctx,
+        row=be.row(tuple(ctx)),
+        max_tokens=SamplingParams().branch_tokens,
+    )
+    texts = {head + a.text for a in br.alternatives}
+    if scored is None or texts != set(p):
+        return {"whole_language": False, "alternatives": len(br.alternatives)}
+    probs = np.exp(scored.scores - scored.log_total)
+    q = {head + a.text: float(x) for a, x in zip(scored.alternatives, probs, strict=True)}
+    return {"whole_language": True, "alternatives": len(q), "tv": tv(q, p)}
+
+
 def tv(p: dict[bytes, float], q: dict[bytes, float]) -> float:
     keys = set(p) | set(q)
     return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in keys)
@@ -424,12 +464,14 @@ def run_grammar(
         "enumerate_s": round(time.perf_counter() - t0, 1),
         "top": sorted(((k.decode(), round(v, 4)) for k, v in p.items()), key=lambda kv: -kv[1])[:8],
         "noise": noise(p, args.samples, 200),
+        "exact_analytic": analytic_exact(be, prompt, compiled, p),
         "modes": {},
     }
     print(
         f"\n{name}: {len(p)} strings, valid mass {exact['valid_mass']:.3g}, "
         f"{exact['nodes']} trie nodes in {out['enumerate_s']} s; noise TV "
-        f"{out['noise']['tv_mean']:.4f} (p95 {out['noise']['tv_p95']:.4f})",
+        f"{out['noise']['tv_mean']:.4f} (p95 {out['noise']['tv_p95']:.4f}); exact mode's "
+        f"first decision: {out['exact_analytic']}",
         flush=True,
     )
     for mode in args.modes:
@@ -540,12 +582,24 @@ def main() -> None:
     ap.add_argument("--meter-samples", type=int, default=200)
     ap.add_argument("--cost-samples", type=int, default=10)
     ap.add_argument("--label", default="")
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     args = ap.parse_args()
-    llm = LlamaCpp.default(n_ctx=2048)
+    llm = LlamaCpp.default(n_ctx=2048, n_threads=args.threads)
     specs = grammars()
     load0 = os.getloadavg()
     t0 = time.perf_counter()
-    results = {name: run_grammar(name, args, llm, specs[name]) for name in args.grammars}
+    results: dict[str, Any] = {}
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"aligned{'-' + args.label if args.label else ''}.json"
+    for name in args.grammars:  # written after each grammar, so a long run leaves results
+        results[name] = run_grammar(name, args, llm, specs[name])
+        write(path, args, results, load0, t0)
+    print(f"\nwrote {path}")
+
+
+def write(
+    path: Path, args: argparse.Namespace, results: dict[str, Any], load0: Any, t0: float
+) -> None:
     report = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
@@ -556,12 +610,10 @@ def main() -> None:
         "samples": args.samples,
         "particles": args.particles,
         "temperature": 1.0,
+        "threads": args.threads,
         "grammars": results,
     }
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"aligned{'-' + args.label if args.label else ''}.json"
     path.write_text(json.dumps(report, indent=1, ensure_ascii=False))
-    print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":
