@@ -334,10 +334,10 @@ def main() -> int:
         print(f"  {server} up in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
         client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=600)
         try:
-            work = [
+            work = [  # one question's requests together: its prompt's KV prefix is reused
                 (client, server, q, mode, choice, args, sampling)
-                for sampling in (args.sampling if server in TOOLMASK else ["plain"])
                 for q in questions
+                for sampling in (args.sampling if server in TOOLMASK else ["plain"])
                 for mode, choice in modes_for(q)
             ]
             with ThreadPoolExecutor(args.concurrency) as pool:  # results kept in order

@@ -59,7 +59,10 @@ __all__ = [
 ]
 
 #: bounds of the automaton walk (states explored, post-dominators tried, forced bytes after one)
-_MAX_STATES = 2048
+_MAX_STATES = 1024
+#: a state that loops on this many bytes is free text (a string's body, a number's digits):
+#: its continuations are left to masking
+_FREE_TEXT_LOOP = 8
 _MAX_CANDIDATES = 64
 _MAX_FORCED = 64
 _MAX_DEPTH = 256
@@ -107,7 +110,7 @@ class _Graph:
         self.edges: list[list[tuple[int, int]]] = []
         self.end: list[bool] = []  # the turn may end here (accepting, or finished)
         self.finished: list[bool] = []
-        self.open: list[bool] = []  # a special token may come here: not enumerated
+        self.open: list[bool] = []
         i = 0
         while i < len(self.states):
             st = self.states[i]
@@ -117,7 +120,8 @@ class _Graph:
             finished = bool(a.is_finished(st))
             self.finished.append(finished)
             self.end.append(finished or bool(st.accepting))
-            self.open.append(bool(a.allowed_specials(st)) and not finished)
+            # a special token may come here, or free text: not enumerated
+            self.open.append(not finished and (bool(a.allowed_specials(st)) or _free_text(a, st)))
             if finished or self.open[-1]:
                 continue
             for b in _bits(a.allowed_bytes(st)):
@@ -279,13 +283,24 @@ def _divergent(
     return out
 
 
+def _free_text(a: Automaton, s: AutomatonState) -> bool:
+    loops = 0
+    for b in _bits(a.allowed_bytes(s)):
+        if a.advance(s, b) == s:
+            loops += 1
+            if loops >= _FREE_TEXT_LOOP:
+                return True
+    return False
+
+
 def find_branch(
     a: Automaton, s: AutomatonState, *, max_alternatives: int, max_bytes: int = 8192
 ) -> Branch:
-    """The finite branch at state ``s`` (see the module docstring). Cost: a walk of at most
-    2,048 automaton states plus one reachability test per post-dominator tried; callers
-    cache the result by state."""
-    if max_alternatives < 2:
+    """The finite branch at state ``s`` (see the module docstring). Free text (a state that
+    loops on 8 or more bytes: inside a string, a number's digits) is no branch. Cost: a walk
+    of at most 1,024 automaton states plus one reachability test per post-dominator tried;
+    callers cache the result by state."""
+    if max_alternatives < 2 or _free_text(a, s):
         return _OPEN
     g = _Graph(a, s)
     over = False
