@@ -13,7 +13,7 @@ from toolmask import compile as tm_compile
 from toolmask.agent._messages import DEFAULT_SYSTEM, Message, Template, with_decision
 from toolmask.agent._policy import ToolPolicy, expand_tool_patterns
 from toolmask.agent._template import ChatTemplate, default_template
-from toolmask.backends import Backend, ReasoningBudget
+from toolmask.backends import Backend, ReasoningBudget, choose_opening
 from toolmask.errors import ToolError
 from toolmask.sampling import SamplingParams, sampling_params
 from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn, render_errors, resolve_format
@@ -320,8 +320,12 @@ class Agent:
             turn = opened
         elif self.name_choice == "likelihood" and self.constrained:
             turn, scores = self._choose_name(turn, text)
-        compiled = tm_compile(turn.grammar(), self.backend.vocab) if self.constrained else None
         prompt = self.backend.tokenize(text)
+        opening = self._choose_opening(turn, prompt)
+        call_p = None
+        if opening is not None:
+            turn, call_p = opening
+        compiled = tm_compile(turn.grammar(), self.backend.vocab) if self.constrained else None
         budget = ReasoningBudget.for_turn(turn, self.reasoning_budget)
         extra: dict[str, Any] = {} if budget is None else {"reasoning_budget": budget}
         gen = self.backend.generate(
@@ -342,6 +346,7 @@ class Agent:
                 "reused_prefix": gen.reused_prefix,
                 "allowed": list(turn.tool_choice.callable([t.name for t in turn.tools])),
                 "name_scores": scores,
+                "call_probability": call_p,
                 "reasoning": parsed.reasoning,
                 "reasoning_tokens": gen.reasoning_tokens,
                 "reasoning_cut": gen.reasoning_cut,
@@ -352,6 +357,43 @@ class Agent:
         )
         transcript.append(msg)
         return msg, parsed, turn
+
+    def _choose_opening(self, turn: ToolTurn, prompt: list[int]) -> tuple[ToolTurn, float] | None:
+        """``sampling="exact"`` / ``"aligned"`` under ``auto``: call or prose, chosen at the
+        start of the turn by the model's probability of opening a call block (its whole
+        opener), then decoded under ``required`` or ``none`` over the same tools (the prompt is
+        unchanged). None where this does not apply (plain, unconstrained, a turn that is not
+        ``auto``, a backend that cannot score)."""
+        prm = self.sampling
+        prob = getattr(self.backend, "opening_probability", None)
+        if (
+            prm is None
+            or prm.mode == "plain"
+            or prob is None
+            or not self.constrained
+            or turn.tool_choice.mode != "auto"
+            or turn.reasoning_open
+            or (turn.reasoning and turn.format.reasoning_opener)
+        ):
+            return None
+        names = list(turn.tool_choice.callable([t.name for t in turn.tools]))
+        opener = turn.format.trigger_text
+        if not names or not opener:
+            return None
+        p = float(prob(prompt, self.backend.tokenize(opener)))
+        key = ("__opening__", "required" if choose_opening(p, prm) else "none", *names)
+        chosen = self._turns.get(key)
+        if chosen is None:
+            choice: Any = "none"
+            if key[1] == "required":
+                choice = {
+                    "type": "allowed_tools",
+                    "mode": "required",
+                    "tools": [{"type": "function", "function": {"name": n}} for n in names],
+                }
+            chosen = ToolTurn(self.tools, tool_choice=choice, **self._turn_args)  # type: ignore[arg-type]
+            self._turns[key] = chosen
+        return chosen, round(p, 4)
 
     def _choose_name(self, turn: ToolTurn, text: str) -> tuple[ToolTurn, dict[str, float]]:
         """``name_choice="likelihood"``: the turn narrowed to the allowed tool whose name, as

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from toolmask.backends._branch import branch_at, score_branch
+from toolmask.backends._branch import branch_at, prefix_index, score_branch
 from toolmask.backends._result import Generation, OnToken, StepDistortion
 from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool, sampling_params
@@ -283,6 +283,33 @@ class DecodingBackend(ABC):
             else:
                 out.append(nodes[tuple(c)])
         return out, passes, evaluated
+
+    def opening_probability(self, prompt: list[int], opener: list[int]) -> float:
+        """The model's probability that its reply after ``prompt`` starts with the tokens
+        ``opener`` (a call block's opener): the product of their probabilities, the last one
+        counted with every token that starts with its text (it may merge with what follows; a
+        special token by itself). Unmasked, temperature 1. Cost: two model calls at most (the
+        prompt, reused when the context holds it, and one batch over the opener)."""
+        if not prompt or not opener:
+            raise ToolmaskError("the prompt and the opener must not be empty")
+        self._sync_prompt(prompt)
+        V = self.vocab.vocab_size
+        rows = [np.asarray(self._logits()[:V], dtype=np.float64)]
+        if len(opener) > 1:
+            got, _, _ = self._logits_many(prompt, [opener[:-1]], True)
+            rows += [np.asarray(r, dtype=np.float64) for r in got[0]]
+        total = 0.0
+        for k, (row, t) in enumerate(zip(rows, opener, strict=True)):
+            top = float(row.max())
+            lse = top + float(np.log(np.exp(row - top).sum()))
+            piece = self.vocab.token_bytes[t] if 0 <= t < V else b""
+            if k == len(opener) - 1 and piece:
+                sub = row[prefix_index(self.vocab).starting_with(piece)]
+                m = float(sub.max())
+                total += m + float(np.log(np.exp(sub - m).sum())) - lse
+            else:
+                total += float(row[t]) - lse
+        return float(np.exp(total))
 
     def score(self, context: list[int], continuations: Sequence[list[int]]) -> list[float]:
         """The model's own log-probability of each continuation after ``context``: the sum over

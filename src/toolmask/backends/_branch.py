@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolmask.sampling import bitmask_to_bool
+from toolmask.sampling import SamplingParams, bitmask_to_bool
 
 if TYPE_CHECKING:
     from toolmask import Matcher
@@ -54,6 +54,7 @@ __all__ = [
     "BranchDecision",
     "ScoredBranch",
     "branch_at",
+    "choose_opening",
     "find_branch",
     "score_branch",
 ]
@@ -421,6 +422,7 @@ _INDEX: dict[str, _PrefixIndex] = {}
 
 
 def prefix_index(vocab: Vocabulary) -> _PrefixIndex:
+    """The vocabulary's sorted token bytes, built once per vocabulary (a few kept)."""
     got = _INDEX.get(vocab.fingerprint)
     if got is None:
         if len(_INDEX) > 4:
@@ -541,6 +543,19 @@ def score_branch(
     if not np.isfinite(scores.max()):
         return None
     return ScoredBranch(tuple(alternatives), seqs, scores, passes, evaluated, last)
+
+
+def choose_opening(p_call: float, params: SamplingParams) -> bool:
+    """The exact choice between a call and prose at the start of an ``auto`` turn, given the
+    probability that the reply opens a call block (``opening_probability``): a call when it is
+    at least one half (temperature 0), else a draw between the two by ``p ** (1 / T)``, from a
+    generator seeded by ``params.seed``."""
+    p = min(1.0, max(0.0, p_call))
+    if params.greedy:
+        return p >= 0.5
+    a, b = p ** (1 / params.temperature), (1 - p) ** (1 / params.temperature)
+    rng = np.random.default_rng(params.seed)
+    return bool(rng.random() * (a + b) < a)
 
 
 def _choose(logp: np.ndarray, temperature: float, uniform: Callable[[], float]) -> int:
