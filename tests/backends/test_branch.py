@@ -12,6 +12,7 @@ import pytest
 
 import toolmask as tm
 from tests.backends.toy import VOCAB, Toy, empirical, exact_distribution, tv
+from toolmask.backends import choose_opening
 from toolmask.backends._branch import find_branch, score_branch
 from toolmask.sampling import SamplingParams
 
@@ -193,3 +194,22 @@ def test_exact_mode_on_the_model() -> None:
     gen = batched.generate(prompt, compiled, sampling="exact")
     assert gen.exact_branches == 1 and gen.text.decode().strip('"') in CITIES
     assert gen.forward_passes <= 3
+
+
+def test_opening_probability_and_the_choice() -> None:
+    model = Toy(seed=4)
+    prompt = model.tokenize("Q:")
+    opener = model.tokenize('"London"')
+    p = model.opening_probability(prompt, opener)
+    # the last token counts with every token that starts with its text: '"', '"P', '"L', '",'
+    rows = [model.row(tuple(prompt) + tuple(opener[:k])).astype(np.float64) for k in range(3)]
+    want = 1.0
+    for k, row in enumerate(rows):
+        probs = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
+        starts = [i for i, b in enumerate(VOCAB.token_bytes) if b.startswith(b'"')]
+        want *= probs[opener[k]] if k < 2 else probs[starts].sum()
+    assert len(opener) == 3 and math.isclose(p, want, rel_tol=1e-9)
+    assert choose_opening(0.5, SamplingParams(temperature=0)) is True
+    assert choose_opening(0.49, SamplingParams(temperature=0)) is False
+    draws = [choose_opening(0.3, SamplingParams(seed=i)) for i in range(2000)]
+    assert 0.26 < sum(draws) / 2000 < 0.34

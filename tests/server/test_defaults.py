@@ -153,3 +153,44 @@ def test_the_sampling_field_and_the_server_default_choose_the_mode() -> None:
     (s1, _), (s2, _) = backend.calls
     assert s1.mode == "exact" and (s2.mode, s2.temperature) == ("aligned", 0.5)
     assert health["defaults"]["sampling"] == "exact"
+
+
+class Opener(Recorder):
+    """A Recorder that reports a fixed probability of opening a call block and keeps the
+    grammar each generation was given."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+        self.grammars: list[Any] = []
+
+    def opening_probability(self, prompt: list[int], opener: list[int]) -> float:
+        return self.p
+
+    def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Generation:
+        self.grammars.append(compiled)
+        return super().generate(prompt, compiled, **kw)
+
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+@pytest.mark.parametrize(("p", "call"), [(0.9, True), (0.2, False)])
+def test_exact_mode_chooses_call_or_prose_first_under_auto(p: float, call: bool) -> None:
+    backend = Opener(p)
+    app = create_app(backend, model_name="m", fmt="hermes")
+    with TestClient(app) as client:
+        _post(client, tools=[TOOL], sampling="exact", temperature=0)
+        _post(client, tools=[TOOL], temperature=0)  # plain: the auto grammar as it is
+        _post(client, tools=[TOOL], tool_choice="required", sampling="exact", temperature=0)
+    chosen, plain, required = (g.matcher() for g in backend.grammars)
+    assert chosen.accept_bytes(b"<tool_call>") is call  # required: the call; none: no call
+    assert backend.grammars[0].matcher().accept_bytes(b"Hello") is not call
+    assert plain.accept_bytes(b"Hello") and backend.grammars[1].matcher().accept_bytes(b"<tool")
+    assert not required.accept_bytes(b"Hello")
