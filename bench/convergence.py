@@ -68,6 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from toolmask.agent import Agent, PoolFilter, StateMachine, Transcript  # noqa: E402
+from toolmask.sampling import SamplingParams  # noqa: E402
 
 NOW = dt.datetime(2025, 3, 14, 15, 30, tzinfo=dt.UTC)
 NUMBER = r"^-?[0-9]+(\.[0-9]+)?$"
@@ -604,6 +605,13 @@ def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], a
     )
 
 
+def with_sampling(agent: Agent, sampling: str) -> Agent:
+    """The agent decoding in ``sampling`` mode (greedy)."""
+    if sampling != "plain":
+        agent.sampling = SamplingParams(temperature=0.0, mode=sampling)
+    return agent
+
+
 def score(task: Task, t: Transcript) -> dict[str, Any]:
     calls = [c for m in t if m.role == "assistant" for c in m.tool_calls]
     results = [m.content for m in t if m.role == "tool"]
@@ -645,6 +653,13 @@ def main() -> None:
         default=None,
         help="llama.cpp threads (default: every core; 1 is faster on a machine already loaded)",
     )
+    ap.add_argument(
+        "--sampling",
+        default="plain",
+        choices=["plain", "exact", "aligned"],
+        help="the agent's decoding mode (greedy); a mode other than plain is reported as "
+        "MODE@SAMPLING (default: plain)",
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "convergence.json"))
     ap.add_argument(
         "--merge",
@@ -661,7 +676,12 @@ def main() -> None:
             modes = {**merged.get("modes", {}), **part["modes"]}
             loads = [merged.get("load_before", part["load_before"]), part["load_before"]]
             merged = {**part, "modes": modes, "load_before": max(loads)}
-        ordered = {m: merged["modes"][m] for m in MODES if m in merged["modes"]}
+        ordered = {
+            m: merged["modes"][m]
+            for base in MODES
+            for m in merged["modes"]
+            if m == base or m.startswith(base + "@")
+        }
         merged["modes"] = ordered
         Path(args.out).write_text(json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
         print_table(merged)
@@ -688,7 +708,7 @@ def main() -> None:
         "max_steps": args.max_steps,
         "max_tokens": args.max_tokens,
         "answer_after": args.answer_after,
-        "sampling": "greedy",
+        "sampling": "greedy" if args.sampling == "plain" else f"greedy, {args.sampling}",
         "clock": NOW.isoformat(),
         "load_before": os.getloadavg(),
         "cpus": len(os.sched_getaffinity(0)),
@@ -697,8 +717,9 @@ def main() -> None:
     }
     out = Path(args.out)
     try:
-        for mode in modes:
-            agent = make_agent(mode, backend, specs, fns, args)
+        for base in modes:
+            agent = with_sampling(make_agent(base, backend, specs, fns, args), args.sampling)
+            mode = base if args.sampling == "plain" else f"{base}@{args.sampling}"
             rows = []
             t0 = time.perf_counter()
             for i, task in enumerate(tasks):

@@ -135,10 +135,17 @@ def modes_for(q: _bfcl.Question) -> list[tuple[str, Any]]:
 
 
 def ask(
-    client: Any, server: str, q: _bfcl.Question, choice: Any, args: argparse.Namespace
+    client: Any,
+    server: str,
+    q: _bfcl.Question,
+    choice: Any,
+    args: argparse.Namespace,
+    sampling: str = "plain",
 ) -> dict[str, Any]:
     model = {"toolmask": "default", "llama-cpp-python": "x"}.get(server, SERVED_NAME)
     kw: dict[str, Any] = {"model": model}
+    if sampling != "plain":  # toolmask's decoding mode (its server's extra request field)
+        kw["extra_body"] = {"sampling": sampling}
     if args.temperature is not None:
         kw["temperature"] = args.temperature
     if server not in TOOLMASK:
@@ -191,12 +198,19 @@ def ask(
 
 
 def ask_row(
-    client: Any, server: str, q: _bfcl.Question, mode: str, choice: Any, args: argparse.Namespace
+    client: Any,
+    server: str,
+    q: _bfcl.Question,
+    mode: str,
+    choice: Any,
+    args: argparse.Namespace,
+    sampling: str = "plain",
 ) -> dict[str, Any]:
-    """:func:`ask`, with the question's identity and mode in the row."""
-    res = ask(client, server, q, choice, args)
+    """:func:`ask`, with the question's identity and mode in the row (a toolmask server's
+    decoding mode other than plain labels the server: ``toolmask[exact]``)."""
+    res = ask(client, server, q, choice, args, sampling)
     res.update(
-        server=server,
+        server=server if sampling == "plain" else f"{server}[{sampling}]",
         mode=mode,
         id=q.id,
         category=q.category,
@@ -292,11 +306,23 @@ def main() -> int:
         choices=["auto", "function", "parameter"],
         help="vllm-serve: vLLM's --tool-strict-level (default: parameter)",
     )
+    p.add_argument(
+        "--sampling",
+        nargs="+",
+        default=["plain"],
+        choices=["plain", "exact", "aligned"],
+        help="toolmask servers: the decoding modes to ask for, each request's 'sampling' field "
+        "(default: plain); a mode other than plain shows as toolmask[MODE]",
+    )
+    p.add_argument("--categories", nargs="+", default=None, help="BFCL categories (default: all)")
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args()
     cats = ["multiple", "parallel_multiple", "live_parallel", "live_relevance"]
+    if args.categories:
+        cats = [c for c in cats if c in args.categories]
     questions = _bfcl.load(cats, per_category=args.per_category, seed=args.seed)
-    questions += _bfcl.load(["live_irrelevance"], per_category=args.irrelevant, seed=args.seed)
+    if args.irrelevant:
+        questions += _bfcl.load(["live_irrelevance"], per_category=args.irrelevant, seed=args.seed)
     rows: list[dict[str, Any]] = []
     logdir = Path(tempfile.mkdtemp(prefix="quality-"))
     started = time.time()
@@ -308,9 +334,10 @@ def main() -> int:
         print(f"  {server} up in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
         client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=600)
         try:
-            work = [
-                (client, server, q, mode, choice, args)
+            work = [  # one question's requests together: its prompt's KV prefix is reused
+                (client, server, q, mode, choice, args, sampling)
                 for q in questions
+                for sampling in (args.sampling if server in TOOLMASK else ["plain"])
                 for mode, choice in modes_for(q)
             ]
             with ThreadPoolExecutor(args.concurrency) as pool:  # results kept in order
@@ -339,6 +366,7 @@ def main() -> int:
         "uptime_before_after": uptime,
         "questions": {c: sum(1 for q in questions if q.category == c) for c in _bfcl.CATEGORIES},
         "temperature": args.temperature,
+        "sampling": args.sampling,
         "max_tokens": args.max_tokens,
         "concurrency": args.concurrency,
         "elapsed_s": round(time.time() - started, 1),

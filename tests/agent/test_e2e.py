@@ -403,3 +403,27 @@ def test_demo_configuration_reaches_the_right_sum_through_a_tool(
     assert out.tools == ("calculate",)
     assert results[0] == "13.1"  # Decimal arithmetic: the tool's exact result
     assert out.answer is not None and "13.1" in out.answer
+
+
+@pytest.mark.parametrize("sampling", ["exact", "aligned"])
+def test_decoding_modes_in_the_agent(backend: Any, tmp_path: Any, sampling: str) -> None:
+    """``Agent(sampling="exact"|"aligned")`` on the real model: the first step's tool name is
+    a finite branch chosen by whole-sequence probability (counted in the step's meta), and the
+    call is valid as always."""
+    from toolmask.agent.demo_tools import demo_tools
+
+    agent = Agent(
+        backend,
+        demo_tools(tmp_path),
+        mode="grammar",
+        answer_after=1,
+        max_steps=1,
+        max_tokens=96,
+        sampling=sampling,
+    )
+    t = agent.run("What is 12.75 plus 0.35?")
+    step = next(m for m in t if m.role == "assistant")
+    assert step.meta["exact_branches"] >= 1 and step.meta["forward_passes"] >= 1
+    assert step.raw is not None and step.raw.lstrip().startswith("<tool_call>")
+    if step.meta["finish_reason"] == "stop":
+        assert len(step.tool_calls) == 1 and not step.malformed

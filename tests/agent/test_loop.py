@@ -523,3 +523,46 @@ def test_likelihood_leaves_prose_steps_and_single_tools_alone() -> None:
     assert t[2].meta["name_scores"] == {} and len(b.prompts) == 1  # one tool: nothing to choose
     with pytest.raises(ToolError, match="name_choice"):
         _agent(b, [add], name_choice="best")  # type: ignore[arg-type]
+
+
+def test_the_sampling_mode_reaches_the_backend() -> None:
+    seen: list[Any] = []
+
+    class Recording(Scripted):
+        def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Any:
+            seen.append(kw.get("sampling"))
+            kw["sampling"] = None  # the script is decoded greedily
+            return super().generate(prompt, compiled, **kw)
+
+    b = Recording([answer("5")])
+    _agent(b, [add], mode="grammar", sampling="exact").run("2 + 3?", max_steps=1)
+    assert seen[0].mode == "exact" and seen[0].temperature == 0
+    params = tm.SamplingParams(temperature=0.7, mode="aligned", particles=4)
+    b = Recording([answer("5")])
+    _agent(b, [add], mode="grammar", sampling=params).run("2 + 3?", max_steps=1)
+    assert seen[1] is params
+    with pytest.raises(ToolError, match="mode"):
+        _agent(b, [add], sampling="beam")
+
+
+@pytest.mark.parametrize(("p", "calls"), [(0.8, True), (0.3, False)])
+def test_exact_mode_decides_call_or_prose_first_under_auto(p: float, calls: bool) -> None:
+    class Opening(Scripted):
+        def opening_probability(self, prompt: list[int], opener: list[int]) -> float:
+            assert bytes(t - 1 for t in opener) == b"<tool_call>"
+            return p
+
+        def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Any:
+            kw["sampling"] = None  # the script is decoded greedily
+            return super().generate(prompt, compiled, **kw)
+
+    b = Opening([call("add", '{"a": 2, "b": 3}') if calls else "It is 5."])
+    t = _agent(b, [add], sampling="exact").run("2 + 3?", max_steps=1)
+    step = t[2]
+    assert step.meta["call_probability"] == p
+    allowed = step.meta["allowed"]
+    assert (allowed == ["add"]) if calls else (allowed == [] and not step.tool_calls)
+    base = Scripted(["It is 5."])
+    plain = _agent(base, [add]).run("2 + 3?", max_steps=1)
+    assert plain[2].meta["call_probability"] is None
+    assert b.prompts[0] == base.prompts[0]  # the grammar changed, the prompt did not

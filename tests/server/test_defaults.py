@@ -98,6 +98,11 @@ def test_serve_flags() -> None:
     with pytest.raises(tm.ToolmaskError, match="reasoning-budget"):
         server_defaults(_args("--reasoning-budget", "-1"), {})
     assert _args().format == "auto" and _args("--format", "glm").format == "glm"
+    assert server_defaults(_args(), {}).sampling == "plain"
+    d = server_defaults(_args("--sampling", "exact"), {})
+    assert d.sampling == "exact" and "sampling" in d.source
+    with pytest.raises(SystemExit):
+        _args("--sampling", "beam")
 
 
 def _post(client: TestClient, **body: Any) -> Any:
@@ -131,3 +136,61 @@ def test_no_server_budget_means_the_rest_of_the_context() -> None:
         _post(client)
     ((_, n),) = backend.calls
     assert 4000 < n < 4096
+
+
+def test_the_sampling_field_and_the_server_default_choose_the_mode() -> None:
+    backend = Recorder()
+    app = create_app(backend, model_name="m", defaults=ServerDefaults(sampling="exact"))
+    with TestClient(app) as client:
+        _post(client)  # the server's default (serve --sampling exact)
+        _post(client, sampling="aligned", temperature=0.5)
+        r = client.post(
+            "/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "hi"}], "sampling": 1},
+        )
+        assert r.status_code == 400 and r.json()["error"]["param"] == "sampling"
+        health = client.get("/health").json()
+    (s1, _), (s2, _) = backend.calls
+    assert s1.mode == "exact" and (s2.mode, s2.temperature) == ("aligned", 0.5)
+    assert health["defaults"]["sampling"] == "exact"
+
+
+class Opener(Recorder):
+    """A Recorder that reports a fixed probability of opening a call block and keeps the
+    grammar each generation was given."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+        self.grammars: list[Any] = []
+
+    def opening_probability(self, prompt: list[int], opener: list[int]) -> float:
+        return self.p
+
+    def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Generation:
+        self.grammars.append(compiled)
+        return super().generate(prompt, compiled, **kw)
+
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+@pytest.mark.parametrize(("p", "call"), [(0.9, True), (0.2, False)])
+def test_exact_mode_chooses_call_or_prose_first_under_auto(p: float, call: bool) -> None:
+    backend = Opener(p)
+    app = create_app(backend, model_name="m", fmt="hermes")
+    with TestClient(app) as client:
+        _post(client, tools=[TOOL], sampling="exact", temperature=0)
+        _post(client, tools=[TOOL], temperature=0)  # plain: the auto grammar as it is
+        _post(client, tools=[TOOL], tool_choice="required", sampling="exact", temperature=0)
+    chosen, plain, required = (g.matcher() for g in backend.grammars)
+    assert chosen.accept_bytes(b"<tool_call>") is call  # required: the call; none: no call
+    assert backend.grammars[0].matcher().accept_bytes(b"Hello") is not call
+    assert plain.accept_bytes(b"Hello") and backend.grammars[1].matcher().accept_bytes(b"<tool")
+    assert not required.accept_bytes(b"Hello")

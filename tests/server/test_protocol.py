@@ -38,7 +38,7 @@ def test_minimal_request_leaves_sampling_to_the_server() -> None:
     r = ok()
     assert r.model == "m" and r.messages[0].role == "user" and r.messages[0].content == "hi"
     assert r.temperature is None and r.top_p is None and r.top_k is None and r.min_p is None
-    assert r.max_tokens is None
+    assert r.max_tokens is None and r.sampling is None
     assert not r.stream and r.parallel_tool_calls and r.response_format.kind == "text"
 
 
@@ -60,8 +60,10 @@ def test_every_supported_field_is_read() -> None:
         user="u",
         presence_penalty=0,
         logprobs=False,
+        sampling="aligned",
     )
     assert r.tools[0].name == "get_weather" and not r.parallel_tool_calls
+    assert r.sampling == "aligned"
     assert r.max_tokens == 7  # max_completion_tokens wins
     assert r.stop == ("END",) and r.include_usage and r.stream
     assert r.seed is not None and r.seed >= 0
@@ -170,6 +172,8 @@ def test_messages_of_every_role() -> None:
             "tool_choice",
             "unknown tools",
         ),
+        ({"model": "m", "messages": MSG, "sampling": "beam"}, "sampling", "plain, exact"),
+        ({"model": "m", "messages": MSG, "sampling": True}, "sampling", "string"),
         (
             {"model": "m", "messages": MSG, "response_format": {"type": "xml"}},
             "response_format.type",

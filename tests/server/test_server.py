@@ -273,6 +273,28 @@ def test_tool_choice_required_makes_exactly_one_valid_call(client: Any) -> None:
         assert len(calls) == 1 and choice.message.content is None
 
 
+@pytest.mark.parametrize("mode", ["exact", "aligned"])
+def test_decoding_mode_through_extra_body(client: Any, mode: str) -> None:
+    """toolmask's ``sampling`` field, as the official client sends it (``extra_body``): the
+    call is still valid under the grammar, greedy and sampled."""
+    for temperature in (0.0, 0.8):
+        r = chat(
+            client,
+            "What's the weather in Paris?",
+            tools=TOOLS,
+            tool_choice="required",
+            parallel_tool_calls=False,
+            max_tokens=40,
+            temperature=temperature,
+            seed=3,
+            extra_body={"sampling": mode},
+        )
+        guaranteed(r.choices[0], allowed=("get_weather", "web_search"), required=True, single=True)
+    with pytest.raises(openai.BadRequestError) as e:
+        chat(client, "hi", extra_body={"sampling": "beam"})
+    assert e.value.status_code == 400 and "sampling" in str(e.value)
+
+
 def test_tool_choice_named_calls_that_tool(client: Any) -> None:
     r = chat(
         client,

@@ -12,9 +12,9 @@ from typing import Any, Literal
 from toolmask.agent._messages import DEFAULT_SYSTEM, Message, Template, with_decision
 from toolmask.agent._policy import ToolPolicy, expand_tool_patterns
 from toolmask.agent._template import ChatTemplate, default_template
-from toolmask.backends import Backend, ReasoningBudget
+from toolmask.backends import Backend, ReasoningBudget, choose_opening
 from toolmask.errors import ToolError
-from toolmask.sampling import SamplingParams
+from toolmask.sampling import SamplingParams, sampling_params
 from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn, render_errors, resolve_format
 
 __all__ = [
@@ -138,6 +138,12 @@ class Agent:
     token by token like the rest, where a common first token (``add``) can commit the model to
     a tool it did not mean (``add_days`` for a sum). The prompt is the same either way.
 
+    ``sampling``: :class:`~toolmask.sampling.SamplingParams`, or a decoding mode's name
+    (``"plain"``, ``"exact"``, ``"aligned"``; greedy), passed to the backend's ``generate``:
+    ``"exact"`` chooses finite branches (the tool name, enum values, booleans, another call
+    or the end) by the whole sequence's probability, ``"aligned"`` decodes by beam search
+    (greedy) or sequential Monte Carlo (see ``docs/sampling.md``). None: greedy masking.
+
     ``fmt`` (default ``"auto"``): the wire format, read from the model's chat template and
     special tokens (:func:`~toolmask.tools.resolve_format`; Hermes when they name none). A
     prompt that ends inside the format's reasoning channel (a template that prefills
@@ -165,7 +171,7 @@ class Agent:
         max_tokens: int = 256,
         max_consecutive_blocked: int = 2,
         system: str | None = None,
-        sampling: SamplingParams | None = None,
+        sampling: SamplingParams | str | None = None,
         policy: ToolPolicy | Sequence[ToolPolicy] | None = None,
         functions: dict[str, Callable[..., Any]] | None = None,
         template: Template | None = None,
@@ -219,7 +225,12 @@ class Agent:
         if system is None:
             system = GRAMMAR_SYSTEM if mode == "grammar" else DEFAULT_SYSTEM
         self.system = f"{system}\n\n{tool_prompt}" if tool_prompt else system
-        self.sampling = sampling
+        try:  # a mode name ("exact", "aligned") is that mode, greedy
+            self.sampling: SamplingParams | None = (
+                sampling_params(sampling) if isinstance(sampling, str) else sampling
+            )
+        except ValueError as e:
+            raise ToolError(str(e), where="sampling") from None
         self.policies: tuple[ToolPolicy, ...] = (
             () if policy is None else (policy,) if callable(policy) else tuple(policy)
         )
@@ -295,7 +306,9 @@ class Agent:
         ``meta`` holds ``finish_reason``, ``tokens`` (generated), ``prompt_tokens``,
         ``reused_prefix`` (prompt tokens whose KV cache was reused), ``allowed`` (the tool
         names the grammar allowed), ``reasoning`` (the turn's reasoning text),
-        ``reasoning_tokens`` and ``reasoning_cut`` (counted and closed by ``reasoning_budget``)."""
+        ``reasoning_tokens`` and ``reasoning_cut`` (counted and closed by ``reasoning_budget``),
+        and the decoder's cost: ``forward_passes`` (model calls), ``exact_branches`` and
+        ``branch_fallbacks`` (see ``sampling``)."""
         turn = self._turn_for(step, transcript)
         text = self.template(with_decision(transcript, self._decision), turn)
         scores: dict[str, float] = {}
@@ -306,8 +319,12 @@ class Agent:
             turn = opened
         elif self.name_choice == "likelihood" and self.constrained:
             turn, scores = self._choose_name(turn, text)
-        compiled = turn.compile(self.backend.vocab) if self.constrained else None
         prompt = self.backend.tokenize(text)
+        opening = self._choose_opening(turn, prompt)
+        call_p = None
+        if opening is not None:
+            turn, call_p = opening
+        compiled = turn.compile(self.backend.vocab) if self.constrained else None
         budget = ReasoningBudget.for_turn(turn, self.reasoning_budget)
         extra: dict[str, Any] = {} if budget is None else {"reasoning_budget": budget}
         gen = self.backend.generate(
@@ -328,13 +345,54 @@ class Agent:
                 "reused_prefix": gen.reused_prefix,
                 "allowed": list(turn.tool_choice.callable([t.name for t in turn.tools])),
                 "name_scores": scores,
+                "call_probability": call_p,
                 "reasoning": parsed.reasoning,
                 "reasoning_tokens": gen.reasoning_tokens,
                 "reasoning_cut": gen.reasoning_cut,
+                "forward_passes": getattr(gen, "forward_passes", 0),
+                "exact_branches": getattr(gen, "exact_branches", 0),
+                "branch_fallbacks": getattr(gen, "branch_fallbacks", 0),
             },
         )
         transcript.append(msg)
         return msg, parsed, turn
+
+    def _choose_opening(self, turn: ToolTurn, prompt: list[int]) -> tuple[ToolTurn, float] | None:
+        """``sampling="exact"`` / ``"aligned"`` under ``auto``: call or prose, chosen at the
+        start of the turn by the model's probability of opening a call block (its whole
+        opener), then decoded under ``required`` or ``none`` over the same tools (the prompt is
+        unchanged). None where this does not apply (plain, unconstrained, a turn that is not
+        ``auto``, a backend that cannot score)."""
+        prm = self.sampling
+        prob = getattr(self.backend, "opening_probability", None)
+        if (
+            prm is None
+            or prm.mode == "plain"
+            or prob is None
+            or not self.constrained
+            or turn.tool_choice.mode != "auto"
+            or turn.reasoning_open
+            or (turn.reasoning and turn.format.reasoning_opener)
+        ):
+            return None
+        names = list(turn.tool_choice.callable([t.name for t in turn.tools]))
+        opener = turn.format.trigger_text
+        if not names or not opener:
+            return None
+        p = float(prob(prompt, self.backend.tokenize(opener)))
+        key = ("__opening__", "required" if choose_opening(p, prm) else "none", *names)
+        chosen = self._turns.get(key)
+        if chosen is None:
+            choice: Any = "none"
+            if key[1] == "required":
+                choice = {
+                    "type": "allowed_tools",
+                    "mode": "required",
+                    "tools": [{"type": "function", "function": {"name": n}} for n in names],
+                }
+            chosen = ToolTurn(self.tools, tool_choice=choice, **self._turn_args)  # type: ignore[arg-type]
+            self._turns[key] = chosen
+        return chosen, round(p, 4)
 
     def _choose_name(self, turn: ToolTurn, text: str) -> tuple[ToolTurn, dict[str, float]]:
         """``name_choice="likelihood"``: the turn narrowed to the allowed tool whose name, as

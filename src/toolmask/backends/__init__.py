@@ -17,6 +17,7 @@ from toolmask.backends._base import (
     StepDistortion,
     check_compiled_for,
 )
+from toolmask.backends._branch import choose_opening
 
 __all__ = [
     "Backend",
@@ -27,4 +28,5 @@ __all__ = [
     "ReasoningBudget",
     "StepDistortion",
     "check_compiled_for",
+    "choose_opening",
 ]

@@ -28,13 +28,15 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from toolmask.backends._branch import branch_at, prefix_index, score_branch
+from toolmask.backends._result import Generation, OnToken, StepDistortion
 from toolmask.errors import ContextOverflowError, ToolmaskError
-from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool
+from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool, sampling_params
 
 if TYPE_CHECKING:
     from toolmask import CompiledGrammar, Matcher
@@ -50,41 +52,6 @@ __all__ = [
     "StepDistortion",
     "check_compiled_for",
 ]
-
-#: ``on_token(token_ids, text) -> stop?``: see the module docstring.
-OnToken = Callable[[list[int], bytes], bool | None]
-
-
-@dataclass(frozen=True, slots=True)
-class StepDistortion:
-    """What the mask did to the model at one sampling step (the distortion meter).
-
-    ``step``: index of the token in ``Generation.tokens`` (the EOS that ended the reply has
-    index ``len(tokens)``); ``offset``: byte offset of that token in ``Generation.text``;
-    ``top1``: the model's most likely token before masking; ``chosen``: the token sampled;
-    ``removed``: the mask removed ``top1``; ``removed_mass``: the probability mass (softmax of
-    the raw logits, temperature 1) of every token the mask removed; ``top1_is_end``: ``top1``
-    is an end-of-turn token; ``accepting``: the turn could end here (the end-of-turn token
-    was allowed); ``ended``: this step ended the turn (``chosen`` is an end-of-turn token,
-    drawn by the model or standing for a forbidden draw under ``end_on_exit``). A step with
-    ``removed`` and ``accepting`` that did not end the turn is a *forced continuation*: the
-    mask made the model write more where it could have stopped.
-    """
-
-    step: int
-    offset: int
-    top1: int
-    chosen: int
-    removed: bool
-    removed_mass: float
-    top1_is_end: bool
-    accepting: bool = False
-    ended: bool = False
-
-    @property
-    def forced_continuation(self) -> bool:
-        """The mask removed the model's choice where the turn could end, and it went on."""
-        return self.removed and self.accepting and not self.ended
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,35 +162,6 @@ def measure_distortion(
     return top, not bool(allowed[top]), max(0.0, 1.0 - kept / total), top in eos
 
 
-@dataclass
-class Generation:
-    """One completion: its tokens and text, why it stopped, and timings.
-
-    ``finish_reason`` is ``"stop"`` (EOS, grammar finished, or ``on_token`` asked to stop) or
-    ``"length"`` (``max_tokens`` reached, or the context window is full).
-    ``forced_tokens`` counts the tokens appended without a sampling step (jump-forward).
-    ``distortion`` holds one :class:`StepDistortion` per masked sampling step when the
-    generation ran with ``meter=True`` (else it is empty). ``exit_end``: the turn ended because
-    the model drew a token the grammar forbids where the turn could end (``end_on_exit``).
-    """
-
-    tokens: list[int]
-    text: bytes
-    finish_reason: str
-    prompt_tokens: int
-    reused_prefix: int
-    step_s: list[float] = field(default_factory=list)  # model forward passes, one per step
-    mask_s: list[float] = field(default_factory=list)  # bitmask fill per sampled token
-    first_token_s: float = 0.0
-    forced_tokens: int = 0
-    sampled_tokens: int = 0
-    distortion: list[StepDistortion] = field(default_factory=list)
-    exit_end: bool = False
-    #: tokens spent inside the reasoning channel; whether the :class:`ReasoningBudget` closed it
-    reasoning_tokens: int = 0
-    reasoning_cut: bool = False
-
-
 class Backend(Protocol):
     """What :class:`toolmask.agent.Agent` and the server need from a model."""
 
@@ -237,7 +175,7 @@ class Backend(Protocol):
         compiled: CompiledGrammar | None,
         *,
         max_tokens: int = 256,
-        sampling: SamplingParams | None = None,
+        sampling: SamplingParams | str | None = None,
         on_token: OnToken | None = None,
         reasoning_budget: ReasoningBudget | None = None,
     ) -> Generation: ...
@@ -326,6 +264,67 @@ class DecodingBackend(ABC):
             pos += len(piece)
         return out
 
+    def _logits_many(
+        self, context: list[int], continuations: list[list[int]], every: bool = False
+    ) -> tuple[list[Any], int, int]:
+        """The logits after ``context`` and each (non-empty) continuation, with the cost:
+        ``(rows, model calls, token positions evaluated)``. ``rows[i]`` is the float32 row
+        after all of ``continuations[i]``, or with ``every`` a ``[len(c), V]`` array of the
+        rows after each of its prefixes. The arrays are owned by the caller. Afterwards the
+        model's context is ``context`` again (the next :meth:`_logits` is the row after it).
+
+        This default walks the continuations' token trie in sorted order, each node reusing
+        its predecessor's prefix: about one call per trie node, plus one to come back. An
+        engine that evaluates many sequences in one batch overrides it."""
+        V = self.vocab.vocab_size
+        nodes: dict[tuple[int, ...], Any] = {}
+        for c in continuations:
+            for k in range(1 if every else len(c), len(c) + 1):
+                nodes.setdefault(tuple(c[:k]), None)
+        passes = evaluated = 0
+        for key in sorted(nodes):
+            seq = context + list(key)
+            evaluated += len(seq) - self._sync_prompt(seq)
+            passes += 1
+            nodes[key] = np.array(self._logits()[:V], dtype=np.float32)
+        if nodes:
+            evaluated += len(context) - self._sync_prompt(context)
+            passes += 1
+        out: list[Any] = []
+        for c in continuations:
+            if every:
+                out.append(np.stack([nodes[tuple(c[:k])] for k in range(1, len(c) + 1)]))
+            else:
+                out.append(nodes[tuple(c)])
+        return out, passes, evaluated
+
+    def opening_probability(self, prompt: list[int], opener: list[int]) -> float:
+        """The model's probability that its reply after ``prompt`` starts with the tokens
+        ``opener`` (a call block's opener): the product of their probabilities, the last one
+        counted with every token that starts with its text (it may merge with what follows; a
+        special token by itself). Unmasked, temperature 1. Cost: two model calls at most (the
+        prompt, reused when the context holds it, and one batch over the opener)."""
+        if not prompt or not opener:
+            raise ToolmaskError("the prompt and the opener must not be empty")
+        self._sync_prompt(prompt)
+        V = self.vocab.vocab_size
+        rows = [np.asarray(self._logits()[:V], dtype=np.float64)]
+        if len(opener) > 1:
+            got, _, _ = self._logits_many(prompt, [opener[:-1]], True)
+            rows += [np.asarray(r, dtype=np.float64) for r in got[0]]
+        total = 0.0
+        for k, (row, t) in enumerate(zip(rows, opener, strict=True)):
+            top = float(row.max())
+            lse = top + float(np.log(np.exp(row - top).sum()))
+            piece = self.vocab.token_bytes[t] if 0 <= t < V else b""
+            if k == len(opener) - 1 and piece:
+                sub = row[prefix_index(self.vocab).starting_with(piece)]
+                m = float(sub.max())
+                total += m + float(np.log(np.exp(sub - m).sum())) - lse
+            else:
+                total += float(row[t]) - lse
+        return float(np.exp(total))
+
     def score(self, context: list[int], continuations: Sequence[list[int]]) -> list[float]:
         """The model's own log-probability of each continuation after ``context``: the sum over
         its tokens of the unmasked log-softmax. The context's KV prefix is reused; each
@@ -352,7 +351,7 @@ class DecodingBackend(ABC):
         compiled: CompiledGrammar | None,
         *,
         max_tokens: int = 256,
-        sampling: SamplingParams | None = None,
+        sampling: SamplingParams | str | None = None,
         on_token: OnToken | None = None,
         jump_forward: bool = True,
         meter: bool = False,
@@ -360,6 +359,13 @@ class DecodingBackend(ABC):
         reasoning_budget: ReasoningBudget | None = None,
     ) -> Generation:
         """Decode after ``prompt`` under ``compiled`` (``None``: unconstrained, for baselines).
+
+        ``sampling``: :class:`SamplingParams`, a mode name (``"plain"``, ``"exact"``,
+        ``"aligned"``: that mode, greedy) or None (greedy plain masking). ``exact`` chooses
+        finite branches by their whole sequence's probability
+        (:mod:`toolmask.backends._branch`); ``aligned`` draws the reply by sequential Monte
+        Carlo over ``particles`` sequences, or searches by beam at temperature 0
+        (:mod:`toolmask.backends._aligned`). See ``docs/sampling.md``.
 
         Each step fills the matcher's bitmask (cached per automaton state), samples from the
         masked logits (greedy unless ``sampling`` says otherwise) and feeds the token to the
@@ -391,12 +397,27 @@ class DecodingBackend(ABC):
             raise ContextOverflowError(len(prompt), self.n_ctx)
         if not prompt:
             raise ToolmaskError("the prompt is empty")
+        params = sampling_params(sampling)
+        if params.mode == "aligned" and compiled is not None:
+            if reasoning_budget is not None:
+                raise ToolmaskError("a reasoning budget is not supported with sampling='aligned'")
+            from toolmask.backends._aligned import decode_aligned
+
+            return decode_aligned(
+                self,
+                prompt,
+                compiled,
+                params,
+                max_tokens=max_tokens,
+                on_token=on_token,
+                end_on_exit=end_on_exit,
+            )
         run = _Run(
             self,
             prompt,
             compiled,
             max_tokens=max_tokens,
-            sampling=sampling,
+            sampling=params,
             on_token=on_token,
             meter=meter,
             end_on_exit=end_on_exit,
@@ -446,7 +467,9 @@ class _Run:
         self.max_tokens = max_tokens
         self.on_token = on_token
         self.meter = meter
-        self.sampler = backend._sampler(sampling or SamplingParams(temperature=0.0))
+        self.params = params = sampling or SamplingParams(temperature=0.0)
+        self.sampler = backend._sampler(params)
+        self.exact = params.mode == "exact" and params.branch_alternatives >= 2
         self.t0 = time.perf_counter()
         reused = backend._sync_prompt(prompt)
         self.m = m = compiled.matcher() if compiled is not None else None
@@ -461,7 +484,9 @@ class _Run:
             self.marks = {t: s.encode() for t, s in vocab.special.items() if t not in eos}
         self.out: list[int] = []
         self.out_bytes = 0  # bytes of text in ``out`` (for the meter's offsets)
-        self.gen = Generation([], b"", "length", len(prompt), reused)
+        self.gen = Generation([], b"", "length", len(prompt), reused, mode=params.mode)
+        self.gen.forward_passes = 1
+        self.gen.evaluated_tokens = len(prompt) - reused
         self.budget = (
             _ReasoningTracker(reasoning_budget, vocab) if reasoning_budget is not None else None
         )
@@ -488,6 +513,8 @@ class _Run:
         s1 = time.perf_counter()
         self.backend._feed(chunk)
         gen.step_s.append(time.perf_counter() - s1)
+        gen.forward_passes += 1
+        gen.evaluated_tokens += len(chunk)
         return False
 
     def _appended(self, chunk: list[int]) -> _Step:
@@ -527,6 +554,12 @@ class _Run:
         """One sampling step under the mask (see ``end_on_exit`` in ``generate``)."""
         gen, m = self.gen, self.m
         logits = self.backend._logits()
+        if self.exact and m is not None:
+            # a host copy: scoring the branch reuses the backend's buffer
+            host = np.array(self.backend._host_logits()[: self.vocab.vocab_size])
+            step = self.branch(m, host)
+            if step is not None:
+                return step
         token = self._masked(m, logits) if m is not None else int(self.sampler.sample(logits))
         gen.sampled_tokens += 1
         if token in self.eos:
@@ -535,6 +568,46 @@ class _Run:
             gen.finish_reason = "stop"
             return "stop"
         return self._appended([token])
+
+    def branch(self, m: Matcher, row: Any) -> _Step:
+        """``exact``: where the state opens a finite branch, choose it by whole-sequence
+        probability and append it (None: no branch here, or one over the budget, counted)."""
+        prm, gen, a = self.params, self.gen, m.automaton
+        cache: dict[Any, Any] = self.backend.__dict__.setdefault("_branch_cache", {})
+        br = branch_at(cache, a, m.state, prm.branch_alternatives)
+        if br.alternatives is None:
+            gen.branch_fallbacks += br.over_budget
+            return None
+        backend = self.backend
+        scored = score_branch(
+            br.alternatives,
+            m=m,
+            vocab=self.vocab,
+            encode=backend._encode,
+            logits_many=backend._logits_many,
+            context=self.prompt + self.out,
+            row=row,
+            max_tokens=prm.branch_tokens,
+        )
+        if scored is None:
+            gen.branch_fallbacks += 1
+            return None
+        gen.exact_branches += 1
+        gen.forward_passes += scored.passes
+        gen.evaluated_tokens += scored.evaluated
+        dec = scored.draw(prm.temperature, self.sampler.uniform)
+        chunk = dec.tokens[: self.max_tokens - len(self.out)]
+        for t in chunk:
+            if not m.accept_token(t):  # cannot happen: the alternatives are the grammar's
+                raise ToolmaskError(f"matcher refused branch token {t}")
+        gen.sampled_tokens += 1
+        if not dec.end or len(chunk) < len(dec.tokens):
+            return self._appended(chunk) if chunk else None
+        if chunk and self.emit(chunk):
+            return "stop"
+        gen.exit_end = True
+        gen.finish_reason = "stop"
+        return "stop"
 
     def _masked(self, m: Matcher, logits: Any) -> int:
         """The token of a masked sampling step, fed to the matcher (the end id when the model

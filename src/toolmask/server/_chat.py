@@ -14,6 +14,7 @@ it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import logging
@@ -32,7 +33,15 @@ from toolmask.errors import ToolmaskError
 from toolmask.limits import Limits
 from toolmask.sampling import SamplingParams
 from toolmask.server._defaults import ServerDefaults
-from toolmask.server._engine import Cancelled, Finished, Job, JobQueue, MaxTokensError, QueueFull
+from toolmask.server._engine import (
+    Cancelled,
+    Finished,
+    Job,
+    JobQueue,
+    MaxTokensError,
+    Opening,
+    QueueFull,
+)
 from toolmask.server._plans import Plan, PlanCache
 from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request, turn_spec
 from toolmask.server._render import assemble, render_prompt
@@ -98,6 +107,23 @@ def _sampling(req: ChatRequest, defaults: ServerDefaults) -> SamplingParams:
         top_p=pick(req.top_p, defaults.top_p),
         min_p=pick(req.min_p, defaults.min_p),
         seed=req.seed,
+        mode=pick(req.sampling, defaults.sampling),
+    )
+
+
+def _opens_freely(req: ChatRequest, plan: Plan, reasoning_open: bool) -> bool:
+    """Whether the reply may open with a call or with prose, both at its first token: plain
+    ``auto`` with callable tools, no response format, no reasoning channel first."""
+    turn = plan.turn
+    return (
+        turn is not None
+        and plan.compiled is not None
+        and req.tool_choice in (None, "auto")
+        and req.response_format.kind == "text"
+        and bool(turn.callable_tools)
+        and bool(turn.format.trigger_text)
+        and not reasoning_open
+        and not (turn.reasoning and turn.format.reasoning_opener)
     )
 
 
@@ -312,11 +338,23 @@ class ChatRoute:
         spec = None
         if eng.needs_spec and plan.compiled is not None:
             spec = turn_spec(raw, self.plans.fmt, reasoning_open=reasoning_open)
+        sampling = _sampling(req, defaults)
+        opening = None
+        if sampling.mode != "plain" and spec is None and _opens_freely(req, plan, reasoning_open):
+            assert plan.turn is not None
+            plans, limiter = self.plans, self.compile_limiter
+            call, prose = [
+                await anyio.to_thread.run_sync(
+                    plans.get, dataclasses.replace(req, tool_choice=c), limiter=limiter
+                )
+                for c in ("required", "none")
+            ]
+            opening = Opening(plan.turn.format.trigger_text, call.compiled, prose.compiled)
         job = Job(
             prompt,
             plan.compiled,
             req.max_tokens if req.max_tokens is not None else defaults.max_tokens,
-            _sampling(req, defaults),
+            sampling,
             req.stop,
             on_text=(lambda t: events.post("text", t)) if req.stream else None,
             on_start=lambda n: events.post("start", n),
@@ -324,6 +362,7 @@ class ChatRoute:
                 plan.turn, defaults.reasoning_budget if budget is None else budget
             ),
             spec=spec,
+            opening=opening,
         )
         try:
             fut = eng.submit(job)

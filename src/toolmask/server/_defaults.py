@@ -35,7 +35,9 @@ class ServerDefaults:
     :class:`~toolmask.sampling.SamplingParams`); ``max_tokens``: the completion budget of a
     request without ``max_tokens`` / ``max_completion_tokens`` (None: the rest of the context);
     ``reasoning_budget``: the reasoning tokens of a request without ``reasoning_budget``
-    (None: no bound); ``source``: where the sampling values came from, for logs and ``/health``.
+    (None: no bound); ``sampling``: the decoding mode of a request without ``sampling``
+    (:data:`toolmask.sampling.SAMPLING_MODES`; ``serve --sampling``); ``source``: where the
+    sampling values came from, for logs and ``/health``.
     """
 
     temperature: float = 0.2
@@ -44,6 +46,7 @@ class ServerDefaults:
     min_p: float = 0.05
     max_tokens: int | None = 512
     reasoning_budget: int | None = None
+    sampling: str = "plain"
     source: str = "toolmask defaults"
 
     def resolve(self, metadata: Mapping[str, Any], **flags: Any) -> ServerDefaults:

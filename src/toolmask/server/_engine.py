@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolmask import CompiledGrammar
-from toolmask.backends import Backend, ContextOverflowError, Generation, ReasoningBudget
+from toolmask.backends import (
+    Backend,
+    ContextOverflowError,
+    Generation,
+    ReasoningBudget,
+    choose_opening,
+)
 from toolmask.sampling import SamplingParams
 
 __all__ = [
@@ -141,6 +147,17 @@ class Finished:
     queued_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """Call or prose, chosen at the start of an ``auto`` turn by the exact and aligned modes:
+    the call block's opener text, and the grammars to decode under after each choice (the
+    turn under ``required`` and under ``none``)."""
+
+    opener: str
+    call: CompiledGrammar | None
+    prose: CompiledGrammar | None
+
+
 @dataclass
 class Job:
     """One request for the worker.
@@ -165,6 +182,8 @@ class Job:
     #: the request's turn spec (:mod:`toolmask.integrations.vllm` format) for an engine that
     #: compiles the grammar in another process (``Engine.needs_spec``); None otherwise
     spec: dict[str, Any] | None = None
+    #: ``exact`` / ``aligned`` under ``auto``: decide call or prose first (see :class:`Opening`)
+    opening: Opening | None = None
     future: concurrent.futures.Future[Finished] = field(default_factory=concurrent.futures.Future)
     enqueued: float = field(default_factory=time.monotonic)
     prompt_tokens: int = 0
@@ -381,9 +400,14 @@ class Engine(JobCounters):
         extra: dict[str, Any] = {}
         if job.reasoning_budget is not None:
             extra["reasoning_budget"] = job.reasoning_budget
+        compiled = job.compiled
+        prob = getattr(backend, "opening_probability", None)
+        if job.opening is not None and prob is not None:
+            p = prob(prompt, backend.tokenize(job.opening.opener))
+            compiled = job.opening.call if choose_opening(p, job.sampling) else job.opening.prose
         gen = backend.generate(
             prompt,
-            job.compiled,
+            compiled,
             max_tokens=max_tokens,
             sampling=job.sampling,
             on_token=on_token,

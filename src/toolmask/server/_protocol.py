@@ -25,6 +25,7 @@ from typing import Any
 
 from toolmask.agent import Message
 from toolmask.limits import SERVER_LIMITS, Limits
+from toolmask.sampling import SAMPLING_MODES
 from toolmask.tools import Tool, ToolCall, ToolChoice, ToolError
 
 __all__ = [
@@ -126,6 +127,9 @@ class ChatRequest:
     #: at most this many tokens of reasoning, then the channel is closed (None: the server's
     #: default, ``serve --reasoning-budget``)
     reasoning_budget: int | None = None
+    #: the decoding mode (toolmask's extension, ``extra_body={"sampling": "exact"}``): one of
+    #: :data:`toolmask.sampling.SAMPLING_MODES`; None: the server's (``serve --sampling``)
+    sampling: str | None = None
 
     @property
     def thinking(self) -> bool:
@@ -438,6 +442,17 @@ def _reasoning_effort(v: object) -> str:
     return v
 
 
+def _sampling_mode(v: object) -> str:
+    _expect(v, str, "a string", "sampling")
+    if v not in SAMPLING_MODES:
+        raise bad_request(
+            f"Invalid value for 'sampling': {v!r}; use one of {', '.join(SAMPLING_MODES)}.",
+            "sampling",
+            "invalid_value",
+        )
+    return str(v)
+
+
 def _template_kwargs(v: object) -> Mapping[str, Any]:
     _expect(v, dict, "an object", "chat_template_kwargs")
     assert isinstance(v, dict)
@@ -473,6 +488,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "reasoning_effort": ("reasoning_effort", _reasoning_effort),
     "chat_template_kwargs": ("chat_template_kwargs", _template_kwargs),
     "reasoning_budget": ("reasoning_budget", lambda v: _int(v, "reasoning_budget", 0)),
+    "sampling": ("sampling", _sampling_mode),
     # accepted and ignored: bookkeeping fields that do not change the completion
     "user": ("", lambda v: _expect(v, str, "a string", "user")),
     "metadata": ("", lambda v: _expect(v, dict, "an object", "metadata")),

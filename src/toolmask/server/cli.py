@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolmask.errors import ToolmaskError
+from toolmask.sampling import SAMPLING_MODES
 
 if TYPE_CHECKING:
     from toolmask.backends import Backend
@@ -191,6 +192,14 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
         help=f"min_p default (default: general.sampling.min_p, else {d.min_p})",
     )
     s.add_argument(
+        "--sampling",
+        choices=SAMPLING_MODES,
+        help="decoding mode for requests that do not name one in their 'sampling' field: plain "
+        "(mask each token), exact (finite branches chosen by whole-sequence probability), "
+        "aligned (sequential Monte Carlo; beam search when greedy); see docs/sampling.md "
+        "(default: plain)",
+    )
+    s.add_argument(
         "--max-tokens",
         type=int,
         help="completion tokens for requests that give no max_tokens; 0 = the rest of the "
@@ -246,6 +255,9 @@ def server_defaults(args: argparse.Namespace, metadata: Any) -> Any:
     )
     if args.max_tokens is not None:
         out = dataclasses.replace(out, max_tokens=args.max_tokens or None)
+    mode = getattr(args, "sampling", None)
+    if mode is not None:
+        out = dataclasses.replace(out, sampling=mode, source=f"{out.source}; flags (sampling)")
     budget = getattr(args, "reasoning_budget", None)
     if budget is not None:
         if budget < 0:

@@ -1,0 +1,418 @@
+"""Grammar-aligned decoding (``sampling="aligned"``; see ``docs/sampling.md``).
+
+The target is the model's own distribution restricted to what the grammar accepts,
+``p(x) * [x valid] / Z``: what the model would write, conditioned on writing something valid.
+Masking each token and renormalising samples instead ``prod_t p(x_t) / Z_t(x_<t)``, where
+``Z_t`` is the mass the mask kept at step t; it over-weights prefixes whose continuations the
+mask cuts hard (few valid continuations look as likely as many).
+
+**Sampling (temperature > 0): sequential Monte Carlo.** ``particles`` sequences are decoded
+side by side, each step in one batched model call. Each particle proposes its next token from
+the masked distribution (exactly what plain masking does) and multiplies its importance weight
+by ``p(x_t) / q(x_t)``, which is ``Z_t`` when no top-k / top-p / min-p filter is on. Where the
+turn may end (``end_on_exit``), the model's own draw decides and the weight is unchanged. When
+the effective sample size falls below half the particles they are resampled (systematic
+resampling, weights reset to their mean). At the end one particle is drawn by weight. As the
+particles grow the draw tends to the target; one particle is plain masking. Forced text is
+sampled token by token (no jump-forward), so its probability enters the weights.
+
+**Greedy (temperature 0): beam search** of width ``particles`` over the masked token tree,
+scored by the unmasked log-probability (the target's own), ending where the turn ends (the
+exit mass, as ``end_on_exit`` decodes). It returns the best finished sequence found: an
+approximation of the target's mode, where greedy masking returns the mode of the proposal.
+
+Cost: one model call per step for all particles (``particles`` token positions each), against
+one call with one position for plain masking; text is streamed as it becomes common to every
+particle. Temperature applies per token (the target is ``prod_t softmax(z_t / T)``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from toolmask.backends._branch import ScoredBranch, branch_at, score_branch
+from toolmask.backends._result import Generation, OnToken
+from toolmask.errors import ContextOverflowError, ToolmaskError
+from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool
+
+if TYPE_CHECKING:
+    from toolmask import CompiledGrammar, Matcher
+    from toolmask.vocab import Vocabulary
+
+__all__ = ["decode_aligned"]
+
+
+class _Engine(Protocol):
+    """What the aligned decoder uses of :class:`~toolmask.backends.DecodingBackend`."""
+
+    vocab: Vocabulary
+    n_ctx: int
+
+    def _sync_prompt(self, prompt: list[int]) -> int: ...
+
+    def _logits(self) -> Any: ...
+
+    def _encode(self, text: str) -> list[int]: ...
+
+    def _logits_many(
+        self, context: list[int], continuations: list[list[int]], every: bool = False
+    ) -> tuple[list[Any], int, int]: ...
+
+
+@dataclass(slots=True)
+class _Particle:
+    tokens: list[int]
+    m: Matcher
+    logw: float = 0.0
+    done: bool = False
+    exit_end: bool = False
+    length: bool = False  # stopped by max_tokens or the context
+
+
+def _log_mass(x: np.ndarray, allowed: np.ndarray | None) -> tuple[float, float]:
+    """``(log-sum-exp of all, log-sum-exp of the allowed)`` of float64 ``x``."""
+    top = float(x.max())
+    e = np.exp(x - top)
+    lse = top + float(np.log(e.sum()))
+    if allowed is None:
+        return lse, lse
+    kept = float(e[allowed].sum())
+    return lse, (top + float(np.log(kept))) if kept > 0 else -np.inf
+
+
+class _Decoder:
+    """One aligned decode; the contract is :func:`decode_aligned`'s."""
+
+    def __init__(
+        self,
+        backend: _Engine,
+        prompt: list[int],
+        compiled: CompiledGrammar,
+        params: SamplingParams,
+        *,
+        max_tokens: int,
+        on_token: OnToken | None,
+        end_on_exit: bool,
+    ) -> None:
+        self.backend = backend
+        self.vocab = vocab = backend.vocab
+        self.prompt = prompt
+        self.compiled = compiled
+        self.params = params
+        self.max_tokens = max_tokens
+        self.on_token = on_token
+        self.sampler = Sampler(params)
+        self.filtered = params.top_k > 0 or params.top_p < 1 or params.min_p > 0
+        self.eos = vocab.eos_ids
+        self.end_id = min(self.eos) if self.eos else -1
+        self.end_on_exit = end_on_exit and self.end_id >= 0
+        self.V = vocab.vocab_size
+        self.buf = np.zeros((self.V + 31) // 32, dtype=np.int32)
+        self.t0 = time.perf_counter()
+        reused = backend._sync_prompt(prompt)
+        self.first_row = np.array(backend._logits()[: self.V], dtype=np.float32)
+        self.gen = Generation([], b"", "stop", len(prompt), reused, mode="aligned")
+        self.gen.forward_passes = 1
+        self.gen.evaluated_tokens = len(prompt) - reused
+        self.gen.particles = params.particles
+        self.emitted = 0
+        self.stopped = False
+        #: exact branches as proposals: at temperature 1 (sampling) and 0 (beam)
+        self.branches = params.branch_alternatives >= 2 and params.temperature in (0, 1)
+        self.cache: dict[Any, Any] = backend.__dict__.setdefault("_branch_cache", {})
+        self.scored: dict[tuple[int, ...], ScoredBranch | None] = {}
+        self.marks = {t: s.encode() for t, s in vocab.special.items() if t not in self.eos}
+
+    # -- shared --
+    def rows(self, seqs: list[list[int]]) -> list[np.ndarray]:
+        """The logits row after the prompt and each sequence (one batched call)."""
+        need = [s for s in seqs if s]
+        uniq: dict[tuple[int, ...], int] = {}
+        for s in need:
+            uniq.setdefault(tuple(s), len(uniq))
+        got: list[Any] = []
+        if uniq:
+            got, passes, evaluated = self.backend._logits_many(self.prompt, [list(k) for k in uniq])
+            self.gen.forward_passes += passes
+            self.gen.evaluated_tokens += evaluated
+        return [
+            np.asarray(got[uniq[tuple(s)]], dtype=np.float64)
+            if s
+            else self.first_row.astype(np.float64)
+            for s in seqs
+        ]
+
+    def text(self, tokens: list[int]) -> bytes:
+        table = self.vocab.token_bytes
+        return b"".join(table[t] or self.marks.get(t, b"") for t in tokens)
+
+    def full(self, n: int) -> bool:
+        return n >= self.max_tokens or len(self.prompt) + n >= self.backend.n_ctx
+
+    def stream(self, seqs: list[list[int]]) -> None:
+        """Emit the tokens every sequence now shares (they can no longer change)."""
+        if self.on_token is None or self.stopped or not seqs:
+            return
+        first = seqs[0]
+        n = min(len(s) for s in seqs)
+        k = self.emitted
+        while k < n and all(s[k] == first[k] for s in seqs):
+            k += 1
+        if k > self.emitted:
+            chunk = first[self.emitted : k]
+            if not self.emitted:
+                self.gen.first_token_s = time.perf_counter() - self.t0
+            self.emitted = k
+            if self.on_token(chunk, self.text(chunk)):
+                self.stopped = True
+
+    def finish(self, tokens: list[int], *, exit_end: bool, length: bool) -> Generation:
+        gen = self.gen
+        if self.stopped:  # the caller asked to stop: what was streamed is the reply
+            tokens = tokens[: self.emitted]
+            length = False
+        elif self.on_token is not None and len(tokens) > self.emitted:
+            rest = tokens[self.emitted :]
+            if not self.emitted:
+                gen.first_token_s = time.perf_counter() - self.t0
+            self.on_token(rest, self.text(rest))
+        gen.tokens = tokens
+        gen.text = self.text(tokens)
+        gen.exit_end = exit_end and not self.stopped
+        gen.finish_reason = "length" if length else "stop"
+        gen.sampled_tokens = len(tokens)
+        return gen
+
+    def matcher_for(self, tokens: list[int]) -> Matcher:
+        m = self.compiled.matcher()
+        for t in tokens:
+            if not m.accept_token(t):
+                raise ToolmaskError(f"matcher refused token {t} on replay")
+        return m
+
+    def branch(self, m: Matcher, tokens: list[int], row: np.ndarray) -> ScoredBranch | None:
+        """The scored finite branch at this sequence's state (None: none, or over the budget,
+        counted); sequences with the same tokens share one scoring within a step."""
+        if not self.branches:
+            return None
+        key = tuple(tokens)
+        if key in self.scored:
+            return self.scored[key]
+        prm, gen = self.params, self.gen
+        br = branch_at(self.cache, m.automaton, m.state, prm.branch_alternatives)
+        scored = None
+        if br.alternatives is not None:
+            scored = score_branch(
+                br.alternatives,
+                m=m,
+                vocab=self.vocab,
+                encode=self.backend._encode,
+                logits_many=self.backend._logits_many,
+                context=self.prompt + tokens,
+                row=row,
+                max_tokens=prm.branch_tokens,
+            )
+            if scored is None:
+                gen.branch_fallbacks += 1
+            else:
+                gen.exact_branches += 1
+                gen.forward_passes += scored.passes
+                gen.evaluated_tokens += scored.evaluated
+        else:
+            gen.branch_fallbacks += br.over_budget
+        self.scored[key] = scored
+        return scored
+
+    def extend(self, p: _Particle, chunk: list[int]) -> None:
+        """Append ``chunk`` (cut at the token budget) to particle ``p`` and mark it done when
+        the grammar is finished or the budget is spent."""
+        room = self.max_tokens - len(p.tokens)
+        for t in chunk[:room]:
+            if not p.m.accept_token(t):
+                raise ToolmaskError(f"matcher refused token {t}")
+            p.tokens.append(t)
+        if p.m.is_finished():
+            p.done = True
+        elif len(chunk) > room or self.full(len(p.tokens)):
+            p.done = p.length = True
+
+    def step_of(self, p: _Particle, row: np.ndarray) -> tuple[int, float, bool]:
+        """Propose the next token of particle ``p``: ``(token, log weight increment, exit)``
+        (``token`` is the end id when the turn ends)."""
+        m = p.m
+        m.fill_bitmask(self.buf)
+        allowed = bitmask_to_bool(self.buf, self.V)
+        T = self.params.temperature
+        x = row / T if T != 1 else row
+        if self.end_on_exit and m.is_accepting():
+            token = self.sampler.sample(row)
+            if self.filtered:
+                lse, _ = _log_mass(x, None)
+                q = float(self.sampler.probabilities(row)[token])
+                inc = float(x[token]) - lse - float(np.log(q))
+            else:
+                inc = 0.0
+            if token in self.eos or not allowed[token]:
+                return self.end_id, inc, not allowed[token] and token not in self.eos
+            return token, inc, False
+        token = self.sampler.sample(row, self.buf)
+        if self.filtered:
+            lse, _ = _log_mass(x, None)
+            q = float(self.sampler.probabilities(row, self.buf)[token])
+            inc = float(x[token]) - lse - float(np.log(q))
+        else:
+            lse, kept = _log_mass(x, allowed)
+            inc = kept - lse
+        return token, inc, False
+
+    # -- sampling: sequential Monte Carlo --
+    def smc(self) -> Generation:
+        n = self.params.particles
+        parts = [_Particle([], self.compiled.matcher()) for _ in range(n)]
+        while not self.stopped:
+            alive = [p for p in parts if not p.done]
+            if not alive:
+                break
+            self.scored = {}
+            for p, row in zip(alive, self.rows([p.tokens for p in alive]), strict=True):
+                scored = self.branch(p.m, p.tokens, row)
+                if scored is not None:  # weight: the branch's whole mass (target / proposal)
+                    dec = scored.draw(1.0, self.sampler.uniform)
+                    p.logw += scored.log_total
+                    self.extend(p, dec.tokens)
+                    if dec.end and not p.done:
+                        p.done = p.exit_end = True
+                    continue
+                token, inc, exited = self.step_of(p, row)
+                p.logw += inc
+                if token in self.eos:
+                    p.done, p.exit_end = True, exited
+                    continue
+                self.extend(p, [token])
+            parts = self.resample(parts)
+            self.stream([p.tokens for p in parts])
+        w = np.array([p.logw for p in parts])
+        w = np.exp(w - w.max())
+        c = np.cumsum(w)
+        pick = parts[min(int(np.searchsorted(c, self.sampler.uniform() * c[-1], "right")), n - 1)]
+        return self.finish(pick.tokens, exit_end=pick.exit_end, length=pick.length)
+
+    def resample(self, parts: list[_Particle]) -> list[_Particle]:
+        """Systematic resampling when the effective sample size is below half."""
+        n = len(parts)
+        lw = np.array([p.logw for p in parts])
+        w = np.exp(lw - lw.max())
+        w /= w.sum()
+        if 1.0 / float((w * w).sum()) >= n / 2:
+            return parts
+        self.gen.resamples += 1
+        c = np.cumsum(w)
+        u = (self.sampler.uniform() + np.arange(n)) / n
+        idx = np.minimum(np.searchsorted(c, u, side="right"), n - 1)
+        mean = float(lw.max() + np.log(np.exp(lw - lw.max()).mean()))
+        out: list[_Particle] = []
+        used: set[int] = set()
+        for i in idx.tolist():
+            src = parts[i]
+            if i not in used:  # the first copy keeps the matcher
+                used.add(i)
+                src.logw = mean
+                out.append(src)
+                continue
+            m = src.m if src.done else self.matcher_for(src.tokens)
+            out.append(_Particle(list(src.tokens), m, mean, src.done, src.exit_end, src.length))
+        return out
+
+    # -- greedy: beam search --
+    def beam(self) -> Generation:
+        width = self.params.particles
+        beams: list[tuple[float, list[int], Matcher]] = [(0.0, [], self.compiled.matcher())]
+        done: list[tuple[float, list[int], bool, bool]] = []  # score, tokens, exit_end, length
+        while beams and not self.stopped:
+            # candidates: (score, parent tokens, appended tokens, the turn ends after them)
+            cands: list[tuple[float, list[int], list[int], bool]] = []
+            self.scored = {}
+            for (score, tokens, m), row in zip(
+                beams, self.rows([b[1] for b in beams]), strict=True
+            ):
+                scored = self.branch(m, tokens, row)
+                if scored is not None:  # each alternative whole, its last token the best
+                    for i, alt in enumerate(scored.alternatives):
+                        ids = scored.seqs[i]
+                        if not alt.end:
+                            cand, lp = scored.last[i]
+                            ids = [*ids[:-1], int(cand[int(np.argmax(lp))])]
+                        cands.append((score + float(scored.scores[i]), tokens, ids, alt.end))
+                    continue
+                m.fill_bitmask(self.buf)
+                allowed = bitmask_to_bool(self.buf, self.V)
+                lse, _ = _log_mass(row, None)
+                ids_ok = np.flatnonzero(allowed)
+                if self.end_on_exit and m.is_accepting():
+                    keep = ids_ok[~np.isin(ids_ok, list(self.eos))]
+                    _, kept = _log_mass(row, keep if keep.size else None)
+                    exit_mass = -np.expm1(kept - lse) if keep.size else 1.0
+                    if exit_mass > 0:
+                        cands.append((score + float(np.log(exit_mass)), tokens, [], True))
+                    ids_ok = keep
+                k = min(width, ids_ok.size)
+                if k:
+                    top = ids_ok[np.argpartition(-row[ids_ok], k - 1)[:k]]
+                    for t in top.tolist():
+                        cands.append((score + float(row[t]) - lse, tokens, [int(t)], False))
+            cands.sort(key=lambda c: -c[0])
+            nxt: list[tuple[float, list[int], Matcher]] = []
+            for score, tokens, add, ends in cands:
+                if len(nxt) >= width:
+                    break
+                seq = [*tokens, *add][: self.max_tokens]
+                if ends:
+                    done.append((score, seq, True, False))
+                    continue
+                m = self.matcher_for(seq)
+                if m.is_finished():
+                    done.append((score, seq, False, False))
+                elif self.full(len(seq)):
+                    done.append((score, seq, False, True))
+                else:
+                    nxt.append((score, seq, m))
+            best_done = max((d[0] for d in done), default=-np.inf)
+            beams = [b for b in nxt if b[0] > best_done]  # scores only fall as text grows
+            lead = [max(done, key=lambda d: d[0])[1]] if done else []
+            self.stream([b[1] for b in beams] + lead)
+        if not done:
+            if not beams:
+                raise ToolmaskError("beam search found no valid continuation")
+            return self.finish(beams[0][1], exit_end=False, length=True)
+        score, tokens, exited, length = max(done, key=lambda d: d[0])
+        return self.finish(tokens, exit_end=exited, length=length)
+
+
+def decode_aligned(
+    backend: _Engine,
+    prompt: list[int],
+    compiled: CompiledGrammar,
+    params: SamplingParams,
+    *,
+    max_tokens: int,
+    on_token: OnToken | None,
+    end_on_exit: bool,
+) -> Generation:
+    """:meth:`DecodingBackend.generate` for ``mode="aligned"`` (see the module docstring).
+    Raises :class:`ContextOverflowError` when the prompt does not fit."""
+    if len(prompt) >= backend.n_ctx:
+        raise ContextOverflowError(len(prompt), backend.n_ctx)
+    dec = _Decoder(
+        backend,
+        prompt,
+        compiled,
+        params,
+        max_tokens=max_tokens,
+        on_token=on_token,
+        end_on_exit=end_on_exit,
+    )
+    return dec.beam() if params.greedy else dec.smc()

@@ -1,0 +1,569 @@
+"""Exact choice on finite branches (``sampling="exact"``; see ``docs/sampling.md``).
+
+Where the grammar offers a finite set of complete alternatives (an enum value, a boolean, null
+against a value, a tool name, "another call or the end"), masking picks the first token among
+the allowed ones and renormalises, which over-weights alternatives that share a likely first
+token. Here the alternatives are enumerated from the automaton, each is tokenised as the model
+writes it, all are scored in one pass of the model over their token trie (the context's KV
+prefix reused), and one is taken by its whole sequence's probability: the argmax at
+temperature 0, else a draw from ``exp(log p / T)``.
+
+**Where a branch ends.** From the matcher's state ``s`` the reachable automaton states are
+explored (bounded). A state ``J`` that every continuation from ``s`` passes through (a
+post-dominator of ``s``; the end of the document counts as one) closes a branch: its
+alternatives are the byte strings from ``s`` to ``J``. Of the post-dominators the farthest
+whose strings are finite and fit the budget is taken, so a small finite remainder (an enum,
+or a whole object of small fields) is chosen jointly. Where paths never meet again (tool names
+lead to different argument grammars) each alternative runs from ``s`` until it has split off
+from the others and then through its forced bytes up to its next choice. A region whose
+alternatives are all single bytes is what masking already decides: no branch. Alternatives go
+on through the forced text after ``J`` (a key that follows a value), so the model's probability
+of writing that text counts too.
+
+**Scoring.** Each alternative is tokenised with the model's own tokeniser. All tokens but the
+last are scored by their log-softmax; the last by the mass of every allowed token that starts
+with its bytes (the token may merge with what follows), so alternatives that end where the
+text goes on compare fairly; an alternative that ends the turn is scored by the exit mass
+there (the end-of-turn token plus what the grammar forbids, as ``end_on_exit`` decodes).
+After the choice, every token but the last is appended and the last is drawn among the
+tokens that start with its bytes, by the model's probability: by the chain rule the text then
+follows the alternative's probability. The result is exact for the branch with respect to the
+canonical tokenisation of each alternative; other tokenisations of the same text are not
+counted (their mass is usually small; ``bench/aligned.py`` measures it).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from toolmask.sampling import SamplingParams, bitmask_to_bool
+
+if TYPE_CHECKING:
+    from toolmask import Matcher
+    from toolmask.automaton import Automaton, AutomatonState
+    from toolmask.vocab import Vocabulary
+
+__all__ = [
+    "Alternative",
+    "Branch",
+    "BranchDecision",
+    "ScoredBranch",
+    "branch_at",
+    "choose_opening",
+    "find_branch",
+    "score_branch",
+]
+
+#: bounds of the automaton walk (states explored, post-dominators tried, forced bytes after one)
+_MAX_STATES = 1024
+#: a state that loops on this many bytes is free text (a string's body, a number's digits):
+#: its continuations are left to masking
+_FREE_TEXT_LOOP = 8
+_MAX_CANDIDATES = 64
+_MAX_FORCED = 64
+_MAX_DEPTH = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """One complete alternative of a branch: its bytes, and whether the turn ends after them
+    (an end-of-turn token follows; False where the grammar itself is finished or goes on)."""
+
+    text: bytes
+    end: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """What :func:`find_branch` found at a state: ``alternatives`` (None: no finite choice
+    here, mask token by token) and ``over_budget`` (a finite choice existed but had more
+    alternatives or bytes than the budget: a counted fallback)."""
+
+    alternatives: tuple[Alternative, ...] | None
+    over_budget: bool = False
+
+
+_OPEN = Branch(None)
+_OVER = Branch(None, True)
+
+
+def _bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+class _Graph:
+    """The states reachable from ``s`` (at most ``_MAX_STATES``; the rest are *open*)."""
+
+    def __init__(self, a: Automaton, s: AutomatonState) -> None:
+        self.states: list[AutomatonState] = [s]
+        index: dict[AutomatonState, int] = {s: 0}
+        #: edges[i]: (byte, j) with j == -1 for a state past the bound
+        self.edges: list[list[tuple[int, int]]] = []
+        self.end: list[bool] = []  # the turn may end here (accepting, or finished)
+        self.finished: list[bool] = []
+        self.open: list[bool] = []
+        i = 0
+        while i < len(self.states):
+            st = self.states[i]
+            i += 1
+            edges: list[tuple[int, int]] = []
+            self.edges.append(edges)
+            finished = bool(a.is_finished(st))
+            self.finished.append(finished)
+            self.end.append(finished or bool(st.accepting))
+            # a special token may come here, or free text: not enumerated
+            self.open.append(not finished and (bool(a.allowed_specials(st)) or _free_text(a, st)))
+            if finished or self.open[-1]:
+                continue
+            for b in _bits(a.allowed_bytes(st)):
+                nxt = a.advance(st, b)
+                if nxt is None:
+                    continue
+                j = index.get(nxt)
+                if j is None:
+                    if len(self.states) >= _MAX_STATES:
+                        edges.append((b, -1))
+                        continue
+                    j = index[nxt] = len(self.states)
+                    self.states.append(nxt)
+                edges.append((b, j))
+        self.has_open = any(self.open) or any(j < 0 for e in self.edges for _, j in e)
+
+    def reaches_exit(self, avoid: int) -> bool:
+        """Whether some path from the start reaches the end or an open state without passing
+        ``avoid``."""
+        seen = {0}
+        stack = [0]
+        while stack:
+            i = stack.pop()
+            if self.end[i] or self.open[i]:
+                return True
+            for _, j in self.edges[i]:
+                if j < 0:
+                    return True
+                if j != avoid and j not in seen:
+                    seen.add(j)
+                    stack.append(j)
+        return False
+
+    def some_path(self) -> list[int]:
+        """The states of one path from the start to an exit (depth first)."""
+        parent = {0: -1}
+        stack = [0]
+        hit = -1
+        while stack:
+            i = stack.pop()
+            if self.end[i] or self.open[i] or any(j < 0 for _, j in self.edges[i]):
+                hit = i
+                break
+            for _, j in self.edges[i]:
+                if j not in parent:
+                    parent[j] = i
+                    stack.append(j)
+        path = []
+        while hit > 0:
+            path.append(hit)
+            hit = parent[hit]
+        return path[::-1]
+
+    def count(self, target: int, cap: int) -> int | None:
+        """Paths from the start to ``target`` (-2: the end of the document), capped at
+        ``cap + 1``; None when a path loops or meets an open state first."""
+        memo: dict[int, int] = {}
+        onstack: set[int] = set()
+
+        def go(i: int) -> int | None:
+            if i == target:
+                return 1
+            got = memo.get(i)
+            if got is not None:
+                return got
+            if i in onstack or self.open[i]:
+                return None
+            onstack.add(i)
+            total = 1 if (target == -2 and self.end[i]) else 0
+            for _, j in self.edges[i]:
+                if j < 0:
+                    onstack.discard(i)
+                    return None
+                sub = go(j)
+                if sub is None:
+                    onstack.discard(i)
+                    return None
+                total = min(cap + 1, total + sub)
+            onstack.discard(i)
+            memo[i] = total
+            return total
+
+        return go(0)
+
+    def strings(self, target: int) -> list[Alternative]:
+        """Every byte string from the start to ``target`` (-2: to the end of the document)."""
+        out: list[Alternative] = []
+
+        def go(i: int, prefix: bytes) -> None:
+            if i == target:
+                out.append(Alternative(prefix))
+                return
+            if target == -2 and self.end[i]:
+                out.append(Alternative(prefix, end=not self.finished[i]))
+            for b, j in self.edges[i]:
+                go(j, prefix + bytes((b,)))
+
+        go(0, b"")
+        return out
+
+
+def _forced_after(a: Automaton, s: AutomatonState) -> bytes:
+    out = bytearray()
+    while len(out) < _MAX_FORCED and not s.accepting and not a.allowed_specials(s):
+        mask = a.allowed_bytes(s)
+        if mask == 0 or mask & (mask - 1):
+            break
+        b = mask.bit_length() - 1
+        nxt = a.advance(s, b)
+        if nxt is None:
+            break
+        out.append(b)
+        s = nxt
+    return bytes(out)
+
+
+def _divergent(
+    a: Automaton, s: AutomatonState, max_alternatives: int, max_bytes: int
+) -> list[Alternative] | None:
+    """Alternatives that never meet again: each runs until it has split off from the others,
+    then through its forced bytes to its next choice. Single-byte alternatives (what a masked
+    step decides anyway) are not counted against the budget; None when the others exceed it."""
+    out: list[Alternative] = []
+    long = 0
+    total = 0
+
+    def leaf(alt: Alternative) -> bool:
+        nonlocal long, total
+        out.append(alt)
+        if len(alt.text) > 1 or alt.end:
+            long += 1
+            total += len(alt.text)
+        return long <= max_alternatives and total <= max_bytes
+
+    def go(st: AutomatonState, prefix: bytes, alone: bool) -> bool:
+        while True:
+            if a.is_finished(st) or a.allowed_specials(st) or len(prefix) >= _MAX_DEPTH:
+                break
+            opts = _bits(a.allowed_bytes(st))
+            if len(opts) == 1 and not st.accepting:  # forced
+                nxt = a.advance(st, opts[0])
+                if nxt is None:
+                    break
+                st, prefix = nxt, prefix + bytes((opts[0],))
+                continue
+            if alone or not opts:
+                break
+            if st.accepting and not leaf(Alternative(prefix, end=True)):
+                return False
+            for b in opts:
+                nxt = a.advance(st, b)
+                if nxt is not None and not go(nxt, prefix + bytes((b,)), True):
+                    return False
+            return True
+        return leaf(Alternative(prefix))
+
+    if not go(s, b"", False):
+        return None
+    return out
+
+
+def _free_text(a: Automaton, s: AutomatonState) -> bool:
+    loops = 0
+    for b in _bits(a.allowed_bytes(s)):
+        if a.advance(s, b) == s:
+            loops += 1
+            if loops >= _FREE_TEXT_LOOP:
+                return True
+    return False
+
+
+def find_branch(
+    a: Automaton, s: AutomatonState, *, max_alternatives: int, max_bytes: int = 8192
+) -> Branch:
+    """The finite branch at state ``s`` (see the module docstring). Free text (a state that
+    loops on 8 or more bytes: inside a string, a number's digits) is no branch. Cost: a walk
+    of at most 1,024 automaton states plus one reachability test per post-dominator tried;
+    callers cache the result by state."""
+    if max_alternatives < 2 or _free_text(a, s):
+        return _OPEN
+    g = _Graph(a, s)
+    over = False
+    best: list[Alternative] | None = None
+    best_target = -1
+    targets = [i for i in g.some_path()[:_MAX_CANDIDATES] if not g.reaches_exit(i)]
+    if not g.has_open:
+        targets.append(-2)
+    for t in targets:
+        n = g.count(t, max_alternatives)
+        if n is None:
+            break
+        if n > max_alternatives:
+            over = True
+            break
+        if n < 2:
+            continue
+        alts = g.strings(t)
+        if sum(len(x.text) for x in alts) > max_bytes:
+            over = True
+            break
+        best, best_target = alts, t
+    if best is not None and best_target >= 0:  # on through the text forced after the meeting
+        tail = _forced_after(a, g.states[best_target])
+        best = [Alternative(x.text + tail, x.end) for x in best]
+    if best is None:
+        best = _divergent(a, s, max_alternatives, max_bytes)
+        if best is None:
+            return _OVER
+    if len(best) < 2 or all(len(x.text) <= 1 for x in best):  # what masking decides anyway
+        return _OVER if over else _OPEN
+    return Branch(tuple(best))
+
+
+def branch_at(
+    cache: dict[Any, Any], a: Automaton, s: AutomatonState, max_alternatives: int
+) -> Branch:
+    """:func:`find_branch`, memoised in ``cache`` by state (cleared past 4,096 entries)."""
+    key = (id(a), s, max_alternatives)
+    hit = cache.get(key)
+    if hit is None or hit[0] is not a:
+        if len(cache) > 4096:
+            cache.clear()
+        hit = cache[key] = (a, find_branch(a, s, max_alternatives=max_alternatives))
+    br: Branch = hit[1]
+    return br
+
+
+# -- scoring and choosing ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class BranchDecision:
+    """What :meth:`ScoredBranch.draw` chose: ``tokens`` to append (the last one drawn among
+    the tokens that start with the alternative's last token) and ``end`` (the turn ends after
+    them)."""
+
+    tokens: list[int]
+    end: bool
+    index: int
+
+
+@dataclass(slots=True)
+class ScoredBranch:
+    """A branch scored by :func:`score_branch`: each alternative's token ids and
+    log-probability (``scores``), the cost of scoring (``passes``: model calls, ``evaluated``:
+    token positions), and what :meth:`draw` needs to finish an alternative."""
+
+    alternatives: tuple[Alternative, ...]
+    seqs: list[list[int]]
+    scores: np.ndarray
+    passes: int
+    evaluated: int
+    #: per alternative: the tokens its last token stands for, and their logits there
+    last: list[tuple[np.ndarray, np.ndarray]]
+
+    @property
+    def log_total(self) -> float:
+        """log of the summed probability of every alternative (the branch's normaliser)."""
+        top = float(self.scores.max())
+        return top + float(np.log(np.exp(self.scores - top).sum()))
+
+    def draw(self, temperature: float, uniform: Callable[[], float]) -> BranchDecision:
+        """The argmax alternative (temperature 0) or one drawn from ``exp(score / T)``; its
+        last token drawn among the tokens that start with its bytes, likewise."""
+        pick = _choose(self.scores, temperature, uniform)
+        ids = self.seqs[pick]
+        if self.alternatives[pick].end:
+            return BranchDecision(list(ids), True, pick)
+        cand, logits = self.last[pick]
+        last = int(cand[_choose(logits, temperature, uniform)])
+        return BranchDecision([*ids[:-1], last], False, pick)
+
+
+class _PrefixIndex:
+    """The vocabulary's token byte strings sorted, for "tokens that start with b" queries."""
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        pairs = sorted((p, i) for i, p in enumerate(vocab.token_bytes) if p)
+        self.keys = [p for p, _ in pairs]
+        self.ids = np.array([i for _, i in pairs], dtype=np.int64)
+
+    def starting_with(self, prefix: bytes) -> np.ndarray:
+        lo = bisect.bisect_left(self.keys, prefix)
+        hi = lo
+        n = len(self.keys)
+        # the range ends at the first key that does not start with prefix
+        step = 1
+        while hi < n and self.keys[min(n - 1, hi + step - 1)].startswith(prefix):
+            hi = min(n, hi + step)
+            step *= 2
+        while hi < n and self.keys[hi].startswith(prefix):
+            hi += 1
+        return self.ids[lo:hi]
+
+
+_INDEX: dict[str, _PrefixIndex] = {}
+
+
+def prefix_index(vocab: Vocabulary) -> _PrefixIndex:
+    """The vocabulary's sorted token bytes, built once per vocabulary (a few kept)."""
+    got = _INDEX.get(vocab.fingerprint)
+    if got is None:
+        if len(_INDEX) > 4:
+            _INDEX.clear()
+        got = _INDEX[vocab.fingerprint] = _PrefixIndex(vocab)
+    return got
+
+
+#: ``logits_many(context, continuations, every) -> (rows, passes, evaluated)``: see
+#: :meth:`toolmask.backends.DecodingBackend._logits_many` (called with ``every=True``)
+LogitsMany = Callable[[list[int], list[list[int]], bool], tuple[list[Any], int, int]]
+
+
+def score_branch(
+    alternatives: Sequence[Alternative],
+    *,
+    m: Matcher,
+    vocab: Vocabulary,
+    encode: Callable[[str], list[int]],
+    logits_many: LogitsMany,
+    context: list[int],
+    row: Any,
+    max_tokens: int,
+) -> ScoredBranch | None:
+    """Score ``alternatives`` after ``context`` (whose logits ``row`` the caller holds; the
+    matcher ``m`` is at the branch). None when an alternative cannot be tokenised as the
+    grammar allows, or their token trie has more than ``max_tokens`` positions (the caller
+    falls back and counts it). ``m`` is left as it was. Cost: one :data:`LogitsMany` call over
+    the alternatives' trie, then one log-sum-exp per trie node."""
+    table = vocab.token_bytes
+    eos = vocab.eos_ids
+    width = (vocab.vocab_size + 31) // 32
+    buf = np.zeros(width, dtype=np.int32)
+    seqs: list[list[int]] = []
+    last_sets: list[np.ndarray] = []  # per alternative: the tokens its last token stands for
+    exits: list[np.ndarray | None] = []  # per alternative: the allowed non-end ids after it
+    index = prefix_index(vocab)
+    for alt in alternatives:
+        try:
+            text = alt.text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        ids = encode(text) if text else []
+        if b"".join(table[t] or b"" for t in ids) != alt.text or (not alt.end and not ids):
+            return None
+        ok = True
+        taken = 0
+        cand = np.zeros(0, dtype=np.int64)
+        for k, t in enumerate(ids):
+            if k == len(ids) - 1 and not alt.end:
+                m.fill_bitmask(buf)
+                allowed = bitmask_to_bool(buf, vocab.vocab_size)
+                starts = index.starting_with(table[t] or b"")
+                cand = starts[allowed[starts]]
+            if not m.accept_token(t):
+                ok = False
+                break
+            taken += 1
+        exit_ids = None
+        if ok and alt.end:
+            if not m.is_accepting():
+                ok = False
+            else:
+                m.fill_bitmask(buf)
+                allowed = bitmask_to_bool(buf, vocab.vocab_size)
+                allowed[list(eos)] = False
+                exit_ids = np.flatnonzero(allowed)
+        m.rollback(taken)
+        if not ok:
+            return None
+        seqs.append(ids)
+        last_sets.append(cand)
+        exits.append(exit_ids)
+    # the trie positions to evaluate: every prefix but the whole (the end alternatives' too)
+    wanted = [ids if alt.end else ids[:-1] for alt, ids in zip(alternatives, seqs, strict=True)]
+    nodes = {tuple(w[:k]) for w in wanted for k in range(1, len(w) + 1)}
+    if len(nodes) > max_tokens:
+        return None
+    leaves = list(
+        {
+            tuple(w): w
+            for w in wanted
+            if w and not any(len(o) > len(w) and o[: len(w)] == w for o in wanted)
+        }.values()
+    )
+    got, passes, evaluated = logits_many(context, leaves, True) if leaves else ([], 0, 0)
+    rows: dict[tuple[int, ...], np.ndarray] = {(): np.asarray(row, dtype=np.float64)}
+    for w, block in zip(leaves, got, strict=True):
+        for k in range(len(w)):
+            rows.setdefault(tuple(w[: k + 1]), np.asarray(block[k], dtype=np.float64))
+    lse: dict[tuple[int, ...], float] = {}
+
+    def log_softmax(prefix: tuple[int, ...], ids: Any) -> np.ndarray:
+        x = rows[prefix]
+        z = lse.get(prefix)
+        if z is None:
+            top = float(x.max())
+            z = lse[prefix] = top + float(np.log(np.exp(x - top).sum()))
+        return np.asarray(x[ids]) - z
+
+    scores = np.zeros(len(seqs))
+    last: list[tuple[np.ndarray, np.ndarray]] = []
+    for i, (alt, ids) in enumerate(zip(alternatives, seqs, strict=True)):
+        full = len(ids) if alt.end else len(ids) - 1
+        total = sum(float(log_softmax(tuple(ids[:k]), ids[k])) for k in range(full))
+        if alt.end:
+            kept = log_softmax(tuple(ids), exits[i])
+            mass = float(np.exp(kept).sum()) if kept.size else 0.0
+            total += float(np.log1p(-min(mass, 1.0))) if mass < 1.0 else -np.inf
+            last.append((np.zeros(0, dtype=np.int64), np.zeros(0)))
+        else:
+            cand = last_sets[i]
+            lp = log_softmax(tuple(ids[:-1]), cand)
+            top = float(lp.max()) if lp.size else -np.inf
+            total += top + float(np.log(np.exp(lp - top).sum())) if lp.size else -np.inf
+            last.append((cand, lp))
+        scores[i] = total
+    if not np.isfinite(scores.max()):
+        return None
+    return ScoredBranch(tuple(alternatives), seqs, scores, passes, evaluated, last)
+
+
+def choose_opening(p_call: float, params: SamplingParams) -> bool:
+    """The exact choice between a call and prose at the start of an ``auto`` turn, given the
+    probability that the reply opens a call block (``opening_probability``): a call when it is
+    at least one half (temperature 0), else a draw between the two by ``p ** (1 / T)``, from a
+    generator seeded by ``params.seed``."""
+    p = min(1.0, max(0.0, p_call))
+    if params.greedy:
+        return p >= 0.5
+    a, b = p ** (1 / params.temperature), (1 - p) ** (1 / params.temperature)
+    rng = np.random.default_rng(params.seed)
+    return bool(rng.random() * (a + b) < a)
+
+
+def _choose(logp: np.ndarray, temperature: float, uniform: Callable[[], float]) -> int:
+    """argmax (temperature 0; ties to the first) or a draw from ``exp(logp / T)``."""
+    if temperature == 0 or logp.size == 1:
+        return int(np.argmax(logp))
+    z = logp / temperature
+    z = z - z.max()
+    p = np.exp(z)
+    c = np.cumsum(p)
+    return min(int(np.searchsorted(c, uniform() * c[-1], side="right")), logp.size - 1)

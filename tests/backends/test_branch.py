@@ -1,0 +1,215 @@
+"""Exact choice on finite branches (``sampling="exact"``): where a branch is found, that the
+choice follows the alternatives' whole-sequence probabilities, and that budget overruns fall
+back to token-by-token and are counted. The toy model (``toy.py``) makes the enumerated
+distribution cheap; ``test_exact_mode_on_the_model`` runs the same check on the embedded GGUF."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import toolmask as tm
+from tests.backends.toy import VOCAB, Toy, empirical, exact_distribution, tv
+from toolmask.backends import choose_opening
+from toolmask.backends._branch import find_branch, score_branch
+from toolmask.sampling import SamplingParams
+
+CITIES = ["Paris", "London", "Lima", "Lyon"]
+
+
+def _branch(schema: object, *, max_alternatives: int = 64, after: bytes = b"", **kw: object):
+    m = tm.compile(tm.Grammar.from_json_schema(schema, **kw)).matcher()
+    assert m.accept_bytes(after)
+    return find_branch(m.automaton, m.state, max_alternatives=max_alternatives)
+
+
+def test_an_enum_is_one_branch_of_whole_strings() -> None:
+    br = _branch({"enum": CITIES})
+    assert br.alternatives is not None and not br.over_budget
+    assert sorted(a.text for a in br.alternatives) == sorted(f'"{c}"'.encode() for c in CITIES)
+    assert not any(a.end for a in br.alternatives)
+
+
+def test_a_small_finite_object_is_chosen_jointly() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"u": {"enum": ["c", "f"]}, "b": {"type": "boolean"}},
+        "required": ["u", "b"],
+        "additionalProperties": False,
+    }
+    br = _branch(schema, whitespace="spaced")
+    assert br.alternatives is not None
+    assert sorted(a.text for a in br.alternatives) == sorted(
+        f'{{"u": "{u}", "b": {b}}}'.encode() for u in "cf" for b in ("true", "false")
+    )
+    # over a budget of 3 the joint choice does not fit: the first field alone is the branch,
+    # running on through the text forced after it
+    br = _branch(schema, whitespace="spaced", max_alternatives=3)
+    assert br.alternatives is not None
+    assert sorted(a.text for a in br.alternatives) == [b'{"u": "c", "b": ', b'{"u": "f", "b": ']
+
+
+def test_null_against_a_value_and_open_text() -> None:
+    schema = {"type": "object", "properties": {"s": {"type": ["string", "null"]}}}
+    br = _branch(schema, after=b'{"s":')
+    assert br.alternatives is not None
+    assert sorted(a.text for a in br.alternatives) == [b'"', b"null"]
+    inside = _branch({"type": "string"}, after=b'"ab')  # free text: masking decides
+    assert inside.alternatives is None and not inside.over_budget
+
+
+def test_the_end_is_an_alternative_where_the_grammar_may_stop() -> None:
+    m = tm.compile(tm.Grammar.from_gbnf('root ::= "ab" "cde"?')).matcher()
+    br = find_branch(m.automaton, m.state, max_alternatives=8)
+    assert br.alternatives is not None
+    assert sorted((a.text, a.end) for a in br.alternatives) == [(b"ab", True), (b"abcde", False)]
+    # single bytes and the end: what a masked step (with end_on_exit) decides already
+    br = _branch({"type": "integer", "minimum": 1, "maximum": 12}, after=b"1")
+    assert br.alternatives is None and not br.over_budget
+
+
+def test_over_the_budget_is_reported() -> None:
+    br = _branch({"enum": [f"v{i:03d}x" for i in range(100)]}, max_alternatives=8)
+    assert br.alternatives is None and br.over_budget
+
+
+def test_exact_choice_scores_whole_sequences() -> None:
+    model = Toy(seed=1)
+    compiled = tm.compile(tm.Grammar.from_json_schema({"enum": CITIES}), VOCAB)
+    prompt = model.tokenize("Q:")
+    m = compiled.matcher()
+    br = find_branch(m.automaton, m.state, max_alternatives=64)
+    assert br.alternatives is not None
+    model._sync_prompt(prompt)
+    scored = score_branch(
+        br.alternatives,
+        m=m,
+        vocab=VOCAB,
+        encode=model._encode,
+        logits_many=model._logits_many,
+        context=prompt,
+        row=np.array(model._logits()),
+        max_tokens=512,
+    )
+    assert scored is not None and m.n_accepted == 0
+    # each score is the canonical tokenisation's log-probability under the model
+    for alt, ids, score in zip(scored.alternatives, scored.seqs, scored.scores, strict=True):
+        assert ids == model._encode(alt.text.decode())
+        want = 0.0
+        for k, t in enumerate(ids):
+            row = model.row(tuple(prompt) + tuple(ids[:k])).astype(np.float64)
+            want += float(row[t] - (row.max() + np.log(np.exp(row - row.max()).sum())))
+        assert math.isclose(score, want, abs_tol=1e-6)
+    canonical = exact_distribution(model, prompt, compiled, canonical=True)
+    probs = np.exp(scored.scores - scored.log_total)
+    for alt, p in zip(scored.alternatives, probs, strict=True):
+        assert math.isclose(p, canonical.get(alt.text, 0.0), abs_tol=1e-9)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_exact_mode_samples_the_enumerated_distribution(seed: int) -> None:
+    model = Toy(seed=seed)
+    compiled = tm.compile(tm.Grammar.from_json_schema({"enum": CITIES}), VOCAB)
+    prompt = model.tokenize("Q:")
+    target = exact_distribution(model, prompt, compiled, canonical=True)
+    n = 600
+    texts = []
+    for i in range(n):
+        gen = model.generate(prompt, compiled, sampling=SamplingParams(mode="exact", seed=i))
+        assert gen.exact_branches == 1 and gen.branch_fallbacks == 0
+        texts.append(gen.text)
+    plain = [
+        model.generate(prompt, compiled, sampling=SamplingParams(seed=i)).text for i in range(n)
+    ]
+    # an exact sampler's TV at n=600 over 4 outcomes is about 0.02; plain masking is far off
+    assert tv(empirical(texts), target) < 0.06
+    assert tv(empirical(plain), target) > 2 * tv(empirical(texts), target)
+    greedy = model.generate(prompt, compiled, sampling="exact")
+    assert greedy.text == max(target, key=lambda k: target[k])
+
+
+def test_fallbacks_are_counted_and_the_output_stays_valid() -> None:
+    model = Toy(seed=3)
+    values = ["Lima", "Paris", "Oslo", "Rome", "Bern", "Kyiv", "Minsk", "Dublin", "Sofia"]
+    compiled = tm.compile(tm.Grammar.from_json_schema({"enum": values}), VOCAB)
+    prompt = model.tokenize("Q:")
+    gen = model.generate(
+        prompt, compiled, sampling=SamplingParams(mode="exact", branch_alternatives=4, seed=0)
+    )
+    assert gen.branch_fallbacks >= 1
+    assert gen.text.decode().strip('"') in values
+    # a token budget too small for the trie falls back likewise
+    gen = model.generate(
+        prompt, compiled, sampling=SamplingParams(mode="exact", branch_tokens=2, seed=0)
+    )
+    assert gen.branch_fallbacks >= 1 and gen.exact_branches == 0
+    assert gen.text.decode().strip('"') in values
+
+
+def test_sampling_params_modes() -> None:
+    assert SamplingParams().mode == "plain"
+    with pytest.raises(ValueError, match="mode"):
+        SamplingParams(mode="beam")
+    with pytest.raises(ValueError, match="particles"):
+        SamplingParams(particles=0)
+    with pytest.raises(ValueError, match="branch_alternatives"):
+        SamplingParams(branch_alternatives=-1)
+
+
+@pytest.mark.model
+def test_exact_mode_on_the_model() -> None:
+    """The embedded model, one sequence (so the rows are those of ``score``): the exact
+    mode's choice probabilities are the alternatives' sequence probabilities."""
+    from toolmask.backends.llama_cpp import LlamaCpp
+
+    model = LlamaCpp.default(n_ctx=512, max_sequences=1)
+    compiled = tm.compile(tm.Grammar.from_json_schema({"enum": CITIES}), model.vocab)
+    prompt = model.tokenize(
+        "<|im_start|>user\nName a city as a JSON string.<|im_end|>\n<|im_start|>assistant\n"
+    )
+    m = compiled.matcher()
+    br = find_branch(m.automaton, m.state, max_alternatives=64)
+    assert br.alternatives is not None
+    model._sync_prompt(prompt)
+    scored = score_branch(
+        br.alternatives,
+        m=m,
+        vocab=model.vocab,
+        encode=model._encode,
+        logits_many=model._logits_many,
+        context=prompt,
+        row=np.array(model._logits()),
+        max_tokens=512,
+    )
+    assert scored is not None
+    # the last token of each alternative is the closing quote, which nothing may extend here
+    want = model.score(prompt, scored.seqs)
+    assert np.allclose(scored.scores, want, atol=1e-4)
+    gen = model.generate(prompt, compiled, sampling="exact")
+    assert gen.text == scored.alternatives[int(np.argmax(scored.scores))].text
+    # the batched backend: one call scores the whole trie
+    batched = LlamaCpp.default(n_ctx=512)
+    gen = batched.generate(prompt, compiled, sampling="exact")
+    assert gen.exact_branches == 1 and gen.text.decode().strip('"') in CITIES
+    assert gen.forward_passes <= 3
+
+
+def test_opening_probability_and_the_choice() -> None:
+    model = Toy(seed=4)
+    prompt = model.tokenize("Q:")
+    opener = model.tokenize('"London"')
+    p = model.opening_probability(prompt, opener)
+    # the last token counts with every token that starts with its text: '"', '"P', '"L', '",'
+    rows = [model.row(tuple(prompt) + tuple(opener[:k])).astype(np.float64) for k in range(3)]
+    want = 1.0
+    for k, row in enumerate(rows):
+        probs = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
+        starts = [i for i, b in enumerate(VOCAB.token_bytes) if b.startswith(b'"')]
+        want *= probs[opener[k]] if k < 2 else probs[starts].sum()
+    assert len(opener) == 3 and math.isclose(p, want, rel_tol=1e-9)
+    assert choose_opening(0.5, SamplingParams(temperature=0)) is True
+    assert choose_opening(0.49, SamplingParams(temperature=0)) is False
+    draws = [choose_opening(0.3, SamplingParams(seed=i)) for i in range(2000)]
+    assert 0.26 < sum(draws) / 2000 < 0.34
