@@ -38,9 +38,18 @@ _FORMAT_SAMPLES = (
     ("email", b"ana.b-c@mail-1.example.org"),
     ("uuid", b"123e4567-e89b-12d3-a456-426614174000"),
 )
+#: character classes of the patterns tool schemas use most (codes and identifiers: ISO
+#: language and currency codes, digit strings, slugs), with a sample each
+_PATTERN_SAMPLES = (
+    ("^[a-z]+$", b"en"),
+    ("^[A-Z]+$", b"EUR"),
+    ("^[0-9]+$", b"42"),
+    ("^[A-Za-z0-9_-]+$", b"a_1-B"),
+)
 PREWARM_FORMATS: tuple[tuple[dict[str, Any], bytes], ...] = (
     ({"type": "string"}, b'"a'),
     *(({"type": "string", "format": f}, b'"' + v + b'"') for f, v in _FORMAT_SAMPLES),
+    *(({"type": "string", "pattern": p}, b'"' + v + b'"') for p, v in _PATTERN_SAMPLES),
 )
 
 
