@@ -543,6 +543,7 @@ def cost(
     for i in range(args.cost_samples):
         for mode in args.modes:
             params = MODES[mode](args)
+            llm.__dict__.pop("_scored_cache", None)  # each reply scores its branches afresh
             t = time.perf_counter()
             gen = llm.generate(
                 prompt,

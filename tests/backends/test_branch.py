@@ -105,7 +105,7 @@ def test_exact_choice_scores_whole_sequences() -> None:
     canonical = exact_distribution(model, prompt, compiled, canonical=True)
     probs = np.exp(scored.scores - scored.log_total)
     for alt, p in zip(scored.alternatives, probs, strict=True):
-        assert math.isclose(p, canonical.get(alt.text, 0.0), abs_tol=1e-9)
+        assert math.isclose(p, canonical.get(alt.text, 0.0), abs_tol=1e-6)  # float32 exp
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -124,7 +124,9 @@ class _Decoder:
         #: exact branches as proposals: at temperature 1 (sampling) and 0 (beam)
         self.branches = params.branch_alternatives >= 2 and params.temperature in (0, 1)
         self.cache: dict[Any, Any] = backend.__dict__.setdefault("_branch_cache", {})
-        self.scored: dict[tuple[int, ...], ScoredBranch | None] = {}
+        #: scored branches by (automaton, state, budgets, tokens): particles with the same
+        #: tokens share one scoring, and a prompt asked again reuses it (the backend's memo)
+        self.memo: dict[Any, Any] = backend.__dict__.setdefault("_scored_cache", {})
         self.marks = {t: s.encode() for t, s in vocab.special.items() if t not in self.eos}
 
     # -- shared --
@@ -199,11 +201,23 @@ class _Decoder:
         counted); sequences with the same tokens share one scoring within a step."""
         if not self.branches:
             return None
-        key = tuple(tokens)
-        if key in self.scored:
-            return self.scored[key]
-        prm, gen = self.params, self.gen
-        br = branch_at(self.cache, m.automaton, m.state, prm.branch_alternatives)
+        prm, gen, a = self.params, self.gen, m.automaton
+        key = (
+            id(a),
+            m.state,
+            prm.branch_alternatives,
+            prm.branch_tokens,
+            *self.prompt,
+            -1,
+            *tokens,
+        )
+        hit = self.memo.get(key)
+        if hit is not None and hit[0] is a:
+            scored: ScoredBranch | None = hit[1]
+            if scored is not None:
+                gen.exact_branches += 1
+            return scored
+        br = branch_at(self.cache, a, m.state, prm.branch_alternatives)
         scored = None
         if br.alternatives is not None:
             scored = score_branch(
@@ -224,7 +238,9 @@ class _Decoder:
                 gen.evaluated_tokens += scored.evaluated
         else:
             gen.branch_fallbacks += br.over_budget
-        self.scored[key] = scored
+        if len(self.memo) >= 64:
+            self.memo.pop(next(iter(self.memo)))
+        self.memo[key] = (a, scored)
         return scored
 
     def extend(self, p: _Particle, chunk: list[int]) -> None:
@@ -277,7 +293,6 @@ class _Decoder:
             alive = [p for p in parts if not p.done]
             if not alive:
                 break
-            self.scored = {}
             for p, row in zip(alive, self.rows([p.tokens for p in alive]), strict=True):
                 scored = self.branch(p.m, p.tokens, row)
                 if scored is not None:  # weight: the branch's whole mass (target / proposal)
@@ -335,7 +350,6 @@ class _Decoder:
         while beams and not self.stopped:
             # candidates: (score, parent tokens, appended tokens, the turn ends after them)
             cands: list[tuple[float, list[int], list[int], bool]] = []
-            self.scored = {}
             for (score, tokens, m), row in zip(
                 beams, self.rows([b[1] for b in beams]), strict=True
             ):

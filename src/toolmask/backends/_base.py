@@ -579,22 +579,35 @@ class _Run:
             gen.branch_fallbacks += br.over_budget
             return None
         backend = self.backend
-        scored = score_branch(
-            br.alternatives,
-            m=m,
-            vocab=self.vocab,
-            encode=backend._encode,
-            logits_many=backend._logits_many,
-            context=self.prompt + self.out,
-            row=row,
-            max_tokens=prm.branch_tokens,
-        )
+        context = self.prompt + self.out
+        # a branch scored for this very context and state before (the same prompt asked
+        # again) is reused: the model's scores are a function of the tokens
+        memo: dict[Any, Any] = backend.__dict__.setdefault("_scored_cache", {})
+        mkey = (id(a), m.state, prm.branch_alternatives, prm.branch_tokens, tuple(context))
+        hit = memo.get(mkey)
+        if hit is not None and hit[0] is a:
+            scored = hit[1]
+        else:
+            scored = score_branch(
+                br.alternatives,
+                m=m,
+                vocab=self.vocab,
+                encode=backend._encode,
+                logits_many=backend._logits_many,
+                context=context,
+                row=row,
+                max_tokens=prm.branch_tokens,
+            )
+            if len(memo) >= 32:
+                memo.pop(next(iter(memo)))
+            memo[mkey] = (a, scored)
+            if scored is not None:
+                gen.forward_passes += scored.passes
+                gen.evaluated_tokens += scored.evaluated
         if scored is None:
             gen.branch_fallbacks += 1
             return None
         gen.exact_branches += 1
-        gen.forward_passes += scored.passes
-        gen.evaluated_tokens += scored.evaluated
         dec = scored.draw(prm.temperature, self.sampler.uniform)
         chunk = dec.tokens[: self.max_tokens - len(self.out)]
         for t in chunk:

@@ -509,19 +509,22 @@ def score_branch(
         }.values()
     )
     got, passes, evaluated = logits_many(context, leaves, True) if leaves else ([], 0, 0)
-    rows: dict[tuple[int, ...], np.ndarray] = {(): np.asarray(row, dtype=np.float64)}
+    rows: dict[tuple[int, ...], np.ndarray] = {(): np.asarray(row)}
     for w, block in zip(leaves, got, strict=True):
         for k in range(len(w)):
-            rows.setdefault(tuple(w[: k + 1]), np.asarray(block[k], dtype=np.float64))
+            key = tuple(w[: k + 1])
+            if key not in rows:
+                rows[key] = block[k]
     lse: dict[tuple[int, ...], float] = {}
 
     def log_softmax(prefix: tuple[int, ...], ids: Any) -> np.ndarray:
         x = rows[prefix]
         z = lse.get(prefix)
-        if z is None:
+        if z is None:  # float32 exp over the row, summed in float64
             top = float(x.max())
-            z = lse[prefix] = top + float(np.log(np.exp(x - top).sum()))
-        return np.asarray(x[ids]) - z
+            e = np.exp(np.asarray(x, dtype=np.float32) - np.float32(top))
+            z = lse[prefix] = top + float(np.log(e.sum(dtype=np.float64)))
+        return np.asarray(x[ids], dtype=np.float64) - z
 
     scores = np.zeros(len(seqs))
     last: list[tuple[np.ndarray, np.ndarray]] = []
