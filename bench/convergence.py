@@ -28,6 +28,8 @@ Modes (greedy decoding, the same tools advertised in the same prompt format):
   the model finds most likely as a whole, then the call is decoded under it;
   ``grammar+pool+likelihood+act-once`` adds ``ACT_ONCE``: the policies of ``toolmask demo``
   with the model's own choice of tool in place of the per-tool markers;
+* ``grammar+pool+act-once``: the same policies with the name decoded by the mode in use
+  (``--sampling exact`` chooses it by whole-sequence probability inside the decoder);
 * ``grammar+markers``: the same filter with markers for every tool (the words of its domain,
   ``DOMAIN_MARKERS``, written per tool, not per task): a tool is in the pool only when the
   question has one of its words. The prompt still advertises every tool;
@@ -561,6 +563,7 @@ MODES = (
     "grammar+likelihood",
     "grammar+pool+likelihood",
     "grammar+pool+likelihood+act-once",
+    "grammar+pool+act-once",
     "grammar+markers",
     "grammar+markers+act-once",
 )
@@ -588,7 +591,7 @@ def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], a
     policy: Any = None
     if mode in ("grammar+pool", "grammar+pool+likelihood"):
         policy = PoolFilter(MARKERS)
-    elif mode == "grammar+pool+likelihood+act-once":
+    elif mode in ("grammar+pool+likelihood+act-once", "grammar+pool+act-once"):
         policy = [PoolFilter(MARKERS), ACT_ONCE]
     elif mode == "grammar+markers":
         policy = PoolFilter({**MARKERS, **DOMAIN_MARKERS})

