@@ -196,11 +196,11 @@ def test_exact_mode_on_the_model() -> None:
     assert gen.forward_passes <= 3
 
 
-def test_opening_probability_and_the_choice() -> None:
+def test_opening_odds_and_the_choice() -> None:
     model = Toy(seed=4)
     prompt = model.tokenize("Q:")
     opener = model.tokenize('"London"')
-    p = model.opening_probability(prompt, opener)
+    p, other = model.opening_odds(prompt, opener)
     # the last token counts with every token that starts with its text: '"', '"P', '"L', '",'
     rows = [model.row(tuple(prompt) + tuple(opener[:k])).astype(np.float64) for k in range(3)]
     want = 1.0
@@ -209,7 +209,11 @@ def test_opening_probability_and_the_choice() -> None:
         starts = [i for i, b in enumerate(VOCAB.token_bytes) if b.startswith(b'"')]
         want *= probs[opener[k]] if k < 2 else probs[starts].sum()
     assert len(opener) == 3 and math.isclose(p, want, rel_tol=1e-9)
-    assert choose_opening(0.5, SamplingParams(temperature=0)) is True
-    assert choose_opening(0.49, SamplingParams(temperature=0)) is False
-    draws = [choose_opening(0.3, SamplingParams(seed=i)) for i in range(2000)]
-    assert 0.26 < sum(draws) / 2000 < 0.34
+    # the best first token that does not begin the opener ('"', '"L' and '"' prefixes do)
+    first = np.exp(rows[0] - rows[0].max()) / np.exp(rows[0] - rows[0].max()).sum()
+    begins = {i for i, b in enumerate(VOCAB.token_bytes) if b and b'"London"'.startswith(b)}
+    assert math.isclose(other, max(x for i, x in enumerate(first) if i not in begins))
+    greedy = SamplingParams(temperature=0)
+    assert choose_opening(0.2, 0.2, greedy) and not choose_opening(0.19, 0.2, greedy)
+    draws = [choose_opening(0.3, 0.9, SamplingParams(seed=i)) for i in range(2000)]
+    assert 0.26 < sum(draws) / 2000 < 0.34  # sampling: the call's own probability

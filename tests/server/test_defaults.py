@@ -164,8 +164,8 @@ class Opener(Recorder):
         self.p = p
         self.grammars: list[Any] = []
 
-    def opening_probability(self, prompt: list[int], opener: list[int]) -> float:
-        return self.p
+    def opening_odds(self, prompt: list[int], opener: list[int]) -> tuple[float, float]:
+        return self.p, 0.5
 
     def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Generation:
         self.grammars.append(compiled)

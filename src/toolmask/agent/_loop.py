@@ -360,15 +360,16 @@ class Agent:
     def _choose_opening(self, turn: ToolTurn, prompt: list[int]) -> tuple[ToolTurn, float] | None:
         """``sampling="exact"`` / ``"aligned"`` under ``auto``: call or prose, chosen at the
         start of the turn by the model's probability of opening a call block (its whole
-        opener), then decoded under ``required`` or ``none`` over the same tools (the prompt is
-        unchanged). None where this does not apply (plain, unconstrained, a turn that is not
+        opener; :func:`~toolmask.backends.choose_opening`), then decoded under ``required`` or
+        ``none`` over the same tools (the prompt is unchanged). Returns the turn and that
+        probability; None where this does not apply (plain, unconstrained, a turn that is not
         ``auto``, a backend that cannot score)."""
         prm = self.sampling
-        prob = getattr(self.backend, "opening_probability", None)
+        odds = getattr(self.backend, "opening_odds", None)
         if (
             prm is None
             or prm.mode == "plain"
-            or prob is None
+            or odds is None
             or not self.constrained
             or turn.tool_choice.mode != "auto"
             or turn.reasoning_open
@@ -379,8 +380,8 @@ class Agent:
         opener = turn.format.trigger_text
         if not names or not opener:
             return None
-        p = float(prob(prompt, self.backend.tokenize(opener)))
-        key = ("__opening__", "required" if choose_opening(p, prm) else "none", *names)
+        p, other = odds(prompt, self.backend.tokenize(opener))
+        key = ("__opening__", "required" if choose_opening(p, other, prm) else "none", *names)
         chosen = self._turns.get(key)
         if chosen is None:
             choice: Any = "none"

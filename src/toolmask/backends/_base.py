@@ -298,32 +298,46 @@ class DecodingBackend(ABC):
                 out.append(nodes[tuple(c)])
         return out, passes, evaluated
 
-    def opening_probability(self, prompt: list[int], opener: list[int]) -> float:
-        """The model's probability that its reply after ``prompt`` starts with the tokens
-        ``opener`` (a call block's opener): the product of their probabilities, the last one
-        counted with every token that starts with its text (it may merge with what follows; a
-        special token by itself). Unmasked, temperature 1. Cost: two model calls at most (the
-        prompt, reused when the context holds it, and one batch over the opener)."""
+    def opening_odds(self, prompt: list[int], opener: list[int]) -> tuple[float, float]:
+        """Call or prose at the start of a reply after ``prompt``: ``(p_call, p_prose_top)``.
+
+        ``p_call`` is the model's probability that the reply starts with the tokens ``opener``
+        (a call block's opener): the product of their probabilities, the last one counted with
+        every token that starts with its text (it may merge with what follows; a special token
+        by itself). ``p_prose_top`` is the probability of the most likely first token that
+        does not begin the opener (neither a prefix of its text nor starting with it; the end
+        token included). Unmasked, temperature 1. Cost: two model calls at most (the prompt,
+        reused when the context holds it, and one batch over the opener)."""
         if not prompt or not opener:
             raise ToolmaskError("the prompt and the opener must not be empty")
         self._sync_prompt(prompt)
-        V = self.vocab.vocab_size
+        vocab = self.vocab
+        V = vocab.vocab_size
         rows = [np.asarray(self._logits()[:V], dtype=np.float64)]
         if len(opener) > 1:
             got, _, _ = self._logits_many(prompt, [opener[:-1]], True)
             rows += [np.asarray(r, dtype=np.float64) for r in got[0]]
-        total = 0.0
-        for k, (row, t) in enumerate(zip(rows, opener, strict=True)):
+        logp = []
+        for row in rows:
             top = float(row.max())
-            lse = top + float(np.log(np.exp(row - top).sum()))
-            piece = self.vocab.token_bytes[t] if 0 <= t < V else b""
+            logp.append(row - (top + float(np.log(np.exp(row - top).sum()))))
+        total = 0.0
+        for k, (lp, t) in enumerate(zip(logp, opener, strict=True)):
+            piece = vocab.token_bytes[t] if 0 <= t < V else b""
             if k == len(opener) - 1 and piece:
-                sub = row[prefix_index(self.vocab).starting_with(piece)]
+                sub = lp[prefix_index(vocab).starting_with(piece)]
                 m = float(sub.max())
-                total += m + float(np.log(np.exp(sub - m).sum())) - lse
+                total += m + float(np.log(np.exp(sub - m).sum()))
             else:
-                total += float(row[t]) - lse
-        return float(np.exp(total))
+                total += float(lp[t])
+        text = b"".join(vocab.token_bytes[t] or vocab.special.get(t, "").encode() for t in opener)
+        first = np.exp(logp[0])
+        prose = np.ones(V, dtype=bool)
+        for i, piece in enumerate(vocab.token_bytes):
+            if piece and (text.startswith(piece) or piece.startswith(text)):
+                prose[i] = False
+        prose[opener[0]] = False
+        return float(np.exp(total)), float(first[prose].max())
 
     def score(self, context: list[int], continuations: Sequence[list[int]]) -> list[float]:
         """The model's own log-probability of each continuation after ``context``: the sum over

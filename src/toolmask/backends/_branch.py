@@ -548,14 +548,19 @@ def score_branch(
     return ScoredBranch(tuple(alternatives), seqs, scores, passes, evaluated, last)
 
 
-def choose_opening(p_call: float, params: SamplingParams) -> bool:
-    """The exact choice between a call and prose at the start of an ``auto`` turn, given the
-    probability that the reply opens a call block (``opening_probability``): a call when it is
-    at least one half (temperature 0), else a draw between the two by ``p ** (1 / T)``, from a
-    generator seeded by ``params.seed``."""
+def choose_opening(p_call: float, p_prose_top: float, params: SamplingParams) -> bool:
+    """Call or prose at the start of an ``auto`` turn (see
+    :meth:`~toolmask.backends.DecodingBackend.opening_odds`). Sampling: a call with the
+    model's probability of opening one, ``p_call`` (tempered: ``p ** (1 / T)`` against
+    ``(1 - p) ** (1 / T)``), from a generator seeded by ``params.seed``: the exact branch.
+    Temperature 0: the opener counts as one unit among the first tokens, with the mass of all
+    its tokenisations, and is taken when it is at least as likely as the most likely prose
+    token (greedy masking compares the opener's first token instead). Prose as a whole is not
+    one alternative: its total mass would beat any call, the way no single reply is as likely
+    as "anything else"."""
     p = min(1.0, max(0.0, p_call))
     if params.greedy:
-        return p >= 0.5
+        return p >= p_prose_top
     a, b = p ** (1 / params.temperature), (1 - p) ** (1 / params.temperature)
     rng = np.random.default_rng(params.seed)
     return bool(rng.random() * (a + b) < a)

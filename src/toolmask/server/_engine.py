@@ -401,10 +401,11 @@ class Engine(JobCounters):
         if job.reasoning_budget is not None:
             extra["reasoning_budget"] = job.reasoning_budget
         compiled = job.compiled
-        prob = getattr(backend, "opening_probability", None)
-        if job.opening is not None and prob is not None:
-            p = prob(prompt, backend.tokenize(job.opening.opener))
-            compiled = job.opening.call if choose_opening(p, job.sampling) else job.opening.prose
+        odds = getattr(backend, "opening_odds", None)
+        if job.opening is not None and odds is not None:
+            p, other = odds(prompt, backend.tokenize(job.opening.opener))
+            call = choose_opening(p, other, job.sampling)
+            compiled = job.opening.call if call else job.opening.prose
         gen = backend.generate(
             prompt,
             compiled,
