@@ -3,11 +3,17 @@
 What is measured, per tool count N (hermes format, ``tool_choice="required"``, the Qwen3
 vocabulary from ``quicktok-v1`` as in ``bench/masks.py``, the native backend):
 
-* **cold compile** (s): a fresh ``GrammarCompiler`` (empty caches and schema memos; the
+* **cold compile** (ms): a fresh ``GrammarCompiler`` (empty caches and schema memos; the
   vocabulary index is built before the clock starts, it is per vocabulary), a new
-  ``ToolTurn`` over the N tools, ``turn.compile(vocab)``; split into **parts** (each tool's
-  call grammar: its schema compiled, then the format's call around it) and **kernel** (reading
-  the whole turn grammar into the automaton: flatten, key, analysis, initial state);
+  ``ToolTurn`` over the N tools, ``turn.compile(vocab)``: lazy over ``LAZY_MIN_TOOLS`` (32)
+  tools (the envelope and the names; each tool's arguments compile when a reply first enters
+  them, see ``docs/tools.md`` "Many tools"); **every schema up front**: the same with
+  ``lazy=False`` in another fresh compiler (every tool's schema compiled, the whole turn read
+  by the automaton), at sizes up to ``--eager-up-to``;
+* **first entry into a tool** (ms): from the name position, the bytes of one tool's name and
+  ``", "arguments": {`` accepted and the mask there computed: in a lazy turn, that tool's
+  schema compiled and the turn's two grammars rebuilt over the names; **entry, tool
+  compiled**: the same in a second matcher (the variant is shared);
 * **warm new subset** (ms): tools seen before, a new ``allowed_tools`` subset of N/10 tools
   (random, seeded): ``turn.with_tool_choice`` (what an agent policy does), ``compile`` (the
   turn over every tool is cached; the subset's name filter is built and compiled), a matcher,
@@ -19,8 +25,7 @@ vocabulary from ``quicktok-v1`` as in ``bench/masks.py``, the native backend):
 * **name mask** (ms): the bitmask right after ``<tool_call>\\n{"name": "`` on the turn over
   every tool, first computation (cold) and again (warm); **subset name mask**: the same state
   on a subset turn (two cached masks and an AND);
-* **argument mask** (ms): inside the arguments of one tool (after ``"arguments": {``), cold
-  and warm;
+* **argument mask** (ms): inside the arguments of one tool (after ``"arguments": {``), warm;
 * **CPU** columns: the same spans in the process's CPU time (``time.process_time``), which a
   shared machine's load inflates far less than wall-clock;
 * **memory** (MB): the compiler's own account (``GrammarCompiler.memory()["total"]``: automata,
@@ -42,6 +47,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
 import platform
 import random
@@ -125,7 +131,7 @@ def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def worker(specs: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+def worker(specs: list[dict[str, Any]], seed: int, eager: bool) -> dict[str, Any]:
     """One cold process: every measure of the module docstring for these tools."""
     import numpy as np
 
@@ -143,14 +149,10 @@ def worker(specs: list[dict[str, Any]], seed: int) -> dict[str, Any]:
         rss0 = _rss_kb()
         t0, c0 = time.perf_counter(), time.process_time()
         turn = tm.ToolTurn(tools, FMT, "required", special_tokens=special)
-        grammar = turn.grammar()
-        out["parts_ms"] = _ms(t0)
-        t1 = time.perf_counter()
-        compiled = turn.compile(vocab)
-        out["kernel_ms"] = _ms(t1)
+        compiled = turn.compile(vocab)  # lazy over LAZY_MIN_TOOLS tools
         out["cold_ms"] = _ms(t0)
         out["cold_cpu_ms"] = (time.process_time() - c0) * 1e3
-        out["rules"] = len(grammar.rules)
+        out["lazy"] = isinstance(compiled, tm.tools.LazyTurnGrammar)
 
         def at_name(c: Any) -> Any:
             m = c.matcher()
@@ -166,14 +168,20 @@ def worker(specs: list[dict[str, Any]], seed: int) -> dict[str, Any]:
         m.fill_bitmask(bm)
         out["name_mask_warm_ms"] = _ms(t0)
 
+        # the first reply into one tool's arguments: that tool's compile (lazy), the mask
         tool = tools[len(tools) // 2]
-        assert m.accept_bytes(tool.name.encode() + b'", "arguments": {')
         t0 = time.perf_counter()
+        assert m.accept_bytes(tool.name.encode() + b'", "arguments": {')
         m.fill_bitmask(bm)
-        out["arg_mask_cold_ms"] = _ms(t0)
+        out["enter_tool_ms"] = _ms(t0)
         t0 = time.perf_counter()
         m.fill_bitmask(bm)
         out["arg_mask_warm_ms"] = _ms(t0)
+        m2 = at_name(compiled)
+        t0 = time.perf_counter()
+        assert m2.accept_bytes(tool.name.encode() + b'", "arguments": {')
+        m2.fill_bitmask(bm)
+        out["enter_again_ms"] = _ms(t0)
 
         rng = random.Random(seed)
         names = [t.name for t in tools]
@@ -217,16 +225,26 @@ def worker(specs: list[dict[str, Any]], seed: int) -> dict[str, Any]:
         mem = compiler.memory()
         out["memory_mb"] = mem["total"] / 1e6
         out["rss_growth_mb"] = (_rss_kb() - rss0) / 1e3
+    out["eager_cold_cpu_ms"] = math.nan
+    if eager:  # every schema up front, in a compiler of its own (cold caches)
+        other = tm.GrammarCompiler()
+        with other.activate():
+            other.vocab_index(vocab)
+            t0, c0 = time.perf_counter(), time.process_time()
+            tm.ToolTurn(tools, FMT, "required", special_tokens=special).compile(vocab, lazy=False)
+            out["eager_cold_ms"] = _ms(t0)
+            out["eager_cold_cpu_ms"] = (time.process_time() - c0) * 1e3
     return out
 
 
-def _run_worker(specs: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+def _run_worker(specs: list[dict[str, Any]], seed: int, eager: bool) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(specs, f)
         path = f.name
     try:
         proc = subprocess.run(
-            [sys.executable, __file__, "--worker", path, "--seed", str(seed)],
+            [sys.executable, __file__, "--worker", path, "--seed", str(seed)]
+            + (["--eager"] if eager else []),
             capture_output=True,
             text=True,
             check=False,
@@ -242,8 +260,9 @@ COLUMNS = [
     ("n", "tools", "{:d}"),
     ("cold_ms", "cold compile (ms)", "{:.0f}"),
     ("cold_cpu_ms", "cold, CPU (ms)", "{:.0f}"),
-    ("parts_ms", "of which parts", "{:.0f}"),
-    ("kernel_ms", "of which kernel", "{:.0f}"),
+    ("eager_cold_cpu_ms", "every schema up front, CPU (ms)", "{:.0f}"),
+    ("enter_tool_ms", "first entry into a tool (ms)", "{:.1f}"),
+    ("enter_again_ms", "entry, tool compiled (ms)", "{:.2f}"),
     ("warm_subset_ms", "warm, new subset (ms)", "{:.1f}"),
     ("warm_subset_cpu_ms", "new subset, CPU (ms)", "{:.1f}"),
     ("switch_ms", "subset switch (ms)", "{:.2f}"),
@@ -251,7 +270,6 @@ COLUMNS = [
     ("name_mask_cold_ms", "name mask cold (ms)", "{:.2f}"),
     ("name_mask_warm_ms", "name mask warm (ms)", "{:.3f}"),
     ("subset_name_mask_warm_ms", "subset name mask warm (ms)", "{:.3f}"),
-    ("arg_mask_cold_ms", "arg mask cold (ms)", "{:.2f}"),
     ("arg_mask_warm_ms", "arg mask warm (ms)", "{:.3f}"),
     ("memory_mb", "compiler memory (MB)", "{:.0f}"),
     ("rss_growth_mb", "RSS growth (MB)", "{:.0f}"),
@@ -269,13 +287,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10,100,300,1000,2000")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--eager-up-to",
+        type=int,
+        default=1000,
+        help="also compile every schema up front (lazy=False) at sizes up to this",
+    )
+    ap.add_argument("--eager", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, default=RESULTS / "many_tools.json")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         specs = json.loads(Path(args.worker).read_text(encoding="utf-8"))
-        print(json.dumps(worker(specs, args.seed)))
+        print(json.dumps(worker(specs, args.seed, args.eager)))
         return
     sizes = [int(x) for x in args.sizes.split(",")]
     load_before = os.getloadavg()
@@ -285,7 +310,7 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     for rep in range(args.repeats):  # interleaved: every size once per repeat
         for n in sizes:
-            r = _run_worker(specs[:n], seed=rep)
+            r = _run_worker(specs[:n], seed=rep, eager=n <= args.eager_up_to)
             r["repeat"] = rep
             r["load"] = os.getloadavg()
             runs.append(r)

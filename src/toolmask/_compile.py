@@ -422,6 +422,10 @@ def _pointer(path: Iterable[str | int]) -> str:
     return json_pointer(path) or "(root)"
 
 
+#: what :attr:`Matcher.masks` gives the batch filler for a row it must leave to the row
+_FILTERED_ROW = object()
+
+
 class Matcher:
     """Matching of one sequence against a compiled grammar: bytes, and tokens with a vocabulary.
 
@@ -466,7 +470,11 @@ class Matcher:
     @property
     def masks(self) -> Any:
         """The compiled grammar's mask cache (None without a vocabulary): what
-        :func:`toolmask.mask.fill_batch` reads with :attr:`state` to fill many rows at once."""
+        :func:`toolmask.mask.fill_batch` reads with :attr:`state` to fill many rows at once.
+        With a filter, a marker instead: the row's mask is not its state's cached mask, so the
+        batch filler leaves the row to :meth:`fill_bitmask`."""
+        if self._f is not None and self._masks is not None:
+            return _FILTERED_ROW
         return self._masks
 
     @property

@@ -304,3 +304,23 @@ def test_a_schema_that_trips_a_library_is_still_a_400(plans: PlanCache) -> None:
     with pytest.raises(APIError) as e:
         plans.get(_req(response_format=_rf(broken)))
     assert e.value.status == 400
+
+
+def test_a_broken_tool_among_many_is_named_when_a_reply_enters_it(plans: PlanCache) -> None:
+    """Over LAZY_MIN_TOOLS tools the turn compiles lazily: the plan compiles, a reply that
+    calls a good tool is taken, and one that enters the broken tool's arguments raises its
+    error naming the tool (the server answers it as a 400, see ``_job_error``)."""
+    from toolmask.errors import SchemaError
+    from toolmask.server._chat import _job_error
+
+    good = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    tools = [_tool(f"t{i}", good) for i in range(40)]
+    tools[5] = _tool("evil", {"type": "object", "properties": {"s": {"pattern": "(a)\\1"}}})
+    plan = plans.get(_req(tools=tools, tool_choice="required"))
+    assert _accepts(plan, '<tool_call>\n{"name": "t7", "arguments": {"a": 1}}\n</tool_call>')
+    m = plan.compiled.matcher()
+    with pytest.raises(SchemaError) as e:
+        m.accept_bytes(b'<tool_call>\n{"name": "evil", "arguments": ')
+    err = _job_error(e.value)
+    assert err.status == 400 and err.code == "invalid_schema" and err.param == "tools"
+    assert "'evil'" in err.message and err.extra["keyword"] == "pattern"

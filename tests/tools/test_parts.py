@@ -94,8 +94,14 @@ def test_a_tool_over_max_rules_is_named() -> None:
         assert len(turn.grammar().rules) > limits.max_rules  # the sum is over the cap
         m = compiled.matcher()
         assert m.accept_bytes(b'<tool_call>\n{"name": "small_3", "arguments": {"p1": "x"}}')
+        every = ToolTurn([*small, big], "hermes", schema_options={"limits": limits})
         with pytest.raises(LimitError) as info:
-            ToolTurn([*small, big], "hermes", schema_options={"limits": limits}).compile()
+            every.compile(lazy=False)
+        # lazily: when a reply enters its arguments
+        m = every.compile(lazy=True).matcher()
+        with pytest.raises(LimitError) as later:
+            m.accept_bytes(b'<tool_call>\n{"name": "big_one", "arguments": ')
+        assert later.value.tool == "big_one"
     e = info.value
     assert e.tool == "big_one"
     assert e.limit == "max_rules"

@@ -29,7 +29,7 @@ from typing import Any
 
 from toolmask.agent import Template
 from toolmask.backends import ContextOverflowError, ReasoningBudget
-from toolmask.errors import ToolmaskError
+from toolmask.errors import LimitError, SchemaError, ToolmaskError
 from toolmask.limits import Limits
 from toolmask.sampling import SamplingParams
 from toolmask.server._defaults import ServerDefaults
@@ -42,7 +42,7 @@ from toolmask.server._engine import (
     Opening,
     QueueFull,
 )
-from toolmask.server._plans import Plan, PlanCache
+from toolmask.server._plans import Plan, PlanCache, schema_error
 from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request, turn_spec
 from toolmask.server._render import assemble, render_prompt
 from toolmask.tools import StreamDelta, ToolTurn
@@ -140,6 +140,10 @@ def _job_error(e: BaseException) -> APIError:
         return APIError(400, str(e), param="max_tokens", code="context_length_exceeded")
     if isinstance(e, Cancelled):
         return APIError(503, f"The request was cancelled: {e}", type="server_error")
+    if isinstance(e, (SchemaError, LimitError)):
+        # a lazy turn compiles a tool's arguments when the reply first enters them
+        what = f"tool {e.tool!r}" if e.tool else "the tools"
+        return schema_error(e, param="tools", what=what)
     return APIError(
         500, f"The server failed to generate: {type(e).__name__}: {e}", type="server_error"
     )

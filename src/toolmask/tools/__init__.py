@@ -22,6 +22,7 @@ from toolmask.tools._detect import (
     resolve_format,
 )
 from toolmask.tools._grammar import build_call_grammar, build_name_filter, build_turn_grammar
+from toolmask.tools._lazy import LazyTurnGrammar, LazyTurnMatcher
 from toolmask.tools._parser import (
     MalformedBlock,
     ParsedTurn,
@@ -39,7 +40,7 @@ from toolmask.tools._sanitize import sanitize_tool_output
 from toolmask.tools._sites import SITES, distortion_sites, site_at, sites_of
 from toolmask.tools._spec import Tool, check_tool_name, type_schema
 from toolmask.tools._template import TemplateRenderer, TemplateSource, load_chat_template
-from toolmask.tools._turn import ToolTurn
+from toolmask.tools._turn import LAZY_MIN_TOOLS, ToolTurn
 from toolmask.tools._validate import CallError, render_errors, validate_call
 from toolmask.tools.formats import (
     FORMATS,
@@ -50,11 +51,14 @@ from toolmask.tools.formats import (
 
 __all__ = [
     "FORMATS",
+    "LAZY_MIN_TOOLS",
     "SITES",
     "CallError",
     "CaseEvidence",
     "FormatEvidence",
     "FormatGuess",
+    "LazyTurnGrammar",
+    "LazyTurnMatcher",
     "MalformedBlock",
     "ParsedTurn",
     "Probe",

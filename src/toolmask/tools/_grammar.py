@@ -54,6 +54,7 @@ from toolmask.grammar import (
     Node,
     Rule,
     RuleRef,
+    Special,
     choice,
     dfa_to_rules,
     lit,
@@ -69,7 +70,16 @@ from toolmask.tools._spec import Tool
 from toolmask.tools.formats._base import WireFormat
 from toolmask.tools.formats._gen import Kit, arguments_grammar, indent_newlines
 
-__all__ = ["build_call_grammar", "build_name_filter", "build_turn_grammar", "prose_rules"]
+__all__ = [
+    "LAZY_SENTINEL",
+    "LazyTurn",
+    "build_call_grammar",
+    "build_lazy_turn",
+    "build_name_filter",
+    "build_turn_grammar",
+    "prose_rules",
+    "with_tool_parts",
+]
 
 _WS_SET = " \t\r\n"
 
@@ -131,13 +141,15 @@ def _kit(
     special_tokens: frozenset[str],
     schema_options: Mapping[str, Any],
     *,
-    any_values: bool = False,
+    any_values: bool | str = False,
 ) -> Kit:
     options = {**fmt.argument_options, **schema_options}
     layout = str(options.get("whitespace", "compact"))
     extra = () if "whitespace" in schema_options else fmt.extra_layouts
     layouts = (layout, *(x for x in extra if x != layout))
-    kind = _AnyValueKit if any_values else Kit
+    kind: type[Kit] = Kit
+    if any_values:
+        kind = _SentinelKit if any_values == "sentinel" else _AnyValueKit
     return kind(options, special_tokens, layouts)
 
 
@@ -183,6 +195,31 @@ class _AnyValueKit(Kit):
     def json_indented(self, schema: Any, prefix: str, *, indent: int, depth: int) -> Node:
         options = {**self.options, "whitespace": "indent", "indent": indent}
         return self._shared(("indented", indent, depth), options, " " * (indent * depth))
+
+
+#: the text of the placeholder special token that stands for tool ``i``'s argument values in a
+#: lazy turn (:func:`build_lazy_turn`); no vocabulary holds it, so no token ever matches it
+LAZY_SENTINEL = "<|toolmask:lazy-arguments:{}|>"
+
+
+@dataclass
+class _SentinelKit(Kit):
+    """A kit whose JSON values are one placeholder special token per tool (``LAZY_SENTINEL``
+    with the tool's index, set in :attr:`tool` before each call grammar): the arguments of a
+    tool that a lazy turn has not compiled yet. No token matches the placeholder, so a prefix
+    stops right before the tool's first argument value, and every byte before it (envelope,
+    name, parameter names) is the real turn's."""
+
+    tool: int = -1
+
+    def _sentinel(self) -> Node:
+        return Special(LAZY_SENTINEL.format(self.tool))
+
+    def json(self, schema: Any, prefix: str, notation: str = "json", *, at: str = "") -> Node:
+        return self._sentinel()
+
+    def json_indented(self, schema: Any, prefix: str, *, indent: int, depth: int) -> Node:
+        return self._sentinel()
 
 
 def _head(fmt: WireFormat, kit: Kit, *, reasoning: bool, reasoning_open: bool) -> Node | None:
@@ -310,6 +347,109 @@ def build_name_filter(
     )
 
 
+def _lazy_calls(fmt: WireFormat) -> _Calls:
+    """Every tool's call written with the calling kit (a placeholder or any JSON value for its
+    arguments), its rule ``call_<i>`` where ``i`` is its index among the callable tools."""
+
+    def calls(tools: Sequence[Tool], kit: Kit) -> tuple[list[Node], list[Rule]]:
+        nodes: list[Node] = []
+        for i, t in enumerate(tools):
+            if isinstance(kit, _SentinelKit):
+                kit.tool = i
+            try:
+                nodes.append(kit.add(f"call_{i}", fmt.call_grammar(t, i, kit)))
+            except (SchemaError, LimitError) as e:
+                e.in_tool(t.name)
+                raise
+        return nodes, []
+
+    return calls
+
+
+@dataclass(frozen=True)
+class LazyTurn:
+    """The two grammars of a lazy turn before any tool is compiled (:func:`build_lazy_turn`):
+    ``block`` (a placeholder special token where each tool's first argument value starts:
+    ``LAZY_SENTINEL`` with the tool's index) and ``any`` (any JSON value there).
+    ``placeholders``: placeholder text -> tool name; ``call_rules``: tool name -> the rule
+    that holds its call in both grammars (``call_<i>``)."""
+
+    block: Grammar
+    any: Grammar
+    placeholders: Mapping[str, str]
+    call_rules: Mapping[str, str]
+
+
+def build_lazy_turn(
+    tools: Sequence[Tool],
+    fmt: WireFormat,
+    tool_choice: ToolChoice,
+    *,
+    parallel: bool = True,
+    special_tokens: frozenset[str] = frozenset(),
+    schema_options: Mapping[str, Any] | None = None,
+    reasoning: bool = True,
+    reasoning_open: bool = False,
+) -> LazyTurn:
+    """The grammars of a lazy turn (:mod:`toolmask.tools._lazy`): the turn of
+    :func:`build_turn_grammar` with no tool's arguments compiled. In ``block``, each callable
+    tool's argument values are one placeholder special token per tool; no token matches it,
+    so ``block`` admits exactly the real turn's prefixes that stop before a tool's first
+    argument value. In ``any`` they are any JSON value in the same layouts: a superset of the
+    real turn (as :func:`build_name_filter`'s). :func:`with_tool_parts` puts compiled tools in.
+
+    Cost: the envelope and one call per tool without its schema, O(names), twice."""
+    limits = limits_of(schema_options or {})
+    grammars = [
+        _assemble(
+            tools,
+            fmt,
+            tool_choice,
+            _lazy_calls(fmt),
+            limits,
+            parallel=parallel,
+            special_tokens=special_tokens,
+            schema_options=schema_options,
+            reasoning=reasoning,
+            reasoning_open=reasoning_open,
+            any_values=side,
+        )
+        for side in ("sentinel", True)
+    ]
+    callable_names = set(tool_choice.callable([t.name for t in tools]))
+    chosen = [t for t in tools if t.name in callable_names]
+    return LazyTurn(
+        grammars[0],
+        grammars[1],
+        {LAZY_SENTINEL.format(i): t.name for i, t in enumerate(chosen)},
+        {t.name: f"call_{i}" for i, t in enumerate(chosen)},
+    )
+
+
+def with_tool_parts(
+    grammar: Grammar,
+    call_rules: Mapping[str, str],
+    tools: Sequence[Tool],
+    fmt: WireFormat,
+    *,
+    special_tokens: frozenset[str] = frozenset(),
+    schema_options: Mapping[str, Any] | None = None,
+    reasoning_open: bool = False,
+) -> Grammar:
+    """``grammar`` (a :class:`LazyTurn` grammar) with the calls of ``tools`` replaced by their
+    real parts (:func:`toolmask.tools._parts.tool_part`, cached per tool): the rule
+    ``call_rules[name]`` then references the part. Raises the part's SchemaError / LimitError
+    naming the tool. Cost: the parts (cached), then O(rules) to rebuild the rule tuple."""
+    options = schema_options or {}
+    kit = _kit(fmt, special_tokens, options)
+    kit.reasoning_open = reasoning_open
+    parts = parts_of(fmt, tools, kit, limits_of(options))
+    swap = {call_rules[p.name]: p.entry for p in parts}
+    rules = [Rule(r.name, swap[r.name]) if r.name in swap else r for r in grammar.rules]
+    rules += [r for p in parts for r in p.rules]
+    return Grammar(tuple(rules), grammar.start, grammar.checks)
+
+
 def _assemble(
     tools: Sequence[Tool],
     fmt: WireFormat,
@@ -322,7 +462,7 @@ def _assemble(
     schema_options: Mapping[str, Any] | None,
     reasoning: bool,
     reasoning_open: bool,
-    any_values: bool = False,
+    any_values: bool | str = False,
 ) -> Grammar:
     if not fmt.has_grammar:
         raise ToolError(

@@ -15,7 +15,14 @@ from toolmask.errors import ToolError
 from toolmask.grammar import Grammar
 from toolmask.limits import Limits
 from toolmask.tools._choice import ToolChoice, ToolChoiceLike
-from toolmask.tools._grammar import build_call_grammar, build_name_filter, build_turn_grammar
+from toolmask.tools._grammar import (
+    build_call_grammar,
+    build_lazy_turn,
+    build_name_filter,
+    build_turn_grammar,
+    with_tool_parts,
+)
+from toolmask.tools._lazy import LazyTurnGrammar
 from toolmask.tools._parser import (
     IdFactory,
     ParsedTurn,
@@ -32,7 +39,10 @@ from toolmask.tools.formats._base import WireFormat, get_format
 if TYPE_CHECKING:
     from toolmask.vocab import Vocabulary
 
-__all__ = ["ToolTurn"]
+__all__ = ["LAZY_MIN_TOOLS", "ToolTurn"]
+
+#: a turn over more tools than this compiles lazily by default (see :meth:`ToolTurn.compile`)
+LAZY_MIN_TOOLS = 32
 
 
 def _as_tool(t: Tool | Mapping[str, Any] | Any) -> Tool:
@@ -157,7 +167,11 @@ class ToolTurn:
         )
 
     def compile(
-        self, vocab: Vocabulary | None = None, *, limits: Limits | None = None
+        self,
+        vocab: Vocabulary | None = None,
+        *,
+        limits: Limits | None = None,
+        lazy: bool | None = None,
     ) -> CompiledGrammar:
         """The turn compiled for matching (and token masks with ``vocab``), with the active
         compiler; accepts exactly :meth:`grammar`'s language.
@@ -176,11 +190,20 @@ class ToolTurn:
         compiler's); ``max_rules`` applies to each tool's part and to the envelope, not to
         their sum. Raises what :meth:`grammar` raises. The cyclic garbage collector is paused
         while it builds (see :func:`toolmask.tools._parts.parts_of`).
+
+        ``lazy`` (default: True over more than :data:`LAZY_MIN_TOOLS` tools): compile each
+        tool's arguments only when a reply first enters them (a
+        :class:`~toolmask.tools.LazyTurnGrammar`, see ``docs/tools.md`` "Many tools"): the
+        same language and the same masks, the compile costs O(names) instead of one schema
+        compilation per tool, and a schema that cannot be compiled raises from the matcher
+        call that enters it instead of from here.
         """
         with gc_paused():
-            return self._compile_turn(vocab, limits)
+            return self._compile_turn(vocab, limits, lazy)
 
-    def _compile_turn(self, vocab: Vocabulary | None, limits: Limits | None) -> CompiledGrammar:
+    def _compile_turn(
+        self, vocab: Vocabulary | None, limits: Limits | None, lazy: bool | None
+    ) -> CompiledGrammar:
         compiler = active_compiler()
         lim = limits if limits is not None else limits_of(self.schema_options)
         mode = self.tool_choice.mode if self.callable_tools else "none"
@@ -191,12 +214,18 @@ class ToolTurn:
             sizeof=_compiled_bytes,
         )
         vkey = vocab.fingerprint if vocab is not None else None
-        base = (self._tools_key, vkey, lim, mode)
+        if lazy is None:
+            lazy = len(self.tools) > LAZY_MIN_TOOLS
+        lazy = lazy and mode != "none"
+        base = (self._tools_key, vkey, lim, mode, lazy)
         every = mode == "none" or len(names) == len(self.tools)
         full: CompiledGrammar | None = cache.get(base)
         if full is None:
-            grammar = self._grammar if every else self._full_grammar(mode)
-            full = cache.put(base, _compile(compiler, grammar, vocab, lim))
+            if lazy:
+                full = cache.put(base, self._lazy_turn(compiler, vocab, lim, mode))
+            else:
+                grammar = self._grammar if every else self._full_grammar(mode)
+                full = cache.put(base, _compile(compiler, grammar, vocab, lim))
         if every:
             return full
         fkey = (*base, names)
@@ -247,6 +276,42 @@ class ToolTurn:
             reasoning=self.reasoning,
             reasoning_open=self.reasoning_open,
         )
+
+    def _lazy_turn(
+        self, compiler: Any, vocab: Vocabulary | None, lim: Limits, mode: str
+    ) -> LazyTurnGrammar:
+        """The turn over every tool in ``mode``, compiled lazily (see :mod:`._lazy`)."""
+        base = build_lazy_turn(
+            self.tools,
+            self.format,
+            ToolChoice(mode),  # type: ignore[arg-type]  # a ToolChoice mode
+            parallel=self.parallel_tool_calls,
+            special_tokens=self.special_tokens,
+            schema_options=self.schema_options,
+            reasoning=self.reasoning,
+            reasoning_open=self.reasoning_open,
+        )
+        index = self._index
+
+        def with_parts(grammar: Grammar, names: frozenset[str]) -> Grammar:
+            if not names:
+                return grammar
+            with compiler.activate(), gc_paused():
+                return with_tool_parts(
+                    grammar,
+                    base.call_rules,
+                    [self.tools[i] for i in sorted(index[n] for n in names)],
+                    self.format,
+                    special_tokens=self.special_tokens,
+                    schema_options=self.schema_options,
+                    reasoning_open=self.reasoning_open,
+                )
+
+        def compile_one(grammar: Grammar) -> CompiledGrammar:
+            with compiler.activate():
+                return _compile(compiler, grammar, vocab, lim)
+
+        return LazyTurnGrammar.create(base, with_parts, compile_one, vocab)
 
     def _filter_grammar(self) -> Grammar:
         return build_name_filter(

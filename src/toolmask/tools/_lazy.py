@@ -1,0 +1,502 @@
+"""Lazy turns: a turn over many tools whose argument grammars compile when first entered.
+
+A turn over N tools costs N schema compilations when it is compiled whole (milliseconds per
+tool). A lazy turn compiles, up front, only what every tool shares and what the tool-name
+position needs, and compiles a tool's arguments the first time a reply enters them. It keeps
+two grammars per set ``T`` of tools compiled so far (:func:`build_lazy_turn`):
+
+* **block(T)**: the real turn, except that each tool outside ``T`` has a placeholder special
+  token where its first argument value starts. No token matches a placeholder, so block(T)
+  admits exactly the real turn's prefixes that stop before an uncompiled tool's arguments;
+* **any(T)**: the same with any JSON value there instead: a superset of the real turn.
+
+The matcher (:class:`LazyTurnMatcher`) runs both in lockstep and keeps one invariant: its
+states never stand where a placeholder is allowed (the moment one is, the tools it stands for
+are compiled, ``T`` grows, and the units accepted so far are replayed into the two new
+automata, which admit them since they only replace placeholders). Then:
+
+* a byte or a special token is allowed exactly when block(T) allows it;
+* a token's mask is block(T)'s when block(T) and any(T) give the same mask at the state (the
+  real mask lies between the two); where they differ, the tokens in any(T)'s mask only are
+  walked through block(T) to the placeholder they reach, those tools are compiled, and the
+  mask is computed again (the real mask never differs from block(T)'s unless a token runs
+  from a name into the arguments in one piece, which real vocabularies almost never hold);
+* accepting a token or bytes walks them through block(T) and compiles the tools whose
+  placeholders they reach on the way, before they are accepted.
+
+So the masks and the language are exactly the eager turn's (tested token for token against
+it), the turn compiles in O(names), and a tool whose arguments no reply enters is never
+compiled. A tool's arguments cost their compilation (cached per tool by
+:mod:`toolmask.tools._parts`) plus a rebuild of the two grammars over the names, once per set
+of compiled tools (cached in the lazy turn, shared by its matchers and by every subset
+restricted from it).
+
+What moves: a tool schema that cannot be compiled raises its SchemaError / LimitError (naming
+the tool, ``e.tool``) when a reply first enters its arguments, from the matcher call that got
+there, instead of at compile time. :meth:`ToolTurn.compile` with ``lazy=False`` (or
+``ToolTurn.grammar()``) compiles every schema up front.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from toolmask._compile import CompiledGrammar, Matcher
+from toolmask.grammar import Grammar
+from toolmask.tools._grammar import LazyTurn
+
+if TYPE_CHECKING:
+    from toolmask.automaton import Automaton, AutomatonState
+    from toolmask.vocab import Vocabulary
+
+__all__ = ["LazyTurnGrammar", "LazyTurnMatcher"]
+
+#: puts the real parts of the named tools into one of the lazy turn's grammars
+#: (:func:`~toolmask.tools._grammar.with_tool_parts` with the turn's options)
+WithParts = Callable[[Grammar, frozenset[str]], Grammar]
+#: compiles a grammar for the turn's vocabulary and limits
+Compiler = Callable[[Grammar], CompiledGrammar]
+
+
+class _Variant:
+    """block(T) and any(T) compiled, with the memos their matchers share."""
+
+    __slots__ = ("any", "at", "block", "exact", "sentinels", "tools")
+
+    def __init__(
+        self,
+        tools: frozenset[str],
+        block: CompiledGrammar,
+        any_: CompiledGrammar,
+        sentinels: dict[str, str],
+    ) -> None:
+        self.tools = tools
+        self.block = block
+        self.any = any_
+        self.sentinels = sentinels
+        #: block state -> names of the tools whose placeholders it allows (empty: none)
+        self.at: dict[Any, frozenset[str]] = {}
+        #: (block state, any state) pairs whose two masks are equal
+        self.exact: set[tuple[Any, Any]] = set()
+
+    def placeholders_at(self, state: AutomatonState) -> frozenset[str]:
+        hit = self.at.get(state)
+        if hit is None:
+            sent = self.sentinels
+            allowed = self.block.automaton.allowed_specials(state) if sent else ()
+            hit = frozenset(sent[t] for t in allowed if t in sent)
+            self.at[state] = hit
+        return hit
+
+
+class _Store:
+    """The variants of one lazy turn, by set of compiled tools (shared by its matchers and its
+    restrictions; thread-safe)."""
+
+    __slots__ = ("base", "compile", "lock", "variants", "vocab", "with_parts")
+
+    def __init__(
+        self, base: LazyTurn, with_parts: WithParts, compile: Compiler, vocab: Vocabulary | None
+    ) -> None:
+        self.base = base
+        self.with_parts = with_parts
+        self.compile = compile
+        self.vocab = vocab
+        self.lock = threading.Lock()
+        self.variants: dict[frozenset[str], _Variant] = {}
+
+    def variant(self, tools: frozenset[str]) -> _Variant:
+        hit = self.variants.get(tools)
+        if hit is not None:
+            return hit
+        with self.lock:
+            hit = self.variants.get(tools)
+            if hit is None:
+                base = self.base
+                block = self.compile(self.with_parts(base.block, tools))
+                any_ = self.compile(self.with_parts(base.any, tools))
+                sentinels = {k: n for k, n in base.placeholders.items() if n not in tools}
+                hit = self.variants[tools] = _Variant(tools, block, any_, sentinels)
+        return hit
+
+    def memory(self) -> dict[str, int]:
+        out = {"automaton": 0, "masks": 0}
+        for v in list(self.variants.values()):
+            for c in (v.block, v.any):
+                for k, n in c.memory().items():
+                    out[k] = out.get(k, 0) + n
+        return out
+
+
+class LazyTurnGrammar(CompiledGrammar):
+    """A compiled turn whose tools' argument grammars compile on first use (see the module
+    docstring). Used like any :class:`CompiledGrammar`: :meth:`matcher`, :meth:`restricted`;
+    :attr:`grammar`, :attr:`automaton` and :attr:`masks` are block(T)'s for the tools compiled
+    so far when it was made (the placeholders included: use ``ToolTurn.grammar()`` for the
+    turn's full grammar)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: _Store, filter: CompiledGrammar | None = None) -> None:
+        first = store.variant(frozenset())
+        super().__init__(
+            first.block.grammar,
+            first.block.automaton,
+            first.block.masks,
+            backend=first.block.backend,
+            filter=filter,
+        )
+        self._store = store
+
+    @classmethod
+    def create(
+        cls, base: LazyTurn, with_parts: WithParts, compile: Compiler, vocab: Vocabulary | None
+    ) -> LazyTurnGrammar:
+        """Compile block(∅) and any(∅) of ``base`` (the envelope and the names): O(names)."""
+        return cls(_Store(base, with_parts, compile, vocab))
+
+    @property
+    def compiled_tools(self) -> frozenset[str]:
+        """The tools whose argument grammars have been compiled (by any matcher so far)."""
+        out: frozenset[str] = frozenset()
+        for t in list(self._store.variants):
+            out |= t
+        return out
+
+    def restricted(self, filter: CompiledGrammar) -> CompiledGrammar:
+        """This turn intersected with ``filter`` (see :meth:`CompiledGrammar.restricted`); the
+        variants compiled so far are shared. O(1)."""
+        if (self.masks is None) != (filter.masks is None):
+            raise ValueError("a filter must be compiled for the same vocabulary")
+        f = filter if self.filter is None else self.filter.restricted(filter)
+        return LazyTurnGrammar(self._store, f)
+
+    def matcher(self) -> LazyTurnMatcher:
+        f = self.filter
+        return LazyTurnMatcher(self._store, f.matcher() if f is not None else None)
+
+    def memory(self) -> dict[str, int]:
+        return self._store.memory()
+
+    def __repr__(self) -> str:
+        return (
+            f"LazyTurnGrammar(variants={len(self._store.variants)}, "
+            f"compiled_tools={len(self.compiled_tools)}, backend={self.backend!r})"
+        )
+
+
+#: what the batch filler reads as a row's masks for a row it must leave to the row itself
+_OWN_ROW = object()
+
+
+class LazyTurnMatcher(Matcher):
+    """A matcher of a :class:`LazyTurnGrammar` (see the module docstring): the same contract
+    as :class:`Matcher` (never raises on model output; one history unit per byte, token or
+    special token), except that entering an uncompiled tool's arguments compiles them first
+    and raises that tool's SchemaError / LimitError if its schema cannot be compiled."""
+
+    __slots__ = ("_ff", "_ma", "_mb", "_scratch2", "_store", "_units", "_v")
+
+    def __init__(self, store: _Store, filter: Matcher | None = None) -> None:
+        self._store = store
+        self._ff = filter
+        self._v = store.variant(frozenset())
+        self._mb = self._v.block.matcher()
+        self._ma = self._v.any.matcher()
+        #: accepted units, for replay: ("b", byte) | ("t", token id) | ("s", special text)
+        self._units: list[tuple[str, Any]] = []
+        self._scratch2: npt.NDArray[np.int32] | None = None
+        self._scratch: npt.NDArray[np.int32] | None = None
+
+    # -- views --------------------------------------------------------------------------------
+    @property
+    def state(self) -> AutomatonState:
+        """block(T)'s state (interned within the automaton of :attr:`automaton`)."""
+        return self._mb.state
+
+    @property
+    def automaton(self) -> Automaton:
+        """block(T)'s automaton for the tools compiled so far (it changes as tools compile)."""
+        return self._mb.automaton
+
+    @property
+    def masks(self) -> Any:
+        """Not a mask cache the batch filler may read by state: it leaves this row to
+        :meth:`fill_bitmask`."""
+        return _OWN_ROW if self._mb.masks is not None else None
+
+    @property
+    def n_accepted(self) -> int:
+        return len(self._units)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._mb.vocab_size
+
+    @property
+    def stopped(self) -> bool:
+        return self._mb.stopped
+
+    @property
+    def compiled_tools(self) -> frozenset[str]:
+        """The tools whose arguments this matcher's automata hold compiled."""
+        return self._v.tools
+
+    # -- compiling tools on the way --------------------------------------------------------------
+    def _activate(self, names: frozenset[str]) -> None:
+        """Move to the variant with ``names`` compiled too and replay the accepted units."""
+        v = self._store.variant(self._v.tools | names)
+        mb, ma = v.block.matcher(), v.any.matcher()
+        run: bytearray = bytearray()
+        for kind, value in self._units:
+            if kind == "b":
+                run.append(value)
+                continue
+            if run:
+                ok = mb.accept_bytes(run) and ma.accept_bytes(run)
+                run.clear()
+                assert ok, "a lazy turn's replay failed"
+            if kind == "t":
+                ok = mb.accept_token(value) and ma.accept_token(value)
+            else:
+                ok = mb.accept_special(value) and ma.accept_special(value)
+            assert ok, "a lazy turn's replay failed"
+        if run:
+            ok = mb.accept_bytes(run) and ma.accept_bytes(run)
+            assert ok, "a lazy turn's replay failed"
+        self._v, self._mb, self._ma = v, mb, ma
+
+    def _settle(self) -> None:
+        """Compile the tools whose placeholders the current state allows (the invariant)."""
+        while True:
+            names = self._v.placeholders_at(self._mb.state)
+            if not names:
+                return
+            self._activate(names)
+
+    def _reached(self, data: bytes) -> frozenset[str]:
+        """The tools whose placeholders ``data`` reaches from the current state (walked
+        through block(T) until it stops)."""
+        v, a = self._v, self._mb.automaton
+        s: AutomatonState | None = self._mb.state
+        found: set[str] = set()
+        for b in data:
+            assert s is not None
+            found |= v.placeholders_at(s)
+            s = a.advance(s, b)
+            if s is None:
+                break
+        if s is not None:
+            found |= v.placeholders_at(s)
+        return frozenset(found)
+
+    def _prepare(self, data: bytes) -> None:
+        """Compile every tool whose arguments ``data`` enters from here, so that block(T)
+        takes exactly what the real turn takes."""
+        while True:
+            names = self._reached(data) - self._v.tools
+            if not names:
+                return
+            self._activate(names)
+
+    # -- accepting ---------------------------------------------------------------------------------
+    def accept_bytes(self, data: bytes | bytearray | memoryview) -> bool:
+        if self.stopped:
+            return False
+        data = bytes(data)
+        if not data:
+            return True
+        self._settle()
+        self._prepare(data)
+        mb, ma, f = self._mb, self._ma, self._ff
+        if f is not None and not f.accept_bytes(data):
+            return False
+        if not mb.accept_bytes(data):
+            if f is not None:
+                f.rollback(len(data))
+            return False
+        if not ma.accept_bytes(data):  # pragma: no cover - any(T) holds block(T)
+            mb.rollback(len(data))
+            if f is not None:
+                f.rollback(len(data))
+            return False
+        self._units.extend(("b", b) for b in data)
+        self._settle()
+        return True
+
+    def accept_special(self, text: str) -> bool:
+        if self.stopped or text in self._v.sentinels:
+            return False
+        self._settle()
+        mb, ma, f = self._mb, self._ma, self._ff
+        if not mb.accept_special(text):
+            return False
+        if not ma.accept_special(text) or (f is not None and not f.accept_special(text)):
+            mb.rollback(1)
+            if ma.n_accepted > mb.n_accepted:
+                ma.rollback(1)
+            return False
+        self._units.append(("s", text))
+        self._settle()
+        return True
+
+    def accept_token(self, tid: int) -> bool:
+        if self.stopped:
+            return False
+        self._settle()
+        masks = self._mb.masks
+        if masks is None:
+            self._mb.accept_token(tid)  # raises the no-vocabulary ValueError
+            return False
+        idx = masks.index
+        if 0 <= tid < idx.size and idx.text[tid]:
+            self._prepare(idx.vocab.token_bytes[tid])
+        mb, ma, f = self._mb, self._ma, self._ff
+        if not mb.accept_token(tid):
+            return False
+        if not ma.accept_token(tid):  # pragma: no cover - any(T) holds block(T)
+            mb.rollback(1)
+            return False
+        if f is not None and not f.accept_token(tid):
+            mb.rollback(1)
+            ma.rollback(1)
+            return False
+        self._units.append(("t", tid))
+        if not mb.stopped:
+            self._settle()
+        return True
+
+    def rollback(self, n: int) -> None:
+        if n < 0 or n > len(self._units):
+            raise ValueError(f"cannot roll back {n} units: only {len(self._units)} accepted")
+        if n == 0:
+            return
+        self._mb.rollback(n)
+        self._ma.rollback(n)
+        if self._ff is not None:
+            self._ff.rollback(n)
+        del self._units[-n:]
+
+    def reset(self) -> None:
+        self._mb.reset()
+        self._ma.reset()
+        if self._ff is not None:
+            self._ff.reset()
+        self._units.clear()
+
+    # -- queries --------------------------------------------------------------------------------
+    def is_accepting(self) -> bool:
+        self._settle()
+        if self._ff is not None and not self._ff.is_accepting():
+            return False
+        return self._mb.is_accepting()
+
+    def is_finished(self) -> bool:
+        if self.stopped:
+            return True
+        self._settle()
+        if self._ff is None:
+            return self._mb.is_finished()
+        return self.is_accepting() and not self.allowed_bytes() and not self.allowed_specials()
+
+    def allowed_bytes(self) -> int:
+        if self.stopped:
+            return 0
+        self._settle()
+        own = self._mb.allowed_bytes()
+        return own & self._ff.allowed_bytes() if self._ff is not None else own
+
+    def allowed_specials(self) -> frozenset[str]:
+        if self.stopped:
+            return frozenset()
+        self._settle()
+        own = self._mb.allowed_specials()
+        return own & self._ff.allowed_specials() if self._ff is not None else own
+
+    def mask(self) -> npt.NDArray[np.int32]:
+        out = np.empty(self._need_words(), dtype=np.int32)
+        self.fill_bitmask(out)
+        out.setflags(write=False)
+        return out
+
+    def _need_words(self) -> int:
+        masks = self._mb.masks
+        if masks is None:
+            self._mb.mask()  # raises the no-vocabulary ValueError
+        assert masks is not None
+        return int(masks.index.words)
+
+    def fill_bitmask(self, out: npt.NDArray[np.int32], index: int | None = None) -> None:
+        """The real turn's mask (see the module docstring): block(T)'s, checked against
+        any(T)'s once per pair of states."""
+        words = self._need_words()
+        target = out if index is None else out[index]
+        if target.shape != (words,):
+            raise ValueError(f"bitmask has shape {target.shape}, expected ({words},)")
+        if self.stopped:
+            target.fill(0)
+            return
+        self._settle()
+        while True:
+            mb, ma, v = self._mb, self._ma, self._v
+            mb.fill_bitmask(target)
+            key = (mb.state, ma.state)
+            if key in v.exact:
+                break
+            wide = self._scratch2
+            if wide is None:
+                wide = self._scratch2 = np.empty(words, dtype=np.int32)
+            ma.fill_bitmask(wide)
+            np.bitwise_and(wide, np.invert(target), out=wide)
+            if not wide.any():
+                v.exact.add(key)
+                break
+            bits = np.unpackbits(wide.view(np.uint8), bitorder="little")
+            token_bytes = self._mb.masks.index.vocab.token_bytes
+            names: set[str] = set()
+            for tid in np.flatnonzero(bits).tolist():
+                names |= self._reached(token_bytes[tid])
+            names -= v.tools
+            if not names:  # pragma: no cover - any(T) and block(T) differ only there
+                v.exact.add(key)
+                break
+            self._activate(frozenset(names))
+        f = self._ff
+        if f is not None:
+            scratch = self._scratch
+            if scratch is None:
+                scratch = self._scratch = np.empty(words, dtype=np.int32)
+            f.fill_bitmask(scratch)
+            np.bitwise_and(target, scratch, out=target)
+
+    def allowed_token_ids(self) -> npt.NDArray[np.int64]:
+        m = self.mask()
+        bits = np.unpackbits(m.view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits[: self.vocab_size]).astype(np.int64)
+
+    def forced_bytes(self) -> bytes:
+        if self.stopped:
+            return b""
+        out = bytearray()
+        cap = self._mb.automaton.limits.max_forced_bytes
+        while len(out) < cap and not self.is_accepting():
+            mask = self.allowed_bytes()
+            if mask == 0 or mask & (mask - 1) or self.allowed_specials():
+                break
+            b = mask.bit_length() - 1
+            if not self.accept_bytes(bytes((b,))):  # pragma: no cover - allowed means taken
+                break
+            out.append(b)
+        self.rollback(len(out))
+        return bytes(out)
+
+    def __repr__(self) -> str:
+        return (
+            f"LazyTurnMatcher(accepted={len(self._units)}, "
+            f"compiled_tools={len(self._v.tools)}, state={self._mb.state!r})"
+        )
