@@ -225,7 +225,7 @@ def worker(specs: list[dict[str, Any]], seed: int, eager: bool) -> dict[str, Any
         mem = compiler.memory()
         out["memory_mb"] = mem["total"] / 1e6
         out["rss_growth_mb"] = (_rss_kb() - rss0) / 1e3
-    out["eager_cold_cpu_ms"] = math.nan
+    out["eager_cold_cpu_ms"] = None
     if eager:  # every schema up front, in a compiler of its own (cold caches)
         other = tm.GrammarCompiler()
         with other.activate():
@@ -279,7 +279,11 @@ COLUMNS = [
 def table(rows: list[dict[str, Any]]) -> str:
     head = "| " + " | ".join(c[1] for c in COLUMNS) + " |"
     sep = "|" + "|".join("---" for _ in COLUMNS) + "|"
-    body = ["| " + " | ".join(fmt.format(r[k]) for k, _, fmt in COLUMNS) + " |" for r in rows]
+
+    def cell(v: Any, fmt: str) -> str:
+        return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
+
+    body = ["| " + " | ".join(cell(r[k], fmt) for k, _, fmt in COLUMNS) + " |" for r in rows]
     return "\n".join([head, sep, *body])
 
 
@@ -322,9 +326,11 @@ def main() -> None:
     medians = []
     for n in sizes:
         mine = [r for r in runs if r["n"] == n]
-        medians.append(
-            {k: (statistics.median(r[k] for r in mine) if k != "n" else n) for k, _, _ in COLUMNS}
-        )
+        row: dict[str, Any] = {"n": n}
+        for k, _, _ in COLUMNS[1:]:
+            xs = [r[k] for r in mine if r.get(k) is not None]
+            row[k] = statistics.median(xs) if xs else None
+        medians.append(row)
     print(table(medians))
     result = {
         "date": time.strftime("%Y-%m-%d"),

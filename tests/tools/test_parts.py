@@ -260,8 +260,11 @@ def test_two_thousand_tools_compile_under_the_default_limits() -> None:
     compiler = tm.GrammarCompiler()
     with compiler.activate():
         turn = ToolTurn(tools, "hermes", "required")
-        compiled = turn.compile()
+        eager = turn.compile(lazy=False)  # every schema up front
+        lazy = turn.compile()  # the default over LAZY_MIN_TOOLS tools
     assert len(turn.grammar().rules) > tm.DEFAULT_LIMITS.max_rules
-    m = compiled.matcher()
-    assert m.accept_bytes(b'<tool_call>\n{"name": "tool_1234", "arguments": {"k1234_0": "x"}}')
-    assert not m.accept_bytes(b', "k1235_0"')  # another tool's key
+    for compiled in (eager, lazy):
+        m = compiled.matcher()
+        call = b'<tool_call>\n{"name": "tool_1234", "arguments": {"k1234_0": "x"}}'
+        assert m.accept_bytes(call)
+        assert not m.accept_bytes(b', "k1235_0"')  # another tool's key
