@@ -111,8 +111,9 @@ def test_lazy_masks_equal_the_eager_masks(
     if subset:
         choice = {"type": "allowed_tools", "mode": "required", "tools": NAMES[:3]}
     turn = ToolTurn(TOOLS, fmt, choice, special_tokens=sp)
-    lazy = turn.compile(qwen3_vocab, lazy=True)
-    eager = turn.compile(qwen3_vocab, lazy=False)
+    with tm.GrammarCompiler().activate():  # a turn of its own: no tool compiled yet
+        lazy = turn.compile(qwen3_vocab, lazy=True)
+        eager = turn.compile(qwen3_vocab, lazy=False)
     ml, me = lazy.matcher(), eager.matcher()
     assert isinstance(ml, LazyTurnMatcher)
     calls = [(NAMES[0], VALID[NAMES[0]][0]), (NAMES[2], VALID[NAMES[2]][-1])]

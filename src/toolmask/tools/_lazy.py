@@ -27,9 +27,9 @@ automata, which admit them since they only replace placeholders). Then:
 So the masks and the language are exactly the eager turn's (tested token for token against
 it), the turn compiles in O(names), and a tool whose arguments no reply enters is never
 compiled. A tool's arguments cost their compilation (cached per tool by
-:mod:`toolmask.tools._parts`) plus a rebuild of the two grammars over the names, once per set
-of compiled tools (cached in the lazy turn, shared by its matchers and by every subset
-restricted from it).
+:mod:`toolmask.tools._parts`) plus a rebuild of the two grammars over the names, once per
+turn: the turn keeps its latest variant, with every tool any of its matchers entered, and new
+matchers (and every subset restricted from it) start there.
 
 What moves: a tool schema that cannot be compiled raises its SchemaError / LimitError (naming
 the tool, ``e.tool``) when a reply first enters its arguments, from the matcher call that got
@@ -95,10 +95,13 @@ class _Variant:
 
 
 class _Store:
-    """The variants of one lazy turn, by set of compiled tools (shared by its matchers and its
-    restrictions; thread-safe)."""
+    """The variants of one lazy turn (shared by its matchers and its restrictions;
+    thread-safe): the first (no tool compiled) and the latest, which holds every tool any
+    matcher has entered so far. A new matcher starts at the latest, so a tool compiles once
+    per turn, not once per reply; a variant that is no longer the latest lives as long as the
+    matchers that use it."""
 
-    __slots__ = ("base", "compile", "lock", "variants", "vocab", "with_parts")
+    __slots__ = ("base", "compile", "first", "latest", "lock", "vocab", "with_parts")
 
     def __init__(
         self, base: LazyTurn, with_parts: WithParts, compile: Compiler, vocab: Vocabulary | None
@@ -108,25 +111,33 @@ class _Store:
         self.compile = compile
         self.vocab = vocab
         self.lock = threading.Lock()
-        self.variants: dict[frozenset[str], _Variant] = {}
+        self.first = self._build(frozenset())
+        self.latest = self.first
 
-    def variant(self, tools: frozenset[str]) -> _Variant:
-        hit = self.variants.get(tools)
-        if hit is not None:
+    def _build(self, tools: frozenset[str]) -> _Variant:
+        base = self.base
+        block = self.compile(self.with_parts(base.block, tools))
+        any_ = self.compile(self.with_parts(base.any, tools))
+        sentinels = {k: n for k, n in base.placeholders.items() if n not in tools}
+        return _Variant(tools, block, any_, sentinels)
+
+    def grow(self, tools: frozenset[str]) -> _Variant:
+        """A variant holding at least ``tools`` compiled: the latest when it does, else the
+        latest's tools and ``tools`` compiled, which becomes the latest. Raises the
+        SchemaError / LimitError of a tool that cannot be compiled (the latest unchanged)."""
+        hit = self.latest
+        if tools <= hit.tools:
             return hit
         with self.lock:
-            hit = self.variants.get(tools)
-            if hit is None:
-                base = self.base
-                block = self.compile(self.with_parts(base.block, tools))
-                any_ = self.compile(self.with_parts(base.any, tools))
-                sentinels = {k: n for k, n in base.placeholders.items() if n not in tools}
-                hit = self.variants[tools] = _Variant(tools, block, any_, sentinels)
+            hit = self.latest
+            if not tools <= hit.tools:
+                hit = self.latest = self._build(hit.tools | tools)
         return hit
 
     def memory(self) -> dict[str, int]:
         out = {"automaton": 0, "masks": 0}
-        for v in list(self.variants.values()):
+        variants = [self.first] if self.latest is self.first else [self.first, self.latest]
+        for v in variants:
             for c in (v.block, v.any):
                 for k, n in c.memory().items():
                     out[k] = out.get(k, 0) + n
@@ -136,14 +147,13 @@ class _Store:
 class LazyTurnGrammar(CompiledGrammar):
     """A compiled turn whose tools' argument grammars compile on first use (see the module
     docstring). Used like any :class:`CompiledGrammar`: :meth:`matcher`, :meth:`restricted`;
-    :attr:`grammar`, :attr:`automaton` and :attr:`masks` are block(T)'s for the tools compiled
-    so far when it was made (the placeholders included: use ``ToolTurn.grammar()`` for the
-    turn's full grammar)."""
+    :attr:`grammar`, :attr:`automaton` and :attr:`masks` are block(∅)'s, with no tool
+    compiled (the placeholders included: ``ToolTurn.grammar()`` is the turn's full grammar)."""
 
     __slots__ = ("_store",)
 
     def __init__(self, store: _Store, filter: CompiledGrammar | None = None) -> None:
-        first = store.variant(frozenset())
+        first = store.first
         super().__init__(
             first.block.grammar,
             first.block.automaton,
@@ -163,10 +173,7 @@ class LazyTurnGrammar(CompiledGrammar):
     @property
     def compiled_tools(self) -> frozenset[str]:
         """The tools whose argument grammars have been compiled (by any matcher so far)."""
-        out: frozenset[str] = frozenset()
-        for t in list(self._store.variants):
-            out |= t
-        return out
+        return self._store.latest.tools
 
     def restricted(self, filter: CompiledGrammar) -> CompiledGrammar:
         """This turn intersected with ``filter`` (see :meth:`CompiledGrammar.restricted`); the
@@ -185,7 +192,7 @@ class LazyTurnGrammar(CompiledGrammar):
 
     def __repr__(self) -> str:
         return (
-            f"LazyTurnGrammar(variants={len(self._store.variants)}, "
+            f"LazyTurnGrammar(tools={len(self._store.base.call_rules)}, "
             f"compiled_tools={len(self.compiled_tools)}, backend={self.backend!r})"
         )
 
@@ -205,7 +212,7 @@ class LazyTurnMatcher(Matcher):
     def __init__(self, store: _Store, filter: Matcher | None = None) -> None:
         self._store = store
         self._ff = filter
-        self._v = store.variant(frozenset())
+        self._v = store.latest
         self._mb = self._v.block.matcher()
         self._ma = self._v.any.matcher()
         #: accepted units, for replay: ("b", byte) | ("t", token id) | ("s", special text)
@@ -250,7 +257,7 @@ class LazyTurnMatcher(Matcher):
     # -- compiling tools on the way --------------------------------------------------------------
     def _activate(self, names: frozenset[str]) -> None:
         """Move to the variant with ``names`` compiled too and replay the accepted units."""
-        v = self._store.variant(self._v.tools | names)
+        v = self._store.grow(self._v.tools | names)
         mb, ma = v.block.matcher(), v.any.matcher()
         run: bytearray = bytearray()
         for kind, value in self._units:
