@@ -692,8 +692,12 @@ class Matcher:
     def _forced_with_filter(self) -> bytes:
         """:meth:`forced_bytes` over the intersection: step both matchers one byte at a time
         while exactly one byte is allowed by both, then roll back."""
+        return self._forced_stepwise(self._a.limits.max_forced_bytes)
+
+    def _forced_stepwise(self, cap: int) -> bytes:
+        """:meth:`forced_bytes` through this matcher's own ``accept_bytes``, one byte at a time
+        (up to ``cap``), rolled back at the end."""
         out = bytearray()
-        cap = self._a.limits.max_forced_bytes
         while len(out) < cap and not self.is_accepting():
             mask = self.allowed_bytes()
             if mask == 0 or mask & (mask - 1) or self.allowed_specials():

@@ -489,18 +489,7 @@ class LazyTurnMatcher(Matcher):
     def forced_bytes(self) -> bytes:
         if self.stopped:
             return b""
-        out = bytearray()
-        cap = self._mb.automaton.limits.max_forced_bytes
-        while len(out) < cap and not self.is_accepting():
-            mask = self.allowed_bytes()
-            if mask == 0 or mask & (mask - 1) or self.allowed_specials():
-                break
-            b = mask.bit_length() - 1
-            if not self.accept_bytes(bytes((b,))):  # pragma: no cover - allowed means taken
-                break
-            out.append(b)
-        self.rollback(len(out))
-        return bytes(out)
+        return self._forced_stepwise(self._mb.automaton.limits.max_forced_bytes)
 
     def __repr__(self) -> str:
         return (

@@ -159,11 +159,7 @@ class ToolTurn:
             self.tools,
             self.format,
             self.tool_choice,
-            parallel=self.parallel_tool_calls,
-            special_tokens=self.special_tokens,
-            schema_options=self.schema_options,
-            reasoning=self.reasoning,
-            reasoning_open=self.reasoning_open,
+            **self._grammar_options(),
         )
 
     def compile(
@@ -264,17 +260,23 @@ class ToolTurn:
         h.update(json.dumps(rest, sort_keys=True, default=repr).encode())
         return h.hexdigest()
 
+    def _grammar_options(self) -> dict[str, Any]:
+        """What every turn grammar of this turn is built with, but the tools and the choice."""
+        return {
+            "parallel": self.parallel_tool_calls,
+            "special_tokens": self.special_tokens,
+            "schema_options": self.schema_options,
+            "reasoning": self.reasoning,
+            "reasoning_open": self.reasoning_open,
+        }
+
     def _full_grammar(self, mode: str) -> Grammar:
         """The turn over every tool in ``mode`` (``auto`` / ``required``)."""
         return build_turn_grammar(
             self.tools,
             self.format,
             ToolChoice(mode),  # type: ignore[arg-type]  # a ToolChoice mode
-            parallel=self.parallel_tool_calls,
-            special_tokens=self.special_tokens,
-            schema_options=self.schema_options,
-            reasoning=self.reasoning,
-            reasoning_open=self.reasoning_open,
+            **self._grammar_options(),
         )
 
     def _lazy_turn(
@@ -285,11 +287,7 @@ class ToolTurn:
             self.tools,
             self.format,
             ToolChoice(mode),  # type: ignore[arg-type]  # a ToolChoice mode
-            parallel=self.parallel_tool_calls,
-            special_tokens=self.special_tokens,
-            schema_options=self.schema_options,
-            reasoning=self.reasoning,
-            reasoning_open=self.reasoning_open,
+            **self._grammar_options(),
         )
         index = self._index
 
@@ -318,11 +316,7 @@ class ToolTurn:
             self.tools,
             self.format,
             self.tool_choice,
-            parallel=self.parallel_tool_calls,
-            special_tokens=self.special_tokens,
-            schema_options=self.schema_options,
-            reasoning=self.reasoning,
-            reasoning_open=self.reasoning_open,
+            **self._grammar_options(),
         )
 
     def for_prompt(self, prompt: str) -> ToolTurn:
