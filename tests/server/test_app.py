@@ -177,11 +177,15 @@ def test_a_thousand_tools_compile_under_server_limits_through_the_request_path()
     the tool-name position admits the tools' names; an ``allowed_tools`` request over the
     same tools shares the compiled turn and masks the others out.
 
-    Compile and mask only: the prompt advertising 1,000 tools (~150k tokens) does not fit
-    SmolLM2's 8k context, so no reply is generated (no long-context GGUF is vendored)."""
+    The request path compiles the turn lazily (each tool's arguments when a reply enters
+    them); every schema is also compiled up front under SERVER_LIMITS, and a tool those limits
+    refuse is left out. Compile and mask only: the prompt advertising 1,000 tools (~150k
+    tokens) does not fit SmolLM2's 8k context, so no reply is generated (no long-context GGUF
+    is vendored)."""
     from tests.vendored import bench_records
     from toolmask.backends.llama_cpp import default_model_path
-    from toolmask.server._protocol import APIError
+    from toolmask.errors import LimitError, SchemaError
+    from toolmask.tools import LazyTurnGrammar
 
     vocab = tm.Vocabulary.from_gguf(default_model_path())
     plans = PlanCache(vocab, tm.SERVER_LIMITS)
@@ -196,19 +200,20 @@ def test_a_thousand_tools_compile_under_server_limits_through_the_request_path()
         tools.append({"type": "function", "function": fn})
     msgs = [{"role": "user", "content": "hi"}]
     refused = 0
-    while True:  # a schema the server refuses is a 400 naming tools[i]: leave it out
-        req = _req(msgs, tools=tools[:1000], tool_choice="required")
-        try:
-            plan = plans.get(req)
+    while True:  # a schema the server's limits refuse names its tool: leave it out
+        plan = plans.get(_req(msgs, tools=tools[:1000], tool_choice="required"))
+        assert plan.turn is not None
+        try:  # every schema up front, as the lazy turn would compile each when entered
+            plan.turn.compile(vocab, limits=tm.SERVER_LIMITS, lazy=False)
             break
-        except APIError as e:
-            assert e.param is not None and e.param.startswith("tools[")
-            del tools[int(e.param[len("tools[") :].split("]")[0])]
+        except (SchemaError, LimitError) as e:
+            names_now = [t["function"]["name"] for t in tools]
+            del tools[names_now.index(e.tool)]
             refused += 1
     assert refused < 50 and len(tools) >= 1000
-    assert plan.compiled is not None and plan.compiled.filter is None
+    assert isinstance(plan.compiled, LazyTurnGrammar) and plan.compiled.filter is None
     names = [t["function"]["name"] for t in tools[:1000]]
-    assert len(plan.compiled.grammar.rules) > tm.SERVER_LIMITS.max_rules  # the sum is over it
+    assert len(plan.turn.grammar().rules) > tm.SERVER_LIMITS.max_rules  # the sum is over it
 
     def at_name(c: tm.CompiledGrammar) -> tm.Matcher:
         m = c.matcher()
