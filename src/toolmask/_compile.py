@@ -340,16 +340,25 @@ class CompiledGrammar:
         and ``filter`` (the tool layer keeps one turn over every tool and applies an allowed
         subset as a small name filter, see ``docs/tools.md``). ``filter`` must be compiled
         for the same vocabulary (or both without one). O(1)."""
+        return CompiledGrammar(
+            self.grammar,
+            self.automaton,
+            self.masks,
+            backend=self.backend,
+            filter=self._with_filter(filter),
+        )
+
+    def _with_filter(self, filter: CompiledGrammar) -> CompiledGrammar:
+        """The filter a restriction of this grammar by ``filter`` runs: ``filter``, or this
+        grammar's own filter restricted by it. ValueError unless ``filter`` was compiled for
+        the same vocabulary (or both without one)."""
         if (self.masks is None) != (filter.masks is None) or (
             self.vocab is not None
             and filter.vocab is not None
             and self.vocab.fingerprint != filter.vocab.fingerprint
         ):
             raise ValueError("a filter must be compiled for the same vocabulary")
-        f = filter if self.filter is None else self.filter.restricted(filter)
-        return CompiledGrammar(
-            self.grammar, self.automaton, self.masks, backend=self.backend, filter=f
-        )
+        return filter if self.filter is None else self.filter.restricted(filter)
 
     @property
     def vocab(self) -> Vocabulary | None:
@@ -422,10 +431,6 @@ def _pointer(path: Iterable[str | int]) -> str:
     return json_pointer(path) or "(root)"
 
 
-#: what :attr:`Matcher.masks` gives the batch filler for a row it must leave to the row
-_FILTERED_ROW = object()
-
-
 class Matcher:
     """Matching of one sequence against a compiled grammar: bytes, and tokens with a vocabulary.
 
@@ -445,6 +450,10 @@ class Matcher:
     """
 
     __slots__ = ("_a", "_f", "_history", "_masks", "_scratch", "_state", "_stopped_at")
+
+    #: what :attr:`masks` gives the batch filler for a row whose mask is not its state's
+    #: cached mask (a filtered row; a lazy turn's): the filler leaves it to ``fill_bitmask``
+    _FILLS_ITSELF: Any = object()
 
     def __init__(
         self, automaton: Automaton, masks: MaskCache | None = None, filter: Matcher | None = None
@@ -474,7 +483,7 @@ class Matcher:
         With a filter, a marker instead: the row's mask is not its state's cached mask, so the
         batch filler leaves the row to :meth:`fill_bitmask`."""
         if self._f is not None and self._masks is not None:
-            return _FILTERED_ROW
+            return self._FILLS_ITSELF
         return self._masks
 
     @property
@@ -661,7 +670,7 @@ class Matcher:
         """The allowed token ids, sorted."""
         m = self.mask()
         bits = np.unpackbits(m.view(np.uint8), bitorder="little")
-        return np.flatnonzero(bits[: self._need_masks().index.size]).astype(np.int64)
+        return np.flatnonzero(bits[: self.vocab_size]).astype(np.int64)
 
     def forced_bytes(self) -> bytes:
         """The longest byte string every continuation must start with (at most

@@ -141,15 +141,12 @@ def _kit(
     special_tokens: frozenset[str],
     schema_options: Mapping[str, Any],
     *,
-    any_values: bool | str = False,
+    kind: type[Kit] = Kit,
 ) -> Kit:
     options = {**fmt.argument_options, **schema_options}
     layout = str(options.get("whitespace", "compact"))
     extra = () if "whitespace" in schema_options else fmt.extra_layouts
     layouts = (layout, *(x for x in extra if x != layout))
-    kind: type[Kit] = Kit
-    if any_values:
-        kind = _SentinelKit if any_values == "sentinel" else _AnyValueKit
     return kind(options, special_tokens, layouts)
 
 
@@ -343,7 +340,7 @@ def build_name_filter(
         schema_options=schema_options,
         reasoning=reasoning,
         reasoning_open=reasoning_open,
-        any_values=True,
+        kit_kind=_AnyValueKit,
     )
 
 
@@ -412,12 +409,11 @@ def build_lazy_turn(
             schema_options=schema_options,
             reasoning=reasoning,
             reasoning_open=reasoning_open,
-            any_values=side,
+            kit_kind=kind,
         )
-        for side in ("sentinel", True)
+        for kind in (_SentinelKit, _AnyValueKit)
     ]
-    callable_names = set(tool_choice.callable([t.name for t in tools]))
-    chosen = [t for t in tools if t.name in callable_names]
+    chosen = _callable(tools, tool_choice)
     return LazyTurn(
         grammars[0],
         grammars[1],
@@ -450,6 +446,12 @@ def with_tool_parts(
     return Grammar(tuple(rules), grammar.start, grammar.checks)
 
 
+def _callable(tools: Sequence[Tool], tool_choice: ToolChoice) -> list[Tool]:
+    """The tools ``tool_choice`` lets the model call, in tool order."""
+    names = set(tool_choice.callable([t.name for t in tools]))
+    return [t for t in tools if t.name in names]
+
+
 def _assemble(
     tools: Sequence[Tool],
     fmt: WireFormat,
@@ -462,7 +464,7 @@ def _assemble(
     schema_options: Mapping[str, Any] | None,
     reasoning: bool,
     reasoning_open: bool,
-    any_values: bool | str = False,
+    kit_kind: type[Kit] = Kit,
 ) -> Grammar:
     if not fmt.has_grammar:
         raise ToolError(
@@ -470,10 +472,9 @@ def _assemble(
             where="format",
         )
     parallel = parallel and fmt.parallel_calls
-    callable_names = set(tool_choice.callable([t.name for t in tools]))
-    chosen = [t for t in tools if t.name in callable_names]
+    chosen = _callable(tools, tool_choice)
     mode = tool_choice.mode if chosen else "none"
-    kit = _kit(fmt, special_tokens, schema_options or {}, any_values=any_values)
+    kit = _kit(fmt, special_tokens, schema_options or {}, kind=kit_kind)
     kit.reasoning_open = reasoning_open
     head = _head(fmt, kit, reasoning=reasoning, reasoning_open=reasoning_open)
     call_refs, part_rules = calls_of(chosen, kit) if mode != "none" else ([], [])

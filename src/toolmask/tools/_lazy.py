@@ -52,7 +52,6 @@ from toolmask.tools._grammar import LazyTurn
 
 if TYPE_CHECKING:
     from toolmask.automaton import Automaton, AutomatonState
-    from toolmask.vocab import Vocabulary
 
 __all__ = ["LazyTurnGrammar", "LazyTurnMatcher"]
 
@@ -66,7 +65,7 @@ Compiler = Callable[[Grammar], CompiledGrammar]
 class _Variant:
     """block(T) and any(T) compiled, with the memos their matchers share."""
 
-    __slots__ = ("any", "at", "block", "exact", "sentinels", "tools")
+    __slots__ = ("any", "at", "block", "exact", "reach", "sentinels", "tools")
 
     def __init__(
         self,
@@ -83,6 +82,8 @@ class _Variant:
         self.at: dict[Any, frozenset[str]] = {}
         #: (block state, any state) pairs whose two masks are equal
         self.exact: set[tuple[Any, Any]] = set()
+        #: (block state, a token's bytes) -> :meth:`reached`
+        self.reach: dict[tuple[Any, bytes], frozenset[str]] = {}
 
     def placeholders_at(self, state: AutomatonState) -> frozenset[str]:
         hit = self.at.get(state)
@@ -93,6 +94,32 @@ class _Variant:
             self.at[state] = hit
         return hit
 
+    def reached(self, state: AutomatonState, data: bytes, memo: bool) -> frozenset[str]:
+        """The tools whose placeholders ``data`` reaches from ``state`` (walked through block
+        until it stops). ``memo``: kept per (state, bytes), for a token's bytes (bounded by
+        states x vocabulary, like the masks), not for arbitrary accepted bytes."""
+        if not self.sentinels:
+            return frozenset()
+        key = (state, data)
+        hit = self.reach.get(key) if memo else None
+        if hit is not None:
+            return hit
+        a = self.block.automaton
+        s: AutomatonState | None = state
+        found: set[str] = set()
+        for b in data:
+            assert s is not None
+            found |= self.placeholders_at(s)
+            s = a.advance(s, b)
+            if s is None:
+                break
+        if s is not None:
+            found |= self.placeholders_at(s)
+        hit = frozenset(found)
+        if memo:
+            self.reach[key] = hit
+        return hit
+
 
 class _Store:
     """The variants of one lazy turn (shared by its matchers and its restrictions;
@@ -101,15 +128,12 @@ class _Store:
     per turn, not once per reply; a variant that is no longer the latest lives as long as the
     matchers that use it."""
 
-    __slots__ = ("base", "compile", "first", "latest", "lock", "vocab", "with_parts")
+    __slots__ = ("base", "compile", "first", "latest", "lock", "with_parts")
 
-    def __init__(
-        self, base: LazyTurn, with_parts: WithParts, compile: Compiler, vocab: Vocabulary | None
-    ) -> None:
+    def __init__(self, base: LazyTurn, with_parts: WithParts, compile: Compiler) -> None:
         self.base = base
         self.with_parts = with_parts
         self.compile = compile
-        self.vocab = vocab
         self.lock = threading.Lock()
         self.first = self._build(frozenset())
         self.latest = self.first
@@ -164,11 +188,9 @@ class LazyTurnGrammar(CompiledGrammar):
         self._store = store
 
     @classmethod
-    def create(
-        cls, base: LazyTurn, with_parts: WithParts, compile: Compiler, vocab: Vocabulary | None
-    ) -> LazyTurnGrammar:
+    def create(cls, base: LazyTurn, with_parts: WithParts, compile: Compiler) -> LazyTurnGrammar:
         """Compile block(∅) and any(∅) of ``base`` (the envelope and the names): O(names)."""
-        return cls(_Store(base, with_parts, compile, vocab))
+        return cls(_Store(base, with_parts, compile))
 
     @property
     def compiled_tools(self) -> frozenset[str]:
@@ -178,10 +200,7 @@ class LazyTurnGrammar(CompiledGrammar):
     def restricted(self, filter: CompiledGrammar) -> CompiledGrammar:
         """This turn intersected with ``filter`` (see :meth:`CompiledGrammar.restricted`); the
         variants compiled so far are shared. O(1)."""
-        if (self.masks is None) != (filter.masks is None):
-            raise ValueError("a filter must be compiled for the same vocabulary")
-        f = filter if self.filter is None else self.filter.restricted(filter)
-        return LazyTurnGrammar(self._store, f)
+        return LazyTurnGrammar(self._store, self._with_filter(filter))
 
     def matcher(self) -> LazyTurnMatcher:
         f = self.filter
@@ -195,10 +214,6 @@ class LazyTurnGrammar(CompiledGrammar):
             f"LazyTurnGrammar(tools={len(self._store.base.call_rules)}, "
             f"compiled_tools={len(self.compiled_tools)}, backend={self.backend!r})"
         )
-
-
-#: what the batch filler reads as a row's masks for a row it must leave to the row itself
-_OWN_ROW = object()
 
 
 class LazyTurnMatcher(Matcher):
@@ -235,7 +250,7 @@ class LazyTurnMatcher(Matcher):
     def masks(self) -> Any:
         """Not a mask cache the batch filler may read by state: it leaves this row to
         :meth:`fill_bitmask`."""
-        return _OWN_ROW if self._mb.masks is not None else None
+        return self._FILLS_ITSELF if self._mb.masks is not None else None
 
     @property
     def n_accepted(self) -> int:
@@ -286,27 +301,11 @@ class LazyTurnMatcher(Matcher):
                 return
             self._activate(names)
 
-    def _reached(self, data: bytes) -> frozenset[str]:
-        """The tools whose placeholders ``data`` reaches from the current state (walked
-        through block(T) until it stops)."""
-        v, a = self._v, self._mb.automaton
-        s: AutomatonState | None = self._mb.state
-        found: set[str] = set()
-        for b in data:
-            assert s is not None
-            found |= v.placeholders_at(s)
-            s = a.advance(s, b)
-            if s is None:
-                break
-        if s is not None:
-            found |= v.placeholders_at(s)
-        return frozenset(found)
-
-    def _prepare(self, data: bytes) -> None:
+    def _prepare(self, data: bytes, memo: bool) -> None:
         """Compile every tool whose arguments ``data`` enters from here, so that block(T)
         takes exactly what the real turn takes."""
         while True:
-            names = self._reached(data) - self._v.tools
+            names = self._v.reached(self._mb.state, data, memo) - self._v.tools
             if not names:
                 return
             self._activate(names)
@@ -319,7 +318,7 @@ class LazyTurnMatcher(Matcher):
         if not data:
             return True
         self._settle()
-        self._prepare(data)
+        self._prepare(data, False)
         mb, ma, f = self._mb, self._ma, self._ff
         if f is not None and not f.accept_bytes(data):
             return False
@@ -343,10 +342,12 @@ class LazyTurnMatcher(Matcher):
         mb, ma, f = self._mb, self._ma, self._ff
         if not mb.accept_special(text):
             return False
-        if not ma.accept_special(text) or (f is not None and not f.accept_special(text)):
+        if not ma.accept_special(text):  # pragma: no cover - any(T) holds block(T)
             mb.rollback(1)
-            if ma.n_accepted > mb.n_accepted:
-                ma.rollback(1)
+            return False
+        if f is not None and not f.accept_special(text):
+            mb.rollback(1)
+            ma.rollback(1)
             return False
         self._units.append(("s", text))
         self._settle()
@@ -362,7 +363,7 @@ class LazyTurnMatcher(Matcher):
             return False
         idx = masks.index
         if 0 <= tid < idx.size and idx.text[tid]:
-            self._prepare(idx.vocab.token_bytes[tid])
+            self._prepare(idx.vocab.token_bytes[tid], True)
         mb, ma, f = self._mb, self._ma, self._ff
         if not mb.accept_token(tid):
             return False
@@ -467,7 +468,7 @@ class LazyTurnMatcher(Matcher):
             token_bytes = self._mb.masks.index.vocab.token_bytes
             names: set[str] = set()
             for tid in np.flatnonzero(bits).tolist():
-                names |= self._reached(token_bytes[tid])
+                names |= v.reached(mb.state, token_bytes[tid], True)
             names -= v.tools
             if not names:  # pragma: no cover - any(T) and block(T) differ only there
                 v.exact.add(key)
@@ -480,11 +481,6 @@ class LazyTurnMatcher(Matcher):
                 scratch = self._scratch = np.empty(words, dtype=np.int32)
             f.fill_bitmask(scratch)
             np.bitwise_and(target, scratch, out=target)
-
-    def allowed_token_ids(self) -> npt.NDArray[np.int64]:
-        m = self.mask()
-        bits = np.unpackbits(m.view(np.uint8), bitorder="little")
-        return np.flatnonzero(bits[: self.vocab_size]).astype(np.int64)
 
     def forced_bytes(self) -> bytes:
         if self.stopped:

@@ -309,7 +309,7 @@ class ToolTurn:
             with compiler.activate():
                 return _compile(compiler, grammar, vocab, lim)
 
-        return LazyTurnGrammar.create(base, with_parts, compile_one, vocab)
+        return LazyTurnGrammar.create(base, with_parts, compile_one)
 
     def _filter_grammar(self) -> Grammar:
         return build_name_filter(
