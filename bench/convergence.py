@@ -30,7 +30,10 @@ Modes (greedy decoding, the same tools advertised in the same prompt format):
   with the model's own choice of tool in place of the per-tool markers;
 * ``grammar+pool+act-once``: the same policies with the name decoded by the mode in use
   (``--sampling exact`` chooses it by whole-sequence probability inside the decoder);
-* ``grammar+markers``: the same filter with markers for every tool (the words of its domain,
+* ``grammar+act-once``, ``grammar+likelihood+act-once``: generic policies only, no marker of
+  any tool (not even the escape hatches'): ``ACT_ONCE`` alone, the name decoded by the mode in
+  use or chosen by likelihood;
+* ``grammar+markers``: the pool filter with markers for every tool (the words of its domain,
   ``DOMAIN_MARKERS``, written per tool, not per task): a tool is in the pool only when the
   question has one of its words. The prompt still advertises every tool;
 * ``grammar+markers+act-once``: the same, and a :class:`~toolmask.agent.StateMachine` that
@@ -564,6 +567,8 @@ MODES = (
     "grammar+pool+likelihood",
     "grammar+pool+likelihood+act-once",
     "grammar+pool+act-once",
+    "grammar+act-once",
+    "grammar+likelihood+act-once",
     "grammar+markers",
     "grammar+markers+act-once",
 )
@@ -593,6 +598,8 @@ def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], a
         policy = PoolFilter(MARKERS)
     elif mode in ("grammar+pool+likelihood+act-once", "grammar+pool+act-once"):
         policy = [PoolFilter(MARKERS), ACT_ONCE]
+    elif mode in ("grammar+act-once", "grammar+likelihood+act-once"):
+        policy = ACT_ONCE
     elif mode == "grammar+markers":
         policy = PoolFilter({**MARKERS, **DOMAIN_MARKERS})
     elif mode == "grammar+markers+act-once":

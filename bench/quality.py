@@ -349,6 +349,13 @@ def main() -> int:
         "(default: plain); a mode other than plain shows as toolmask[MODE]",
     )
     p.add_argument("--categories", nargs="+", default=None, help="BFCL categories (default: all)")
+    p.add_argument(
+        "--modes",
+        nargs="+",
+        default=["auto", "required", "named"],
+        choices=["auto", "required", "named"],
+        help="the tool_choice modes to ask (default: all three)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args()
     cats = ["multiple", "parallel_multiple", "live_parallel", "live_relevance"]
@@ -373,6 +380,7 @@ def main() -> int:
                 for q in questions
                 for sampling in (args.sampling if server in TOOLMASK else ["plain"])
                 for mode, choice in modes_for(q)
+                if mode in args.modes
             ]
             with ThreadPoolExecutor(args.concurrency) as pool:  # results kept in order
                 done = pool.map(lambda w: ask_row(*w), work)

@@ -557,12 +557,19 @@ def test_exact_mode_decides_call_or_prose_first_under_auto(p: float, calls: bool
             return super().generate(prompt, compiled, **kw)
 
     b = Opening([call("add", '{"a": 2, "b": 3}') if calls else "It is 5."])
-    t = _agent(b, [add], sampling="exact").run("2 + 3?", max_steps=1)
+    # sampled: drawn by the call's own probability (the seed's first draw is 0.64)
+    params = tm.SamplingParams(temperature=1.0, mode="exact", seed=0)
+    t = _agent(b, [add], sampling=params).run("2 + 3?", max_steps=1)
     step = t[2]
     assert step.meta["call_probability"] == p
-    allowed = step.meta["allowed"]
-    assert (allowed == ["add"]) if calls else (allowed == [] and not step.tool_calls)
+    assert step.meta["allowed"] == ["add"]  # prose first: the auto turn, a call may follow
+    assert bool(step.tool_calls) is calls
+    if not calls:  # decoded under the auto turn itself, not a turn without tools
+        auto = b.compiled[0]
+        assert auto is not None and auto.matcher().accept_bytes(b"It is 5. <tool_call>")
     base = Scripted(["It is 5."])
     plain = _agent(base, [add]).run("2 + 3?", max_steps=1)
     assert plain[2].meta["call_probability"] is None
+    greedy = _agent(Opening(["It is 5."]), [add], sampling="exact").run("2 + 3?", max_steps=1)
+    assert greedy[2].meta["call_probability"] is None  # greedy: the auto turn as it is
     assert b.prompts[0] == base.prompts[0]  # the grammar changed, the prompt did not

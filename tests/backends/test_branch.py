@@ -6,14 +6,17 @@ distribution cheap; ``test_exact_mode_on_the_model`` runs the same check on the 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from typing import Any
 
 import numpy as np
 import pytest
 
 import toolmask as tm
 from tests.backends.toy import VOCAB, Toy, empirical, exact_distribution, tv
-from toolmask.backends import choose_opening
-from toolmask.backends._branch import find_branch, score_branch
+from toolmask.backends import choose_opening, opener_tokens
+from toolmask.backends._branch import Alternative, ScoredBranch, find_branch, score_branch
+from toolmask.errors import ToolmaskError
 from toolmask.sampling import SamplingParams
 
 CITIES = ["Paris", "London", "Lima", "Lyon"]
@@ -127,7 +130,39 @@ def test_exact_mode_samples_the_enumerated_distribution(seed: int) -> None:
     assert tv(empirical(texts), target) < 0.06
     assert tv(empirical(plain), target) > 2 * tv(empirical(texts), target)
     greedy = model.generate(prompt, compiled, sampling="exact")
-    assert greedy.text == max(target, key=lambda k: target[k])
+    assert greedy.text == greedy_descent(target, model._encode)
+
+
+def greedy_descent(target: dict[bytes, float], encode: Any) -> bytes:
+    """Greedy decoding of a distribution over strings, token by token (canonical tokens): at
+    each position the token whose strings hold the most mass together."""
+    live = {s: encode(s.decode()) for s in target}
+    k = 0
+    while len(live) > 1:
+        groups: dict[Any, list[bytes]] = {}
+        for s, ids in live.items():
+            groups.setdefault(ids[k] if k < len(ids) else ("end", s), []).append(s)
+        best = max(groups.values(), key=lambda g: sum(target[s] for s in g))
+        live = {s: live[s] for s in best}
+        k += 1
+    return next(iter(live))
+
+
+def test_greedy_takes_the_token_with_the_most_valid_mass_not_the_best_alternative() -> None:
+    """Temperature 0 in a branch: "another key" spread over two keys (0.3 + 0.3) beats the
+    object's close (0.4), though the close is the single most likely alternative."""
+    alts = (Alternative(b', "a": '), Alternative(b', "b": '), Alternative(b"}", end=True))
+    seqs = [[5, 6], [5, 7], [8]]
+    scores = np.log(np.array([0.3, 0.3, 0.4]))
+    last = [(np.array([6]), np.zeros(1)), (np.array([7]), np.zeros(1)), (np.zeros(0), np.zeros(0))]
+    br = ScoredBranch(alts, seqs, scores, 1, 3, last)
+    assert int(np.argmax(scores)) == 2 and br.greedy() == 0  # ties to the earlier key
+    assert br.draw(0.0, lambda: 0.5).tokens == [5, 6]
+    alone = ScoredBranch(alts[1:], seqs[1:], np.log(np.array([0.3, 0.4])), 1, 2, last[1:])
+    assert alone.greedy() == 1  # without the second key, the close
+    # an alternative that ends where others go on counts on its own
+    pre = ScoredBranch(alts[:2], [[5], [5, 7]], np.log(np.array([0.5, 0.2])), 1, 2, last[:2])
+    assert pre.greedy() == 0
 
 
 def test_fallbacks_are_counted_and_the_output_stays_valid() -> None:
@@ -188,7 +223,7 @@ def test_exact_mode_on_the_model() -> None:
     want = model.score(prompt, scored.seqs)
     assert np.allclose(scored.scores, want, atol=1e-4)
     gen = model.generate(prompt, compiled, sampling="exact")
-    assert gen.text == scored.alternatives[int(np.argmax(scored.scores))].text
+    assert gen.text == scored.alternatives[scored.greedy()].text
     # the batched backend: one call scores the whole trie
     batched = LlamaCpp.default(n_ctx=512)
     gen = batched.generate(prompt, compiled, sampling="exact")
@@ -213,10 +248,50 @@ def test_opening_odds_and_the_choice() -> None:
     first = np.exp(rows[0] - rows[0].max()) / np.exp(rows[0] - rows[0].max()).sum()
     begins = {i for i, b in enumerate(VOCAB.token_bytes) if b and b'"London"'.startswith(b)}
     assert math.isclose(other, max(x for i, x in enumerate(first) if i not in begins))
-    greedy = SamplingParams(temperature=0)
-    assert choose_opening(0.2, 0.2, greedy) and not choose_opening(0.19, 0.2, greedy)
+    with pytest.raises(ValueError, match="temperature 0"):
+        choose_opening(0.2, 0.2, SamplingParams(temperature=0))
     draws = [choose_opening(0.3, 0.9, SamplingParams(seed=i)) for i in range(2000)]
     assert 0.26 < sum(draws) / 2000 < 0.34  # sampling: the call's own probability
+
+
+def test_prose_first_excludes_the_opener_at_the_first_token_only() -> None:
+    """The exact mode's "prose first" under auto: the opener's tokens are excluded at the first
+    token, which is drawn from the rest by the model's probability (renormalised); after it
+    the grammar allows what it allows (the opener's text may follow)."""
+    model = Toy(seed=7)
+    prompt = model.tokenize("Q:")
+    opener = model.tokenize('"London"')
+    ex = opener_tokens(VOCAB, opener)
+    begins = {i for i, b in enumerate(VOCAB.token_bytes) if b and b'"London"'.startswith(b)}
+    assert (
+        set(np.flatnonzero(ex).tolist())
+        == begins | {opener[0]}
+        == {VOCAB.token_bytes.index(b'"'), VOCAB.token_bytes.index(b'"L')}
+    )
+    free = tm.compile(tm.Grammar.from_regex(r'("London"|London|Lima)( "London")?'), VOCAB)
+    allowed = []
+    for t in range(VOCAB.vocab_size):
+        m = free.matcher()
+        if not ex[t] and t != 0 and m.accept_token(t):
+            allowed.append(t)
+    assert allowed and len(allowed) < 4  # 'L', 'Lon' (not '"', '"L')
+    row = model.row(tuple(prompt)).astype(np.float64)
+    probs = np.exp(row[allowed] - row[allowed].max())
+    want = dict(zip(allowed, probs / probs.sum(), strict=True))
+    greedy = model.generate(prompt, free, exclude_first=ex)
+    assert greedy.tokens[0] == max(allowed, key=lambda t: row[t])
+    n = 1500
+    firsts = Counter(
+        model.generate(prompt, free, sampling=SamplingParams(seed=i), exclude_first=ex).tokens[0]
+        for i in range(n)
+    )
+    assert set(firsts) <= set(allowed)
+    assert sum(abs(firsts[t] / n - q) for t, q in want.items()) / 2 < 0.05
+    # only the first token: the opener's text may follow
+    then = tm.compile(tm.Grammar.from_regex(r'(London|Lima) "London"'), VOCAB)
+    assert model.generate(prompt, then, exclude_first=ex).text.endswith(b' "London"')
+    with pytest.raises(ToolmaskError, match="exclude_first"):
+        model.generate(prompt, free, sampling="aligned", exclude_first=ex)
 
 
 @pytest.mark.model

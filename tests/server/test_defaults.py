@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import numpy as np
 import pytest
 
 import toolmask as tm
@@ -163,12 +164,14 @@ class Opener(Recorder):
         super().__init__()
         self.p = p
         self.grammars: list[Any] = []
+        self.excluded: list[Any] = []
 
     def opening_odds(self, prompt: list[int], opener: list[int]) -> tuple[float, float]:
         return self.p, 0.5
 
     def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Generation:
         self.grammars.append(compiled)
+        self.excluded.append(kw.pop("exclude_first", None))
         return super().generate(prompt, compiled, **kw)
 
 
@@ -186,11 +189,23 @@ def test_exact_mode_chooses_call_or_prose_first_under_auto(p: float, call: bool)
     backend = Opener(p)
     app = create_app(backend, model_name="m", fmt="hermes")
     with TestClient(app) as client:
-        _post(client, tools=[TOOL], sampling="exact", temperature=0)
+        # sampled: the call's own probability, drawn by the seed (its first draw is 0.64)
+        _post(client, tools=[TOOL], sampling="exact", temperature=1, seed=0)
         _post(client, tools=[TOOL], temperature=0)  # plain: the auto grammar as it is
         _post(client, tools=[TOOL], tool_choice="required", sampling="exact", temperature=0)
-    chosen, plain, required = (g.matcher() for g in backend.grammars)
-    assert chosen.accept_bytes(b"<tool_call>") is call  # required: the call; none: no call
+        # greedy: the auto turn as it is (the mask removes nothing at its first token)
+        _post(client, tools=[TOOL], sampling="exact", temperature=0)
+    chosen, plain, required, greedy = (g.matcher() for g in backend.grammars)
+    assert greedy.accept_bytes(b"Hello") and backend.excluded[3] is None
+    # a call first: the turn under required; prose first: the auto turn (a call may follow the
+    # prose), the opener's tokens excluded at the first token only
+    assert chosen.accept_bytes(b"<tool_call>")
     assert backend.grammars[0].matcher().accept_bytes(b"Hello") is not call
+    excluded = backend.excluded[0]
+    assert (excluded is None) is call
+    if not call:
+        assert np.flatnonzero(excluded).tolist() == [ord("<")]  # the byte vocabulary's '<'
+        assert backend.grammars[0].matcher().accept_bytes(b"Hi <tool_call>")
     assert plain.accept_bytes(b"Hello") and backend.grammars[1].matcher().accept_bytes(b"<tool")
+    assert backend.excluded[1:3] == [None, None]
     assert not required.accept_bytes(b"Hello")

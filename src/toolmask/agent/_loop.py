@@ -7,15 +7,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolmask.agent._messages import DEFAULT_SYSTEM, Message, Template, with_decision
 from toolmask.agent._policy import ToolPolicy, expand_tool_patterns
 from toolmask.agent._template import ChatTemplate, default_template
-from toolmask.backends import Backend, ReasoningBudget, choose_opening
+from toolmask.backends import Backend, ReasoningBudget, choose_opening, opener_tokens
 from toolmask.errors import ToolError
 from toolmask.sampling import SamplingParams, sampling_params
 from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn, render_errors, resolve_format
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "ANSWER_TOOL",
@@ -322,11 +325,15 @@ class Agent:
         prompt = self.backend.tokenize(text)
         opening = self._choose_opening(turn, prompt)
         call_p = None
+        extra: dict[str, Any] = {}
         if opening is not None:
-            turn, call_p = opening
+            turn, call_p, exclude = opening
+            if exclude is not None:
+                extra["exclude_first"] = exclude
         compiled = turn.compile(self.backend.vocab) if self.constrained else None
         budget = ReasoningBudget.for_turn(turn, self.reasoning_budget)
-        extra: dict[str, Any] = {} if budget is None else {"reasoning_budget": budget}
+        if budget is not None:
+            extra["reasoning_budget"] = budget
         gen = self.backend.generate(
             prompt, compiled, max_tokens=self.max_tokens, sampling=self.sampling, **extra
         )
@@ -357,18 +364,24 @@ class Agent:
         transcript.append(msg)
         return msg, parsed, turn
 
-    def _choose_opening(self, turn: ToolTurn, prompt: list[int]) -> tuple[ToolTurn, float] | None:
-        """``sampling="exact"`` / ``"aligned"`` under ``auto``: call or prose, chosen at the
-        start of the turn by the model's probability of opening a call block (its whole
-        opener; :func:`~toolmask.backends.choose_opening`), then decoded under ``required`` or
-        ``none`` over the same tools (the prompt is unchanged). Returns the turn and that
-        probability; None where this does not apply (plain, unconstrained, a turn that is not
+    def _choose_opening(
+        self, turn: ToolTurn, prompt: list[int]
+    ) -> tuple[ToolTurn, float, np.ndarray | None] | None:
+        """``sampling="exact"`` under ``auto``, sampled: call or prose first, drawn at the start
+        of the turn by the model's probability of opening a call block (its whole opener;
+        :func:`~toolmask.backends.choose_opening`; greedy turns are decoded as they are, which
+        is already the exact conditional's argmax there). A call first is decoded under ``required``
+        over the same tools; prose first under the ``auto`` turn itself, the opener's tokens
+        excluded at the first token (a call may follow the prose). The prompt is unchanged.
+        Returns the turn, that probability and the excluded tokens (None for a call); None
+        where this does not apply (not ``exact``, greedy, unconstrained, a turn that is not
         ``auto``, a backend that cannot score)."""
         prm = self.sampling
         odds = getattr(self.backend, "opening_odds", None)
         if (
             prm is None
-            or prm.mode == "plain"
+            or prm.mode != "exact"
+            or prm.greedy
             or odds is None
             or not self.constrained
             or turn.tool_choice.mode != "auto"
@@ -377,23 +390,24 @@ class Agent:
         ):
             return None
         names = list(turn.tool_choice.callable([t.name for t in turn.tools]))
-        opener = turn.format.trigger_text
-        if not names or not opener:
+        opener_text = turn.format.trigger_text
+        if not names or not opener_text:
             return None
-        p, other = odds(prompt, self.backend.tokenize(opener))
-        key = ("__opening__", "required" if choose_opening(p, other, prm) else "none", *names)
+        opener = self.backend.tokenize(opener_text)
+        p, other = odds(prompt, opener)
+        if not choose_opening(p, other, prm):
+            return turn, round(p, 4), opener_tokens(self.backend.vocab, opener)
+        key = ("__opening__", *names)
         chosen = self._turns.get(key)
         if chosen is None:
-            choice: Any = "none"
-            if key[1] == "required":
-                choice = {
-                    "type": "allowed_tools",
-                    "mode": "required",
-                    "tools": [{"type": "function", "function": {"name": n}} for n in names],
-                }
+            choice = {
+                "type": "allowed_tools",
+                "mode": "required",
+                "tools": [{"type": "function", "function": {"name": n}} for n in names],
+            }
             chosen = ToolTurn(self.tools, tool_choice=choice, **self._turn_args)  # type: ignore[arg-type]
             self._turns[key] = chosen
-        return chosen, round(p, 4)
+        return chosen, round(p, 4), None
 
     def _choose_name(self, turn: ToolTurn, text: str) -> tuple[ToolTurn, dict[str, float]]:
         """``name_choice="likelihood"``: the turn narrowed to the allowed tool whose name, as

@@ -16,6 +16,7 @@ from toolmask.backends._base import (
     ReasoningBudget,
     StepDistortion,
     check_compiled_for,
+    opener_tokens,
 )
 from toolmask.backends._branch import choose_opening
 
@@ -29,4 +30,5 @@ __all__ = [
     "StepDistortion",
     "check_compiled_for",
     "choose_opening",
+    "opener_tokens",
 ]

@@ -36,7 +36,13 @@ import numpy as np
 from toolmask.backends._branch import branch_at, prefix_index, score_branch
 from toolmask.backends._result import Generation, OnToken, StepDistortion
 from toolmask.errors import ContextOverflowError, ToolmaskError
-from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool, sampling_params
+from toolmask.sampling import (
+    Sampler,
+    SamplingParams,
+    bitmask_from_ids,
+    bitmask_to_bool,
+    sampling_params,
+)
 
 if TYPE_CHECKING:
     from toolmask import CompiledGrammar, Matcher
@@ -51,6 +57,7 @@ __all__ = [
     "ReasoningBudget",
     "StepDistortion",
     "check_compiled_for",
+    "opener_tokens",
 ]
 
 
@@ -140,6 +147,37 @@ class _ReasoningTracker:
             out.append(specials[hit])
             i = j = j + len(hit)
         return out + (encode(text[i:]) if i < len(text) else [])
+
+
+#: opener_tokens' memo: (vocabulary fingerprint, opener ids) -> its mask
+_OPENERS: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
+
+
+def opener_tokens(vocab: Vocabulary, opener: Sequence[int]) -> np.ndarray:
+    """bool ``[V]``: the first tokens of a reply that opens with the tokens ``opener`` (a call
+    block's opener): its first token, and every token whose text is a prefix of the opener's
+    text or starts with it (it may merge with what follows). Memoised per vocabulary and
+    opener (the first call walks the vocabulary once)."""
+    if not opener:
+        raise ToolmaskError("the opener must not be empty")
+    key = (vocab.fingerprint, tuple(opener))
+    got = _OPENERS.get(key)
+    if got is None:
+        V = vocab.vocab_size
+        text = b"".join(
+            (vocab.token_bytes[t] if 0 <= t < V else None) or vocab.special.get(t, "").encode()
+            for t in opener
+        )
+        got = np.zeros(V, dtype=bool)
+        for i, piece in enumerate(vocab.token_bytes):
+            if piece and (text.startswith(piece) or piece.startswith(text)):
+                got[i] = True
+        if 0 <= opener[0] < V:
+            got[opener[0]] = True
+        if len(_OPENERS) >= 8:
+            _OPENERS.pop(next(iter(_OPENERS)))
+        _OPENERS[key] = got
+    return got
 
 
 def _allowed(bitmask: Any, token: int) -> bool:
@@ -330,14 +368,8 @@ class DecodingBackend(ABC):
                 total += m + float(np.log(np.exp(sub - m).sum()))
             else:
                 total += float(lp[t])
-        text = b"".join(vocab.token_bytes[t] or vocab.special.get(t, "").encode() for t in opener)
         first = np.exp(logp[0])
-        prose = np.ones(V, dtype=bool)
-        for i, piece in enumerate(vocab.token_bytes):
-            if piece and (text.startswith(piece) or piece.startswith(text)):
-                prose[i] = False
-        prose[opener[0]] = False
-        return float(np.exp(total)), float(first[prose].max())
+        return float(np.exp(total)), float(first[~opener_tokens(vocab, opener)].max())
 
     def score(self, context: list[int], continuations: Sequence[list[int]]) -> list[float]:
         """The model's own log-probability of each continuation after ``context``: the sum over
@@ -371,6 +403,7 @@ class DecodingBackend(ABC):
         meter: bool = False,
         end_on_exit: bool = True,
         reasoning_budget: ReasoningBudget | None = None,
+        exclude_first: np.ndarray | None = None,
     ) -> Generation:
         """Decode after ``prompt`` under ``compiled`` (``None``: unconstrained, for baselines).
 
@@ -405,6 +438,12 @@ class DecodingBackend(ABC):
         marker is appended as the model's tokens without sampling, when the grammar accepts it
         there (else at the next step: a character cut in the middle); the grammar goes on
         from the closed channel (``Generation.reasoning_tokens``, ``reasoning_cut``).
+
+        ``exclude_first`` (bool ``[V]``, under a grammar): tokens the reply must not start
+        with, whatever the grammar allows there; the first token is drawn from the rest by the
+        model's probability (renormalised). The exact mode's "prose first" under ``auto``
+        excludes the call opener's tokens (:func:`opener_tokens`): the reply opens with prose,
+        and a call may still follow it where the turn allows one.
         """
         check_compiled_for(compiled, self.vocab)
         if len(prompt) >= self.n_ctx:
@@ -415,6 +454,8 @@ class DecodingBackend(ABC):
         if params.mode == "aligned" and compiled is not None:
             if reasoning_budget is not None:
                 raise ToolmaskError("a reasoning budget is not supported with sampling='aligned'")
+            if exclude_first is not None:
+                raise ToolmaskError("exclude_first is not supported with sampling='aligned'")
             from toolmask.backends._aligned import decode_aligned
 
             return decode_aligned(
@@ -436,6 +477,7 @@ class DecodingBackend(ABC):
             meter=meter,
             end_on_exit=end_on_exit,
             reasoning_budget=reasoning_budget,
+            exclude_first=exclude_first,
         )
         m = run.m
         while len(run.out) < max_tokens:
@@ -474,6 +516,7 @@ class _Run:
         meter: bool,
         end_on_exit: bool,
         reasoning_budget: ReasoningBudget | None,
+        exclude_first: np.ndarray | None = None,
     ) -> None:
         self.backend = backend
         self.vocab = vocab = backend.vocab
@@ -504,6 +547,13 @@ class _Run:
         self.budget = (
             _ReasoningTracker(reasoning_budget, vocab) if reasoning_budget is not None else None
         )
+        #: exclude_first as bitmask words of the tokens the first step may draw (None: no rule)
+        self.first_keep: np.ndarray | None = None
+        if exclude_first is not None:
+            if m is None:
+                raise ToolmaskError("exclude_first needs a grammar")
+            keep = np.flatnonzero(~np.asarray(exclude_first, dtype=bool)[: vocab.vocab_size])
+            self.first_keep = bitmask_from_ids(keep, vocab.vocab_size)
 
     def emit(self, chunk: list[int]) -> bool:
         """Append ``chunk`` and feed it to the model; True when decoding must stop."""
@@ -568,7 +618,7 @@ class _Run:
         """One sampling step under the mask (see ``end_on_exit`` in ``generate``)."""
         gen, m = self.gen, self.m
         logits = self.backend._logits()
-        if self.exact and m is not None:
+        if self.exact and m is not None and (self.first_keep is None or self.out):
             # a host copy: scoring the branch reuses the backend's buffer
             host = np.array(self.backend._host_logits()[: self.vocab.vocab_size])
             step = self.branch(m, host)
@@ -642,13 +692,20 @@ class _Run:
         gen, bitmask = self.gen, self.bitmask
         s0 = time.perf_counter()
         m.fill_bitmask(bitmask)
+        keep = self.first_keep if not self.out else None
+        if keep is not None:
+            bitmask &= keep
         gen.mask_s.append(time.perf_counter() - s0)
         accepting = m.is_accepting()
         exited = False
         if self.end_on_exit and accepting:
             # the turn may end here: the model's own draw decides; a draw the grammar
             # forbids means the model is done with what the grammar describes
-            token = int(self.sampler.sample(logits))
+            token = int(
+                self.sampler.sample(logits, keep)
+                if keep is not None
+                else self.sampler.sample(logits)
+            )
             if not _allowed(bitmask, token):
                 token, exited = self.end_id, True
         else:

@@ -385,15 +385,44 @@ class ScoredBranch:
         return top + float(np.log(np.exp(self.scores - top).sum()))
 
     def draw(self, temperature: float, uniform: Callable[[], float]) -> BranchDecision:
-        """The argmax alternative (temperature 0) or one drawn from ``exp(score / T)``; its
-        last token drawn among the tokens that start with its bytes, likewise."""
-        pick = _choose(self.scores, temperature, uniform)
+        """An alternative drawn from ``exp(score / T)``, or at temperature 0 the one
+        :meth:`greedy` takes; its last token drawn among the tokens that start with its
+        bytes, likewise."""
+        pick = self.greedy() if temperature == 0 else _choose(self.scores, temperature, uniform)
         ids = self.seqs[pick]
         if self.alternatives[pick].end:
             return BranchDecision(list(ids), True, pick)
         cand, logits = self.last[pick]
         last = int(cand[_choose(logits, temperature, uniform)])
         return BranchDecision([*ids[:-1], last], False, pick)
+
+    def greedy(self) -> int:
+        """Temperature 0: greedy decoding of the exact conditional. Down the alternatives'
+        token trie, each split takes the token whose alternatives hold the most probability
+        together (the argmax of the model's next token *and* a valid completion of the
+        branch), until one alternative is left; an alternative that ends at a split counts on
+        its own. Where the model prefers "another key" or "another call" to the end but
+        spreads that preference over several keys or tools, this takes another one, as the
+        model's own greedy step would; the single most likely alternative might be the end.
+        Ties go to the earlier alternative."""
+        live = list(range(len(self.seqs)))
+        k = 0
+        while len(live) > 1:
+            groups: dict[Any, list[int]] = {}
+            for i in live:
+                ids = self.seqs[i]
+                groups.setdefault(ids[k] if k < len(ids) else ("end", i), []).append(i)
+            if len(groups) > 1:
+                live = max(groups.values(), key=lambda g: _log_sum(self.scores[g]))
+            k += 1
+        return live[0]
+
+
+def _log_sum(x: np.ndarray) -> float:
+    top = float(x.max())
+    if not np.isfinite(top):
+        return top
+    return top + float(np.log(np.exp(x - top).sum()))
 
 
 class _PrefixIndex:
@@ -549,18 +578,20 @@ def score_branch(
 
 
 def choose_opening(p_call: float, p_prose_top: float, params: SamplingParams) -> bool:
-    """Call or prose at the start of an ``auto`` turn (see
-    :meth:`~toolmask.backends.DecodingBackend.opening_odds`). Sampling: a call with the
-    model's probability of opening one, ``p_call`` (tempered: ``p ** (1 / T)`` against
+    """Call or prose first at the start of an ``auto`` turn, sampled (see
+    :meth:`~toolmask.backends.DecodingBackend.opening_odds`): a call with the model's
+    probability of opening one, ``p_call`` (tempered: ``p ** (1 / T)`` against
     ``(1 - p) ** (1 / T)``), from a generator seeded by ``params.seed``: the exact branch.
-    Temperature 0: the opener counts as one unit among the first tokens, with the mass of all
-    its tokenisations, and is taken when it is at least as likely as the most likely prose
-    token (greedy masking compares the opener's first token instead). Prose as a whole is not
-    one alternative: its total mass would beat any call, the way no single reply is as likely
-    as "anything else"."""
-    p = min(1.0, max(0.0, p_call))
+
+    Not for temperature 0 (ValueError): there the mask removes nothing at the first token of
+    an ``auto`` turn, so greedy decoding of the turn as it is already takes the argmax of the
+    exact conditional (the tokens that begin the opener against the best prose token), and the
+    exact mode decodes greedy ``auto`` turns that way. ``p_prose_top`` is kept for callers that
+    report it."""
     if params.greedy:
-        return p >= p_prose_top
+        raise ValueError("choose_opening samples; at temperature 0 decode the auto turn as it is")
+    del p_prose_top
+    p = min(1.0, max(0.0, p_call))
     a, b = p ** (1 / params.temperature), (1 - p) ** (1 / params.temperature)
     rng = np.random.default_rng(params.seed)
     return bool(rng.random() * (a + b) < a)

@@ -344,16 +344,19 @@ class ChatRoute:
             spec = turn_spec(raw, self.plans.fmt, reasoning_open=reasoning_open)
         sampling = _sampling(req, defaults)
         opening = None
-        if sampling.mode != "plain" and spec is None and _opens_freely(req, plan, reasoning_open):
+        if (
+            sampling.mode == "exact"
+            and not sampling.greedy
+            and spec is None
+            and _opens_freely(req, plan, reasoning_open)
+        ):
             assert plan.turn is not None
-            plans, limiter = self.plans, self.compile_limiter
-            call, prose = [
-                await anyio.to_thread.run_sync(
-                    plans.get, dataclasses.replace(req, tool_choice=c), limiter=limiter
-                )
-                for c in ("required", "none")
-            ]
-            opening = Opening(plan.turn.format.trigger_text, call.compiled, prose.compiled)
+            call = await anyio.to_thread.run_sync(
+                self.plans.get,
+                dataclasses.replace(req, tool_choice="required"),
+                limiter=self.compile_limiter,
+            )
+            opening = Opening(plan.turn.format.trigger_text, call.compiled)
         job = Job(
             prompt,
             plan.compiled,

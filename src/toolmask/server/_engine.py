@@ -31,6 +31,7 @@ from toolmask.backends import (
     Generation,
     ReasoningBudget,
     choose_opening,
+    opener_tokens,
 )
 from toolmask.sampling import SamplingParams
 
@@ -149,13 +150,13 @@ class Finished:
 
 @dataclass(frozen=True, slots=True)
 class Opening:
-    """Call or prose, chosen at the start of an ``auto`` turn by the exact and aligned modes:
-    the call block's opener text, and the grammars to decode under after each choice (the
-    turn under ``required`` and under ``none``)."""
+    """Call or prose first, chosen at the start of an ``auto`` turn by the exact mode: the call
+    block's opener text and the grammar a call first is decoded under (the turn under
+    ``required``). Prose first is decoded under the ``auto`` turn itself with the opener's
+    tokens excluded at the first token, so a call may still follow the prose."""
 
     opener: str
     call: CompiledGrammar | None
-    prose: CompiledGrammar | None
 
 
 @dataclass
@@ -182,7 +183,7 @@ class Job:
     #: the request's turn spec (:mod:`toolmask.integrations.vllm` format) for an engine that
     #: compiles the grammar in another process (``Engine.needs_spec``); None otherwise
     spec: dict[str, Any] | None = None
-    #: ``exact`` / ``aligned`` under ``auto``: decide call or prose first (see :class:`Opening`)
+    #: ``exact`` under ``auto``: decide call or prose first (see :class:`Opening`)
     opening: Opening | None = None
     future: concurrent.futures.Future[Finished] = field(default_factory=concurrent.futures.Future)
     enqueued: float = field(default_factory=time.monotonic)
@@ -403,9 +404,12 @@ class Engine(JobCounters):
         compiled = job.compiled
         odds = getattr(backend, "opening_odds", None)
         if job.opening is not None and odds is not None:
-            p, other = odds(prompt, backend.tokenize(job.opening.opener))
-            call = choose_opening(p, other, job.sampling)
-            compiled = job.opening.call if call else job.opening.prose
+            opener = backend.tokenize(job.opening.opener)
+            p, other = odds(prompt, opener)
+            if choose_opening(p, other, job.sampling):
+                compiled = job.opening.call
+            else:
+                extra["exclude_first"] = opener_tokens(backend.vocab, opener)
         gen = backend.generate(
             prompt,
             compiled,
