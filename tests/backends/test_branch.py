@@ -249,8 +249,8 @@ def test_opening_odds_and_the_choice() -> None:
     begins = {i for i, b in enumerate(VOCAB.token_bytes) if b and b'"London"'.startswith(b)}
     assert math.isclose(other, max(x for i, x in enumerate(first) if i not in begins))
     with pytest.raises(ValueError, match="temperature 0"):
-        choose_opening(0.2, 0.2, SamplingParams(temperature=0))
-    draws = [choose_opening(0.3, 0.9, SamplingParams(seed=i)) for i in range(2000)]
+        choose_opening(0.2, SamplingParams(temperature=0))
+    draws = [choose_opening(0.3, SamplingParams(seed=i)) for i in range(2000)]
     assert 0.26 < sum(draws) / 2000 < 0.34  # sampling: the call's own probability
 
 

@@ -394,8 +394,8 @@ class Agent:
         if not names or not opener_text:
             return None
         opener = self.backend.tokenize(opener_text)
-        p, other = odds(prompt, opener)
-        if not choose_opening(p, other, prm):
+        p, _ = odds(prompt, opener)
+        if not choose_opening(p, prm):
             return turn, round(p, 4), opener_tokens(self.backend.vocab, opener)
         key = ("__opening__", *names)
         chosen = self._turns.get(key)

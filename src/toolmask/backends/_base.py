@@ -701,11 +701,7 @@ class _Run:
         if self.end_on_exit and accepting:
             # the turn may end here: the model's own draw decides; a draw the grammar
             # forbids means the model is done with what the grammar describes
-            token = int(
-                self.sampler.sample(logits, keep)
-                if keep is not None
-                else self.sampler.sample(logits)
-            )
+            token = int(self.sampler.sample(logits, keep))  # keep: None past the first token
             if not _allowed(bitmask, token):
                 token, exited = self.end_id, True
         else:

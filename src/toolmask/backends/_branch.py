@@ -381,8 +381,7 @@ class ScoredBranch:
     @property
     def log_total(self) -> float:
         """log of the summed probability of every alternative (the branch's normaliser)."""
-        top = float(self.scores.max())
-        return top + float(np.log(np.exp(self.scores - top).sum()))
+        return _log_sum(self.scores)
 
     def draw(self, temperature: float, uniform: Callable[[], float]) -> BranchDecision:
         """An alternative drawn from ``exp(score / T)``, or at temperature 0 the one
@@ -577,7 +576,7 @@ def score_branch(
     return ScoredBranch(tuple(alternatives), seqs, scores, passes, evaluated, last)
 
 
-def choose_opening(p_call: float, p_prose_top: float, params: SamplingParams) -> bool:
+def choose_opening(p_call: float, params: SamplingParams) -> bool:
     """Call or prose first at the start of an ``auto`` turn, sampled (see
     :meth:`~toolmask.backends.DecodingBackend.opening_odds`): a call with the model's
     probability of opening one, ``p_call`` (tempered: ``p ** (1 / T)`` against
@@ -586,11 +585,9 @@ def choose_opening(p_call: float, p_prose_top: float, params: SamplingParams) ->
     Not for temperature 0 (ValueError): there the mask removes nothing at the first token of
     an ``auto`` turn, so greedy decoding of the turn as it is already takes the argmax of the
     exact conditional (the tokens that begin the opener against the best prose token), and the
-    exact mode decodes greedy ``auto`` turns that way. ``p_prose_top`` is kept for callers that
-    report it."""
+    exact mode decodes greedy ``auto`` turns that way."""
     if params.greedy:
         raise ValueError("choose_opening samples; at temperature 0 decode the auto turn as it is")
-    del p_prose_top
     p = min(1.0, max(0.0, p_call))
     a, b = p ** (1 / params.temperature), (1 - p) ** (1 / params.temperature)
     rng = np.random.default_rng(params.seed)

@@ -405,8 +405,8 @@ class Engine(JobCounters):
         odds = getattr(backend, "opening_odds", None)
         if job.opening is not None and odds is not None:
             opener = backend.tokenize(job.opening.opener)
-            p, other = odds(prompt, opener)
-            if choose_opening(p, other, job.sampling):
+            p, _ = odds(prompt, opener)
+            if choose_opening(p, job.sampling):
                 compiled = job.opening.call
             else:
                 extra["exclude_first"] = opener_tokens(backend.vocab, opener)
