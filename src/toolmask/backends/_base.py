@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from toolmask.backends._branch import branch_at, prefix_index, score_branch
+from toolmask.backends._branch import LazyBranch, branch_at, prefix_index
 from toolmask.backends._result import Generation, OnToken, StepDistortion
 from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.sampling import (
@@ -650,9 +650,9 @@ class _Run:
         mkey = (id(a), m.state, prm.branch_alternatives, prm.branch_tokens, tuple(context))
         hit = memo.get(mkey)
         if hit is not None and hit[0] is a:
-            scored = hit[1]
+            lazy = hit[1]
         else:
-            scored = score_branch(
+            lazy = LazyBranch.build(
                 br.alternatives,
                 m=m,
                 vocab=self.vocab,
@@ -664,15 +664,18 @@ class _Run:
             )
             if len(memo) >= 32:
                 memo.pop(next(iter(memo)))
-            memo[mkey] = (a, scored)
-            if scored is not None:
-                gen.forward_passes += scored.passes
-                gen.evaluated_tokens += scored.evaluated
-        if scored is None:
+            memo[mkey] = (a, lazy)
+        if lazy is None:
+            gen.branch_fallbacks += 1
+            return None
+        passes, evaluated = lazy.passes, lazy.evaluated
+        dec = lazy.draw(prm.temperature, self.sampler.uniform)
+        gen.forward_passes += lazy.passes - passes
+        gen.evaluated_tokens += lazy.evaluated - evaluated
+        if dec is None:
             gen.branch_fallbacks += 1
             return None
         gen.exact_branches += 1
-        dec = scored.draw(prm.temperature, self.sampler.uniform)
         chunk = dec.tokens[: self.max_tokens - len(self.out)]
         for t in chunk:
             if not m.accept_token(t):  # cannot happen: the alternatives are the grammar's

@@ -35,6 +35,7 @@ counted (their mass is usually small; ``bench/aligned.py`` measures it).
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,7 @@ __all__ = [
     "Alternative",
     "Branch",
     "BranchDecision",
+    "LazyBranch",
     "ScoredBranch",
     "branch_at",
     "choose_opening",
@@ -464,22 +466,32 @@ def prefix_index(vocab: Vocabulary) -> _PrefixIndex:
 LogitsMany = Callable[[list[int], list[list[int]], bool], tuple[list[Any], int, int]]
 
 
-def score_branch(
+@dataclass(slots=True)
+class _Prepared:
+    """A branch's alternatives as the model writes them: per alternative its canonical token
+    ids, the tokens its last token stands for (non-end alternatives), and the allowed
+    non-end ids after it (end alternatives: what the exit mass leaves out)."""
+
+    alternatives: tuple[Alternative, ...]
+    seqs: list[list[int]]
+    last_sets: list[np.ndarray]
+    exits: list[np.ndarray | None]
+
+    def path(self, i: int) -> list[int]:
+        """The tokens after which alternative ``i`` needs the model's row (its factors sit
+        at every prefix of this, the empty one included)."""
+        ids = self.seqs[i]
+        return ids if self.alternatives[i].end else ids[:-1]
+
+
+def _prepare(
     alternatives: Sequence[Alternative],
-    *,
     m: Matcher,
     vocab: Vocabulary,
     encode: Callable[[str], list[int]],
-    logits_many: LogitsMany,
-    context: list[int],
-    row: Any,
-    max_tokens: int,
-) -> ScoredBranch | None:
-    """Score ``alternatives`` after ``context`` (whose logits ``row`` the caller holds; the
-    matcher ``m`` is at the branch). None when an alternative cannot be tokenised as the
-    grammar allows, or their token trie has more than ``max_tokens`` positions (the caller
-    falls back and counts it). ``m`` is left as it was. Cost: one :data:`LogitsMany` call over
-    the alternatives' trie, then one log-sum-exp per trie node."""
+) -> _Prepared | None:
+    """Tokenise each alternative and read from the matcher what its last step allows (None
+    when an alternative cannot be tokenised as the grammar allows). ``m`` is left as it was."""
     table = vocab.token_bytes
     eos = vocab.eos_ids
     width = (vocab.vocab_size + 31) // 32
@@ -524,8 +536,86 @@ def score_branch(
         seqs.append(ids)
         last_sets.append(cand)
         exits.append(exit_ids)
+    return _Prepared(tuple(alternatives), seqs, last_sets, exits)
+
+
+class _Rows:
+    """The model's rows at the prefixes of a branch's token trie (the key ``()`` is the
+    context's own row), with each row's log-sum-exp computed once."""
+
+    def __init__(self, row: Any) -> None:
+        self.rows: dict[tuple[int, ...], Any] = {(): np.asarray(row)}
+        self._lse: dict[tuple[int, ...], float] = {}
+
+    def log_softmax(self, prefix: tuple[int, ...], ids: Any) -> np.ndarray:
+        x = self.rows[prefix]
+        z = self._lse.get(prefix)
+        if z is None:  # float32 exp over the row, summed in float64
+            top = float(x.max())
+            e = np.exp(np.asarray(x, dtype=np.float32) - np.float32(top))
+            z = self._lse[prefix] = top + float(np.log(e.sum(dtype=np.float64)))
+        return np.asarray(x[ids], dtype=np.float64) - z
+
+    def add(self, path: list[int], block: Any) -> None:
+        """Store ``block[k]``, the row after ``path[: k + 1]``, for each k."""
+        for k in range(len(path)):
+            key = tuple(path[: k + 1])
+            if key not in self.rows:
+                self.rows[key] = block[k]
+
+    def score(self, prep: _Prepared, i: int) -> tuple[float, bool, tuple[np.ndarray, np.ndarray]]:
+        """Alternative ``i``'s log-probability from the rows held: ``(log p, complete,
+        last)``. Incomplete (a row on its path not evaluated yet): the sum of the factors
+        known, an upper bound, since each missing factor is a log-probability. ``last``: the
+        tokens its last token stands for and their log-probabilities (empty for an end)."""
+        alt, ids = prep.alternatives[i], prep.seqs[i]
+        full = len(ids) if alt.end else len(ids) - 1
+        total = 0.0
+        empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
+        for k in range(full):
+            key = tuple(ids[:k])
+            if key not in self.rows:
+                return total, False, empty
+            total += float(self.log_softmax(key, ids[k]))
+        key = tuple(ids[:full])
+        if key not in self.rows:
+            return total, False, empty
+        if alt.end:
+            exits = prep.exits[i]
+            kept = self.log_softmax(key, exits) if exits is not None else np.zeros(0)
+            mass = float(np.exp(kept).sum()) if kept.size else 0.0
+            total += float(np.log1p(-min(mass, 1.0))) if mass < 1.0 else -np.inf
+            return total, True, empty
+        cand = prep.last_sets[i]
+        lp = self.log_softmax(key, cand)
+        top = float(lp.max()) if lp.size else -np.inf
+        total += top + float(np.log(np.exp(lp - top).sum())) if lp.size else -np.inf
+        return total, True, (cand, lp)
+
+
+def score_branch(
+    alternatives: Sequence[Alternative],
+    *,
+    m: Matcher,
+    vocab: Vocabulary,
+    encode: Callable[[str], list[int]],
+    logits_many: LogitsMany,
+    context: list[int],
+    row: Any,
+    max_tokens: int,
+) -> ScoredBranch | None:
+    """Score ``alternatives`` after ``context`` (whose logits ``row`` the caller holds; the
+    matcher ``m`` is at the branch). None when an alternative cannot be tokenised as the
+    grammar allows, or their token trie has more than ``max_tokens`` positions (the caller
+    falls back and counts it). ``m`` is left as it was. Cost: one :data:`LogitsMany` call over
+    the alternatives' trie, then one log-sum-exp per trie node. Every alternative is scored
+    (what the aligned sampler's weights and ``bench/aligned.py`` need); to choose one,
+    :class:`LazyBranch` evaluates only what the choice needs."""
+    prep = _prepare(alternatives, m, vocab, encode)
+    if prep is None:
+        return None
     # the trie positions to evaluate: every prefix but the whole (the end alternatives' too)
-    wanted = [ids if alt.end else ids[:-1] for alt, ids in zip(alternatives, seqs, strict=True)]
+    wanted = [prep.path(i) for i in range(len(prep.seqs))]
     nodes = {tuple(w[:k]) for w in wanted for k in range(1, len(w) + 1)}
     if len(nodes) > max_tokens:
         return None
@@ -537,43 +627,171 @@ def score_branch(
         }.values()
     )
     got, passes, evaluated = logits_many(context, leaves, True) if leaves else ([], 0, 0)
-    rows: dict[tuple[int, ...], np.ndarray] = {(): np.asarray(row)}
+    rows = _Rows(row)
     for w, block in zip(leaves, got, strict=True):
-        for k in range(len(w)):
-            key = tuple(w[: k + 1])
-            if key not in rows:
-                rows[key] = block[k]
-    lse: dict[tuple[int, ...], float] = {}
-
-    def log_softmax(prefix: tuple[int, ...], ids: Any) -> np.ndarray:
-        x = rows[prefix]
-        z = lse.get(prefix)
-        if z is None:  # float32 exp over the row, summed in float64
-            top = float(x.max())
-            e = np.exp(np.asarray(x, dtype=np.float32) - np.float32(top))
-            z = lse[prefix] = top + float(np.log(e.sum(dtype=np.float64)))
-        return np.asarray(x[ids], dtype=np.float64) - z
-
-    scores = np.zeros(len(seqs))
+        rows.add(w, block)
+    scores = np.zeros(len(prep.seqs))
     last: list[tuple[np.ndarray, np.ndarray]] = []
-    for i, (alt, ids) in enumerate(zip(alternatives, seqs, strict=True)):
-        full = len(ids) if alt.end else len(ids) - 1
-        total = sum(float(log_softmax(tuple(ids[:k]), ids[k])) for k in range(full))
-        if alt.end:
-            kept = log_softmax(tuple(ids), exits[i])
-            mass = float(np.exp(kept).sum()) if kept.size else 0.0
-            total += float(np.log1p(-min(mass, 1.0))) if mass < 1.0 else -np.inf
-            last.append((np.zeros(0, dtype=np.int64), np.zeros(0)))
-        else:
-            cand = last_sets[i]
-            lp = log_softmax(tuple(ids[:-1]), cand)
-            top = float(lp.max()) if lp.size else -np.inf
-            total += top + float(np.log(np.exp(lp - top).sum())) if lp.size else -np.inf
-            last.append((cand, lp))
-        scores[i] = total
+    for i in range(len(prep.seqs)):
+        scores[i], _, lst = rows.score(prep, i)
+        last.append(lst)
     if not np.isfinite(scores.max()):
         return None
-    return ScoredBranch(tuple(alternatives), seqs, scores, passes, evaluated, last)
+    return ScoredBranch(prep.alternatives, prep.seqs, scores, passes, evaluated, last)
+
+
+class LazyBranch:
+    """A branch to choose from, whose alternatives are scored only as far as the choice needs.
+
+    Scoring the whole trie costs one position per trie node; most of them belong to
+    alternatives the model all but rules out at their first token (85 whitespace runs before
+    a closing tag, of which the model writes one). Every factor of an alternative's
+    probability is a probability, so the factors known so far bound it from above. So:
+
+    - **sampling** (temperature T > 0) is rejection sampling under that envelope: propose an
+      alternative with probability proportional to ``bound ** (1 / T)``, evaluate its path
+      (one call for its missing rows), accept with ``(p / bound) ** (1 / T)``, else go again
+      with the tighter bounds. Each accepted draw follows ``p ** (1 / T)`` exactly, as
+      :meth:`ScoredBranch.draw` does over the fully scored trie;
+    - **greedy** (T = 0) takes what :meth:`ScoredBranch.greedy` takes: at each split the
+      token group whose alternatives hold the most mass, decided as soon as one group's
+      known mass reaches every other group's bound (the alternative with the largest bound
+      among the contenders is evaluated next).
+
+    Either way no more than the whole trie is evaluated, and usually one or two paths.
+    ``passes`` and ``evaluated`` count the model calls and positions so far; a draw returns
+    None when it would pass ``max_tokens`` positions (the caller falls back and counts it).
+    """
+
+    def __init__(
+        self,
+        prep: _Prepared,
+        *,
+        logits_many: LogitsMany,
+        context: list[int],
+        row: Any,
+        max_tokens: int,
+    ) -> None:
+        self.prep = prep
+        self._logits_many = logits_many
+        self._context = list(context)
+        self._rows = _Rows(row)
+        self._max_tokens = max_tokens
+        self.passes = 0
+        self.evaluated = 0
+        n = len(prep.seqs)
+        self._bound = np.zeros(n)
+        self._done = np.zeros(n, dtype=bool)
+        self._last: list[tuple[np.ndarray, np.ndarray]] = [
+            (np.zeros(0, dtype=np.int64), np.zeros(0))
+        ] * n
+        self._refresh()
+
+    @classmethod
+    def build(
+        cls,
+        alternatives: Sequence[Alternative],
+        *,
+        m: Matcher,
+        vocab: Vocabulary,
+        encode: Callable[[str], list[int]],
+        logits_many: LogitsMany,
+        context: list[int],
+        row: Any,
+        max_tokens: int,
+    ) -> LazyBranch | None:
+        """As :func:`score_branch` takes its arguments; None when an alternative cannot be
+        tokenised as the grammar allows."""
+        prep = _prepare(alternatives, m, vocab, encode)
+        if prep is None:
+            return None
+        return cls(prep, logits_many=logits_many, context=context, row=row, max_tokens=max_tokens)
+
+    def _refresh(self) -> None:
+        for i in np.flatnonzero(~self._done):
+            self._bound[i], self._done[i], self._last[i] = self._rows.score(self.prep, int(i))
+
+    def _evaluate(self, i: int) -> bool:
+        """Evaluate alternative ``i``'s missing rows in one call (False: over the budget)."""
+        path = self.prep.path(i)
+        if self.evaluated + len(path) > self._max_tokens:
+            return False
+        got, passes, evaluated = self._logits_many(self._context, [path], True)
+        self._rows.add(path, got[0])
+        self.passes += passes
+        self.evaluated += evaluated
+        self._refresh()
+        return True
+
+    def draw(self, temperature: float, uniform: Callable[[], float]) -> BranchDecision | None:
+        """As :meth:`ScoredBranch.draw` over the fully scored branch (None: the positions it
+        would need pass the budget, or no alternative has any probability)."""
+        pick = self._greedy() if temperature == 0 else self._sample(temperature, uniform)
+        if pick is None:
+            return None
+        ids = self.prep.seqs[pick]
+        if self.prep.alternatives[pick].end:
+            return BranchDecision(list(ids), True, pick)
+        cand, logits = self._last[pick]
+        last = int(cand[_choose(logits, temperature, uniform)])
+        return BranchDecision([*ids[:-1], last], False, pick)
+
+    def _sample(self, temperature: float, uniform: Callable[[], float]) -> int | None:
+        while True:
+            if not np.isfinite(self._bound.max()):
+                return None
+            i = _choose(self._bound, temperature, uniform)
+            if self._done[i]:
+                return i
+            bound = float(self._bound[i])
+            if not self._evaluate(i):
+                return None
+            if uniform() < math.exp((float(self._bound[i]) - bound) / temperature):
+                return i
+
+    def _greedy(self) -> int | None:
+        live = list(range(len(self.prep.seqs)))
+        k = 0
+        while len(live) > 1:
+            groups: dict[Any, list[int]] = {}
+            for i in live:
+                ids = self.prep.seqs[i]
+                groups.setdefault(ids[k] if k < len(ids) else ("end", i), []).append(i)
+            if len(groups) > 1:
+                got = self._decide(list(groups.values()))
+                if got is None:
+                    return None
+                live = got
+            k += 1
+        if not np.isfinite(self._bound[live[0]]):
+            return None
+        if not self._done[live[0]] and not self._evaluate(live[0]):
+            return None
+        return live[0]
+
+    def _decide(self, groups: list[list[int]]) -> list[int] | None:
+        """The group with the most mass, evaluating alternatives until it is certain."""
+        while True:
+            upper = [_log_sum(self._bound[g]) for g in groups]
+            if all(self._done[i] for g in groups for i in g):
+                return groups[int(np.argmax(upper))]
+            lower = [
+                _log_sum(self._bound[[i for i in g if self._done[i]]])
+                if any(self._done[i] for i in g)
+                else -np.inf
+                for g in groups
+            ]
+            best = int(np.argmax(upper))
+            if all(lower[best] >= upper[j] for j in range(len(groups)) if j != best):
+                return groups[best]
+            # the open alternative with the largest bound among the groups still in the race
+            floor = max(lower)
+            open_ = [
+                i for j, g in enumerate(groups) if upper[j] >= floor for i in g if not self._done[i]
+            ]
+            i = max(open_, key=lambda x: float(self._bound[x]))
+            if not self._evaluate(i):
+                return None
 
 
 def choose_opening(p_call: float, params: SamplingParams) -> bool:
