@@ -226,8 +226,9 @@ def test_lazy_greedy_takes_what_the_fully_scored_branch_takes(seed: int, g: int)
 @pytest.mark.parametrize("temperature", [1.0, 0.6])
 @pytest.mark.parametrize("g", range(len(LAZY_GRAMMARS)))
 def test_lazy_sampling_follows_the_fully_scored_distribution(temperature: float, g: int) -> None:
-    """Rejection sampling under the bound: each draw (a fresh branch, so each pays its own
-    evaluations) follows exp(score / T) over the alternatives."""
+    """Rejection sampling under the bound, then the rest at once after a rejection: each
+    draw (a fresh branch, so each pays its own evaluations) follows exp(score / T) over the
+    alternatives."""
     scored, lazy = _both(Toy(seed=7), LAZY_GRAMMARS[g])
     z = scored.scores / temperature
     want = np.exp(z - z.max())
@@ -236,9 +237,13 @@ def test_lazy_sampling_follows_the_fully_scored_distribution(temperature: float,
     n = 3000
     counts = np.zeros(len(want))
     for _ in range(n):
-        dec = lazy().draw(temperature, rng.random)
+        one = lazy()
+        dec = one.draw(temperature, rng.random)
         assert dec is not None
         counts[dec.index] += 1
+        # a rejection scores the rest at once: never past twice the trie (each call here
+        # also counts the toy's one position to come back to the context)
+        assert one.evaluated <= 2 * one.trie_nodes + one.passes
     # the TV of an exact sampler at n = 3000 over these few outcomes is about 0.01-0.03
     assert 0.5 * np.abs(counts / n - want).sum() < 0.05
 

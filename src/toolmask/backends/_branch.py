@@ -4,9 +4,10 @@ Where the grammar offers a finite set of complete alternatives (an enum value, a
 against a value, a tool name, "another call or the end"), masking picks the first token among
 the allowed ones and renormalises, which over-weights alternatives that share a likely first
 token. Here the alternatives are enumerated from the automaton, each is tokenised as the model
-writes it, all are scored in one pass of the model over their token trie (the context's KV
-prefix reused), and one is taken by its whole sequence's probability: the argmax at
-temperature 0, else a draw from ``exp(log p / T)``.
+writes it, and one is taken by its whole sequence's probability: the argmax at temperature 0,
+else a draw from ``exp(log p / T)``. :class:`LazyBranch` scores alternatives only as far as
+that choice needs (the context's KV prefix reused); :func:`score_branch` scores all of them in
+one pass over their token trie, for callers that need every probability.
 
 **Where a branch ends.** From the matcher's state ``s`` the reachable automaton states are
 explored (bounded). A state ``J`` that every continuation from ``s`` passes through (a
@@ -650,15 +651,18 @@ class LazyBranch:
 
     - **sampling** (temperature T > 0) is rejection sampling under that envelope: propose an
       alternative with probability proportional to ``bound ** (1 / T)``, evaluate its path
-      (one call for its missing rows), accept with ``(p / bound) ** (1 / T)``, else go again
-      with the tighter bounds. Each accepted draw follows ``p ** (1 / T)`` exactly, as
-      :meth:`ScoredBranch.draw` does over the fully scored trie;
+      (one call for its missing rows), accept with ``(p / bound) ** (1 / T)``. A rejection
+      says the bounds are loose here, so the rest of the trie is evaluated in one call and the
+      draw is made from the exact scores. Either way the draw follows ``p ** (1 / T)``
+      exactly, as :meth:`ScoredBranch.draw` does over the fully scored trie;
     - **greedy** (T = 0) takes what :meth:`ScoredBranch.greedy` takes: at each split the
       token group whose alternatives hold the most mass, decided as soon as one group's
       known mass reaches every other group's bound (the alternative with the largest bound
       among the contenders is evaluated next).
 
-    Either way no more than the whole trie is evaluated, and usually one or two paths.
+    Either way the positions spent stay under twice the trie's (a path evaluated alone counts
+    the prefix it shares with another path again; past the trie's count the rest is evaluated
+    at once), and usually one or two paths are evaluated.
     ``passes`` and ``evaluated`` count the model calls and positions so far; a draw returns
     None when it would pass ``max_tokens`` positions (the caller falls back and counts it).
     """
@@ -685,6 +689,9 @@ class LazyBranch:
         self._last: list[tuple[np.ndarray, np.ndarray]] = [
             (np.zeros(0, dtype=np.int64), np.zeros(0))
         ] * n
+        paths = [prep.path(i) for i in range(n)]
+        #: positions of the alternatives' token trie: what scoring all of them at once costs
+        self.trie_nodes = len({tuple(w[:k]) for w in paths for k in range(1, len(w) + 1)})
         self._refresh()
 
     @classmethod
@@ -712,12 +719,41 @@ class LazyBranch:
             self._bound[i], self._done[i], self._last[i] = self._rows.score(self.prep, int(i))
 
     def _evaluate(self, i: int) -> bool:
-        """Evaluate alternative ``i``'s missing rows in one call (False: over the budget)."""
+        """Evaluate alternative ``i``'s missing rows in one call (False: over the budget).
+        Where that would take the positions spent past the whole trie's, the rest of the trie
+        is evaluated instead (:meth:`_evaluate_all`)."""
         path = self.prep.path(i)
+        if self.evaluated + len(path) > self.trie_nodes:
+            return self._evaluate_all()
         if self.evaluated + len(path) > self._max_tokens:
             return False
         got, passes, evaluated = self._logits_many(self._context, [path], True)
         self._rows.add(path, got[0])
+        self.passes += passes
+        self.evaluated += evaluated
+        self._refresh()
+        return True
+
+    def _evaluate_all(self) -> bool:
+        """Evaluate every row still missing, in one call over their trie (False: over the
+        budget). Afterwards every alternative is scored exactly."""
+        done = set(self._rows.rows)
+        wanted = [self.prep.path(int(i)) for i in np.flatnonzero(~self._done)]
+        nodes = {tuple(w[:k]) for w in wanted for k in range(1, len(w) + 1)}
+        if not nodes - done:
+            return True
+        if self.evaluated + len(nodes) > self._max_tokens:  # what the call may evaluate
+            return False
+        leaves = list(
+            {
+                tuple(w): w
+                for w in wanted
+                if w and not any(len(o) > len(w) and o[: len(w)] == w for o in wanted)
+            }.values()
+        )
+        got, passes, evaluated = self._logits_many(self._context, leaves, True)
+        for w, block in zip(leaves, got, strict=True):
+            self._rows.add(w, block)
         self.passes += passes
         self.evaluated += evaluated
         self._refresh()
@@ -737,17 +773,23 @@ class LazyBranch:
         return BranchDecision([*ids[:-1], last], False, pick)
 
     def _sample(self, temperature: float, uniform: Callable[[], float]) -> int | None:
+        rejected = False
         while True:
             if not np.isfinite(self._bound.max()):
                 return None
             i = _choose(self._bound, temperature, uniform)
             if self._done[i]:
                 return i
+            if rejected:  # the bounds are loose here: score the rest at once
+                if not self._evaluate_all():
+                    return None
+                continue
             bound = float(self._bound[i])
             if not self._evaluate(i):
                 return None
             if uniform() < math.exp((float(self._bound[i]) - bound) / temperature):
                 return i
+            rejected = True
 
     def _greedy(self) -> int | None:
         live = list(range(len(self.prep.seqs)))
