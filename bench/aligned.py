@@ -44,7 +44,8 @@ import numpy as np
 
 import toolmask as tm
 from toolmask.backends import DecodingBackend
-from toolmask.backends._branch import find_branch, score_branch
+from toolmask.backends._branch import find_branch
+from toolmask.backends._scoring import score_branch
 from toolmask.backends.llama_cpp import LlamaCpp
 from toolmask.sampling import SamplingParams, bitmask_to_bool
 

@@ -15,13 +15,8 @@ import pytest
 import toolmask as tm
 from tests.backends.toy import VOCAB, Toy, empirical, exact_distribution, tv
 from toolmask.backends import choose_opening, opener_tokens
-from toolmask.backends._branch import (
-    Alternative,
-    LazyBranch,
-    ScoredBranch,
-    find_branch,
-    score_branch,
-)
+from toolmask.backends._branch import Alternative, find_branch
+from toolmask.backends._scoring import LazyBranch, ScoredBranch, score_branch
 from toolmask.errors import ToolmaskError
 from toolmask.sampling import SamplingParams
 

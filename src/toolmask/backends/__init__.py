@@ -18,7 +18,7 @@ from toolmask.backends._base import (
     check_compiled_for,
     opener_tokens,
 )
-from toolmask.backends._branch import choose_opening
+from toolmask.backends._scoring import choose_opening
 
 __all__ = [
     "Backend",

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from toolmask.backends._branch import ScoredBranch, branch_at, score_branch
+from toolmask.backends._branch import branch_at
 from toolmask.backends._result import Generation, OnToken
+from toolmask.backends._scoring import ScoredBranch, score_branch
 from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool
 

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from toolmask.backends._branch import LazyBranch, branch_at, prefix_index
+from toolmask.backends._branch import branch_at
 from toolmask.backends._result import Generation, OnToken, StepDistortion
+from toolmask.backends._scoring import LazyBranch, prefix_index
 from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.sampling import (
     Sampler,
