@@ -297,33 +297,33 @@ def score_branch(
     the alternatives' trie, then one log-sum-exp per trie node. Every alternative is scored
     (what the aligned sampler's weights and ``bench/aligned.py`` need); to choose one,
     :class:`LazyBranch` evaluates only what the choice needs."""
-    prep = _prepare(alternatives, m, vocab, encode)
-    if prep is None:
+    lazy = LazyBranch.build(
+        alternatives,
+        m=m,
+        vocab=vocab,
+        encode=encode,
+        logits_many=logits_many,
+        context=context,
+        row=row,
+        max_tokens=max_tokens,
+    )
+    if lazy is None or not lazy.evaluate_all():
         return None
-    # the trie positions to evaluate: every prefix but the whole (the end alternatives' too)
-    wanted = [prep.path(i) for i in range(len(prep.seqs))]
-    nodes = {tuple(w[:k]) for w in wanted for k in range(1, len(w) + 1)}
-    if len(nodes) > max_tokens:
-        return None
+    return lazy.scored()
+
+
+def _trie(paths: list[list[int]]) -> tuple[set[tuple[int, ...]], list[list[int]]]:
+    """The token trie of ``paths``: its nodes (every non-empty prefix), and the paths that are
+    no prefix of another (evaluating those evaluates every node)."""
+    nodes = {tuple(w[:k]) for w in paths for k in range(1, len(w) + 1)}
     leaves = list(
         {
             tuple(w): w
-            for w in wanted
-            if w and not any(len(o) > len(w) and o[: len(w)] == w for o in wanted)
+            for w in paths
+            if w and not any(len(o) > len(w) and o[: len(w)] == w for o in paths)
         }.values()
     )
-    got, passes, evaluated = logits_many(context, leaves, True) if leaves else ([], 0, 0)
-    rows = _Rows(row)
-    for w, block in zip(leaves, got, strict=True):
-        rows.add(w, block)
-    scores = np.zeros(len(prep.seqs))
-    last: list[tuple[np.ndarray, np.ndarray]] = []
-    for i in range(len(prep.seqs)):
-        scores[i], _, lst = rows.score(prep, i)
-        last.append(lst)
-    if not np.isfinite(scores.max()):
-        return None
-    return ScoredBranch(prep.alternatives, prep.seqs, scores, passes, evaluated, last)
+    return nodes, leaves
 
 
 class LazyBranch:
@@ -374,9 +374,8 @@ class LazyBranch:
         self._last: list[tuple[np.ndarray, np.ndarray]] = [
             (np.zeros(0, dtype=np.int64), np.zeros(0))
         ] * n
-        paths = [prep.path(i) for i in range(n)]
         #: positions of the alternatives' token trie: what scoring all of them at once costs
-        self.trie_nodes = len({tuple(w[:k]) for w in paths for k in range(1, len(w) + 1)})
+        self.trie_nodes = len(_trie([prep.path(i) for i in range(n)])[0])
         self._refresh()
 
     @classmethod
@@ -406,10 +405,10 @@ class LazyBranch:
     def _evaluate(self, i: int) -> bool:
         """Evaluate alternative ``i``'s missing rows in one call (False: over the budget).
         Where that would take the positions spent past the whole trie's, the rest of the trie
-        is evaluated instead (:meth:`_evaluate_all`)."""
+        is evaluated instead (:meth:`evaluate_all`)."""
         path = self.prep.path(i)
         if self.evaluated + len(path) > self.trie_nodes:
-            return self._evaluate_all()
+            return self.evaluate_all()
         if self.evaluated + len(path) > self._max_tokens:
             return False
         got, passes, evaluated = self._logits_many(self._context, [path], True)
@@ -419,23 +418,14 @@ class LazyBranch:
         self._refresh()
         return True
 
-    def _evaluate_all(self) -> bool:
+    def evaluate_all(self) -> bool:
         """Evaluate every row still missing, in one call over their trie (False: over the
         budget). Afterwards every alternative is scored exactly."""
-        done = set(self._rows.rows)
-        wanted = [self.prep.path(int(i)) for i in np.flatnonzero(~self._done)]
-        nodes = {tuple(w[:k]) for w in wanted for k in range(1, len(w) + 1)}
-        if not nodes - done:
+        nodes, leaves = _trie([self.prep.path(int(i)) for i in np.flatnonzero(~self._done)])
+        if not nodes - self._rows.rows.keys():
             return True
         if self.evaluated + len(nodes) > self._max_tokens:  # what the call may evaluate
             return False
-        leaves = list(
-            {
-                tuple(w): w
-                for w in wanted
-                if w and not any(len(o) > len(w) and o[: len(w)] == w for o in wanted)
-            }.values()
-        )
         got, passes, evaluated = self._logits_many(self._context, leaves, True)
         for w, block in zip(leaves, got, strict=True):
             self._rows.add(w, block)
@@ -443,6 +433,19 @@ class LazyBranch:
         self.evaluated += evaluated
         self._refresh()
         return True
+
+    def scored(self) -> ScoredBranch | None:
+        """The branch as :func:`score_branch` returns it, once :meth:`evaluate_all` has
+        scored every alternative (None: no alternative has any probability)."""
+        if not self._done.all():
+            raise ValueError("scored() needs every alternative scored: call evaluate_all()")
+        if not np.isfinite(self._bound.max()):
+            return None
+        p = self.prep
+        scores = self._bound.copy()
+        return ScoredBranch(
+            p.alternatives, p.seqs, scores, self.passes, self.evaluated, list(self._last)
+        )
 
     def draw(self, temperature: float, uniform: Callable[[], float]) -> BranchDecision | None:
         """As :meth:`ScoredBranch.draw` over the fully scored branch (None: the positions it
@@ -466,7 +469,7 @@ class LazyBranch:
             if self._done[i]:
                 return i
             if rejected:  # the bounds are loose here: score the rest at once
-                if not self._evaluate_all():
+                if not self.evaluate_all():
                     return None
                 continue
             bound = float(self._bound[i])
