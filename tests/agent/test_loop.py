@@ -548,7 +548,10 @@ def test_the_sampling_mode_reaches_the_backend() -> None:
 @pytest.mark.parametrize(("p", "calls"), [(0.8, True), (0.3, False)])
 def test_exact_mode_decides_call_or_prose_first_under_auto(p: float, calls: bool) -> None:
     class Opening(Scripted):
-        def opening_odds(self, prompt: list[int], opener: list[int]) -> tuple[float, float]:
+        def opening_odds(
+            self, prompt: list[int], opener: list[int], temperature: float = 1.0
+        ) -> tuple[float, float]:
+            assert temperature == 1.0
             assert bytes(t - 1 for t in opener) == b"<tool_call>"
             return p, 0.5
 

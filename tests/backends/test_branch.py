@@ -355,8 +355,48 @@ def test_opening_odds_and_the_choice() -> None:
     assert math.isclose(other, max(x for i, x in enumerate(first) if i not in begins))
     with pytest.raises(ValueError, match="temperature 0"):
         choose_opening(0.2, SamplingParams(temperature=0))
-    draws = [choose_opening(0.3, SamplingParams(seed=i)) for i in range(2000)]
-    assert 0.26 < sum(draws) / 2000 < 0.34  # sampling: the call's own probability
+    for t in (1.0, 0.2):  # the temperature is in p_call already (opening_odds), not applied again
+        draws = [choose_opening(0.3, SamplingParams(temperature=t, seed=i)) for i in range(2000)]
+        assert 0.26 < sum(draws) / 2000 < 0.34
+
+
+def test_opening_odds_temper_each_token() -> None:
+    """At temperature T each opener token is counted by ``softmax(logits / T)``, as plain
+    decoding draws it; towards 0 the odds go to 1 exactly where greedy decoding opens the call."""
+    model = Toy(seed=4)
+    prompt = model.tokenize("Q:")
+    best: list[int] = []  # the tokens greedy decoding writes: an opener it would open
+    for _ in range(3):
+        best.append(int(np.argmax(model.row(tuple(prompt) + tuple(best)))))
+    seen = set()
+    for opener in (model.tokenize('"London"'), model.tokenize("Lima"), best):
+        rows = [
+            model.row(tuple(prompt) + tuple(opener[:k])).astype(np.float64)
+            for k in range(len(opener))
+        ]
+        last = [
+            i
+            for i, b in enumerate(VOCAB.token_bytes)
+            if b.startswith(VOCAB.token_bytes[opener[-1]])
+        ]
+        for temperature in (0.5, 2.0):
+            want = 1.0
+            for k, row in enumerate(rows):
+                z = row / temperature
+                probs = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+                want *= probs[opener[k]] if k < len(opener) - 1 else probs[last].sum()
+            p, other = model.opening_odds(prompt, opener, temperature=temperature)
+            assert math.isclose(p, want, rel_tol=1e-9) and 0 < other < 1
+        greedy = all(
+            int(np.argmax(row)) == opener[k] if k < len(opener) - 1 else int(np.argmax(row)) in last
+            for k, row in enumerate(rows)
+        )
+        cold, _ = model.opening_odds(prompt, opener, temperature=0.01)
+        assert (cold > 0.99) if greedy else (cold < 0.01)
+        seen.add(greedy)
+    assert seen == {True, False}
+    with pytest.raises(ToolmaskError, match="temperature"):
+        model.opening_odds(prompt, model.tokenize("Lima"), temperature=0)
 
 
 def test_prose_first_excludes_the_opener_at_the_first_token_only() -> None:

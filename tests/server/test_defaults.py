@@ -165,8 +165,12 @@ class Opener(Recorder):
         self.p = p
         self.grammars: list[Any] = []
         self.excluded: list[Any] = []
+        self.temperatures: list[float] = []
 
-    def opening_odds(self, prompt: list[int], opener: list[int]) -> tuple[float, float]:
+    def opening_odds(
+        self, prompt: list[int], opener: list[int], temperature: float = 1.0
+    ) -> tuple[float, float]:
+        self.temperatures.append(temperature)
         return self.p, 0.5
 
     def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Generation:
@@ -196,6 +200,7 @@ def test_exact_mode_chooses_call_or_prose_first_under_auto(p: float, call: bool)
         # greedy: the auto turn as it is (the mask removes nothing at its first token)
         _post(client, tools=[TOOL], sampling="exact", temperature=0)
     chosen, plain, required, greedy = (g.matcher() for g in backend.grammars)
+    assert backend.temperatures == [1.0]  # asked once, at the request's temperature
     assert greedy.accept_bytes(b"Hello") and backend.excluded[3] is None
     # a call first: the turn under required; prose first: the auto turn (a call may follow the
     # prose), the opener's tokens excluded at the first token only

@@ -394,7 +394,7 @@ class Agent:
         if not names or not opener_text:
             return None
         opener = self.backend.tokenize(opener_text)
-        p, _ = odds(prompt, opener)
+        p, _ = odds(prompt, opener, temperature=prm.temperature)
         if not choose_opening(p, prm):
             return turn, round(p, 4), opener_tokens(self.backend.vocab, opener)
         key = ("__opening__", *names)

@@ -25,6 +25,7 @@ turn each step was (prose, envelope, key, value, after a block, ...).
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -337,18 +338,26 @@ class DecodingBackend(ABC):
                 out.append(nodes[tuple(c)])
         return out, passes, evaluated
 
-    def opening_odds(self, prompt: list[int], opener: list[int]) -> tuple[float, float]:
+    def opening_odds(
+        self, prompt: list[int], opener: list[int], temperature: float = 1.0
+    ) -> tuple[float, float]:
         """Call or prose at the start of a reply after ``prompt``: ``(p_call, p_prose_top)``.
 
-        ``p_call`` is the model's probability that the reply starts with the tokens ``opener``
-        (a call block's opener): the product of their probabilities, the last one counted with
-        every token that starts with its text (it may merge with what follows; a special token
-        by itself). ``p_prose_top`` is the probability of the most likely first token that
-        does not begin the opener (neither a prefix of its text nor starting with it; the end
-        token included). Unmasked, temperature 1. Cost: two model calls at most (the prompt,
-        reused when the context holds it, and one batch over the opener)."""
+        ``p_call`` is the probability that the reply starts with the tokens ``opener`` (a call
+        block's opener) when each token is drawn from the model's row at ``temperature``
+        (``softmax(logits / T)``, as plain decoding draws it, no top-k/top-p filter): the
+        product of their probabilities, the last one counted with every token that starts with
+        its text (it may merge with what follows; a special token by itself). At temperature 1
+        that is the model's own probability of opening a call; towards 0 it tends to 1 where
+        greedy decoding would open the call and to 0 where it would not. ``p_prose_top`` is
+        the probability, at the same temperature, of the most likely first token that does not
+        begin the opener (neither a prefix of its text nor starting with it; the end token
+        included). Unmasked. Cost: two model calls at most (the prompt, reused when the context
+        holds it, and one batch over the opener)."""
         if not prompt or not opener:
             raise ToolmaskError("the prompt and the opener must not be empty")
+        if not temperature > 0 or not math.isfinite(temperature):
+            raise ToolmaskError(f"opening_odds needs a temperature > 0, got {temperature}")
         self._sync_prompt(prompt)
         vocab = self.vocab
         V = vocab.vocab_size
@@ -358,6 +367,7 @@ class DecodingBackend(ABC):
             rows += [np.asarray(r, dtype=np.float64) for r in got[0]]
         logp = []
         for row in rows:
+            row = row / temperature
             top = float(row.max())
             logp.append(row - (top + float(np.log(np.exp(row - top).sum()))))
         total = 0.0

@@ -525,10 +525,17 @@ class LazyBranch:
 
 
 def choose_opening(p_call: float, params: SamplingParams) -> bool:
-    """Call or prose first at the start of an ``auto`` turn, sampled (see
-    :meth:`~toolmask.backends.DecodingBackend.opening_odds`): a call with the model's
-    probability of opening one, ``p_call`` (tempered: ``p ** (1 / T)`` against
-    ``(1 - p) ** (1 / T)``), from a generator seeded by ``params.seed``: the exact branch.
+    """Call or prose first at the start of an ``auto`` turn, sampled: a call with probability
+    ``p_call``, from a generator seeded by ``params.seed``. ``p_call`` is
+    :meth:`~toolmask.backends.DecodingBackend.opening_odds` at ``params.temperature``: the
+    opener's tokens each drawn at that temperature, as the model's own sampler would draw them.
+
+    The temperature is applied per token, not to the two sides as wholes: "prose" is not one
+    string but every reply that does not open a call, and ``(1 - p) ** (1 / T)`` would treat
+    its mass as a single string's. On a small model that puts 8% on a call whose first token
+    is still its most likely one, that whole-side tempering at T = 0.2 gives the call 1e-5 and
+    the exact mode would never call, while greedy decoding (T -> 0) calls. Per token, T -> 0
+    agrees with greedy decoding and T = 1 is the model's own probability.
 
     Not for temperature 0 (ValueError): there the mask removes nothing at the first token of
     an ``auto`` turn, so greedy decoding of the turn as it is already takes the argmax of the
@@ -537,9 +544,8 @@ def choose_opening(p_call: float, params: SamplingParams) -> bool:
     if params.greedy:
         raise ValueError("choose_opening samples; at temperature 0 decode the auto turn as it is")
     p = min(1.0, max(0.0, p_call))
-    a, b = p ** (1 / params.temperature), (1 - p) ** (1 / params.temperature)
     rng = np.random.default_rng(params.seed)
-    return bool(rng.random() * (a + b) < a)
+    return bool(rng.random() < p)
 
 
 def _choose(logp: np.ndarray, temperature: float, uniform: Callable[[], float]) -> int:

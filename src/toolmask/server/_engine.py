@@ -405,7 +405,7 @@ class Engine(JobCounters):
         odds = getattr(backend, "opening_odds", None)
         if job.opening is not None and odds is not None:
             opener = backend.tokenize(job.opening.opener)
-            p, _ = odds(prompt, opener)
+            p, _ = odds(prompt, opener, temperature=job.sampling.temperature)
             if choose_opening(p, job.sampling):
                 compiled = job.opening.call
             else:
