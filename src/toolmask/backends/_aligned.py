@@ -36,7 +36,7 @@ import numpy as np
 
 from toolmask.backends._branch import branch_at
 from toolmask.backends._result import Generation, OnToken
-from toolmask.backends._scoring import ScoredBranch, score_branch
+from toolmask.backends._scoring import BranchDecision, LazyBranch, ScoredBranch
 from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool
 
@@ -197,9 +197,11 @@ class _Decoder:
                 raise ToolmaskError(f"matcher refused token {t} on replay")
         return m
 
-    def branch(self, m: Matcher, tokens: list[int], row: np.ndarray) -> ScoredBranch | None:
-        """The scored finite branch at this sequence's state (None: none, or over the budget,
-        counted); sequences with the same tokens share one scoring within a step."""
+    def lazy(self, m: Matcher, tokens: list[int], row: np.ndarray) -> LazyBranch | None:
+        """The finite branch at this sequence's state, scored as far as asked so far (None:
+        none, or one over the budget or that cannot be tokenised, counted once). Sequences
+        with the same tokens share it, and a prompt asked again reuses it (the backend's
+        memo): the model's rows are a function of the tokens."""
         if not self.branches:
             return None
         prm, gen, a = self.params, self.gen, m.automaton
@@ -214,14 +216,12 @@ class _Decoder:
         )
         hit = self.memo.get(key)
         if hit is not None and hit[0] is a:
-            scored: ScoredBranch | None = hit[1]
-            if scored is not None:
-                gen.exact_branches += 1
-            return scored
+            cached: LazyBranch | None = hit[1]
+            return cached
         br = branch_at(self.cache, a, m.state, prm.branch_alternatives)
-        scored = None
+        lazy = None
         if br.alternatives is not None:
-            scored = score_branch(
+            lazy = LazyBranch.build(
                 br.alternatives,
                 m=m,
                 vocab=self.vocab,
@@ -231,18 +231,54 @@ class _Decoder:
                 row=row,
                 max_tokens=prm.branch_tokens,
             )
-            if scored is None:
-                gen.branch_fallbacks += 1
-            else:
-                gen.exact_branches += 1
-                gen.forward_passes += scored.passes
-                gen.evaluated_tokens += scored.evaluated
+            gen.branch_fallbacks += lazy is None
         else:
             gen.branch_fallbacks += br.over_budget
         if len(self.memo) >= 64:
             self.memo.pop(next(iter(self.memo)))
-        self.memo[key] = (a, scored)
+        self.memo[key] = (a, lazy)
+        return lazy
+
+    def _charged(self, lazy: LazyBranch, passes: int, evaluated: int, ok: bool) -> None:
+        """Count what ``lazy`` evaluated since ``(passes, evaluated)`` and the outcome."""
+        gen = self.gen
+        gen.forward_passes += lazy.passes - passes
+        gen.evaluated_tokens += lazy.evaluated - evaluated
+        if ok:
+            gen.exact_branches += 1
+        else:
+            gen.branch_fallbacks += 1
+
+    def branch(self, m: Matcher, tokens: list[int], row: np.ndarray) -> ScoredBranch | None:
+        """Beam search: the branch at this state with every alternative scored (None: no
+        branch, or over the budget, counted)."""
+        lazy = self.lazy(m, tokens, row)
+        if lazy is None:
+            return None
+        before = lazy.passes, lazy.evaluated
+        scored = lazy.scored() if lazy.evaluate_all() else None
+        self._charged(lazy, *before, scored is not None)
         return scored
+
+    def draw_branch(
+        self, m: Matcher, tokens: list[int], row: np.ndarray
+    ) -> tuple[BranchDecision, float] | None:
+        """SMC: a continuation drawn from the branch at this state by the model's
+        probability (T = 1), and the log of an unbiased estimate of the branch's mass, the
+        particle's weight increment (:meth:`LazyBranch.log_mass`). Only what the draw and the
+        estimate need is evaluated: at a call's end, where 85 whitespace runs lead to the
+        closing tag, one or two paths instead of 416 positions. None: no branch, or over the
+        budget (counted)."""
+        lazy = self.lazy(m, tokens, row)
+        if lazy is None:
+            return None
+        before = lazy.passes, lazy.evaluated
+        dec = lazy.draw(1.0, self.sampler.uniform)
+        log_z = lazy.log_mass(self.sampler.uniform) if dec is not None else None
+        self._charged(lazy, *before, log_z is not None)
+        if dec is None or log_z is None:
+            return None
+        return dec, log_z
 
     def extend(self, p: _Particle, chunk: list[int]) -> None:
         """Append ``chunk`` (cut at the token budget) to particle ``p`` and mark it done when
@@ -295,10 +331,10 @@ class _Decoder:
             if not alive:
                 break
             for p, row in zip(alive, self.rows([p.tokens for p in alive]), strict=True):
-                scored = self.branch(p.m, p.tokens, row)
-                if scored is not None:  # weight: the branch's whole mass (target / proposal)
-                    dec = scored.draw(1.0, self.sampler.uniform)
-                    p.logw += scored.log_total
+                got = self.draw_branch(p.m, p.tokens, row)
+                if got is not None:  # weight: the branch's whole mass (target / proposal)
+                    dec, log_z = got
+                    p.logw += log_z
                     self.extend(p, dec.tokens)
                     if dec.end and not p.done:
                         p.done = p.exit_end = True

@@ -336,10 +336,15 @@ class LazyBranch:
 
     - **sampling** (temperature T > 0) is rejection sampling under that envelope: propose an
       alternative with probability proportional to ``bound ** (1 / T)``, evaluate its path
-      (one call for its missing rows), accept with ``(p / bound) ** (1 / T)``. A rejection
-      says the bounds are loose here, so the rest of the trie is evaluated in one call and the
-      draw is made from the exact scores. Either way the draw follows ``p ** (1 / T)``
-      exactly, as :meth:`ScoredBranch.draw` does over the fully scored trie;
+      (one call for its missing rows), accept with ``(p / bound) ** (1 / T)``, and after a
+      rejection propose again under the bounds the evaluated rows tightened (a path's rows
+      tighten every alternative that shares a prefix with it: after `\\n\\t\\t</x>` is
+      rejected, every run that starts with `\\n` is bound by its second token). Each round
+      accepts alternative i with probability ``p_i ** (1 / T) / sum(bound ** (1 / T))``, so the
+      draw follows ``p ** (1 / T)`` exactly, as :meth:`ScoredBranch.draw` does over the fully
+      scored trie. Where the paths would pass the trie's positions, or leave too few of the
+      budget to score the rest, the rest is scored at once and the draw made from the exact
+      scores;
     - **greedy** (T = 0) takes what :meth:`ScoredBranch.greedy` takes: at each split the
       token group whose alternatives hold the most mass, decided as soon as one group's
       known mass reaches every other group's bound (the alternative with the largest bound
@@ -407,10 +412,12 @@ class LazyBranch:
         Where that would take the positions spent past the whole trie's, the rest of the trie
         is evaluated instead (:meth:`evaluate_all`)."""
         path = self.prep.path(i)
-        if self.evaluated + len(path) > self.trie_nodes:
+        missing = len(self._missing()[0])
+        if (
+            self.evaluated + len(path) > self.trie_nodes
+            or self.evaluated + len(path) + missing > self._max_tokens
+        ):
             return self.evaluate_all()
-        if self.evaluated + len(path) > self._max_tokens:
-            return False
         got, passes, evaluated = self._logits_many(self._context, [path], True)
         self._rows.add(path, got[0])
         self.passes += passes
@@ -418,13 +425,19 @@ class LazyBranch:
         self._refresh()
         return True
 
+    def _missing(self) -> tuple[set[tuple[int, ...]], list[list[int]]]:
+        """The trie nodes of the alternatives not scored yet whose rows are not held, and the
+        paths that evaluate them."""
+        nodes, leaves = _trie([self.prep.path(int(i)) for i in np.flatnonzero(~self._done)])
+        return nodes - self._rows.rows.keys(), leaves
+
     def evaluate_all(self) -> bool:
         """Evaluate every row still missing, in one call over their trie (False: over the
         budget). Afterwards every alternative is scored exactly."""
-        nodes, leaves = _trie([self.prep.path(int(i)) for i in np.flatnonzero(~self._done)])
-        if not nodes - self._rows.rows.keys():
+        missing, leaves = self._missing()
+        if not missing:
             return True
-        if self.evaluated + len(nodes) > self._max_tokens:  # what the call may evaluate
+        if self.evaluated + len(missing) > self._max_tokens:  # what the call may evaluate
             return False
         got, passes, evaluated = self._logits_many(self._context, leaves, True)
         for w, block in zip(leaves, got, strict=True):
@@ -460,24 +473,43 @@ class LazyBranch:
         last = int(cand[_choose(logits, temperature, uniform)])
         return BranchDecision([*ids[:-1], last], False, pick)
 
+    def log_mass(self, uniform: Callable[[], float]) -> float | None:
+        """An unbiased estimate of the branch's total probability ``Z = sum p`` (its log;
+        -inf when it is 0): what the aligned sampler multiplies a particle's weight by when
+        it draws the particle's continuation from the branch (:meth:`draw` at T = 1).
+
+        The alternatives scored so far count exactly. For the rest one alternative ``j`` is
+        drawn by its bound ``b_j`` (their sum is ``B``) and evaluated: ``p_j * B / b_j`` has
+        expectation ``sum p`` over the rest, whatever the rows already evaluated, so the
+        estimate's expectation is ``Z`` given everything the draw did before it; that makes
+        the particle properly weighted. Each ``p_j <= b_j``, so the rest adds at most ``B``:
+        where the draw left the bounds tight (one path evaluated, the others ruled out by
+        their first tokens) the estimate is within ``B`` of ``Z``; where it evaluated the
+        whole trie it is exact. Cost: one path at most. None: over the budget."""
+        known = self._bound[self._done]
+        log_known = _log_sum(known) if known.size else -np.inf
+        rest = np.flatnonzero(~self._done & np.isfinite(self._bound))
+        if not rest.size:
+            return log_known
+        bounds = self._bound[rest]
+        j = int(rest[_choose(bounds, 1.0, uniform)])
+        b_j, log_b = float(self._bound[j]), _log_sum(bounds)
+        if not self._evaluate(j):
+            return None
+        return float(np.logaddexp(log_known, float(self._bound[j]) - b_j + log_b))
+
     def _sample(self, temperature: float, uniform: Callable[[], float]) -> int | None:
-        rejected = False
         while True:
             if not np.isfinite(self._bound.max()):
                 return None
             i = _choose(self._bound, temperature, uniform)
             if self._done[i]:
                 return i
-            if rejected:  # the bounds are loose here: score the rest at once
-                if not self.evaluate_all():
-                    return None
-                continue
             bound = float(self._bound[i])
             if not self._evaluate(i):
                 return None
             if uniform() < math.exp((float(self._bound[i]) - bound) / temperature):
                 return i
-            rejected = True
 
     def _greedy(self) -> int | None:
         live = list(range(len(self.prep.seqs)))
