@@ -125,8 +125,9 @@ class _Decoder:
         #: exact branches as proposals: at temperature 1 (sampling) and 0 (beam)
         self.branches = params.branch_alternatives >= 2 and params.temperature in (0, 1)
         self.cache: dict[Any, Any] = backend.__dict__.setdefault("_branch_cache", {})
-        #: scored branches by (automaton, state, budgets, tokens): particles with the same
-        #: tokens share one scoring, and a prompt asked again reuses it (the backend's memo)
+        #: lazy branches by (automaton, state, budgets, tokens): particles with the same
+        #: tokens share the rows evaluated, and a prompt asked again reuses them (the
+        #: backend's memo)
         self.memo: dict[Any, Any] = backend.__dict__.setdefault("_scored_cache", {})
         self.marks = {t: s.encode() for t, s in vocab.special.items() if t not in self.eos}
 

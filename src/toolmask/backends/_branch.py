@@ -322,6 +322,3 @@ def branch_at(
         hit = cache[key] = (a, find_branch(a, s, max_alternatives=max_alternatives))
     br: Branch = hit[1]
     return br
-
-
-# -- scoring and choosing ------------------------------------------------------------------------

@@ -295,8 +295,8 @@ def score_branch(
     grammar allows, or their token trie has more than ``max_tokens`` positions (the caller
     falls back and counts it). ``m`` is left as it was. Cost: one :data:`LogitsMany` call over
     the alternatives' trie, then one log-sum-exp per trie node. Every alternative is scored
-    (what the aligned sampler's weights and ``bench/aligned.py`` need); to choose one,
-    :class:`LazyBranch` evaluates only what the choice needs."""
+    (what beam search and ``bench/aligned.py`` need); to choose one, or to weigh an SMC
+    particle, :class:`LazyBranch` evaluates only what that needs."""
     lazy = LazyBranch.build(
         alternatives,
         m=m,
@@ -412,10 +412,12 @@ class LazyBranch:
         Where that would take the positions spent past the whole trie's, the rest of the trie
         is evaluated instead (:meth:`evaluate_all`)."""
         path = self.prep.path(i)
-        missing = len(self._missing()[0])
-        if (
-            self.evaluated + len(path) > self.trie_nodes
-            or self.evaluated + len(path) + missing > self._max_tokens
+        spent = self.evaluated + len(path)
+        # the rest must stay affordable; the trie bounds what is missing, so the missing
+        # nodes are counted only when the whole trie would not fit beside this path
+        if spent > self.trie_nodes or (
+            spent + self.trie_nodes > self._max_tokens
+            and spent + len(self._missing()[0]) > self._max_tokens
         ):
             return self.evaluate_all()
         got, passes, evaluated = self._logits_many(self._context, [path], True)
