@@ -5,6 +5,8 @@ one by one, on the toy model and on the embedded GGUF."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -118,6 +120,24 @@ def test_aligned_counts_its_cost() -> None:
         )
 
 
+def _batching_noise(model: Any, ctx: list[int], part: list[int]) -> float:
+    """How far llama.cpp's last row for ``ctx + part[:k]`` moves, on this CPU, between one batch
+    and the context batched then each token alone (the largest over k): 0.0 where its kernels
+    do not depend on the batch."""
+
+    def row(prefix: list[int], one_by_one: list[int]) -> np.ndarray:
+        model._sync_prompt([prefix[-1]])  # share nothing with the next prompt: all of it runs
+        model._sync_prompt(prefix)
+        for t in one_by_one:
+            model._feed([t])
+        return np.array(model._logits())
+
+    return max(
+        float(np.abs(row(ctx + part[:k], []) - row(ctx, part[:k])).max())
+        for k in range(2, len(part) + 1)
+    )
+
+
 @pytest.mark.model
 def test_batched_rows_match_one_by_one_on_the_model() -> None:
     from toolmask.backends.llama_cpp import LlamaCpp
@@ -141,11 +161,18 @@ def test_batched_rows_match_one_by_one_on_the_model() -> None:
     assert np.array_equal(model._logits(), main)  # the main sequence's row is intact
     ref, _, _ = DecodingBackend._logits_many(model, ctx, parts)
     rows, _, _ = model._logits_many(ctx, parts)
-    # one new token per sequence per batch: the same numbers as decoding them one by one
-    assert all(np.array_equal(a, b) for a, b in zip(rows, ref, strict=True))
+    # one new token per sequence per batch: the same numbers as decoding them one by one, where
+    # llama.cpp's own rows do not depend on how the tokens were batched; on CPUs where they do
+    # (an AVX-512 CPU with AMX, 2026-11-28: up to 0.64 between one batch and one token at a
+    # time), within twice that: a token left out or swapped moves the row by 5 to 12 there
+    worst = max(float(np.abs(a - b).max()) for a, b in zip(rows, ref, strict=True))
+    assert all(int(a.argmax()) == int(b.argmax()) for a, b in zip(rows, ref, strict=True))
     every, _, _ = model._logits_many(ctx, parts, every=True)
     assert [e.shape[0] for e in every] == [len(p) for p in parts]
     assert all(int(e[-1].argmax()) == int(r.argmax()) for e, r in zip(every, ref, strict=True))
+    noise = _batching_noise(model, ctx, parts[-1])
+    assert worst <= 2 * noise, (worst, noise)
+    assert noise < 1.0  # the batching noise stays below what a wrong context gives
 
 
 @pytest.mark.model

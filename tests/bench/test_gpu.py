@@ -70,7 +70,11 @@ def test_fills_force_every_instance_through_the_masks(report: dict[str, Any]) ->
 
 def test_model_steps_floors_and_overlap(report: dict[str, Any]) -> None:
     m = report["models"]["tiny"]
-    assert m["mini_vs_transformers"] < 1e-2  # the stand-in step computes transformers' logits
+    # the stand-in step computes transformers' logits, up to bf16 rounding: the largest
+    # difference relative to the logits' spread stayed under 0.01 on the CPUs this ran on
+    # before and is 0.024 on an AVX-512 CPU with AMX, while on that CPU a wrong position gives
+    # 0.53 and a token left out of the cache 0.93 (measured 2026-11-28)
+    assert m["mini_vs_transformers"] < 0.1
     for b in (1, 2):
         row = m["by_batch"][f"B={b}"]
         assert row["plain"]["n"] == report["plan"]["plain_reps"]
