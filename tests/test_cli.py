@@ -122,9 +122,9 @@ def test_check_template_fallback_warns(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_check_template_of_a_gguf_without_tool_calls(capsys: pytest.CaptureFixture[str]) -> None:
-    from toolmask.backends.llama_cpp import default_model_path
+    from toolmask.models import TEST_MODEL, resolve_model
 
-    assert main(["check", "--template", str(default_model_path())]) == 1
+    assert main(["check", "--template", str(resolve_model(TEST_MODEL))]) == 1
     out = capsys.readouterr().out
     assert "rendered turns: none (the template renders no tool calls)" in out
     assert "detected: hermes (no calls: '<|im_start|>')" in out
@@ -132,11 +132,11 @@ def test_check_template_of_a_gguf_without_tool_calls(capsys: pytest.CaptureFixtu
 
 def _model_or_skip() -> None:
     pytest.importorskip("llama_cpp")
-    from toolmask.backends.llama_cpp import default_model_path
     from toolmask.errors import ToolmaskError
+    from toolmask.models import TEST_MODEL, resolve_model
 
     try:
-        default_model_path()
+        resolve_model(TEST_MODEL)
     except ToolmaskError as e:  # pragma: no cover - only without the default model
         pytest.skip(str(e))
 
@@ -295,3 +295,17 @@ def test_demo_mcp_calls_the_time_server(capsys: pytest.CaptureFixture[str]) -> N
     assert 'parsed call: get_current_time({"timezone": "Asia/Tokyo"})' in out
     assert '--- tool get_current_time: {\n  "timezone": "Asia/Tokyo",' in out
     assert "\nverdict: " in out and "| tools: get_current_time |" in out
+
+
+def test_model_names_are_resolved_before_anything_loads(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--model`` takes a GGUF path or a catalogue name; anything else is an error that lists
+    the catalogue (nothing is fetched or loaded for it)."""
+    assert main(["demo", "--model", "qwen9-huge", "--prompt", "hi"]) == 1
+    err = capsys.readouterr().err
+    assert "no model named 'qwen9-huge'" in err and "smollm2-135m" in err
+    assert main(["chat", "--model", "/nowhere/x.gguf"]) == 1
+    assert "no GGUF model at /nowhere/x.gguf" in capsys.readouterr().err
+    assert main(["check", "--template", "qwen9-huge"]) == 1
+    assert "no such file" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import toolmask as tm
+from toolmask.models import TEST_MODEL, resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -49,10 +50,10 @@ RUNNABLE = [_param(p) for p in PAGES if any(not NOT_RUN_LINE.match(c) for _, c i
 
 
 def _require_model() -> None:
-    llama_cpp_backend = pytest.importorskip("toolmask.backends.llama_cpp")
+    pytest.importorskip("toolmask.backends.llama_cpp")
     pytest.importorskip("llama_cpp")
     try:
-        llama_cpp_backend.default_model_path()
+        resolve_model(TEST_MODEL)
     except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
         pytest.skip(str(e))
 

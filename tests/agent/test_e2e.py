@@ -14,13 +14,14 @@ import pytest
 
 import toolmask as tm
 from toolmask.agent import Agent, Message, render_chatml
+from toolmask.models import TEST_MODEL, resolve_model
 from toolmask.tools import ToolTurn
 
 pytestmark = pytest.mark.model
 
 llama_cpp_backend = pytest.importorskip("toolmask.backends.llama_cpp")
 try:
-    MODEL = llama_cpp_backend.default_model_path()
+    MODEL = resolve_model(TEST_MODEL)
     pytest.importorskip("llama_cpp")
 except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
     pytest.skip(str(e), allow_module_level=True)

@@ -135,11 +135,12 @@ def test_template_errors_are_clear() -> None:
 @pytest.mark.model
 def test_smollm2_gguf_template_renders_like_chatml() -> None:
     pytest.importorskip("llama_cpp")
-    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
+    from toolmask.backends.llama_cpp import LlamaCpp
     from toolmask.errors import ToolmaskError
+    from toolmask.models import TEST_MODEL, resolve_model
 
     try:
-        backend = LlamaCpp(default_model_path(), n_ctx=512)
+        backend = LlamaCpp(resolve_model(TEST_MODEL), n_ctx=512)
     except ToolmaskError as e:  # pragma: no cover - only without the default model
         pytest.skip(str(e))
     assert backend.chat_template and "im_start" in backend.chat_template

@@ -13,6 +13,7 @@ import pytest
 import toolmask as tm
 from tests.backends.toy import VOCAB, Toy, best_sequence, empirical, exact_distribution, tv
 from toolmask.backends import DecodingBackend
+from toolmask.models import TEST_MODEL
 from toolmask.sampling import SamplingParams
 
 CITIES = ["Paris", "London", "Lima", "Lyon"]
@@ -142,7 +143,7 @@ def _batching_noise(model: Any, ctx: list[int], part: list[int]) -> float:
 def test_batched_rows_match_one_by_one_on_the_model() -> None:
     from toolmask.backends.llama_cpp import LlamaCpp
 
-    model = LlamaCpp.default(n_ctx=512)
+    model = LlamaCpp(TEST_MODEL, n_ctx=512)
     assert model.n_side_seqs >= 2
     ctx = model.tokenize("<|im_start|>user\nName a city.<|im_end|>\n<|im_start|>assistant\n")
     model._sync_prompt(ctx)
@@ -179,7 +180,7 @@ def test_batched_rows_match_one_by_one_on_the_model() -> None:
 def test_aligned_on_the_model() -> None:
     from toolmask.backends.llama_cpp import LlamaCpp
 
-    model = LlamaCpp.default(n_ctx=512)
+    model = LlamaCpp(TEST_MODEL, n_ctx=512)
     compiled = tm.compile(tm.Grammar.from_json_schema({"enum": CITIES}), model.vocab)
     prompt = model.tokenize(
         "<|im_start|>user\nName a city as a JSON string.<|im_end|>\n<|im_start|>assistant\n"
@@ -201,7 +202,7 @@ def test_more_continuations_than_a_bank_of_side_sequences() -> None:
     batch evaluates its own prefixes (none is taken from the previous batch's cells)."""
     from toolmask.backends.llama_cpp import LlamaCpp
 
-    model = LlamaCpp.default(n_ctx=512, max_sequences=8)  # banks of 3 side sequences
+    model = LlamaCpp(TEST_MODEL, n_ctx=512, max_sequences=8)  # banks of 3 side sequences
     ctx = model.tokenize("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
     conts = [model._encode(w) for w in (" a b", " a c", " b", " c d e", " e", " f g", " h")]
     rows, passes, _ = model._logits_many(ctx, conts, every=True)

@@ -18,6 +18,7 @@ from toolmask.backends import choose_opening, opener_tokens
 from toolmask.backends._branch import Alternative, find_branch
 from toolmask.backends._scoring import LazyBranch, ScoredBranch, score_branch
 from toolmask.errors import ToolmaskError
+from toolmask.models import TEST_MODEL
 from toolmask.sampling import SamplingParams
 
 CITIES = ["Paris", "London", "Lima", "Lyon"]
@@ -352,7 +353,7 @@ def test_exact_mode_on_the_model() -> None:
     mode's choice probabilities are the alternatives' sequence probabilities."""
     from toolmask.backends.llama_cpp import LlamaCpp
 
-    model = LlamaCpp.default(n_ctx=512, max_sequences=1)
+    model = LlamaCpp(TEST_MODEL, n_ctx=512, max_sequences=1)
     compiled = tm.compile(tm.Grammar.from_json_schema({"enum": CITIES}), model.vocab)
     prompt = model.tokenize(
         "<|im_start|>user\nName a city as a JSON string.<|im_end|>\n<|im_start|>assistant\n"
@@ -378,7 +379,7 @@ def test_exact_mode_on_the_model() -> None:
     gen = model.generate(prompt, compiled, sampling="exact")
     assert gen.text == scored.alternatives[scored.greedy()].text
     # the batched backend: each alternative the choice needs is one call, a few positions
-    batched = LlamaCpp.default(n_ctx=512)
+    batched = LlamaCpp(TEST_MODEL, n_ctx=512)
     gen = batched.generate(prompt, compiled, sampling="exact")
     assert gen.exact_branches == 1 and gen.text.decode().strip('"') in CITIES
     assert gen.forward_passes <= len(CITIES)
@@ -496,7 +497,7 @@ def test_the_decoding_modes_on_a_lazy_turn_are_the_eager_turns() -> None:
     from toolmask.backends.llama_cpp import LlamaCpp
     from toolmask.tools import LazyTurnGrammar, ToolTurn
 
-    model = LlamaCpp.default(n_ctx=2048)
+    model = LlamaCpp(TEST_MODEL, n_ctx=2048)
     enum = {"type": "string", "enum": ["Paris", "London", "Lima"]}
     params = {
         "type": "object",

@@ -13,6 +13,7 @@ import pytest
 
 import toolmask as tm
 from toolmask.agent import Message, render_chatml
+from toolmask.models import TEST_MODEL, resolve_model
 from toolmask.tools import SITES, ToolTurn, distortion_sites
 
 pytestmark = pytest.mark.model
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.model
 llama_cpp_backend = pytest.importorskip("toolmask.backends.llama_cpp")
 pytest.importorskip("llama_cpp")
 try:
-    MODEL = llama_cpp_backend.default_model_path()
+    MODEL = resolve_model(TEST_MODEL)
 except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
     pytest.skip(str(e), allow_module_level=True)
 

@@ -23,11 +23,11 @@ pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
 from toolmask.backends import ContextOverflowError
-from toolmask.backends.llama_cpp import default_model_path
 from toolmask.backends.transformers import Transformers
+from toolmask.models import TEST_MODEL, resolve_model
 
 try:
-    MODEL = default_model_path()
+    MODEL = resolve_model(TEST_MODEL)
 except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
     pytest.skip(str(e), allow_module_level=True)
 

@@ -455,11 +455,12 @@ def test_destructive_tools_are_masked_and_the_prompt_stays(time_and_edge: McpToo
 
 def _model() -> Any:
     pytest.importorskip("llama_cpp")
-    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
+    from toolmask.backends.llama_cpp import LlamaCpp
     from toolmask.errors import ToolmaskError
+    from toolmask.models import TEST_MODEL, resolve_model
 
     try:
-        path = default_model_path()
+        path = resolve_model(TEST_MODEL)
     except ToolmaskError as e:  # pragma: no cover - only without the default model
         pytest.skip(str(e))
     return LlamaCpp(path)

@@ -183,11 +183,11 @@ def test_a_thousand_tools_compile_under_server_limits_through_the_request_path()
     tokens) does not fit SmolLM2's 8k context, so no reply is generated (no long-context GGUF
     is vendored)."""
     from tests.vendored import bench_records
-    from toolmask.backends.llama_cpp import default_model_path
     from toolmask.errors import LimitError, SchemaError
+    from toolmask.models import TEST_MODEL, resolve_model
     from toolmask.tools import LazyTurnGrammar
 
-    vocab = tm.Vocabulary.from_gguf(default_model_path())
+    vocab = tm.Vocabulary.from_gguf(resolve_model(TEST_MODEL))
     plans = PlanCache(vocab, tm.SERVER_LIMITS)
     tools: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -242,3 +242,20 @@ def test_a_thousand_tools_compile_under_server_limits_through_the_request_path()
         assert ms2.accept_bytes(p.encode() + b'", "arguments": ')
     other = next(n for n in names if n not in pick and n[0] not in {p[0] for p in pick})
     assert not at_name(sub.compiled).accept_bytes(other.encode()[:1])
+
+
+def test_no_grammar_plans_decode_freely_and_still_parse() -> None:
+    """``serve --no-grammar`` (``PlanCache(constrain=False)``): a tool turn has no compiled
+    grammar (unconstrained decoding), yet its turn parses the reply as usual, habits included;
+    a response format stays constrained."""
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)]
+    vocab = tm.Vocabulary.from_token_bytes(tokens)
+    free = PlanCache(vocab, tm.SERVER_LIMITS, constrain=False)
+    req = _req([{"role": "user", "content": "weather?"}], tools=[TOOL], tool_choice="required")
+    plan = free.get(req)
+    assert plan.compiled is None and plan.turn is not None
+    reply = '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Oslo"\n  }\n}\n```'
+    assert [c.name for c in plan.turn.parse(reply).calls] == ["get_weather"]
+    rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    json_req = _req([{"role": "user", "content": "hi"}], response_format=rf)
+    assert free.get(json_req).compiled is not None

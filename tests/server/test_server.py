@@ -28,6 +28,7 @@ import jsonschema
 import pytest
 
 import toolmask as tm
+from toolmask.models import TEST_MODEL, resolve_model
 
 pytestmark = pytest.mark.model
 
@@ -48,19 +49,18 @@ def _engine_command(engine: str) -> list[str]:
         pytest.importorskip("vllm")
         pytest.importorskip("toolmask.integrations.vllm")
         try:
-            from toolmask.backends.llama_cpp import default_model_path
-
-            default_model_path()
+            resolve_model(TEST_MODEL)
         except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
             pytest.skip(str(e))
         return ["--engine", "vllm", "--max-num-seqs", "1", "--", *VLLM_ARGS]
     pytest.importorskip("llama_cpp")
-    backend = pytest.importorskip("toolmask.backends.llama_cpp")
+    pytest.importorskip("toolmask.backends.llama_cpp")
     try:
-        backend.default_model_path()
+        resolve_model(TEST_MODEL)
     except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
         pytest.skip(str(e))
-    return ["--threads", "1"]  # the test process shares the cores: no spinning thread barriers
+    # the test process shares the cores: no spinning thread barriers
+    return ["--model", TEST_MODEL, "--threads", "1"]
 
 
 START_TIMEOUT = 180

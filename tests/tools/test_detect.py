@@ -110,9 +110,9 @@ def test_a_template_that_renders_no_calls_says_so(caplog: pytest.LogCaptureFixtu
 
 
 def test_the_embedded_model_is_chatml_without_tool_calls() -> None:
-    from toolmask.backends.llama_cpp import default_model_path
+    from toolmask.models import TEST_MODEL, resolve_model
 
-    guess = detect_format(load_chat_template(default_model_path()))
+    guess = detect_format(load_chat_template(resolve_model(TEST_MODEL)))
     assert (guess.name, guess.source, guess.clues) == ("hermes", "no calls", ("<|im_start|>",))
     assert "SmolLM2" in guess.warning
 

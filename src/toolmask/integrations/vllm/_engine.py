@@ -406,7 +406,11 @@ def load_serve_engine(args: argparse.Namespace, extra: list[str]) -> ServedModel
     cached); ``extra`` goes to vLLM's engine parser unchanged (:func:`engine_args`)."""
     if getattr(args, "reasoning_budget", None) is not None:
         raise ToolmaskError("--reasoning-budget is not supported with --engine vllm")
+    from toolmask.models import CATALOGUE, resolve_model
+
     path = Path(args.model) if args.model else None
+    if args.model in CATALOGUE:  # a catalogue name: its GGUF, pulled on first use
+        path = resolve_model(args.model)
     if path is None or path.is_file():  # a GGUF: its HF folder, written once and cached
         from toolmask.backends.transformers import export_hf
 
