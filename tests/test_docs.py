@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import toolmask as tm
-from toolmask.models import TEST_MODEL, resolve_model
+from toolmask.models import DEFAULT_MODEL, TEST_MODEL, resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -24,7 +24,8 @@ PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 
 FENCE = re.compile(r"^```python[^\n]*\n(.*?)^```", re.S | re.M)
 NOT_RUN_LINE = re.compile(r"\A# not run: \S")
-#: what makes a block need the real model (llama-cpp-python and the embedded GGUF)
+#: what makes a block need a real model (llama-cpp-python, and the test model or the default
+#: model, which ``make venv`` installs and pulls)
 NEEDS_MODEL = re.compile(r"\bLlamaCpp\b")
 
 #: blocks that are not run, per page (each with ``# not run: <reason>`` first): keep it rare
@@ -53,7 +54,8 @@ def _require_model() -> None:
     pytest.importorskip("toolmask.backends.llama_cpp")
     pytest.importorskip("llama_cpp")
     try:
-        resolve_model(TEST_MODEL)
+        resolve_model(TEST_MODEL, fetch=False)
+        resolve_model(DEFAULT_MODEL, fetch=False)
     except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
         pytest.skip(str(e))
 

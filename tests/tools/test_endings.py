@@ -87,13 +87,17 @@ def test_newline_between_blocks_is_not_a_call(fmt_name: str) -> None:
 
 
 def test_eos_mass_is_not_moved_onto_a_second_call(vocab: tm.Vocabulary) -> None:
-    """The bitmask after ``</tool_call>\\n`` allows EOS and the opener's first byte only."""
+    """The bitmask after ``</tool_call>\\n`` allows EOS and the openers' first bytes only (the
+    format's own ``<tool_call>`` and its habits', Qwen2.5-Coder's fence ``` ```json ```)."""
     turn = ToolTurn(TOOLS, "hermes", "required", parallel_tool_calls=True)
     compiled = tm.compile(turn.grammar(), vocab)
     m = compiled.matcher()
     assert accepts(m, [*render(turn.format, [("get_weather", VALID["get_weather"][0])]), "\n"])
     ids = m.allowed_token_ids()
     texts = {vocab.token_bytes[i] for i in ids.tolist() if vocab.token_bytes[i] is not None}
-    assert all(t.strip(b" \t\n\r") == b"" or b"<tool_call>".startswith(t.lstrip()) for t in texts)
+    openers = [o.encode() for o in turn.format.block_triggers()]
+    assert all(
+        t.strip(b" \t\n\r") == b"" or any(o.startswith(t.lstrip()) for o in openers) for t in texts
+    )
     assert set(vocab.eos_ids) & set(ids.tolist())
     assert np.all(ids >= 0)

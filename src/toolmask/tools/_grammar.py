@@ -42,6 +42,7 @@ sees text) never finds a call that the grammar did not mean.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,9 +86,10 @@ _WS_SET = " \t\r\n"
 
 
 def prose_rules(
-    fmt: WireFormat, *, at_start: bool, name: str = "prose"
+    fmt: WireFormat, *, at_start: bool, name: str = "prose", habits: bool = True
 ) -> tuple[Node, tuple[Rule, ...]]:
-    """Free text that contains none of ``fmt``'s parse triggers (rules named ``<name>_s<i>``).
+    """Free text that contains none of ``fmt``'s parse triggers (rules named ``<name>_s<i>``;
+    ``habits=False``: the habits' openers are plain text, for a turn without calls).
 
     With ``at_start``: a format whose blocks may start bare (``{`` at the start of the reply)
     also may not start with ``bare_start``, and a format with a reasoning channel may not start
@@ -96,7 +98,7 @@ def prose_rules(
     """
     anything = Dfa.any_string()
     dfa = anything
-    for t in fmt.parse_triggers():
+    for t in fmt.parse_triggers(habits=habits):
         dfa = dfa.intersect(anything.concat(Dfa.literal(t)).concat(anything).complement())
     if at_start and fmt.bare_at_start:
         dfa = dfa.intersect(Dfa.literal(fmt.bare_start).concat(anything).complement())
@@ -111,9 +113,12 @@ def _ws(fmt: WireFormat) -> Node:
     return json_ws(fmt.max_trailing_ws)
 
 
-def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool) -> Node:
+def _calls(fmt: WireFormat, calls: Sequence[Node], *, parallel: bool, kit: Kit, bare: bool) -> Node:
     """The block(s) holding the calls, then the trailing whitespace before the end of the turn;
-    ``bare`` leaves out the first block's opener, and its closer (a bare block has no marker)."""
+    ``bare`` leaves out the first block's opener, and its closer (a bare block has no marker).
+    ``calls``: the call node of each variant of the format (:attr:`WireFormat.variants`: its
+    own markers first, then its habits')."""
+    call = calls[0]
     ws = _ws(fmt)
     inner_ws = json_ws(fmt.inner_ws)
     opener = fmt.open_node(kit.special_tokens)
@@ -131,9 +136,27 @@ def _calls(fmt: WireFormat, call: Node, *, parallel: bool, kit: Kit, bare: bool)
         more = star(seq(ws, opener, single)) if parallel else EMPTY
         return choice(listed, seq(first, single, more, ws))
     body = seq(fmt.list_open_node(), call, fmt.list_close_node(), closer)
+    # a block in the template's markers, or in one of the family's habits (Habit)
+    blocks = [seq(opener, body)]
+    for v, v_call in zip(fmt.variants[1:], calls[1:], strict=True):
+        v_close = v.close_node(kit.special_tokens) if v.close else lit(v.before_close)
+        v_body = seq(v.list_open_node(), v_call, v.list_close_node(), v_close)
+        blocks.append(seq(v.open_node(kit.special_tokens), v_body))
+    block = choice(*blocks)
+    head = body if bare else block
     if not parallel:
-        return seq(first, body, ws)
-    return seq(first, body, star(seq(ws, opener, body)), ws)
+        return seq(head, ws)
+    return seq(head, star(seq(ws, block)), ws)
+
+
+def _options(
+    fmt: WireFormat, schema_options: Mapping[str, Any]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The argument options and the JSON layouts of ``fmt`` (or of one of its variants)."""
+    options = {**fmt.argument_options, **schema_options}
+    layout = str(options.get("whitespace", "compact"))
+    extra = () if "whitespace" in schema_options else fmt.extra_layouts
+    return options, (layout, *(x for x in extra if x != layout))
 
 
 def _kit(
@@ -143,11 +166,19 @@ def _kit(
     *,
     kind: type[Kit] = Kit,
 ) -> Kit:
-    options = {**fmt.argument_options, **schema_options}
-    layout = str(options.get("whitespace", "compact"))
-    extra = () if "whitespace" in schema_options else fmt.extra_layouts
-    layouts = (layout, *(x for x in extra if x != layout))
+    options, layouts = _options(fmt, schema_options)
     return kind(options, special_tokens, layouts)
+
+
+def _variant_kits(fmt: WireFormat, kit: Kit, schema_options: Mapping[str, Any]) -> list[Kit]:
+    """One kit per variant of ``fmt`` (:attr:`WireFormat.variants`): ``kit`` for the format
+    itself, and for each habit a kit with the habit's argument options that shares ``kit``'s
+    rules (so the envelope collects them all)."""
+    kits = [kit]
+    for v in fmt.variants[1:]:
+        options, layouts = _options(v, schema_options)
+        kits.append(dataclasses.replace(kit, options=options, layouts=layouts))
+    return kits
 
 
 @dataclass
@@ -233,34 +264,45 @@ def _head(fmt: WireFormat, kit: Kit, *, reasoning: bool, reasoning_open: bool) -
     return None
 
 
-#: how a turn gets its callable tools' call nodes: (tools, kit) -> (call nodes, their rules)
-_Calls = Callable[[Sequence[Tool], Kit], tuple[list[Node], list[Rule]]]
+#: how a turn gets its callable tools' call nodes in one variant of its format (the format,
+#: or a habit, :attr:`WireFormat.variants`): (tools, kit, variant, its index) -> (call nodes,
+#: their rules)
+_Calls = Callable[[Sequence[Tool], Kit, WireFormat, int], tuple[list[Node], list[Rule]]]
 
 
-def _real_calls(fmt: WireFormat, limits: Any) -> _Calls:
+def _call_rule(i: int, k: int) -> str:
+    """The rule of callable tool ``i``'s call in variant ``k`` (0: the format's own markers)."""
+    return f"call_{i}" if k == 0 else f"h{k}_call_{i}"
+
+
+def _real_calls(limits: Any) -> _Calls:
     """Each tool's cached part (:func:`toolmask.tools._parts.tool_part`)."""
 
-    def calls(tools: Sequence[Tool], kit: Kit) -> tuple[list[Node], list[Rule]]:
+    def calls(
+        tools: Sequence[Tool], kit: Kit, fmt: WireFormat, k: int
+    ) -> tuple[list[Node], list[Rule]]:
         parts = parts_of(fmt, tools, kit, limits)
         return [p.entry for p in parts], [r for p in parts for r in p.rules]
 
     return calls
 
 
-def _name_calls(fmt: WireFormat) -> _Calls:
-    """Each tool's call written with :class:`_AnyValueKit` (arguments: any JSON value)."""
-
-    def calls(tools: Sequence[Tool], kit: Kit) -> tuple[list[Node], list[Rule]]:
-        nodes: list[Node] = []
-        for i, t in enumerate(tools):
-            try:
-                nodes.append(kit.add(f"call_{i}", fmt.call_grammar(t, i, kit)))
-            except (SchemaError, LimitError) as e:
-                e.in_tool(t.name)
-                raise
-        return nodes, []
-
-    return calls
+def _named_calls(
+    tools: Sequence[Tool], kit: Kit, fmt: WireFormat, k: int
+) -> tuple[list[Node], list[Rule]]:
+    """Each tool's call written with the kit itself, in rule ``call_<i>`` (``h<k>_call_<i>``
+    for a habit): with :class:`_AnyValueKit`, arguments that are any JSON value; with
+    :class:`_SentinelKit`, a placeholder where they start."""
+    nodes: list[Node] = []
+    for i, t in enumerate(tools):
+        if isinstance(kit, _SentinelKit):
+            kit.tool = i
+        try:
+            nodes.append(kit.add(_call_rule(i, k), fmt.call_grammar(t, i, kit)))
+        except (SchemaError, LimitError) as e:
+            e.in_tool(t.name)
+            raise
+    return nodes, []
 
 
 def build_turn_grammar(
@@ -294,7 +336,7 @@ def build_turn_grammar(
         tools,
         fmt,
         tool_choice,
-        _real_calls(fmt, limits),
+        _real_calls(limits),
         limits,
         parallel=parallel,
         special_tokens=special_tokens,
@@ -333,7 +375,7 @@ def build_name_filter(
         tools,
         fmt,
         tool_choice,
-        _name_calls(fmt),
+        _named_calls,
         limits,
         parallel=parallel,
         special_tokens=special_tokens,
@@ -344,37 +386,19 @@ def build_name_filter(
     )
 
 
-def _lazy_calls(fmt: WireFormat) -> _Calls:
-    """Every tool's call written with the calling kit (a placeholder or any JSON value for its
-    arguments), its rule ``call_<i>`` where ``i`` is its index among the callable tools."""
-
-    def calls(tools: Sequence[Tool], kit: Kit) -> tuple[list[Node], list[Rule]]:
-        nodes: list[Node] = []
-        for i, t in enumerate(tools):
-            if isinstance(kit, _SentinelKit):
-                kit.tool = i
-            try:
-                nodes.append(kit.add(f"call_{i}", fmt.call_grammar(t, i, kit)))
-            except (SchemaError, LimitError) as e:
-                e.in_tool(t.name)
-                raise
-        return nodes, []
-
-    return calls
-
-
 @dataclass(frozen=True)
 class LazyTurn:
     """The two grammars of a lazy turn before any tool is compiled (:func:`build_lazy_turn`):
     ``block`` (a placeholder special token where each tool's first argument value starts:
     ``LAZY_SENTINEL`` with the tool's index) and ``any`` (any JSON value there).
-    ``placeholders``: placeholder text -> tool name; ``call_rules``: tool name -> the rule
-    that holds its call in both grammars (``call_<i>``)."""
+    ``placeholders``: placeholder text -> tool name; ``call_rules``: tool name -> the rules
+    that hold its call in both grammars, one per variant of the format (``call_<i>``, then
+    ``h<k>_call_<i>`` for its habits)."""
 
     block: Grammar
     any: Grammar
     placeholders: Mapping[str, str]
-    call_rules: Mapping[str, str]
+    call_rules: Mapping[str, tuple[str, ...]]
 
 
 def build_lazy_turn(
@@ -402,7 +426,7 @@ def build_lazy_turn(
             tools,
             fmt,
             tool_choice,
-            _lazy_calls(fmt),
+            _named_calls,
             limits,
             parallel=parallel,
             special_tokens=special_tokens,
@@ -418,13 +442,16 @@ def build_lazy_turn(
         grammars[0],
         grammars[1],
         {LAZY_SENTINEL.format(i): t.name for i, t in enumerate(chosen)},
-        {t.name: f"call_{i}" for i, t in enumerate(chosen)},
+        {
+            t.name: tuple(_call_rule(i, k) for k in range(len(fmt.variants)))
+            for i, t in enumerate(chosen)
+        },
     )
 
 
 def with_tool_parts(
     grammar: Grammar,
-    call_rules: Mapping[str, str],
+    call_rules: Mapping[str, tuple[str, ...]],
     tools: Sequence[Tool],
     fmt: WireFormat,
     *,
@@ -439,10 +466,15 @@ def with_tool_parts(
     options = schema_options or {}
     kit = _kit(fmt, special_tokens, options)
     kit.reasoning_open = reasoning_open
-    parts = parts_of(fmt, tools, kit, limits_of(options))
-    swap = {call_rules[p.name]: p.entry for p in parts}
+    swap: dict[str, Node] = {}
+    added: list[Rule] = []
+    kits = _variant_kits(fmt, kit, options)
+    for k, (v, v_kit) in enumerate(zip(fmt.variants, kits, strict=True)):
+        parts = parts_of(v, tools, v_kit, limits_of(options))
+        swap.update((call_rules[p.name][k], p.entry) for p in parts)
+        added += [r for p in parts for r in p.rules]
     rules = [Rule(r.name, swap[r.name]) if r.name in swap else r for r in grammar.rules]
-    rules += [r for p in parts for r in p.rules]
+    rules += added
     return Grammar(tuple(rules), grammar.start, grammar.checks)
 
 
@@ -477,7 +509,14 @@ def _assemble(
     kit = _kit(fmt, special_tokens, schema_options or {}, kind=kit_kind)
     kit.reasoning_open = reasoning_open
     head = _head(fmt, kit, reasoning=reasoning, reasoning_open=reasoning_open)
-    call_refs, part_rules = calls_of(chosen, kit) if mode != "none" else ([], [])
+    call_refs: list[list[Node]] = []
+    part_rules: list[Rule] = []
+    if mode != "none":
+        kits = _variant_kits(fmt, kit, schema_options or {})
+        for k, (v, v_kit) in enumerate(zip(fmt.variants, kits, strict=True)):
+            refs, rules = calls_of(chosen, v_kit, v, k)
+            call_refs.append(refs)
+            part_rules += rules
     envelope = _envelope(
         fmt,
         kit,
@@ -500,15 +539,17 @@ def _envelope(
     fmt: WireFormat,
     kit: Kit,
     mode: str,
-    call_refs: list[Node],
+    call_refs: list[list[Node]],
     head: Node | None,
     *,
     parallel: bool,
     reasoning: bool,
     reasoning_open: bool,
 ) -> tuple[Rule, ...]:
-    """Everything but the parts: prose, reasoning, blocks, and the choice of a call."""
-    custom = fmt.turn_grammar(kit, call_refs, mode, parallel=parallel, reasoning=reasoning)
+    """Everything but the parts: prose, reasoning, blocks, and the choice of a call
+    (``call_refs``: the callable tools' call nodes in each variant of the format)."""
+    own = call_refs[0] if call_refs else []
+    custom = fmt.turn_grammar(kit, own, mode, parallel=parallel, reasoning=reasoning)
     if custom is not None:
         return (Rule("root", custom), *kit.rules)
     out: list[Rule] = []
@@ -516,10 +557,11 @@ def _envelope(
     prose_first: Node = EMPTY
     prose_after: Node = EMPTY
     if mode != "required":
-        prose_first, rules = prose_rules(fmt, at_start=True)
+        habits = mode != "none"  # with no call to make, a habit's opener is plain text
+        prose_first, rules = prose_rules(fmt, at_start=True, habits=habits)
         out.extend(rules)
         if head is not None:
-            prose_after, rules = prose_rules(fmt, at_start=False, name="prose_r")
+            prose_after, rules = prose_rules(fmt, at_start=False, name="prose_r", habits=habits)
             out.extend(rules)
     if mode == "none":
         if head is None:
@@ -528,15 +570,18 @@ def _envelope(
         if not reasoning_open:
             alts.append(prose_first)
         return (Rule("root", choice(*alts)), *out, *kit.rules)
-    call = kit.add("call", choice(*call_refs))
+    calls = [
+        kit.add("call" if k == 0 else f"h{k}_call", choice(*refs))
+        for k, refs in enumerate(call_refs)
+    ]
     tail: Node = EMPTY
     if fmt.prose_after_calls:
         tail, rules = prose_rules(fmt, at_start=False, name="prose_t")
         out.extend(rules)
-    out.append(Rule("calls", seq(_calls(fmt, call, parallel=parallel, kit=kit, bare=False), tail)))
+    out.append(Rule("calls", seq(_calls(fmt, calls, parallel=parallel, kit=kit, bare=False), tail)))
     bare = None
     if fmt.bare_at_start:
-        bare = seq(_calls(fmt, call, parallel=parallel, kit=kit, bare=True), tail)
+        bare = seq(_calls(fmt, calls, parallel=parallel, kit=kit, bare=True), tail)
         out.append(Rule("bare_calls", bare))
 
     def body(prose: Node) -> Node:

@@ -238,12 +238,15 @@ class _Scanner:
         *,
         reasoning_open: bool = False,
         schemas: Mapping[str, Any] | None = None,
+        habits: bool = True,
     ) -> None:
         self.fmt = fmt
         self.trigger = fmt.trigger_text
-        self.triggers = fmt.parse_triggers()
+        self.triggers = fmt.parse_triggers(habits=habits)
         self.reasoning_open = reasoning_open and bool(fmt.reasoning_end)
         self.schemas = schemas
+        #: the variant of the format whose block :meth:`_find` found last (a habit's or its own)
+        self._found = fmt
 
     def reasoning(self, text: str, st: _State, *, final: bool) -> _Pending | None:
         """The reasoning channel at the start of the reply: opened by the prompt
@@ -345,6 +348,7 @@ class _Scanner:
         return self.fmt.bare_at_start and all(it.kind == "reasoning" for it in st.items)
 
     def _find(self, text: str, pos: int, st: _State) -> tuple[int | None, bool]:
+        self._found = self.fmt
         if self._bare_possible(st):
             i = _skip_ws(text, pos)
             if self.fmt.starts_bare(text, i):
@@ -354,6 +358,7 @@ class _Scanner:
             k = text.find(t, pos)
             if k >= 0 and (best is None or k < best):
                 best = k
+                self._found = self.fmt.variant_for(t)  # a habit's opener: its own markers
         return best, False
 
     def _held(self, seg: str) -> int:
@@ -363,9 +368,10 @@ class _Scanner:
     def _bad(self, text: str, k: int, reason: str, final: bool) -> _Block:
         """A malformed block at ``k``: it extends to the first close marker after the opener,
         else to the end of the text (undecided until ``final``)."""
-        close = self.fmt.close
+        fmt = self._found
+        close = fmt.close
         if close:
-            c = text.find(close, k + len(self.fmt.open))
+            c = text.find(close, k + len(fmt.open))
             if c >= 0:
                 return _Block("bad", c + len(close), reason=reason)
         if final:
@@ -373,7 +379,7 @@ class _Scanner:
         return _Block("pending")
 
     def _block(self, text: str, k: int, *, bare: bool, final: bool) -> _Block:
-        fmt = self.fmt
+        fmt = self._found  # the format, or the habit whose opener is at k
         custom = fmt.read_block(text, k, final=final, bare=bare, schemas=self.schemas)
         if custom is not None:
             return custom
@@ -525,6 +531,7 @@ def parse_turn(
     id_factory: IdFactory = random_call_id,
     reasoning_open: bool = False,
     schemas: Mapping[str, Any] | None = None,
+    habits: bool = True,
 ) -> ParsedTurn:
     """Parse a finished reply (see the module docstring). O(len(text)); never raises on text.
 
@@ -536,9 +543,12 @@ def parse_turn(
     prefills ``<think>``; see :meth:`WireFormat.prompt_opens_reasoning`), so the reply starts
     with reasoning. ``schemas`` (tool name -> parameters schema) types the values of formats
     that write parameters as raw text (XML parameters): strings stay text, others are JSON.
+    ``habits=False``: the format's habits (:class:`~toolmask.tools.formats.Habit`) are read as
+    prose, for a turn in which no call may be made.
     """
     st = _State()
-    _Scanner(fmt, reasoning_open=reasoning_open, schemas=schemas).scan(text, st, final=True)
+    scanner = _Scanner(fmt, reasoning_open=reasoning_open, schemas=schemas, habits=habits)
+    scanner.scan(text, st, final=True)
     used: set[str] = set()
     return _assemble(text, st.items, lambda n, it, j: _call_id(it.calls[j], id_factory(n), used))
 
@@ -565,8 +575,9 @@ class StreamParser:
         id_factory: IdFactory = random_call_id,
         reasoning_open: bool = False,
         schemas: Mapping[str, Any] | None = None,
+        habits: bool = True,
     ) -> None:
-        self._scanner = _Scanner(fmt, reasoning_open=reasoning_open, schemas=schemas)
+        self._scanner = _Scanner(fmt, reasoning_open=reasoning_open, schemas=schemas, habits=habits)
         self._reasoning = ""  # decided reasoning so far
         self._reasoning_sent = 0
         self._ids = id_factory

@@ -182,14 +182,25 @@ class _JsonScan:
         return "key"
 
 
+def _next_block(fmt: WireFormat, text: str, pos: int) -> tuple[int, WireFormat]:
+    """Where the next block's opener is at or after ``pos`` (-1: none), and the variant of the
+    format (its own markers or a habit's, :attr:`WireFormat.variants`) it opens."""
+    best, found = -1, fmt
+    for v in fmt.variants:
+        k = text.find(v.trigger_text, pos)
+        if k >= 0 and (best < 0 or k < best):
+            best, found = k, v
+    return best, found
+
+
 def site_at(fmt: WireFormat, text: str) -> str:
     """The site (one of :data:`SITES`) of the next byte after the reply prefix ``text``."""
-    trigger = fmt.trigger_text
+    triggers = [v.trigger_text for v in fmt.variants]
     pos = 0
     after_block = False
     while True:
         bare = pos == 0 and fmt.bare_at_start and text.startswith("{")
-        k = 0 if bare else text.find(trigger, pos)
+        k, block = (0, fmt) if bare else _next_block(fmt, text, pos)
         if k < 0:
             rest = text[pos:]
             stripped = rest.lstrip(_WS) if after_block else rest
@@ -197,17 +208,17 @@ def site_at(fmt: WireFormat, text: str) -> str:
                 return "turn_start"
             if after_block and not stripped:
                 return "after_block"
-            if stripped and trigger.startswith(stripped):
+            if stripped and any(t.startswith(stripped) for t in triggers):
                 return "block_open"
             return "prose"
-        start = k if bare else k + len(fmt.open)
+        start = k if bare else k + len(block.open)
         body = text[start:]
         scan = _JsonScan(fmt)
         used = scan.feed(body)
         if not scan.done:
             return scan.site() if scan.started else "envelope"
         tail = body[used:]
-        closer = fmt.before_close + fmt.close
+        closer = block.before_close + block.close
         if not closer:
             pos = start + used
             after_block = True

@@ -138,8 +138,9 @@ class ToolTurn:
 
     @property
     def triggers(self) -> tuple[str, ...]:
-        """Texts whose appearance starts a call (for engines with lazy grammars)."""
-        return (self.format.trigger_text,)
+        """Texts whose appearance starts a call (for engines with lazy grammars): the format's
+        trigger, then its habits' openers."""
+        return self.format.block_triggers()
 
     def prompt(self) -> str:
         """The text that advertises every tool (see :meth:`WireFormat.render_tools`)."""
@@ -373,7 +374,13 @@ class ToolTurn:
             id_factory=self.id_factory,
             reasoning_open=self._open(prompt),
             schemas=self.schemas,
+            habits=self._calls_allowed,
         )
+
+    @property
+    def _calls_allowed(self) -> bool:
+        """Whether this turn may hold calls (else the format's habits are read as prose)."""
+        return self.tool_choice.mode != "none" and bool(self.callable_tools)
 
     def stream_parser(self, *, prompt: str | None = None) -> StreamParser:
         """A fresh :class:`StreamParser` for one streamed reply (``prompt`` as in :meth:`parse`)."""
@@ -382,6 +389,7 @@ class ToolTurn:
             id_factory=self.id_factory,
             reasoning_open=self._open(prompt),
             schemas=self.schemas,
+            habits=self._calls_allowed,
         )
 
     def validate(self, call: Any) -> list[CallError]:

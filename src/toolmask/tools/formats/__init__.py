@@ -65,13 +65,20 @@ from toolmask.tools.formats import (
     xlam,
     xml_invoke,
 )
-from toolmask.tools.formats._base import FORMATS, WireFormat, get_format, register_format
+from toolmask.tools.formats._base import (
+    FORMATS,
+    Habit,
+    WireFormat,
+    get_format,
+    register_format,
+)
 from toolmask.tools.formats._detect import AUTO, RULES, match_clues
 
 __all__ = [
     "AUTO",
     "FORMATS",
     "RULES",
+    "Habit",
     "WireFormat",
     "apertus",
     "apriel",

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from toolmask.errors import ToolError
@@ -26,7 +28,27 @@ if TYPE_CHECKING:
     from toolmask.tools._spec import Tool
     from toolmask.tools.formats._blocks import Block
 
-__all__ = ["FORMATS", "WireFormat", "get_format", "register_format"]
+__all__ = ["FORMATS", "Habit", "WireFormat", "get_format", "register_format"]
+
+
+@dataclass(frozen=True, slots=True)
+class Habit:
+    """Another way a family's models write a block of the same calls: other markers around the
+    same call notation. Qwen2.5-Coder, asked by its template for ``<tool_call>`` tags, writes
+    ``` ```json\n{"name": ..., "arguments": ...}\n``` ```. The grammar admits a habit
+    wherever a block may start (the model takes its own path into the call, and the call is
+    constrained from there), and the parser reads it as a block. A habit is added only where a
+    model of the family was seen writing it (``evidence``), never from a list of guesses."""
+
+    open: str
+    close: str
+    after_open: str = ""
+    before_close: str = ""
+    #: how the calls inside are written, over the format's ``argument_options`` (models
+    #: pretty-print the JSON inside a code fence: ``{"whitespace": "flexible", ...}``)
+    argument_options: Mapping[str, Any] = field(default_factory=dict)
+    #: where the habit was seen: the model, and the benchmark that showed it
+    evidence: str = ""
 
 
 class WireFormat:
@@ -84,6 +106,10 @@ class WireFormat:
     #: builds its own turn grammar and keeps the text before a trigger from ending with the
     #: start of another
     trigger_overlaps: ClassVar[bool] = False
+    #: other markers the family's models write around the same calls (:class:`Habit`): the
+    #: grammar admits them wherever a block may start, the parser reads them; only for
+    #: formats whose blocks hold one call each (``separator`` empty, not ``list_calls``)
+    habits: ClassVar[tuple[Habit, ...]] = ()
     #: whether the turn grammar (generation) supports this format
     has_grammar: ClassVar[bool] = True
     #: one block holds every call of the turn, each call with its own markers and nothing
@@ -160,9 +186,48 @@ class WireFormat:
         }
         return tuple(sorted(found, key=lambda m: (-len(m), m)))
 
-    def parse_triggers(self) -> tuple[str, ...]:
-        """The texts whose first appearance starts a block when parsing."""
-        return tuple(t for t in (self.trigger_text, *self.extra_triggers) if t)
+    def parse_triggers(self, *, habits: bool = True) -> tuple[str, ...]:
+        """The texts whose first appearance starts a block when parsing (``habits=False``: not
+        the habits' openers, for a turn where no call may be made)."""
+        habit_opens = (h.open for h in self.habits) if habits else ()
+        found = (self.trigger_text, *habit_opens, *self.extra_triggers)
+        return tuple(dict.fromkeys(t for t in found if t))
+
+    def block_triggers(self) -> tuple[str, ...]:
+        """The texts that start a block the grammar generates: the trigger, then each habit's
+        opener (for engines with lazy grammars)."""
+        return tuple(t for t in (self.trigger_text, *(h.open for h in self.habits)) if t)
+
+    @cached_property
+    def variants(self) -> tuple[WireFormat, ...]:
+        """This format, then one format per habit: the same format with the habit's markers
+        (and no habits, triggers or bare start of its own). The grammar builds a block of each,
+        the parser reads a block with the variant whose opener it found."""
+        out: list[WireFormat] = [self]
+        for h in self.habits:
+            attrs = {
+                "open": h.open,
+                "close": h.close,
+                "after_open": h.after_open,
+                "before_close": h.before_close,
+                "trigger": "",
+                "extra_triggers": (),
+                "habits": (),
+                "bare_at_start": False,
+                "argument_options": {**self.argument_options, **h.argument_options},
+                "extra_layouts": () if h.argument_options else self.extra_layouts,
+            }
+            cls = type(f"{type(self).__name__}Habit", (type(self),), attrs)
+            out.append(cls())
+        return tuple(out)
+
+    def variant_for(self, trigger: str) -> WireFormat:
+        """The variant (:attr:`variants`) whose block a parse trigger opens: a habit's for its
+        opener, else this format."""
+        for v in self.variants[1:]:
+            if v.open == trigger:
+                return v
+        return self
 
     def prompt_opens_reasoning(self, prompt: str) -> bool:
         """Whether a prompt (what the chat template's generation prompt ends with) leaves the
@@ -393,12 +458,31 @@ def register_format(name: str) -> Callable[[_F], _F]:
         t = inst.trigger_text
         if not cls.trigger_overlaps and any(t[:k] == t[-k:] for k in range(1, len(t))):
             raise ValueError(f"wire format {name!r}: trigger {t!r} overlaps itself")
+        if inst.habits:
+            if inst.separator or inst.list_calls:
+                raise ValueError(f"wire format {name!r}: habits need one call per block")
+            starts = inst.block_triggers()
+            for a in starts:
+                for b in starts:
+                    if _overlap(a, b):
+                        raise ValueError(f"wire format {name!r}: openers {a!r}, {b!r} overlap")
         if inst.trigger and not inst.trigger.startswith(inst.open):
             raise ValueError(f"wire format {name!r}: trigger must start with the open marker")
         FORMATS[name] = inst
         return cls
 
     return deco
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether text that ends inside ``a`` (a proper suffix of it) can continue into ``b``'s
+    start, or hold ``b`` whole, so that prose followed by one opener would hold another opener
+    earlier, and the parser would split the text elsewhere than the grammar. ``a == b`` is the
+    trigger's own overlap. Two different openers, one the start of the other, overlap too:
+    the parser could not tell which block starts."""
+    if a != b and (a.startswith(b) or b.startswith(a)):
+        return True
+    return any(b.startswith(a[k:]) or a[k:].startswith(b) for k in range(1, len(a)))
 
 
 def get_format(fmt: str | WireFormat) -> WireFormat:

@@ -309,8 +309,9 @@ class ProseMessages(JsonCalls):
     prose_open: ClassVar[str] = ""
     prose_close: ClassVar[str] = ""
 
-    def parse_triggers(self) -> tuple[str, ...]:
-        return tuple(t for t in (self.trigger_text, *self.extra_triggers, self.prose_open) if t)
+    def parse_triggers(self, *, habits: bool = True) -> tuple[str, ...]:
+        found = (*super().parse_triggers(habits=habits), self.prose_open)
+        return tuple(dict.fromkeys(t for t in found if t))
 
     def own_markers(self) -> tuple[str, ...]:
         prose = (m for m in (self.prose_open, self.prose_close) if m)

@@ -1,0 +1,198 @@
+"""Habits (``WireFormat.habits``): the other markers a family's models write around the same
+calls. Hermes has one, Qwen2.5-Coder's fenced, pretty-printed JSON block, as the model writes it
+(bench/quality.py, toolmask-free, BFCL dev ``multiple_107``)::
+
+    ```json
+    {
+      "name": "calculate_density",
+      "arguments": {
+        "mass": 45,
+        "volume": 15,
+        "unit": "kg/m³"
+      }
+    }
+    ```
+
+The grammar admits it wherever a block may start (and only there: never under ``none``), the
+parser and the stream parser read it as a call, the lazy turn and a subset's name filter agree
+with the eager turn on it, and the call inside is held to its tool's schema like any other.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import toolmask as tm
+from toolmask.tools import ToolTurn
+from toolmask.tools.formats import Habit, WireFormat, get_format, register_format
+
+from ..test_lazy import _token_ids
+from ..toolset import NAMES, TOOLS, VALID
+
+HERMES = get_format("hermes")
+
+
+def fenced(name: str, arguments: dict[str, Any]) -> str:
+    """A call the way Qwen2.5-Coder writes it: a ```json fence around the call object, objects
+    indented by two spaces, arrays on one line."""
+
+    def dump(value: Any, depth: int) -> str:
+        if isinstance(value, dict) and value:
+            pad = "  " * (depth + 1)
+            items = [f"{pad}{json.dumps(k)}: {dump(v, depth + 1)}" for k, v in value.items()]
+            return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
+        return json.dumps(value, ensure_ascii=False)
+
+    return "```json\n" + dump({"name": name, "arguments": arguments}, 0) + "\n```"
+
+
+def _accepts(compiled: tm.CompiledGrammar, text: str) -> bool:
+    m = compiled.matcher()
+    return m.accept_bytes(text.encode()) and m.is_accepting()
+
+
+def test_hermes_lists_the_fence_with_its_evidence() -> None:
+    (habit,) = HERMES.habits
+    assert (habit.open, habit.close) == ("```json", "```")
+    assert "Qwen2.5-Coder" in habit.evidence
+    assert HERMES.block_triggers() == ("<tool_call>", "```json")
+    assert ToolTurn(TOOLS, "hermes").triggers == ("<tool_call>", "```json")
+    own, fence = HERMES.variants
+    assert own is HERMES and fence.open == "```json" and fence.habits == ()
+    assert fence.argument_options["whitespace"] == "flexible"
+
+
+@pytest.mark.parametrize("mode", ["auto", "required"])
+def test_a_fenced_call_is_a_call(mode: str) -> None:
+    turn = ToolTurn(TOOLS, "hermes", mode)
+    compiled = tm.compile(turn.grammar())
+    for name in NAMES:
+        for args in VALID[name]:
+            text = fenced(name, args)
+            assert _accepts(compiled, text), text
+            parsed = turn.parse(text)
+            assert [(c.name, c.arguments) for c in parsed.calls] == [(name, args)]
+            assert parsed.content == "" and parsed.malformed == ()
+            assert turn.validate(parsed.calls[0]) == []
+    # the template's own block, a fenced one, and the fence written on one line
+    both = (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>\n'
+        + fenced("get_weather", {"city": "Rome"})
+        + '\n```json\n{"name": "get_weather", "arguments": {"city": "Bern"}}\n```\n'
+    )
+    assert _accepts(compiled, both)
+    assert [c.arguments["city"] for c in turn.parse(both).calls] == ["Oslo", "Rome", "Bern"]
+
+
+def test_prose_then_a_fenced_call_under_auto() -> None:
+    turn = ToolTurn(TOOLS, "hermes", "auto")
+    compiled = tm.compile(turn.grammar())
+    text = "I will look it up.\n\n" + fenced("get_weather", {"city": "Paris"})
+    assert _accepts(compiled, text)
+    parsed = turn.parse(text)
+    assert parsed.content == "I will look it up." and parsed.calls[0].name == "get_weather"
+
+
+def test_the_call_inside_a_fence_is_held_to_its_schema() -> None:
+    compiled = tm.compile(ToolTurn(TOOLS, "hermes", "required").grammar())
+    good = fenced("get_weather", {"city": "Paris", "unit": "celsius"})
+    assert _accepts(compiled, good)
+    for bad in (
+        fenced("get_wether", {"city": "Paris"}),  # no such tool
+        fenced("get_weather", {"city": "Paris", "country": "FR"}),  # undeclared key
+        fenced("get_weather", {"city": "Paris", "unit": "kelvin"}),  # not in the enum
+        fenced("get_weather", {"unit": "celsius"}),  # the required key left out
+        fenced("search_web", {"query": "x", "limit": 0}),  # below the minimum
+        "```json\n[" + fenced("get_weather", {"city": "Paris"})[8:-4] + "]\n```",  # a list
+        '```json\n{\n  "x": 1\n}\n```',  # not a call object
+    ):
+        assert not _accepts(compiled, bad), bad
+
+
+def test_under_none_a_fence_is_prose() -> None:
+    turn = ToolTurn(TOOLS, "hermes", "none")
+    compiled = tm.compile(turn.grammar())
+    text = "Here is the JSON:\n" + fenced("get_weather", {"city": "Paris"})
+    assert _accepts(compiled, text)
+    parsed = turn.parse(text)
+    assert parsed.calls == () and parsed.malformed == () and parsed.content == text
+    # the template's own marker stays out of prose, as before
+    assert not _accepts(compiled, "<tool_call>")
+
+
+def test_a_fence_that_holds_no_call_is_kept_as_content() -> None:
+    turn = ToolTurn(TOOLS, "hermes", "auto")
+    text = 'Example: ```json\n{"x": 1}\n```'
+    parsed = turn.parse(text)
+    assert parsed.calls == () and parsed.content == text
+    assert parsed.malformed[0].text == '```json\n{"x": 1}\n```'
+
+
+def test_the_stream_parser_reads_fences_like_the_parser() -> None:
+    turn = ToolTurn(TOOLS, "hermes", "auto")
+    text = "Checking.\n" + fenced("search_web", {"query": "toolmask", "limit": 3}) + "\n"
+    text += fenced("get_weather", {"city": "Lima"})
+    for size in (1, 3, 7, 64):
+        sp = turn.stream_parser()
+        for i in range(0, len(text), size):
+            sp.feed(text[i : i + size])
+        sp.finish()
+        got, want = sp.result, turn.parse(text)
+        assert got.content == want.content == "Checking."
+        assert [(c.name, c.arguments) for c in got.calls] == [
+            (c.name, c.arguments) for c in want.calls
+        ]
+        assert [c.name for c in got.calls] == ["search_web", "get_weather"]
+        assert got.malformed == want.malformed == ()
+
+
+@pytest.fixture(scope="module")
+def qwen3_vocab() -> tm.Vocabulary:
+    return tm.Vocabulary.from_quicktok("qwen3")
+
+
+@pytest.mark.parametrize("subset", [False, True])
+def test_lazy_and_filtered_masks_equal_the_eager_masks_on_a_fence(
+    qwen3_vocab: tm.Vocabulary, subset: bool
+) -> None:
+    sp = frozenset(qwen3_vocab.special.values())
+    choice: Any = "auto"
+    if subset:
+        choice = {"type": "allowed_tools", "mode": "auto", "tools": NAMES[:3]}
+    turn = ToolTurn(TOOLS, "hermes", choice, special_tokens=sp)
+    with tm.GrammarCompiler().activate():
+        lazy = turn.compile(qwen3_vocab, lazy=True)
+        eager = tm.compile(turn.grammar(), qwen3_vocab)
+    text = "Sure.\n" + fenced(NAMES[0], VALID[NAMES[0]][0]) + "\n"
+    text += fenced(NAMES[2], VALID[NAMES[2]][-1])
+    ml, me = lazy.matcher(), eager.matcher()
+    for tid in _token_ids(qwen3_vocab, [text]):
+        assert (ml.mask() == me.mask()).all(), qwen3_vocab.token_bytes[tid]
+        assert ml.accept_token(tid) and me.accept_token(tid)
+    assert ml.is_accepting() and me.is_accepting()
+    if subset:  # a tool outside the subset is refused in a fence too
+        m = lazy.matcher()
+        assert not m.accept_bytes(fenced(NAMES[4], VALID[NAMES[4]][0]).encode())
+
+
+def test_habits_are_checked_when_a_format_registers() -> None:
+    class Bad(WireFormat):
+        open = "<call>"
+        close = "</call>"
+        habits = (Habit("<call", ">"),)  # overlaps the format's own opener
+
+    with pytest.raises(ValueError, match="overlap"):
+        register_format("test_habits_overlap")(Bad)
+
+    class Listed(WireFormat):
+        open = "<calls>"
+        close = "</calls>"
+        separator = ","
+        list_open, list_close = "[", "]"
+        habits = (Habit("```json", "```"),)
+
+    with pytest.raises(ValueError, match="one call per block"):
+        register_format("test_habits_listed")(Listed)
