@@ -1,5 +1,5 @@
-"""End to end on SmolLM2 (llama.cpp): the mask's share of decode time, and validity with and
-without it.
+"""End to end on a real model through llama.cpp (default: the catalogue's default model,
+``--model NAME|PATH``): the mask's share of decode time, and validity with and without it.
 
 For each prompt of ``tests/agent/test_e2e.py`` under ``tool_choice="required"``, greedy:
 
@@ -14,13 +14,14 @@ For each prompt of ``tests/agent/test_e2e.py`` under ``tool_choice="required"``,
 
 Prints a table and writes ``bench/results/e2e.json``.
 
-    .venv/bin/python bench/e2e.py [--model PATH] [--rounds 2]
+    .venv/bin/python bench/e2e.py [--model qwen2.5-coder-1.5b] [--rounds 2] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -34,7 +35,8 @@ from tests.agent.test_e2e import PROMPTS, TOOLS  # noqa: E402
 
 import toolmask as tm  # noqa: E402
 from toolmask.agent import Message, render_chatml  # noqa: E402
-from toolmask.backends.llama_cpp import LlamaCpp, default_model_path  # noqa: E402
+from toolmask.backends.llama_cpp import LlamaCpp  # noqa: E402
+from toolmask.models import DEFAULT_MODEL  # noqa: E402
 from toolmask.tools import ToolTurn  # noqa: E402
 
 
@@ -136,11 +138,14 @@ def run_gbnf_peer(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=None)
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="a GGUF or a catalogue name")
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all)")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "e2e.json")
     ap.add_argument("--rounds", type=int, default=2, help="passes over the prompts (1 = cold)")
     ap.add_argument("--max-tokens", type=int, default=128)
     args = ap.parse_args()
-    backend = LlamaCpp(args.model or default_model_path(), n_ctx=4096)
+    load_before = os.getloadavg()
+    backend = LlamaCpp(args.model, n_ctx=4096, n_threads=args.threads)
     # one call per turn, as in the e2e tests: asked for parallel calls, a 135M model repeats
     # its call until max_tokens
     turn = ToolTurn(
@@ -171,6 +176,7 @@ def main() -> None:
     steady = rounds[-1]
     report = {
         "model": str(backend.model_path.name),
+        "load_avg_before": load_before,
         "n_threads": backend.llm.n_threads,
         "prompts": len(PROMPTS),
         "max_tokens": mt,
@@ -218,7 +224,7 @@ def main() -> None:
         f"TTFT: {report['ttft_warm_prefix_ms_mean']:.0f} ms with the tools' prefix cached, "
         f"{report['ttft_cold_prefix_ms_mean']:.0f} ms cold"
     )
-    out = ROOT / "bench" / "results" / "e2e.json"
+    out = args.out
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {out}")
 

@@ -254,7 +254,8 @@ def test_no_grammar_plans_decode_freely_and_still_parse() -> None:
     req = _req([{"role": "user", "content": "weather?"}], tools=[TOOL], tool_choice="required")
     plan = free.get(req)
     assert plan.compiled is None and plan.turn is not None
-    reply = '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Oslo"\n  }\n}\n```'
+    reply = '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Oslo"\n  }\n}'
+    reply += "\n```"
     assert [c.name for c in plan.turn.parse(reply).calls] == ["get_weather"]
     rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
     json_req = _req([{"role": "user", "content": "hi"}], response_format=rf)

@@ -60,7 +60,7 @@ def _engine_command(engine: str) -> list[str]:
     except tm.ToolmaskError as e:  # pragma: no cover - only without the default model
         pytest.skip(str(e))
     # the test process shares the cores: no spinning thread barriers
-    return ["--model", TEST_MODEL, "--threads", "1"]
+    return ["--model", str(resolve_model(TEST_MODEL)), "--threads", "1"]
 
 
 START_TIMEOUT = 180

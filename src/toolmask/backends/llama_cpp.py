@@ -39,6 +39,7 @@ __all__ = [
     "default_model_path",
 ]
 
+
 def default_model_path() -> Path:
     """The GGUF of the catalogue's default model (:data:`toolmask.models.DEFAULT_MODEL`),
     pulled on first use."""

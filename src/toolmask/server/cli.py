@@ -95,14 +95,14 @@ def load_llama_cpp(args: argparse.Namespace, extra: list[str]) -> ServedModel:
     catalogue's default model, pulled on first use), decoded by the server's own worker
     thread."""
     from toolmask.backends.llama_cpp import LlamaCpp
-    from toolmask.models import CATALOGUE, resolve_model
+    from toolmask.models import CATALOGUE, DEFAULT_MODEL, resolve_model
 
     if extra:
         raise ToolmaskError("arguments after `--` are for --engine vllm only")
     path = resolve_model(args.model)
     log.info("loading %s", path)
     backend = LlamaCpp(path, n_ctx=args.ctx_size, n_threads=args.threads)
-    named = args.model if args.model in CATALOGUE else None
+    named = DEFAULT_MODEL if args.model is None else args.model if args.model in CATALOGUE else None
     return ServedModel(backend, None, args.model_name or named or model_name_for(path))
 
 
@@ -162,7 +162,8 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     s.add_argument(
         "--model-name",
-        help="the name clients use for the model (default: the GGUF file name without .gguf)",
+        help="the name clients use for the model (default: its catalogue name, else the GGUF "
+        "file name without .gguf)",
     )
     s.add_argument("--ctx-size", type=int, default=4096, help="context window (default: 4096)")
     s.add_argument(

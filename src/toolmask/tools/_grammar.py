@@ -143,7 +143,8 @@ def _calls(fmt: WireFormat, calls: Sequence[Node], *, parallel: bool, kit: Kit, 
         v_body = seq(v.list_open_node(), v_call, v.list_close_node(), v_close)
         blocks.append(seq(v.open_node(kit.special_tokens), v_body))
     block = choice(*blocks)
-    head = body if bare else block
+    # a bare block (the reply starts with the call object itself) has neither marker
+    head = seq(fmt.list_open_node(), call, fmt.list_close_node()) if bare else block
     if not parallel:
         return seq(head, ws)
     return seq(head, star(seq(ws, block)), ws)

@@ -449,7 +449,8 @@ class _Scanner:
             if text[i] != fmt.list_close:
                 return self._bad(text, k, f"expected {fmt.list_close!r}", final)
             end = i = i + 1
-        if fmt.close:
+        if fmt.close and not (bare and not fmt.list_calls and not fmt.separator):
+            # (a bare one-call block has no closer: the reply starts with the call object)
             i = _skip_ws(text, end)
             if text.startswith(fmt.close, i):
                 return _Block("ok", i + len(fmt.close), calls)

@@ -196,3 +196,28 @@ def test_habits_are_checked_when_a_format_registers() -> None:
 
     with pytest.raises(ValueError, match="one call per block"):
         register_format("test_habits_listed")(Listed)
+
+
+@pytest.mark.parametrize("mode", ["auto", "required"])
+def test_a_reply_may_start_with_the_bare_call_object(mode: str) -> None:
+    """Qwen2.5-Coder-0.5B's other habit: the call object itself, first in the reply, with no
+    marker (``tests/server/test_default_model.py`` sees it through the server). Then more
+    blocks may follow; prose may not start with ``{"name"`` but may start with ``{``."""
+    turn = ToolTurn(TOOLS, "hermes", mode)
+    compiled = tm.compile(turn.grammar())
+    bare = '{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}'
+    assert _accepts(compiled, bare) and _accepts(compiled, bare + "\n")
+    parsed = turn.parse(bare)
+    assert [(c.name, c.arguments) for c in parsed.calls] == [
+        ("get_weather", {"city": "Paris", "unit": "celsius"})
+    ]
+    then = bare + "\n" + fenced("search_web", {"query": "x"})
+    assert _accepts(compiled, then)
+    assert [c.name for c in turn.parse(then).calls] == ["get_weather", "search_web"]
+    assert not _accepts(compiled, '{"name": "nope", "arguments": {}}')
+    # bare only at the start: later, the same object is prose (auto), or not allowed (required)
+    assert _accepts(compiled, "Sure. " + bare) == (mode == "auto")
+    assert turn.parse("Sure. " + bare).calls == ()
+    if mode == "auto":
+        assert _accepts(compiled, '{"a": 1} is a JSON object.')
+        assert turn.parse('{"a": 1} is a JSON object.').calls == ()

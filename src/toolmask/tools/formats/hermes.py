@@ -23,7 +23,8 @@ block, the object pretty-printed (two-space indent, short arrays on one line)::
 
 That is a :class:`Habit` of the family: the grammar admits the fence wherever a block may start
 (with whitespace between JSON tokens, as a pretty-printer writes it), and the parser reads it
-as a call.
+as a call. The 0.5B also writes the call object bare, as the first thing in its reply; a reply
+may start with a bare block (no marker), and prose may not start with ``{"name"``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ class Hermes(WireFormat):
     after_open = "\n"
     before_close = "\n"
     block_sep = "\n"
+    # Qwen2.5-Coder-0.5B also starts a reply with the call object itself, no marker around it
+    # ({"name": "get_weather", "arguments": {...}}; toolmask serve, auto, greedy: see
+    # tests/server/test_default_model.py): a bare block at the start of the reply
+    bare_at_start = True
+    bare_start = '{"name"'
     habits = (
         Habit(
             "```json",
