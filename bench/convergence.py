@@ -750,12 +750,130 @@ def run_assistant(args: Any, backend: Any, modes: list[str]) -> dict[str, Any]:
     return report
 
 
+#: the modes of ``--via serve``: the tool_choice an OpenAI client's loop sends every step
+SERVE_MODES = ("auto", "required")
+
+
+def run_via_serve(args: Any, modes: list[str]) -> dict[str, Any]:
+    """``--via serve``: each task through ``toolmask serve`` and an OpenAI client's own loop
+    (:mod:`_serve_loop`), under each ``tool_choice`` in ``modes``."""
+    import _assistant as A
+    import _serve_loop as S
+    from toolmask.models import TEST_MODEL, resolve_model
+
+    gguf = str(resolve_model(args.model or TEST_MODEL))
+    assistant = args.set == "assistant"
+    holder = A.Holder()
+    box = None if assistant else Sandbox()
+    if assistant:
+        specs, fns = A.tools(holder)
+        items: list[Any] = list(A.QUERIES[: args.limit] if args.limit else A.QUERIES)
+    else:
+        assert box is not None
+        os.chdir(box.root)
+        specs, fns = tools(box)
+        items = TASKS[:: args.every][: args.limit or None]
+    report: dict[str, Any] = {
+        "set": args.set,
+        "via": "serve",
+        "model": Path(gguf).name,
+        "tasks": len(items),
+        "of_tasks": len(A.QUERIES if assistant else TASKS),
+        "every": 1 if assistant else args.every,
+        "max_steps": args.max_steps,
+        "max_tokens": args.max_tokens,
+        "answer_after": 0,
+        "sampling": "greedy",
+        "clock": (A.NOW if assistant else NOW).isoformat(),
+        "load_before": os.getloadavg(),
+        "cpus": len(os.sched_getaffinity(0)),
+        "threads": args.threads,
+        "modes": {},
+    }
+    try:
+        with S.serve(gguf, args.threads) as client:
+            for choice in modes:
+                mode = f"serve+{choice}"
+                rows = []
+                t0 = time.perf_counter()
+                for i, item in enumerate(items):
+                    if assistant:
+                        holder.world = A.World(reply=item.reply)
+                    s = time.perf_counter()
+                    res = S.run_loop(
+                        client,
+                        item.prompt,
+                        specs,
+                        fns,
+                        tool_choice=choice,
+                        max_steps=args.max_steps,
+                        max_tokens=args.max_tokens,
+                    )
+                    calls = [(n, a) for n, a in res.calls if n != "final_answer"]
+                    answer = res.answer or ""
+                    if assistant:
+                        escapes = sum(n in A.ESCAPES for n, _ in calls)
+                        reached = item.check(holder.world, answer, calls)
+                        ok = reached and escapes == 0
+                    else:
+                        escapes = sum(n in ESCAPES for n, _ in calls)
+                        ok = right(res.answer, item.answer)
+                        reached = any(right(r, item.answer) for r in res.results)
+                    row = {
+                        "prompt": item.prompt,
+                        "answer": res.answer,
+                        "stop": res.stop,
+                        "converged": ok,
+                        "first_tool_right": bool(calls) and calls[0][0] in item.first,
+                        "reached": reached,
+                        "calls": [f"{n}({json.dumps(a, ensure_ascii=False)})" for n, a in calls],
+                        "escapes": escapes,
+                        "steps": res.steps,
+                        "tokens": res.tokens,
+                        "prompt_tokens": res.prompt_tokens,
+                        "wall_s": round(time.perf_counter() - s, 2),
+                    }
+                    rows.append(row)
+                    mark = "ok " if ok else "-- "
+                    print(
+                        f"{mode:24} {i + 1:2}/{len(items)} {mark}{item.prompt[:50]!r} -> "
+                        f"{str(res.answer)[:40]!r} [{', '.join(row['calls'])[:100]}]",
+                        flush=True,
+                    )
+                n = len(rows)
+                report["modes"][mode] = {
+                    "converged": sum(r["converged"] for r in rows),
+                    "first_tool_right": sum(r["first_tool_right"] for r in rows),
+                    "reached": sum(r["reached"] for r in rows),
+                    "escapes": sum(r["escapes"] for r in rows),
+                    "steps_mean": round(sum(r["steps"] for r in rows) / n, 2),
+                    "tokens_mean": round(sum(r["tokens"] for r in rows) / n, 1),
+                    "prompt_tokens_mean": round(sum(r["prompt_tokens"] for r in rows) / n, 1),
+                    "latency_mean_s": round(sum(r["wall_s"] for r in rows) / n, 2),
+                    "wall_s": round(time.perf_counter() - t0, 1),
+                    "runs": rows,
+                }
+                report["load_after"] = os.getloadavg()
+                Path(args.out).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    finally:
+        if box is not None:
+            box.close()
+    return report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--model",
         default=None,
         help="a GGUF or a catalogue name (default: the test model, smollm2-135m)",
+    )
+    ap.add_argument(
+        "--via",
+        default="agent",
+        choices=["agent", "serve"],
+        help="agent: the library's Agent in-process; serve: toolmask serve and an OpenAI "
+        "client's own loop (modes: the tool_choice sent, " + ", ".join(SERVE_MODES) + ")",
     )
     ap.add_argument(
         "--set",
@@ -818,12 +936,17 @@ def main() -> None:
     from toolmask.models import TEST_MODEL
 
     known = ASSISTANT_MODES if args.set == "assistant" else MODES
-    if args.set == "assistant" and args.modes == ",".join(MODES):
-        args.modes = ",".join(ASSISTANT_MODES)
+    if args.via == "serve":
+        known = SERVE_MODES
+    if args.modes == ",".join(MODES):
+        args.modes = ",".join(known)
     modes = [m for m in args.modes.split(",") if m]
     bad = [m for m in modes if m not in known]
     if bad:
         ap.error(f"unknown modes {bad}; the modes are {known}")
+    if args.via == "serve":
+        print_table(run_via_serve(args, modes))
+        return
     backend = LlamaCpp(args.model or TEST_MODEL, n_ctx=4096, n_threads=args.threads)
     path = str(backend.model_path)
     if args.set == "assistant":
