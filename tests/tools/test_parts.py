@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import toolmask as tm
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import Special
-from toolmask.tools import ToolTurn
+from toolmask.tools import ToolTurn, get_format
 
 from .completions import Piece, accepts, render
 from .test_grammar import CELLS, THOUGHT, Mode, _good_and_bad, _has_reasoning, _id, _turn
@@ -34,12 +34,17 @@ def _counts(c: tm.GrammarCompiler) -> dict[str, int]:
     return {k: m.get(k, 0) for k in ("compiled", "tools.parts", "tools.schema_grammars")}
 
 
+#: hermes' variants: its own tags, then its habit's fence (each with its own parts)
+VARIANTS = len(get_format("hermes").variants)
+
+
 def test_a_second_turn_over_the_same_tools_compiles_nothing_new() -> None:
     compiler = tm.GrammarCompiler()
     with compiler.activate():
         ToolTurn(TOOLS, "hermes", "auto").compile()
         first = _counts(compiler)
-        assert first["tools.parts"] == len(TOOLS)
+        # a part per tool and variant of the format (its tags and its habit's fence)
+        assert first["tools.parts"] == len(TOOLS) * VARIANTS
         assert first["compiled"] == 1
         # a new turn object over the same tools: nothing is compiled
         ToolTurn(TOOLS, "hermes", "auto").compile()
@@ -49,8 +54,9 @@ def test_a_second_turn_over_the_same_tools_compiles_nothing_new() -> None:
         ToolTurn(TOOLS, "hermes", subset).compile()
         after = _counts(compiler)
         assert after["tools.parts"] == first["tools.parts"]
-        # no tool schema compiled again; the filters' any-value grammar, once
-        assert after["tools.schema_grammars"] == first["tools.schema_grammars"] + 1
+        # no tool schema compiled again; the filters' any-value grammar, once per layout (the
+        # tags' json.dumps spacing, the fence's pretty-printing)
+        assert after["tools.schema_grammars"] == first["tools.schema_grammars"] + VARIANTS
         assert after["compiled"] == first["compiled"] + 1
         # another subset: its filter only
         other = {"type": "allowed_tools", "mode": "auto", "tools": NAMES[1:4]}
@@ -71,9 +77,9 @@ def test_parts_are_shared_across_turns_of_different_tool_lists() -> None:
     compiler = tm.GrammarCompiler()
     with compiler.activate():
         ToolTurn(TOOLS[:3], "hermes").grammar()
-        assert _counts(compiler)["tools.parts"] == 3
+        assert _counts(compiler)["tools.parts"] == 3 * VARIANTS
         ToolTurn(TOOLS[2:], "hermes").grammar()  # one tool in common
-        assert _counts(compiler)["tools.parts"] == len(TOOLS)
+        assert _counts(compiler)["tools.parts"] == len(TOOLS) * VARIANTS
 
 
 def _tool(name: str, n_props: int) -> dict[str, Any]:
@@ -121,14 +127,15 @@ def test_a_tool_whose_schema_fails_is_named_with_its_pointer() -> None:
 
 
 def test_the_envelope_has_its_own_max_rules() -> None:
-    """Hermes' auto envelope has 14 rules (root, 11 of prose, calls, call); each tool's part
-    here 2."""
+    """Hermes' auto envelope has 29 rules (root, 24 of prose, which avoids the ```` ```json ````
+    fence and a bare ``{"name"`` start too, calls, bare_calls, call, h1_call); each tool's
+    part here 2, once per variant of the format (its tags, its fence)."""
     empty = {"type": "object", "properties": {}, "additionalProperties": False}
     tools = [{"name": f"t{i}", "parameters": empty} for i in range(20)]
-    fits = tm.Limits(max_rules=14)
-    assert len(ToolTurn(tools, "hermes", schema_options={"limits": fits}).grammar().rules) == 54
+    fits = tm.Limits(max_rules=29)
+    assert len(ToolTurn(tools, "hermes", schema_options={"limits": fits}).grammar().rules) == 109
     ToolTurn(tools, "hermes", schema_options={"limits": fits}).compile()
-    limits = tm.Limits(max_rules=13)
+    limits = tm.Limits(max_rules=28)
     with pytest.raises(LimitError, match="envelope") as info:
         ToolTurn(tools, "hermes", schema_options={"limits": limits}).compile()
     assert info.value.tool is None

@@ -25,3 +25,7 @@ __all__ = ["Qwen3"]
 class Qwen3(Hermes):
     reasoning_start = "<think>"
     reasoning_end = "</think>"
+    # Qwen2.5-Coder's habits (the ```json fence, the bare call object) are hermes' alone: no
+    # Qwen3 model was seen writing them
+    habits = ()
+    bare_at_start = False
