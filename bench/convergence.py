@@ -72,6 +72,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from _assistant import _s, _spec  # noqa: E402
 from toolmask.agent import Agent, PoolFilter, StateMachine, Transcript  # noqa: E402
 from toolmask.sampling import SamplingParams  # noqa: E402
 
@@ -320,26 +321,6 @@ MARKERS = {
     "web_search": ["web", "internet", "online", "google"],
     "ask_user": ["ask me", "ask the user"],
 }
-
-
-def _spec(name: str, doc: str, props: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": doc,
-            "parameters": {
-                "type": "object",
-                "properties": props,
-                "required": list(props),
-                "additionalProperties": False,
-            },
-        },
-    }
-
-
-def _s(desc: str, **kw: Any) -> dict[str, Any]:
-    return {"type": "string", "description": desc, **kw}
 
 
 UNIT_NAMES = sorted([*UNITS, *TEMPS])
@@ -648,6 +629,74 @@ def score(task: Task, t: Transcript) -> dict[str, Any]:
 ASSISTANT_MODES = ("unconstrained", "auto", "grammar", "grammar+pool")
 
 
+def _summary(rows: list[dict[str, Any]], t0: float) -> dict[str, Any]:
+    """One mode's figures over its rows (``t0``: when the mode started)."""
+    n = len(rows)
+    return {
+        "converged": sum(r["converged"] for r in rows),
+        "first_tool_right": sum(r["first_tool_right"] for r in rows),
+        "reached": sum(r["reached"] for r in rows),
+        "escapes": sum(r["escapes"] for r in rows),
+        "steps_mean": round(sum(r["steps"] for r in rows) / n, 2),
+        "tokens_mean": round(sum(r["tokens"] for r in rows) / n, 1),
+        "prompt_tokens_mean": round(sum(r["prompt_tokens"] for r in rows) / n, 1),
+        "latency_mean_s": round(sum(r["wall_s"] for r in rows) / n, 2),
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "runs": rows,
+    }
+
+
+def _header(args: Any, model: str, n: int, of: int, clock: dt.datetime, **extra: Any) -> dict:
+    """The report's conditions (its ``modes`` filled as they run)."""
+    return {
+        "set": args.set,
+        "via": args.via,
+        "model": model,
+        "tasks": n,
+        "of_tasks": of,
+        "every": args.every,
+        "max_steps": args.max_steps,
+        "max_tokens": args.max_tokens,
+        "answer_after": args.answer_after,
+        "sampling": "greedy" if args.sampling == "plain" else f"greedy, {args.sampling}",
+        "clock": clock.isoformat(),
+        "load_before": os.getloadavg(),
+        "cpus": len(os.sched_getaffinity(0)),
+        "threads": args.threads,
+        **extra,
+        "modes": {},
+    }
+
+
+def _progress(mode: str, i: int, n: int, prompt: str, row: dict[str, Any]) -> None:
+    mark = "ok " if row["converged"] else "-- "
+    print(
+        f"{mode:24} {i + 1:2}/{n} {mark}{prompt[:50]!r} -> "
+        f"{str(row['answer'])[:40]!r} [{', '.join(row['calls'])[:100]}]",
+        flush=True,
+    )
+
+
+def _assistant_row(q: Any, world: Any, answer: str | None, calls: list[Any], **rest: Any) -> dict:
+    """A row of the assistant set: converged when the query's check holds and no escape hatch
+    was called."""
+    import _assistant as A
+
+    escapes = sum(n in A.ESCAPES for n, _ in calls)
+    ok = q.check(world, answer or "", calls)
+    return {
+        "prompt": q.prompt,
+        "kind": q.kind,
+        "answer": answer,
+        "converged": ok and escapes == 0,
+        "first_tool_right": bool(calls) and calls[0][0] in q.first,
+        "reached": ok,
+        "calls": [f"{n}({json.dumps(a, ensure_ascii=False)})" for n, a in calls],
+        "escapes": escapes,
+        **rest,
+    }
+
+
 def run_assistant(args: Any, backend: Any, modes: list[str]) -> dict[str, Any]:
     """``--set assistant``: the ten queries of :mod:`_assistant` in each mode."""
     import _assistant as A
@@ -655,22 +704,7 @@ def run_assistant(args: Any, backend: Any, modes: list[str]) -> dict[str, Any]:
     holder = A.Holder()
     specs, fns = A.tools(holder)
     queries = A.QUERIES[: args.limit] if args.limit else A.QUERIES
-    report: dict[str, Any] = {
-        "set": "assistant",
-        "model": Path(backend.model_path).name,
-        "tasks": len(queries),
-        "of_tasks": len(A.QUERIES),
-        "every": 1,
-        "max_steps": args.max_steps,
-        "max_tokens": args.max_tokens,
-        "answer_after": args.answer_after,
-        "sampling": "greedy" if args.sampling == "plain" else f"greedy, {args.sampling}",
-        "clock": A.NOW.isoformat(),
-        "load_before": os.getloadavg(),
-        "cpus": len(os.sched_getaffinity(0)),
-        "threads": args.threads,
-        "modes": {},
-    }
+    report = _header(args, Path(backend.model_path).name, len(queries), len(A.QUERIES), A.NOW)
     common: dict[str, Any] = {
         "functions": fns,
         "max_steps": args.max_steps,
@@ -700,51 +734,25 @@ def run_assistant(args: Any, backend: Any, modes: list[str]) -> dict[str, Any]:
             holder.world = A.World(reply=q.reply)
             s = time.perf_counter()
             t = agent.run(q.prompt)
-            wall = round(time.perf_counter() - s, 2)
             calls = [
                 (c.name, c.arguments) for m in t if m.role == "assistant" for c in m.tool_calls
             ]
-            answer = t.outcome.answer or ""
-            escapes = sum(n in A.ESCAPES for n, _ in calls)
-            ok = bool(t.outcome.answer is not None or calls) and q.check(
-                holder.world, answer, calls
+            out = t.outcome
+            row = _assistant_row(
+                q,
+                holder.world,
+                out.answer,
+                calls,
+                stop=out.stop,
+                steps=out.steps,
+                tokens=out.tokens,
+                prompt_tokens=out.prompt_tokens,
+                message=out.message,
+                wall_s=round(time.perf_counter() - s, 2),
             )
-            row = {
-                "prompt": q.prompt,
-                "kind": q.kind,
-                "answer": t.outcome.answer,
-                "stop": t.outcome.stop,
-                "converged": ok and escapes == 0,
-                "first_tool_right": bool(calls) and calls[0][0] in q.first,
-                "reached": ok,
-                "calls": [f"{n}({json.dumps(a, ensure_ascii=False)})" for n, a in calls],
-                "escapes": escapes,
-                "steps": t.outcome.steps,
-                "tokens": t.outcome.tokens,
-                "prompt_tokens": t.outcome.prompt_tokens,
-                "message": t.outcome.message,
-                "wall_s": wall,
-            }
             rows.append(row)
-            mark = "ok " if row["converged"] else "-- "
-            print(
-                f"{mode:24} {i + 1:2}/{len(queries)} {mark}{q.prompt[:50]!r} -> "
-                f"{str(row['answer'])[:40]!r} [{', '.join(row['calls'])[:100]}]",
-                flush=True,
-            )
-        n = len(rows)
-        report["modes"][mode] = {
-            "converged": sum(r["converged"] for r in rows),
-            "first_tool_right": sum(r["first_tool_right"] for r in rows),
-            "reached": sum(r["reached"] for r in rows),
-            "escapes": sum(r["escapes"] for r in rows),
-            "steps_mean": round(sum(r["steps"] for r in rows) / n, 2),
-            "tokens_mean": round(sum(r["tokens"] for r in rows) / n, 1),
-            "prompt_tokens_mean": round(sum(r["prompt_tokens"] for r in rows) / n, 1),
-            "latency_mean_s": round(sum(r["wall_s"] for r in rows) / n, 2),
-            "wall_s": round(time.perf_counter() - t0, 1),
-            "runs": rows,
-        }
+            _progress(mode, i, len(queries), q.prompt, row)
+        report["modes"][mode] = _summary(rows, t0)
         report["load_after"] = os.getloadavg()
         Path(args.out).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     return report
@@ -773,23 +781,13 @@ def run_via_serve(args: Any, modes: list[str]) -> dict[str, Any]:
         os.chdir(box.root)
         specs, fns = tools(box)
         items = TASKS[:: args.every][: args.limit or None]
-    report: dict[str, Any] = {
-        "set": args.set,
-        "via": "serve",
-        "model": Path(gguf).name,
-        "tasks": len(items),
-        "of_tasks": len(A.QUERIES if assistant else TASKS),
-        "every": 1 if assistant else args.every,
-        "max_steps": args.max_steps,
-        "max_tokens": args.max_tokens,
-        "answer_after": 0,
-        "sampling": "greedy",
-        "clock": (A.NOW if assistant else NOW).isoformat(),
-        "load_before": os.getloadavg(),
-        "cpus": len(os.sched_getaffinity(0)),
-        "threads": args.threads,
-        "modes": {},
-    }
+    report = _header(
+        args,
+        Path(gguf).name,
+        len(items),
+        len(A.QUERIES if assistant else TASKS),
+        A.NOW if assistant else NOW,
+    )
     try:
         with S.serve(gguf, args.threads) as client:
             for choice in modes:
@@ -810,49 +808,31 @@ def run_via_serve(args: Any, modes: list[str]) -> dict[str, Any]:
                         max_tokens=args.max_tokens,
                     )
                     calls = [(n, a) for n, a in res.calls if n != "final_answer"]
-                    answer = res.answer or ""
-                    if assistant:
-                        escapes = sum(n in A.ESCAPES for n, _ in calls)
-                        reached = item.check(holder.world, answer, calls)
-                        ok = reached and escapes == 0
-                    else:
-                        escapes = sum(n in ESCAPES for n, _ in calls)
-                        ok = right(res.answer, item.answer)
-                        reached = any(right(r, item.answer) for r in res.results)
-                    row = {
-                        "prompt": item.prompt,
-                        "answer": res.answer,
+                    rest = {
                         "stop": res.stop,
-                        "converged": ok,
-                        "first_tool_right": bool(calls) and calls[0][0] in item.first,
-                        "reached": reached,
-                        "calls": [f"{n}({json.dumps(a, ensure_ascii=False)})" for n, a in calls],
-                        "escapes": escapes,
                         "steps": res.steps,
                         "tokens": res.tokens,
                         "prompt_tokens": res.prompt_tokens,
                         "wall_s": round(time.perf_counter() - s, 2),
                     }
+                    if assistant:
+                        row = _assistant_row(item, holder.world, res.answer, calls, **rest)
+                    else:
+                        row = {
+                            "prompt": item.prompt,
+                            "answer": res.answer,
+                            "converged": right(res.answer, item.answer),
+                            "first_tool_right": bool(calls) and calls[0][0] in item.first,
+                            "reached": any(right(r, item.answer) for r in res.results),
+                            "calls": [
+                                f"{n}({json.dumps(a, ensure_ascii=False)})" for n, a in calls
+                            ],
+                            "escapes": sum(n in ESCAPES for n, _ in calls),
+                            **rest,
+                        }
                     rows.append(row)
-                    mark = "ok " if ok else "-- "
-                    print(
-                        f"{mode:24} {i + 1:2}/{len(items)} {mark}{item.prompt[:50]!r} -> "
-                        f"{str(res.answer)[:40]!r} [{', '.join(row['calls'])[:100]}]",
-                        flush=True,
-                    )
-                n = len(rows)
-                report["modes"][mode] = {
-                    "converged": sum(r["converged"] for r in rows),
-                    "first_tool_right": sum(r["first_tool_right"] for r in rows),
-                    "reached": sum(r["reached"] for r in rows),
-                    "escapes": sum(r["escapes"] for r in rows),
-                    "steps_mean": round(sum(r["steps"] for r in rows) / n, 2),
-                    "tokens_mean": round(sum(r["tokens"] for r in rows) / n, 1),
-                    "prompt_tokens_mean": round(sum(r["prompt_tokens"] for r in rows) / n, 1),
-                    "latency_mean_s": round(sum(r["wall_s"] for r in rows) / n, 2),
-                    "wall_s": round(time.perf_counter() - t0, 1),
-                    "runs": rows,
-                }
+                    _progress(mode, i, len(items), item.prompt, row)
+                report["modes"][mode] = _summary(rows, t0)
                 report["load_after"] = os.getloadavg()
                 Path(args.out).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     finally:
@@ -958,21 +938,7 @@ def main() -> None:
     box = Sandbox()
     os.chdir(box.root)  # nothing the tools do can reach the repository
     specs, fns = tools(box)
-    report: dict[str, Any] = {
-        "model": Path(path).name,
-        "tasks": len(tasks),
-        "of_tasks": len(TASKS),
-        "every": args.every,
-        "max_steps": args.max_steps,
-        "max_tokens": args.max_tokens,
-        "answer_after": args.answer_after,
-        "sampling": "greedy" if args.sampling == "plain" else f"greedy, {args.sampling}",
-        "clock": NOW.isoformat(),
-        "load_before": os.getloadavg(),
-        "cpus": len(os.sched_getaffinity(0)),
-        "threads": args.threads,
-        "modes": {},
-    }
+    report = _header(args, Path(path).name, len(tasks), len(TASKS), NOW)
     out = Path(args.out)
     try:
         for base in modes:
@@ -985,24 +951,8 @@ def main() -> None:
                 row = score(task, agent.run(task.prompt))
                 row["wall_s"] = round(time.perf_counter() - s, 2)
                 rows.append(row)
-                mark = "ok " if row["converged"] else "-- "
-                print(
-                    f"{mode:24} {i + 1:2}/{len(tasks)} {mark}{task.prompt[:50]!r} -> "
-                    f"{str(row['answer'])[:40]!r} [{', '.join(row['calls'])[:80]}]",
-                    flush=True,
-                )
-            n = len(rows)
-            report["modes"][mode] = {
-                "converged": sum(r["converged"] for r in rows),
-                "first_tool_right": sum(r["first_tool_right"] for r in rows),
-                "reached": sum(r["reached"] for r in rows),
-                "escapes": sum(r["escapes"] for r in rows),
-                "steps_mean": round(sum(r["steps"] for r in rows) / n, 2),
-                "tokens_mean": round(sum(r["tokens"] for r in rows) / n, 1),
-                "prompt_tokens_mean": round(sum(r["prompt_tokens"] for r in rows) / n, 1),
-                "wall_s": round(time.perf_counter() - t0, 1),
-                "runs": rows,
-            }
+                _progress(mode, i, len(tasks), task.prompt, row)
+            report["modes"][mode] = _summary(rows, t0)
             report["load_after"] = os.getloadavg()
             out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     finally:

