@@ -467,6 +467,24 @@ static int32_t mc_local_state(MaskCache *mc, int32_t p) {
     return s;
 }
 
+/* at most how many trie nodes a walk of the first bytes `first` visits when the state after
+ * them takes only the bytes of umask (each child of a first byte: its subtree when umask
+ * takes its byte, else itself), counted until budget: a run whose second byte is narrow
+ * (a number after its minus sign) is walked rather than given tables */
+static int64_t live_estimate(const Vocab *v, M256 umask, M256 first, int64_t budget) {
+    const Trie *t = &v->trie;
+    int64_t n = 0;
+    while (!m_zero(&first) && n < budget) {
+        int b = m_low(&first);
+        m_clear(&first, b);
+        int32_t lo = t->lo[b], hi = t->hi[b];
+        if (lo == hi) continue;
+        n++;
+        for (int32_t c = lo + 1; c < hi && n < budget; c = t->skip[c]) n += m_test(&umask, t->byte[c]) ? t->skip[c] - c : 1;
+    }
+    return n;
+}
+
 static int tm_debug = -1;
 
 static void mc_compute_local(MaskCache *mc, int32_t p) {
@@ -531,6 +549,7 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
                 nodes += v->trie.hi[b] - v->trie.lo[b];
             }
             if (nodes < TABLE_MIN_NODES && t != mb) continue;
+            if (t != mb && live_estimate(v, au->st.a[t].umask, firsts[k], WALK_BUDGET) < WALK_BUDGET) continue;
             int32_t cap = v->max_tail_chars < CHAIN_CAP ? v->max_tail_chars + 1 : CHAIN_CAP;
             if (!mc_follow(mc, t, cap, &r)) {
                 if (tm_debug) fprintf(stderr, "  pos %d target %d: %lld nodes, no run\n", p, t, (long long)nodes);

@@ -152,12 +152,15 @@ static void titem_sort(const uint8_t *pool, TItem *items, int32_t n, int32_t d, 
     }
 }
 
-/* build from items whose bytes live in pool (items are sorted in place) */
-static void trie_build(Trie *t, const uint8_t *pool, TItem *items, int32_t n) {
+/* build from items whose bytes live in pool (items are sorted in place, unless sorted says
+ * they already are: by bytes, then id) */
+static void trie_build(Trie *t, const uint8_t *pool, TItem *items, int32_t n, int sorted) {
     memset(t, 0, sizeof(*t));
-    TItem *tmp = tm_xmalloc((size_t)(n ? n : 1) * sizeof(TItem));
-    titem_sort(pool, items, n, 0, tmp);
-    free(tmp);
+    if (!sorted) {
+        TItem *tmp = tm_xmalloc((size_t)(n ? n : 1) * sizeof(TItem));
+        titem_sort(pool, items, n, 0, tmp);
+        free(tmp);
+    }
     VEC(uint8_t) byte = {0};
     VEC(uint16_t) depth = {0};
     IVec skip = {0}, ends = {0}, path = {0};
@@ -281,6 +284,30 @@ typedef struct ExitTries {
     int64_t bytes;
 } ExitTries;
 
+/* the exit index: per exit class (an ASCII byte that is neither a letter nor a digit, or
+ * XBAD: a byte of no complete character), one record per token whose tail holds it, at its
+ * first occurrence; and one per long token (more than CHAIN_CAP tail characters) at tail
+ * character CHAIN_CAP (see exit_index_build) */
+#define XCLASSES 130
+#define XBAD 129
+typedef struct {
+    uint64_t pre[2]; /* the ASCII bytes of the tail characters before the exit */
+    int32_t id;
+    int32_t off, len; /* the suffix from the exit: flat[off .. off + len) */
+    int16_t first;    /* first_cls */
+    uint16_t p;       /* the exit's tail character index */
+    uint8_t flags;    /* TAIL_MB / TAIL_BAD: such characters before the exit */
+    uint8_t byte;     /* flat[off] */
+} ExitRec;
+
+/* is x an exit class of the index: bytes that are not letters or digits (structure, spaces,
+ * controls: few tokens each), and bytes of no complete character */
+static inline int xclass_indexed(int x) {
+    if (x == XBAD) return 1;
+    if (x >= 128) return 0;
+    return !((x >= '0' && x <= '9') || (x >= 'A' && x <= 'Z') || (x >= 'a' && x <= 'z'));
+}
+
 typedef struct {
     int32_t size, words, ntext;
     uint8_t *text;
@@ -314,6 +341,15 @@ typedef struct {
      * 129: a byte of no complete character (TAIL_BAD). A run's base table is the selected
      * first characters less the OR of the bitmasks of the bytes outside the run. */
     uint32_t *tailbits;
+    /* the class bitmaps (see base_build): firstbits + c * words, the tokens whose first
+     * character is the ASCII byte c (128: a complete multi-byte one); groupbits + g * words,
+     * the OR of tailbits over the bytes of ASCII block g, and + (NGROUPS + g) * words, of
+     * firstbits */
+    uint32_t *firstbits, *groupbits;
+    /* the exit index (see exit_index_build): records of exit class x at xrec[xoff[x] ..
+     * xoff[x + 1]), x < XCLASSES; the long tokens' records at lrec[0 .. nlrec) */
+    ExitRec *xrec, *lrec;
+    int32_t xoff[XCLASSES + 1], nlrec;
     int32_t mark_stamp;
     /* shared tables */
     VEC(BaseMask *) bases;
@@ -367,6 +403,10 @@ static void vocab_free(Vocab *v) {
     free(v->lenmask);
     free(v->firstmask);
     free(v->tailbits);
+    free(v->firstbits);
+    free(v->groupbits);
+    free(v->xrec);
+    free(v->lrec);
     trie_free(&v->trie);
     trie_free(&v->partial);
     for (int32_t i = 0; i < v->bases.n; i++) {
@@ -389,6 +429,131 @@ static void vocab_free(Vocab *v) {
         free(e);
     }
     VFREE(v->exits);
+}
+
+/* ---- class bitmaps and the exit index: what every run class's tables are made of ------- */
+
+/* the blocks of ASCII the character classes of JSON and of its formats are made of: controls,
+ * space and punctuation, digits, punctuation, upper case letters, punctuation, lower case
+ * letters, punctuation (a class that takes or leaves a whole block costs one bitmap for it) */
+#define NGROUPS 8
+static const uint8_t GROUP_LO[NGROUPS] = {0x00, 0x20, 0x30, 0x3A, 0x41, 0x5B, 0x61, 0x7B};
+static const uint8_t GROUP_HI[NGROUPS] = {0x1F, 0x2F, 0x39, 0x40, 0x5A, 0x60, 0x7A, 0x7F};
+
+/* the bytes of block g as two words */
+static void group_mask(int g, uint64_t out[2]) {
+    out[0] = out[1] = 0;
+    for (int c = GROUP_LO[g]; c <= GROUP_HI[g]; c++) out[c >> 6] |= 1ULL << (c & 63);
+}
+
+/* firstbits, groupbits (Vocab): from tailbits and the first-character lists. O(130 * words +
+ * text tokens) */
+static void class_bitmaps_build(Vocab *v) {
+    size_t w = (size_t)(v->words ? v->words : 1);
+    v->firstbits = tm_xcalloc(w * 129, sizeof(uint32_t));
+    v->groupbits = tm_xcalloc(w * 2 * NGROUPS, sizeof(uint32_t));
+    for (int32_t i = 0; i < v->size; i++) {
+        int16_t f = v->first_cls[i];
+        if (f == FIRST_OTHER) continue;
+        v->firstbits[(size_t)(f < 128 ? f : 128) * w + (i >> 5)] |= 1u << (i & 31);
+    }
+    for (int g = 0; g < NGROUPS; g++)
+        for (int c = GROUP_LO[g]; c <= GROUP_HI[g]; c++) {
+            words_or(v->groupbits + (size_t)g * w, v->tailbits + (size_t)c * w, w);
+            words_or(v->groupbits + (size_t)(NGROUPS + g) * w, v->firstbits + (size_t)c * w, w);
+        }
+}
+
+/* fill the exit records of token i (pass 2) or count them (pass 1: out NULL). With want_long,
+ * the long token's record instead: the tail characters 0 .. CHAIN_CAP, the suffix from
+ * CHAIN_CAP */
+static void exit_records_of(const Vocab *v, int32_t i, int32_t *count, ExitRec *out, int32_t *fill, ExitRec *lrec,
+                            int32_t *nlong) {
+    const uint8_t *t = v->flat + v->tok_off[i];
+    const uint8_t *cl = v->clen + v->tok_off[i];
+    int32_t n = v->tok_len[i], j = v->first_len[i], k = 0;
+    uint64_t pre[2] = {0, 0}, seen[2] = {0, 0};
+    uint8_t flags = 0, bad_seen = 0;
+    int is_long = v->tail_chars[i] > CHAIN_CAP;
+    while (j < n) {
+        uint8_t c = t[j];
+        int sz = cl[j];
+        int x = sz == 0 ? XBAD : (sz > 1 ? -1 : c);
+        int first_time = x == XBAD ? !bad_seen : (x >= 0 && !((seen[x >> 6] >> (x & 63)) & 1));
+        if (k == CHAIN_CAP && is_long && lrec) {
+            ExitRec r = {{pre[0], pre[1]}, i, v->tok_off[i] + j, n - j, v->first_cls[i], (uint16_t)k, flags, c};
+            /* the long record's set covers tail character CHAIN_CAP too */
+            if (x == XBAD)
+                r.flags |= TAIL_BAD;
+            else if (x < 0)
+                r.flags |= TAIL_MB;
+            else
+                r.pre[x >> 6] |= 1ULL << (x & 63);
+            lrec[(*nlong)++] = r;
+        }
+        if (x >= 0 && first_time && xclass_indexed(x)) {
+            if (out) {
+                ExitRec r = {{pre[0], pre[1]}, i, v->tok_off[i] + j, n - j, v->first_cls[i],
+                             (uint16_t)(k > 65535 ? 65535 : k), flags, c};
+                out[fill[x]++] = r;
+            } else {
+                count[x]++;
+            }
+        }
+        if (x == XBAD) {
+            bad_seen = 1;
+            flags |= TAIL_BAD;
+        } else if (x < 0) {
+            flags |= TAIL_MB;
+        } else {
+            seen[x >> 6] |= 1ULL << (x & 63);
+            pre[x >> 6] |= 1ULL << (x & 63);
+        }
+        j += sz ? sz : 1;
+        k++;
+    }
+}
+
+/* sort recs[0..n) by suffix, then token id (trie order) */
+static void exit_records_sort(const Vocab *v, ExitRec *recs, int32_t n) {
+    if (n < 2) return;
+    TItem *items = tm_xmalloc((size_t)n * sizeof(TItem)), *tmp = tm_xmalloc((size_t)n * sizeof(TItem));
+    /* records are made in token order: the record index breaks ties as the id would */
+    for (int32_t k = 0; k < n; k++) {
+        TItem it = {recs[k].off, recs[k].len, k};
+        items[k] = it;
+    }
+    titem_sort(v->flat, items, n, 0, tmp);
+    ExitRec *copy = tm_xmalloc((size_t)n * sizeof(ExitRec));
+    memcpy(copy, recs, (size_t)n * sizeof(ExitRec));
+    for (int32_t k = 0; k < n; k++) recs[k] = copy[items[k].id];
+    free(copy);
+    free(tmp);
+    free(items);
+}
+
+/* the exit index (Vocab.xrec, .lrec): per exit class x, the tokens (with a complete first
+ * character) whose tail holds x, each at the first occurrence, in trie order of the suffix
+ * from there. A run's exit tries keep the records whose class leaves the run, whose earlier
+ * tail characters stay in it and whose first character is selected: a scan of a few
+ * thousand contiguous records, already sorted, instead of a pass over per-token tables (a
+ * cache miss per token). The long tokens' records give the continuation tries the same way.
+ * O(text tokens + tail bytes), then the sorts. */
+static void exit_index_build(Vocab *v) {
+    int32_t count[XCLASSES], fill[XCLASSES];
+    memset(count, 0, sizeof(count));
+    for (int32_t i = 0; i < v->size; i++)
+        if (v->first_cls[i] != FIRST_OTHER) exit_records_of(v, i, count, NULL, NULL, NULL, NULL);
+    v->xoff[0] = 0;
+    for (int x = 0; x < XCLASSES; x++) v->xoff[x + 1] = v->xoff[x] + count[x];
+    v->xrec = tm_xmalloc((size_t)(v->xoff[XCLASSES] + 1) * sizeof(ExitRec));
+    v->lrec = tm_xmalloc((size_t)(v->longtoks.n + 1) * sizeof(ExitRec));
+    memcpy(fill, v->xoff, sizeof(fill));
+    v->nlrec = 0;
+    for (int32_t i = 0; i < v->size; i++)
+        if (v->first_cls[i] != FIRST_OTHER) exit_records_of(v, i, NULL, v->xrec, fill, v->lrec, &v->nlrec);
+    for (int x = 0; x < XCLASSES; x++) exit_records_sort(v, v->xrec + v->xoff[x], count[x]);
+    exit_records_sort(v, v->lrec, v->nlrec);
 }
 
 /* tokens: token bytes per id (text ids only; others empty) */
@@ -458,8 +623,8 @@ static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_
         }
         off += n;
     }
-    trie_build(&v->trie, v->flat, items, ni);
-    trie_build(&v->partial, v->flat, partial, np);
+    trie_build(&v->trie, v->flat, items, ni, 0);
+    trie_build(&v->partial, v->flat, partial, np, 0);
     free(items);
     free(partial);
     /* candidate lists */
@@ -530,6 +695,8 @@ static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_
             if (v->trie.depth[i] <= 16) v->dcount[b][v->trie.depth[i]]++;
         for (int d = 1; d <= 16; d++) v->dcount[b][d] += v->dcount[b][d - 1];
     }
+    class_bitmaps_build(v);
+    exit_index_build(v);
 }
 
 /* nodes a walk of bucket b visits at most when tokens can only survive max_depth bytes */
@@ -541,7 +708,8 @@ static int64_t vocab_walk_estimate(const Vocab *v, int b, int64_t max_depth) {
 static int64_t vocab_bytes(const Vocab *v) {
     int64_t n = (int64_t)v->size * (1 + 4 + 4 + 2 + 1 + 2 + 17 + 4 + 4) + v->nflat * 2;
     n += (int64_t)v->inv_off[129] * 4 + VBYTES(v->longtoks);
-    n += (int64_t)v->words * 4 * (LEN_CAP + 2 + 130);
+    n += (int64_t)v->words * 4 * (LEN_CAP + 2 + 130 + 129 + 2 * NGROUPS);
+    n += (int64_t)(v->xoff[XCLASSES] + v->nlrec) * (int64_t)sizeof(ExitRec);
     n += trie_bytes(&v->trie) + trie_bytes(&v->partial);
     return n + v->table_bytes;
 }
@@ -735,94 +903,126 @@ static int32_t popcount_words(const uint32_t *bits, int32_t words) {
     return (int32_t)n;
 }
 
-/* fill b (no length bound) from scratch: the selected tokens (first-character lists, or all
- * of them less the unselected lists), less those whose tail holds a byte outside the run (the
- * per-byte lists of tokens by tail byte) when those lists are shorter than the selection;
- * else one pass over the selected tokens. O(min(selected, outside-run lists) + words). */
-static void base_build(Vocab *v, BaseMask *b) {
-    const RunKey *key = &b->key;
-    int mb = b->mb;
-    uint32_t *bits = b->bits;
-    int64_t nf = vocab_first_count(v, b->firsts, mb);
-    int64_t outside = v->inv_off[129] - v->inv_off[128];
-    int dense = 0; /* the outside bytes that hold tokens: one bitmask OR each */
-    for (int c = 0; c < 128; c++)
-        if (!run_has(key, (uint8_t)c) && v->inv_off[c + 1] > v->inv_off[c]) {
-            outside += v->inv_off[c + 1] - v->inv_off[c];
-            dense++;
+/* bitmaps to OR, lists whose tokens to set or clear (base_build's plan) */
+typedef struct {
+    const uint32_t *src[2 * XCLASSES];
+    int32_t n;
+} BitSrcs;
+typedef struct {
+    const int32_t *list;
+    int32_t lo, hi;
+} ListRef;
+typedef struct {
+    ListRef a[2 * XCLASSES];
+    int32_t n;
+} ListRefs;
+
+/* a list this short is cheaper walked than a bitmap of `words` words OR-ed */
+static inline int list_is_short(const Vocab *v, int32_t n) { return (int64_t)n * 8 < v->words; }
+
+/* the plan for the tokens whose first character is selected: per ASCII block, its bitmap
+ * less the unselected bytes', or the selected bytes' (whichever is fewer); short lists are
+ * set or cleared one token at a time */
+static void base_plan_firsts(const Vocab *v, const uint64_t firsts[2], int mb, BitSrcs *in, BitSrcs *out,
+                             ListRefs *set, ListRefs *clear) {
+    size_t w = (size_t)v->words;
+    for (int g = 0; g < NGROUPS; g++) {
+        int nsel = 0, nuns = 0;
+        for (int c = GROUP_LO[g]; c <= GROUP_HI[g]; c++) {
+            int32_t k = v->byfirst_off[c + 1] - v->byfirst_off[c];
+            if (!k || list_is_short(v, k)) continue;
+            if ((firsts[c >> 6] >> (c & 63)) & 1)
+                nsel++;
+            else
+                nuns++;
         }
-    /* costs, in rough instructions: a listed token cleared ~4, a selected token tested ~10, a
-     * bitmask word OR-ed ~1 */
-    if ((int64_t)(dense + 3) * v->words < 4 * outside && (int64_t)(dense + 3) * v->words < 10 * nf) {
-        size_t w = (size_t)v->words;
-        uint32_t *acc = tm_xcalloc(w, sizeof(uint32_t));
-        /* the bitmasks to OR: the outside bytes', TAIL_BAD's, and TAIL_MB's unless utf8 */
-        const uint32_t *src[131];
-        int ns = 0;
-        for (int c = 0; c < 128; c++)
-            if (!run_has(key, (uint8_t)c) && v->inv_off[c + 1] > v->inv_off[c]) src[ns++] = v->tailbits + (size_t)c * w;
-        src[ns++] = v->tailbits + 129 * w;
-        if (!key->utf8) src[ns++] = v->tailbits + 128 * w;
-        for (int x = 0; x < ns; x += 4) { /* four bitmasks per pass over acc */
-            const uint32_t *a0 = src[x], *a1 = x + 1 < ns ? src[x + 1] : a0, *a2 = x + 2 < ns ? src[x + 2] : a0,
-                           *a3 = x + 3 < ns ? src[x + 3] : a0;
-            words_or4(acc, a0, a1, a2, a3, w);
-        }
-        /* the selected first characters */
-        if (2 * nf <= v->byfirst_off[256]) {
-            for (int c = 0; c < 256; c++) {
-                if (c < 128 ? !((b->firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
-                for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
-                    int32_t i = v->byfirst[k];
-                    bits[i >> 5] |= 1u << (i & 31);
-                }
+        int whole = nsel > nuns + 1;
+        if (whole) in->src[in->n++] = v->groupbits + (size_t)(NGROUPS + g) * w;
+        for (int c = GROUP_LO[g]; c <= GROUP_HI[g]; c++) {
+            int32_t lo = v->byfirst_off[c], hi = v->byfirst_off[c + 1];
+            if (lo == hi) continue;
+            int selected = (int)((firsts[c >> 6] >> (c & 63)) & 1);
+            if (selected == whole) continue;
+            ListRef r = {v->byfirst, lo, hi};
+            if (list_is_short(v, hi - lo)) {
+                if (whole)
+                    clear->a[clear->n++] = r;
+                else
+                    set->a[set->n++] = r;
+            } else if (whole) {
+                out->src[out->n++] = v->firstbits + (size_t)c * w;
+            } else {
+                in->src[in->n++] = v->firstbits + (size_t)c * w;
             }
-        } else {
-            memcpy(bits, v->firstmask, w * sizeof(uint32_t));
-            for (int c = 0; c < 128; c++)
-                if (!((b->firsts[c >> 6] >> (c & 63)) & 1)) clear_listed(bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
-            if (!mb) clear_listed(bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
         }
+    }
+    if (mb) in->src[in->n++] = v->firstbits + (size_t)128 * w;
+}
+
+/* the plan for the tokens whose tail leaves the run: per ASCII block outside the run, its
+ * bitmap; else the outside bytes' bitmaps or short lists; bytes of no complete character,
+ * and complete multi-byte characters unless the run takes them */
+static void base_plan_tails(const Vocab *v, const RunKey *key, BitSrcs *out, ListRefs *clear) {
+    size_t w = (size_t)v->words;
+    for (int g = 0; g < NGROUPS; g++) {
+        uint64_t gm[2], live[2] = {0, 0};
+        group_mask(g, gm);
+        for (int c = GROUP_LO[g]; c <= GROUP_HI[g]; c++)
+            if (v->inv_off[c + 1] > v->inv_off[c]) live[c >> 6] |= 1ULL << (c & 63);
+        uint64_t outside[2] = {live[0] & ~key->run[0], live[1] & ~key->run[1]};
+        if (!(outside[0] | outside[1])) continue;
+        if (outside[0] == live[0] && outside[1] == live[1] && tm_pop64(live[0]) + tm_pop64(live[1]) > 1) {
+            out->src[out->n++] = v->groupbits + (size_t)g * w;
+            continue;
+        }
+        for (int c = GROUP_LO[g]; c <= GROUP_HI[g]; c++) {
+            if (!((outside[c >> 6] >> (c & 63)) & 1)) continue;
+            ListRef r = {v->inv, v->inv_off[c], v->inv_off[c + 1]};
+            if (list_is_short(v, r.hi - r.lo))
+                clear->a[clear->n++] = r;
+            else
+                out->src[out->n++] = v->tailbits + (size_t)c * w;
+        }
+    }
+    out->src[out->n++] = v->tailbits + (size_t)XBAD * w;
+    if (!key->utf8) out->src[out->n++] = v->tailbits + (size_t)128 * w;
+}
+
+/* dst |= the OR of srcs (four bitmaps per pass over dst) */
+static void words_or_all(uint32_t *dst, const BitSrcs *srcs, size_t w) {
+    for (int32_t x = 0; x < srcs->n; x += 4) {
+        const uint32_t *a0 = srcs->src[x], *a1 = x + 1 < srcs->n ? srcs->src[x + 1] : a0,
+                       *a2 = x + 2 < srcs->n ? srcs->src[x + 2] : a0, *a3 = x + 3 < srcs->n ? srcs->src[x + 3] : a0;
+        words_or4(dst, a0, a1, a2, a3, w);
+    }
+}
+
+/* fill b (no length bound) from the class bitmaps: the selected first characters (block and
+ * byte bitmaps, short lists) less the tokens whose tail holds a byte outside the run (the
+ * same). For the classes JSON schemas use (a string character, digits, letters, the
+ * characters of a format or a pattern) a dozen bitmap passes and a few thousand listed tokens:
+ * O(words * bitmaps + listed tokens), never a pass over the tokens. */
+static void base_build(Vocab *v, BaseMask *b) {
+    size_t w = (size_t)v->words;
+    uint32_t *bits = b->bits;
+    BitSrcs in = {{0}, 0}, out = {{0}, 0};
+    ListRefs set = {{{0}}, 0}, clear = {{{0}}, 0};
+    base_plan_firsts(v, b->firsts, b->mb, &in, &out, &set, &clear);
+    base_plan_tails(v, &b->key, &out, &clear);
+    words_or_all(bits, &in, w);
+    for (int32_t k = 0; k < set.n; k++)
+        for (int32_t j = set.a[k].lo; j < set.a[k].hi; j++) {
+            int32_t i = set.a[k].list[j];
+            bits[i >> 5] |= 1u << (i & 31);
+        }
+    if (out.n) {
+        uint32_t *acc = tm_xcalloc(w ? w : 1, sizeof(uint32_t));
+        words_or_all(acc, &out, w);
         words_andnot(bits, acc, w);
         free(acc);
-        b->count = popcount_words(bits, v->words);
-        return;
     }
-    if (outside < nf) {
-        int64_t nall = v->byfirst_off[256];
-        if (2 * nf <= nall) {
-            for (int c = 0; c < 256; c++) {
-                if (c < 128 ? !((b->firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
-                for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
-                    int32_t i = v->byfirst[k];
-                    bits[i >> 5] |= 1u << (i & 31);
-                }
-            }
-        } else {
-            memcpy(bits, v->firstmask, (size_t)v->words * sizeof(uint32_t));
-            for (int c = 0; c < 128; c++)
-                if (!((b->firsts[c >> 6] >> (c & 63)) & 1)) clear_listed(bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
-            if (!mb) clear_listed(bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
-        }
-        for (int c = 0; c < 128; c++)
-            if (!run_has(key, (uint8_t)c)) clear_listed(bits, v->inv, v->inv_off[c], v->inv_off[c + 1]);
-        for (int32_t k = v->inv_off[128]; k < v->inv_off[129]; k++) {
-            int32_t i = v->inv[k];
-            uint8_t f = v->tailflags[i];
-            if ((f & TAIL_BAD) || ((f & TAIL_MB) && !key->utf8)) bits[i >> 5] &= ~(1u << (i & 31));
-        }
-        b->count = popcount_words(bits, v->words);
-        return;
-    }
-    for (int c = 0; c < 256; c++) {
-        if (c < 128 ? !((b->firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
-        for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
-            int32_t i = v->byfirst[k];
-            if (!tail_in_run(v, key, i)) continue;
-            bits[i >> 5] |= 1u << (i & 31);
-            b->count++;
-        }
-    }
+    for (int32_t k = 0; k < clear.n; k++) clear_listed(bits, clear.a[k].list, clear.a[k].lo, clear.a[k].hi);
+    b->count = popcount_words(bits, v->words);
 }
 
 /* tokens whose first character is selected and whose tail stays in the run (and has fewer
@@ -929,6 +1129,85 @@ static int vocab_has_tables(Vocab *v, const RunKey *key, const M256 *exits, cons
     return r;
 }
 
+/* the exits kept for a run's tries: (exit character, suffix), and the continuation's suffixes */
+typedef struct {
+    int32_t p;
+    TItem it;
+} PItem;
+typedef VEC(PItem) PItemVec;
+typedef VEC(TItem) TItemVec;
+
+/* can the exit index give the tries of (key, exits): every ASCII byte of exits outside the
+ * run is an indexed class, and a high byte of exits can only be left through as a byte of
+ * no complete character (the run takes complete multi-byte characters) */
+static int exits_indexed(const RunKey *key, const M256 *exits) {
+    for (int c = 0; c < 128; c++)
+        if (m_test(exits, c) && !run_has(key, (uint8_t)c) && !xclass_indexed(c)) return 0;
+    M256 hi = m_and(*exits, M_HIGH);
+    return m_zero(&hi) || key->utf8;
+}
+
+/* does a record's prefix stay in the run */
+static inline int rec_in_run(const RunKey *key, const ExitRec *r) {
+    if ((r->pre[0] & ~key->run[0]) | (r->pre[1] & ~key->run[1])) return 0;
+    return !(r->flags & TAIL_BAD) && (!(r->flags & TAIL_MB) || key->utf8);
+}
+
+/* the kept exits and continuation suffixes from the exit index, already in trie order (the
+ * classes in byte order, each sorted by suffix). O(records of the exit classes + long
+ * tokens), sequential. */
+static void exits_from_index(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb,
+                             PItemVec *kept, TItemVec *cont) {
+    M256 hi = m_and(*exits, M_HIGH);
+    for (int x = 0; x < XCLASSES; x++) {
+        if (x < 128 ? !m_test(exits, x) || run_has(key, (uint8_t)x) : x != XBAD || m_zero(&hi)) continue;
+        for (int32_t k = v->xoff[x]; k < v->xoff[x + 1]; k++) {
+            const ExitRec *r = &v->xrec[k];
+            if (r->p > CHAIN_CAP || !sel_has(firsts, (uint8_t)mb, r->first) || !rec_in_run(key, r)) continue;
+            if (!m_test(exits, r->byte)) continue;
+            PItem it = {r->p, {r->off, r->len, r->id}};
+            VPUSH(*kept, it);
+        }
+    }
+    for (int32_t k = 0; k < v->nlrec; k++) {
+        const ExitRec *r = &v->lrec[k];
+        if (!sel_has(firsts, (uint8_t)mb, r->first) || !rec_in_run(key, r)) continue;
+        TItem it = {r->off, r->len, r->id};
+        VPUSH(*cont, it);
+    }
+}
+
+/* the same from the candidate tokens (vocab_candidates), unsorted: where an exit byte is a
+ * letter or a digit (a number's exponent, a format's separator letter), so that its class is
+ * not indexed; the candidates are then the few tokens of the selected first characters */
+static void exits_from_candidates(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb,
+                                  PItemVec *kept, TItemVec *cont) {
+    IVec cand = {0};
+    vocab_candidates(v, firsts, mb, exits, 1, &cand);
+    for (int32_t k = 0; k < cand.n; k++) {
+        int32_t i = cand.a[k];
+        if (v->first_cls[i] == FIRST_OTHER || !sel_has(firsts, (uint8_t)mb, v->first_cls[i])) continue;
+        int32_t chr, at;
+        if (tail_in_run(v, key, i)) {
+            if (v->tail_chars[i] <= CHAIN_CAP) continue;
+            chr = v->tail_chars[i];
+        } else {
+            tail_exit(v, key, i, &chr, &at);
+        }
+        if (chr > CHAIN_CAP) { /* outlasts the chain: continue from tail character CHAIN_CAP */
+            int32_t off = tail_char_offset(v, i, CHAIN_CAP);
+            TItem it = {v->tok_off[i] + off, v->tok_len[i] - off, i};
+            VPUSH(*cont, it);
+            continue;
+        }
+        int32_t pos = v->tok_off[i] + at;
+        if (at >= v->tok_len[i] || !m_test(exits, v->flat[pos])) continue;
+        PItem x = {chr, {pos, v->tok_len[i] - at, i}};
+        VPUSH(*kept, x);
+    }
+    VFREE(cand);
+}
+
 /* tries of the suffixes of tokens leaving the run at tail character p through a byte of
  * exits (tokens with a complete first character among firsts, or more: the caller filters
  * by first character) */
@@ -947,68 +1226,37 @@ static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, 
     e->mb = (uint8_t)mb;
     e->np = CHAIN_CAP + 1;
     e->tries = tm_xcalloc((size_t)e->np, sizeof(Trie *));
-    int32_t *count = tm_xcalloc((size_t)e->np, sizeof(int32_t));
-    /* the kept exits: (exit character, item); p = -1 for the continuation trie */
-    typedef struct {
-        int32_t p;
-        TItem it;
-    } PItem;
-    VEC(PItem) kept = {0};
-    TItem *cont = NULL;
-    int32_t ncont = 0;
-    VEC(TItem) contv = {0};
-    IVec cand = {0};
-    vocab_candidates(v, firsts, mb, exits, 1, &cand);
-    for (int32_t k = 0; k < cand.n; k++) {
-        int32_t i = cand.a[k];
-        if (v->first_cls[i] == FIRST_OTHER || !sel_has(firsts, (uint8_t)mb, v->first_cls[i])) continue;
-        int32_t chr, at;
-        if (tail_in_run(v, key, i)) {
-            if (v->tail_chars[i] <= CHAIN_CAP) continue;
-            chr = v->tail_chars[i];
-        } else {
-            tail_exit(v, key, i, &chr, &at);
-        }
-        if (chr > CHAIN_CAP) { /* outlasts the chain: continue from tail character CHAIN_CAP */
-            int32_t off = tail_char_offset(v, i, CHAIN_CAP);
-            TItem it = {v->tok_off[i] + off, v->tok_len[i] - off, i};
-            VPUSH(contv, it);
-            continue;
-        }
-        int32_t pos = v->tok_off[i] + at;
-        if (at >= v->tok_len[i] || !m_test(exits, v->flat[pos])) continue;
-        PItem x = {chr, {pos, v->tok_len[i] - at, i}};
-        VPUSH(kept, x);
-        count[chr]++;
-    }
-    cont = contv.a;
-    ncont = contv.n;
-    VFREE(cand);
-    int32_t total = kept.n;
-    TItem *items = tm_xmalloc((size_t)(total ? total : 1) * sizeof(TItem));
+    PItemVec kept = {0};
+    TItemVec cont = {0};
+    int sorted = exits_indexed(key, exits);
+    if (sorted)
+        exits_from_index(v, key, exits, firsts, mb, &kept, &cont);
+    else
+        exits_from_candidates(v, key, exits, firsts, mb, &kept, &cont);
+    /* group by exit character, keeping the order within each group */
     int32_t *start = tm_xcalloc((size_t)(e->np + 1), sizeof(int32_t));
-    for (int32_t p = 0; p < e->np; p++) start[p + 1] = start[p] + count[p];
-    int32_t *fill = tm_xmalloc((size_t)(e->np ? e->np : 1) * sizeof(int32_t));
-    memcpy(fill, start, (size_t)e->np * sizeof(int32_t));
+    for (int32_t k = 0; k < kept.n; k++) start[kept.a[k].p + 1]++;
+    for (int32_t q = 0; q < e->np; q++) start[q + 1] += start[q];
+    TItem *items = tm_xmalloc((size_t)(kept.n ? kept.n : 1) * sizeof(TItem));
+    int32_t fill[CHAIN_CAP + 1];
+    memcpy(fill, start, sizeof(fill));
     for (int32_t k = 0; k < kept.n; k++) items[fill[kept.a[k].p]++] = kept.a[k].it;
     VFREE(kept);
     e->bytes = (int64_t)e->np * 8;
-    for (int32_t p = 0; p < e->np; p++) {
-        if (!count[p]) continue;
-        e->tries[p] = tm_xmalloc(sizeof(Trie));
-        trie_build(e->tries[p], v->flat, items + start[p], count[p]);
-        e->bytes += trie_bytes(e->tries[p]);
+    for (int32_t q = 0; q < e->np; q++) {
+        if (start[q + 1] == start[q]) continue;
+        e->tries[q] = tm_xmalloc(sizeof(Trie));
+        trie_build(e->tries[q], v->flat, items + start[q], start[q + 1] - start[q], sorted);
+        e->bytes += trie_bytes(e->tries[q]);
     }
-    if (ncont) {
+    if (cont.n) {
         e->cont = tm_xmalloc(sizeof(Trie));
-        trie_build(e->cont, v->flat, cont, ncont);
+        trie_build(e->cont, v->flat, cont.a, cont.n, sorted);
         e->bytes += trie_bytes(e->cont);
     }
-    free(cont);
+    VFREE(cont);
     free(items);
     free(start);
-    free(fill);
-    free(count);
     e->refs = 1;
     e->last_use = ++v->clock;
     v->table_bytes += e->bytes;
