@@ -43,6 +43,8 @@ typedef struct {
     int32_t mb_to;
     uint8_t expanded, is_exit;
     uint8_t mid; /* inside a multi-byte alternative of a UTF-8 choice (after its lead byte) */
+    uint8_t inner; /* between two items of a sequence or two bytes of a literal (see
+                      dfa_atom_targets) */
 } NState;
 /* NFA states in pages of NS_PAGE (a state never moves: growing copies no state) */
 #define NS_PAGE_BITS 8
@@ -488,6 +490,7 @@ static int nfa_expand(Auto *au, int32_t s) {
                     rc = -1;
                     goto out;
                 }
+                AU_NS(au, nxt)->inner = 1;
                 BEdge e = {M_ZERO, nxt};
                 m_set(&e.m, v[i]);
                 NSPUSH(au, AU_NS(au, cur)->byte, e);
@@ -534,6 +537,7 @@ static int nfa_expand(Auto *au, int32_t s) {
                     rc = -1;
                     goto out;
                 }
+                AU_NS(au, nxt)->inner = 1;
             }
             Task first = {items[0], nxt, t.gid, t.gexit, t.chk};
             VPUSH(tasks, first);
@@ -546,6 +550,7 @@ static int nfa_expand(Auto *au, int32_t s) {
                         rc = -1;
                         goto out;
                     }
+                    AU_NS(au, nxt)->inner = 1;
                 }
                 Task x = {ir->kids.a[n->a + i], nxt, t.gid, t.gexit, t.chk};
                 NSPUSH(au, AU_NS(au, cur)->pending, x);
@@ -707,7 +712,10 @@ static int32_t dfa_resolve(Auto *au, int32_t p, int32_t e) {
 }
 
 /* the targets of the edges that intersect atom, sorted and unique, into au->dx_ts; whether
- * they are all inside multi-byte characters */
+ * the atom's position can wait until a byte takes it: its targets are all inside multi-byte
+ * characters, or all inside sequences (after a string's backslash: the escape's next byte;
+ * a counted string would otherwise build that position for every character copy, and a mask
+ * walks it only where a token has a backslash there) */
 static int dfa_atom_targets(Auto *au, const M256 *atom) {
     IVec *ts = &au->dx_ts;
     ts->n = 0;
@@ -717,9 +725,12 @@ static int dfa_atom_targets(Auto *au, const M256 *atom) {
         if (!m_zero(&both)) VPUSH(*ts, E->a[i].to);
     }
     ts->n = sort_unique(ts->a, ts->n);
-    int mid = ts->n > 0;
-    for (int32_t i = 0; i < ts->n && mid; i++) mid = AU_NS(au, ts->a[i])->mid;
-    return mid;
+    int mid = ts->n > 0, inner = ts->n > 0;
+    for (int32_t i = 0; i < ts->n && (mid || inner); i++) {
+        mid = mid && AU_NS(au, ts->a[i])->mid;
+        inner = inner && AU_NS(au, ts->a[i])->inner;
+    }
+    return mid || inner;
 }
 
 /* the tos of the pairs with key k, sorted and unique, into au->dx_ts */

@@ -612,7 +612,12 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
                     continue;
                 walk_first(mc, c, ex->tries[q], au->st.a[c].umask, 1, &eo);
             }
-            if (ex->cont && (r.infinite || r.truncated)) {
+            if (r.infinite && !((r.accmask >> (nchain - 1)) & 1)) {
+                /* a loop that does not return: the long tokens that stay in it are in the base
+                 * table; those that leave it late are walked from the loop state at their exit */
+                int32_t c = chain[nchain - 1];
+                if (ex->late) walk_first(mc, c, ex->late, au->st.a[c].umask, 1, &eo);
+            } else if (ex->cont && (r.infinite || r.truncated)) {
                 /* tokens longer than the chain: exact walk of their rest from its last state */
                 int32_t c = chain[nchain - 1];
                 walk_first(mc, c, ex->cont, au->st.a[c].umask, 1, &eo);
@@ -871,7 +876,7 @@ static void mc_fill_rep(const MaskCache *mc, const StRep *r, uint32_t *out) {
             for (int b = 0; b <= pl->nbase; b++) {
                 const uint32_t *bits;
                 if (b < pl->nbase) {
-                    if (!pl->bases[b]->count) continue;
+                    if (!pl->bases[b]->any) continue;
                     bits = pl->bases[b]->bits;
                 } else if (pl->dense) {
                     bits = pl->dense;

@@ -266,7 +266,7 @@ typedef struct BaseMask {
     int32_t refs;
     uint64_t last_use;
     uint32_t *bits; /* words */
-    int32_t count;
+    uint8_t any;    /* some bit is set */
 } BaseMask;
 
 typedef struct ExitTries {
@@ -281,8 +281,25 @@ typedef struct ExitTries {
     Trie *cont;    /* tokens with more than CHAIN_CAP tail characters in the run (whether
                       they leave it later or not): their suffix from tail character CHAIN_CAP;
                       NULL if none */
+    Trie *late;    /* those of them that leave the run through a byte of exits: their suffix
+                      from there (a looping run walks these from its loop state, the tokens
+                      that stay being in its base table); NULL if none */
     int64_t bytes;
 } ExitTries;
+
+static void trie_drop(Trie *t) {
+    if (!t) return;
+    trie_free(t);
+    free(t);
+}
+
+static void exit_tries_free(ExitTries *e) {
+    for (int32_t p = 0; p < e->np; p++) trie_drop(e->tries[p]);
+    free(e->tries);
+    trie_drop(e->cont);
+    trie_drop(e->late);
+    free(e);
+}
 
 /* the exit index: per exit class (an ASCII byte that is neither a letter nor a digit, or
  * XBAD: a byte of no complete character), one record per token whose tail holds it, at its
@@ -415,18 +432,7 @@ static void vocab_free(Vocab *v) {
     }
     VFREE(v->bases);
     for (int32_t i = 0; i < v->exits.n; i++) {
-        ExitTries *e = v->exits.a[i];
-        for (int32_t p = 0; p < e->np; p++)
-            if (e->tries[p]) {
-                trie_free(e->tries[p]);
-                free(e->tries[p]);
-            }
-        free(e->tries);
-        if (e->cont) {
-            trie_free(e->cont);
-            free(e->cont);
-        }
-        free(e);
+        exit_tries_free(v->exits.a[i]);
     }
     VFREE(v->exits);
 }
@@ -750,17 +756,7 @@ static void vocab_trim(Vocab *v) {
         } else {
             ExitTries *e = v->exits.a[at];
             v->table_bytes -= e->bytes;
-            for (int32_t p = 0; p < e->np; p++)
-                if (e->tries[p]) {
-                    trie_free(e->tries[p]);
-                    free(e->tries[p]);
-                }
-            free(e->tries);
-            if (e->cont) {
-                trie_free(e->cont);
-                free(e->cont);
-            }
-            free(e);
+            exit_tries_free(e);
             v->exits.a[at] = v->exits.a[--v->exits.n];
         }
     }
@@ -895,12 +891,51 @@ static int64_t clear_listed(uint32_t *bits, const int32_t *list, int32_t lo, int
     return n;
 }
 
-static int32_t popcount_words(const uint32_t *bits, int32_t words) {
-    int64_t n = 0;
-    int32_t k = 0;
-    for (; k + 1 < words; k += 2) n += tm_pop64((uint64_t)bits[k] | ((uint64_t)bits[k + 1] << 32));
-    for (; k < words; k++) n += tm_pop64(bits[k]);
-    return (int32_t)n;
+/* a list this short is cheaper walked than a bitmap of `words` words OR-ed */
+static inline int list_is_short(const Vocab *v, int32_t n) { return (int64_t)n * 8 < v->words; }
+
+/* is some word nonzero */
+static int words_any(const uint32_t *bits, int32_t words) {
+    for (int32_t k = 0; k < words; k++)
+        if (bits[k]) return 1;
+    return 0;
+}
+
+/* a narrowing (narrow_firsts) of a table costs a copy and a bitmap pass per dropped first
+ * byte; past this many, base_build is cheaper */
+#define NARROW_MAX 8
+
+/* the bitmap passes narrowing wider to (firsts, mb) costs (short lists count for nothing) */
+static int narrow_cost(const Vocab *v, const BaseMask *wider, const uint64_t firsts[2], int mb) {
+    int n = 0;
+    for (int w = 0; w < 2; w++) {
+        uint64_t x = wider->firsts[w] & ~firsts[w];
+        while (x) {
+            int c = w * 64 + __builtin_ctzll(x);
+            x &= x - 1;
+            n += !list_is_short(v, v->byfirst_off[c + 1] - v->byfirst_off[c]);
+        }
+    }
+    return n + (wider->mb && !mb);
+}
+
+/* clear from bits (a copy of wider's) the tokens of the first characters wider selects and
+ * (firsts, mb) does not: each a first byte's bitmap, or its list when short */
+static void narrow_firsts(const Vocab *v, uint32_t *bits, const BaseMask *wider, const uint64_t firsts[2], int mb) {
+    size_t w = (size_t)v->words;
+    for (int h = 0; h < 2; h++) {
+        uint64_t x = wider->firsts[h] & ~firsts[h];
+        while (x) {
+            int c = h * 64 + __builtin_ctzll(x);
+            x &= x - 1;
+            int32_t lo = v->byfirst_off[c], hi = v->byfirst_off[c + 1];
+            if (list_is_short(v, hi - lo))
+                clear_listed(bits, v->byfirst, lo, hi);
+            else
+                words_andnot(bits, v->firstbits + (size_t)c * w, w);
+        }
+    }
+    if (wider->mb && !mb) words_andnot(bits, v->firstbits + (size_t)128 * w, w);
 }
 
 /* bitmaps to OR, lists whose tokens to set or clear (base_build's plan) */
@@ -917,8 +952,6 @@ typedef struct {
     int32_t n;
 } ListRefs;
 
-/* a list this short is cheaper walked than a bitmap of `words` words OR-ed */
-static inline int list_is_short(const Vocab *v, int32_t n) { return (int64_t)n * 8 < v->words; }
 
 /* the plan for the tokens whose first character is selected: per ASCII block, its bitmap
  * less the unselected bytes', or the selected bytes' (whichever is fewer); short lists are
@@ -1022,7 +1055,7 @@ static void base_build(Vocab *v, BaseMask *b) {
         free(acc);
     }
     for (int32_t k = 0; k < clear.n; k++) clear_listed(bits, clear.a[k].list, clear.a[k].lo, clear.a[k].hi);
-    b->count = popcount_words(bits, v->words);
+    b->any = words_any(bits, v->words);
 }
 
 /* tokens whose first character is selected and whose tail stays in the run (and has fewer
@@ -1065,21 +1098,13 @@ static BaseMask *vocab_base_u(Vocab *v, const RunKey *key, const uint64_t firsts
     if (unbounded) {
         const uint32_t *len = v->lenmask + (size_t)steps * (size_t)v->words;
         for (int32_t k = 0; k < v->words; k++) b->bits[k] = unbounded->bits[k] & len[k];
-        b->count = popcount_words(b->bits, v->words);
+        b->any = words_any(b->bits, v->words);
         unbounded->refs--;
-    } else if (wider && wider_extra < vocab_first_count(v, firsts, mb)) {
+    } else if (wider && narrow_cost(v, wider, firsts, mb) <= NARROW_MAX) {
         memcpy(b->bits, wider->bits, (size_t)v->words * sizeof(uint32_t));
         wider->last_use = ++v->clock;
-        for (int w = 0; w < 2; w++) {
-            uint64_t x = wider->firsts[w] & ~firsts[w];
-            while (x) {
-                int c = w * 64 + __builtin_ctzll(x);
-                x &= x - 1;
-                clear_listed(b->bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
-            }
-        }
-        if (wider->mb && !mb) clear_listed(b->bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
-        b->count = popcount_words(b->bits, v->words);
+        narrow_firsts(v, b->bits, wider, firsts, mb);
+        b->any = words_any(b->bits, v->words);
     } else if (steps < 0) {
         base_build(v, b);
     } else { /* a bound past LEN_CAP (no chain is that long): one pass */
@@ -1089,7 +1114,7 @@ static BaseMask *vocab_base_u(Vocab *v, const RunKey *key, const uint64_t firsts
                 int32_t i = v->byfirst[k];
                 if (v->tail_chars[i] >= steps || !tail_in_run(v, key, i)) continue;
                 b->bits[i >> 5] |= 1u << (i & 31);
-                b->count++;
+                b->any = 1;
             }
         }
     }
@@ -1157,16 +1182,18 @@ static inline int rec_in_run(const RunKey *key, const ExitRec *r) {
  * classes in byte order, each sorted by suffix). O(records of the exit classes + long
  * tokens), sequential. */
 static void exits_from_index(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb,
-                             PItemVec *kept, TItemVec *cont) {
+                             PItemVec *kept, TItemVec *cont, TItemVec *late) {
     M256 hi = m_and(*exits, M_HIGH);
     for (int x = 0; x < XCLASSES; x++) {
         if (x < 128 ? !m_test(exits, x) || run_has(key, (uint8_t)x) : x != XBAD || m_zero(&hi)) continue;
         for (int32_t k = v->xoff[x]; k < v->xoff[x + 1]; k++) {
             const ExitRec *r = &v->xrec[k];
-            if (r->p > CHAIN_CAP || !sel_has(firsts, (uint8_t)mb, r->first) || !rec_in_run(key, r)) continue;
-            if (!m_test(exits, r->byte)) continue;
+            if (!sel_has(firsts, (uint8_t)mb, r->first) || !rec_in_run(key, r) || !m_test(exits, r->byte)) continue;
             PItem it = {r->p, {r->off, r->len, r->id}};
-            VPUSH(*kept, it);
+            if (r->p > CHAIN_CAP)
+                VPUSH(*late, it.it);
+            else
+                VPUSH(*kept, it);
         }
     }
     for (int32_t k = 0; k < v->nlrec; k++) {
@@ -1181,31 +1208,45 @@ static void exits_from_index(const Vocab *v, const RunKey *key, const M256 *exit
  * letter or a digit (a number's exponent, a format's separator letter), so that its class is
  * not indexed; the candidates are then the few tokens of the selected first characters */
 static void exits_from_candidates(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb,
-                                  PItemVec *kept, TItemVec *cont) {
+                                  PItemVec *kept, TItemVec *cont, TItemVec *late) {
     IVec cand = {0};
     vocab_candidates(v, firsts, mb, exits, 1, &cand);
     for (int32_t k = 0; k < cand.n; k++) {
         int32_t i = cand.a[k];
         if (v->first_cls[i] == FIRST_OTHER || !sel_has(firsts, (uint8_t)mb, v->first_cls[i])) continue;
-        int32_t chr, at;
+        int32_t chr, at = v->tok_len[i];
         if (tail_in_run(v, key, i)) {
             if (v->tail_chars[i] <= CHAIN_CAP) continue;
             chr = v->tail_chars[i];
         } else {
             tail_exit(v, key, i, &chr, &at);
         }
+        int32_t pos = v->tok_off[i] + at;
+        int leaves = at < v->tok_len[i] && m_test(exits, v->flat[pos]);
         if (chr > CHAIN_CAP) { /* outlasts the chain: continue from tail character CHAIN_CAP */
             int32_t off = tail_char_offset(v, i, CHAIN_CAP);
             TItem it = {v->tok_off[i] + off, v->tok_len[i] - off, i};
             VPUSH(*cont, it);
+            if (leaves) {
+                TItem lt = {pos, v->tok_len[i] - at, i};
+                VPUSH(*late, lt);
+            }
             continue;
         }
-        int32_t pos = v->tok_off[i] + at;
-        if (at >= v->tok_len[i] || !m_test(exits, v->flat[pos])) continue;
+        if (!leaves) continue;
         PItem x = {chr, {pos, v->tok_len[i] - at, i}};
         VPUSH(*kept, x);
     }
     VFREE(cand);
+}
+
+/* the trie of items (NULL if none; sorted: already in trie order), its bytes added to *bytes */
+static Trie *exit_trie(const Vocab *v, TItemVec *items, int sorted, int64_t *bytes) {
+    if (!items->n) return NULL;
+    Trie *t = tm_xmalloc(sizeof(Trie));
+    trie_build(t, v->flat, items->a, items->n, sorted);
+    *bytes += trie_bytes(t);
+    return t;
 }
 
 /* tries of the suffixes of tokens leaving the run at tail character p through a byte of
@@ -1227,12 +1268,12 @@ static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, 
     e->np = CHAIN_CAP + 1;
     e->tries = tm_xcalloc((size_t)e->np, sizeof(Trie *));
     PItemVec kept = {0};
-    TItemVec cont = {0};
+    TItemVec cont = {0}, late = {0};
     int sorted = exits_indexed(key, exits);
     if (sorted)
-        exits_from_index(v, key, exits, firsts, mb, &kept, &cont);
+        exits_from_index(v, key, exits, firsts, mb, &kept, &cont, &late);
     else
-        exits_from_candidates(v, key, exits, firsts, mb, &kept, &cont);
+        exits_from_candidates(v, key, exits, firsts, mb, &kept, &cont, &late);
     /* group by exit character, keeping the order within each group */
     int32_t *start = tm_xcalloc((size_t)(e->np + 1), sizeof(int32_t));
     for (int32_t k = 0; k < kept.n; k++) start[kept.a[k].p + 1]++;
@@ -1249,12 +1290,10 @@ static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, 
         trie_build(e->tries[q], v->flat, items + start[q], start[q + 1] - start[q], sorted);
         e->bytes += trie_bytes(e->tries[q]);
     }
-    if (cont.n) {
-        e->cont = tm_xmalloc(sizeof(Trie));
-        trie_build(e->cont, v->flat, cont.a, cont.n, sorted);
-        e->bytes += trie_bytes(e->cont);
-    }
+    e->cont = exit_trie(v, &cont, sorted, &e->bytes);
+    e->late = exit_trie(v, &late, sorted, &e->bytes);
     VFREE(cont);
+    VFREE(late);
     free(items);
     free(start);
     e->refs = 1;
