@@ -647,13 +647,18 @@ static PyObject *Vocab_memory_bytes(VocabObject *self, PyObject *unused) {
 
 static PyObject *Vocab_info(VocabObject *self, PyObject *unused) {
     (void)unused;
-    tm_lock(&self->v.lock);
-    int bases = self->v.bases.n, exits = self->v.exits.n;
-    long long tb = (long long)self->v.table_bytes;
-    tm_unlock(&self->v.lock);
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:L}", "size", self->v.size, "trie_nodes", self->v.trie.n,
-                         "partial_nodes", self->v.partial.n, "max_tail_chars", self->v.max_tail_chars, "bases",
-                         bases, "exit_tables", exits, "table_bytes", tb);
+    Vocab *v = &self->v;
+    tm_lock(&v->lock);
+    int bases = v->bases.n, exits = v->exits.n;
+    long long tb = (long long)v->table_bytes, made[6] = {v->n_built, v->n_narrowed, v->n_bounded,
+                                                          v->n_passed, v->n_indexed, v->n_scanned};
+    tm_unlock(&v->lock);
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:i,s:i,s:L,s:L,s:L,s:L,s:L,s:L}", "size", v->size,
+                         "trie_nodes", v->trie.n, "partial_nodes", v->partial.n, "max_tail_chars",
+                         v->max_tail_chars, "bases", bases, "exit_tables", exits, "table_bytes", tb,
+                         "exit_records", v->xoff[XCLASSES], "long_records", v->nlrec, "bases_built", made[0],
+                         "bases_narrowed", made[1], "bases_bounded", made[2], "bases_passed", made[3],
+                         "exits_indexed", made[4], "exits_scanned", made[5]);
 }
 
 static PyMethodDef Vocab_methods[] = {

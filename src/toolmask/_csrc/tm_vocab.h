@@ -374,6 +374,10 @@ typedef struct {
     uint64_t clock;
     int32_t max_tables;
     int64_t table_bytes;
+    /* how tables were made (diagnostics, Vocab.info): base tables combined from the class
+     * bitmaps, narrowed from a wider one, bounded from an unbounded one, counted by a pass;
+     * exit tries from the exit index, from a candidate scan */
+    int64_t n_built, n_narrowed, n_bounded, n_passed, n_indexed, n_scanned;
     /* guards the shared tables (bases, exits, their refs and clock, table_bytes) and the
      * candidate marks; the rest of the vocabulary is immutable after vocab_init */
     TmMutex lock;
@@ -1100,14 +1104,18 @@ static BaseMask *vocab_base_u(Vocab *v, const RunKey *key, const uint64_t firsts
         for (int32_t k = 0; k < v->words; k++) b->bits[k] = unbounded->bits[k] & len[k];
         b->any = words_any(b->bits, v->words);
         unbounded->refs--;
+        v->n_bounded++;
     } else if (wider && narrow_cost(v, wider, firsts, mb) <= NARROW_MAX) {
         memcpy(b->bits, wider->bits, (size_t)v->words * sizeof(uint32_t));
         wider->last_use = ++v->clock;
         narrow_firsts(v, b->bits, wider, firsts, mb);
         b->any = words_any(b->bits, v->words);
+        v->n_narrowed++;
     } else if (steps < 0) {
         base_build(v, b);
+        v->n_built++;
     } else { /* a bound past LEN_CAP (no chain is that long): one pass */
+        v->n_passed++;
         for (int c = 0; c < 256; c++) {
             if (c < 128 ? !((firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
             for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
@@ -1274,6 +1282,10 @@ static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, 
         exits_from_index(v, key, exits, firsts, mb, &kept, &cont, &late);
     else
         exits_from_candidates(v, key, exits, firsts, mb, &kept, &cont, &late);
+    if (sorted)
+        v->n_indexed++;
+    else
+        v->n_scanned++;
     /* group by exit character, keeping the order within each group */
     int32_t *start = tm_xcalloc((size_t)(e->np + 1), sizeof(int32_t));
     for (int32_t k = 0; k < kept.n; k++) start[kept.a[k].p + 1]++;

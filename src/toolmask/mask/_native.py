@@ -26,39 +26,23 @@ if TYPE_CHECKING:
 
 __all__ = ["PREWARM_FORMATS", "NativeMaskCache", "NativeVocabIndex"]
 
-#: schemas whose run tables a vocabulary index builds when it is created (the compiler compiles
-#: them and passes them as ``warm``), with a sample value each (forced byte by byte): a plain
-#: string and the string formats tool schemas use most. Together about 60M
-#: instructions (20-30 ms) per 151k-token vocabulary, paid once at setup instead of by the
-#: first request that meets each format (uri, ~40M more, is left to its first use)
-_FORMAT_SAMPLES = (
-    ("date-time", b"2026-01-02T03:04:05.678+09:00"),
-    ("date", b"2026-01-02"),
-    ("time", b"03:04:05Z"),
-    ("email", b"ana.b-c@mail-1.example.org"),
-    ("uuid", b"123e4567-e89b-12d3-a456-426614174000"),
-)
-#: character classes of the patterns tool schemas use most (codes and identifiers: ISO
-#: language and currency codes, digit strings, slugs), with a sample each
-_PATTERN_SAMPLES = (
-    ("^[a-z]+$", b"en"),
-    ("^[A-Z]+$", b"EUR"),
-    ("^[0-9]+$", b"42"),
-    ("^[A-Za-z0-9_-]+$", b"a_1-B"),
-)
-PREWARM_FORMATS: tuple[tuple[dict[str, Any], bytes], ...] = (
-    ({"type": "string"}, b'"a'),
-    *(({"type": "string", "format": f}, b'"' + v + b'"') for f, v in _FORMAT_SAMPLES),
-    *(({"type": "string", "pattern": p}, b'"' + v + b'"') for p, v in _PATTERN_SAMPLES),
-)
+#: grammars (as schemas) whose run tables a vocabulary index builds when it is created (the
+#: compiler compiles them and passes them as ``warm``), with a sample value each, forced byte by
+#: byte: the plain JSON string, whose character class every string schema starts from (free-form,
+#: counted, formats, patterns, keys). No format or pattern is listed: every class is covered by
+#: construction, since the kernel's vocabulary holds, from its creation, the class bitmaps (per
+#: first byte, per tail byte, per ASCII block) and the exit index that any class's tables are
+#: combined from, in tens of microseconds (docs/masks.md, "Class bitmaps")
+PREWARM_FORMATS: tuple[tuple[dict[str, Any], bytes], ...] = (({"type": "string"}, b'"a'),)
 
 
 class NativeVocabIndex:
-    """A vocabulary's token tries, per-token character tables and shared run tables (in C).
+    """A vocabulary's token tries, per-token character tables, class bitmaps, exit index and
+    shared run tables (in C).
 
-    Cost: about 0.1 s and 11 MB for a 151k vocabulary (one sort of the token bytes and a pass
-    over them); run tables are added on first use, V/8 bytes per base bitmask, at most
-    ``max_run_tables`` kept (``Limits.max_run_tables``).
+    Cost: about 0.1 s and 29 MB for a 151k vocabulary (one sort of the token bytes and a pass
+    over them, the class bitmaps and the exit index); run tables are added on first use, V/8
+    bytes per base bitmask, at most ``max_run_tables`` kept (``Limits.max_run_tables``).
     """
 
     __slots__ = ("eos", "native", "size", "special_by_text", "text", "vocab", "words")
@@ -86,13 +70,13 @@ class NativeVocabIndex:
             self._prewarm(warm)
 
     def _prewarm(self, warm: Sequence[tuple[Grammar, bytes]]) -> None:
-        """Build, now, the run tables that most tool schemas need on their first steps, as part
-        of the index's setup cost: the compiler passes grammars with a sample each (a plain JSON
-        string body, ~2 ms for 151k tokens, and the character runs of the common string
-        formats, :data:`PREWARM_FORMATS`, 20-30 ms). These tables are shared by every position
-        and grammar that has them, and building one costs a pass over the vocabulary, which
-        would otherwise land on the first request's steps (the cold tail). Each sample is forced
-        byte by byte through a throwaway mask cache; only the vocabulary's shared tables stay."""
+        """Build, now, the run tables that nearly every tool schema needs on its first steps, as
+        part of the index's setup cost: the compiler passes grammars with a sample each (the
+        plain JSON string, :data:`PREWARM_FORMATS`, ~1 ms for 151k tokens). These tables are
+        shared by every position and grammar that has them (a counted string's bounded tables
+        are one AND each of them). Other classes (formats, patterns, digits) are combined from
+        the class bitmaps on first use. Each sample is forced byte by byte through a throwaway
+        mask cache; only the vocabulary's shared tables stay."""
         out = np.empty(self.words, dtype=np.int32)
         for g, sample in warm:
             a = build_native_automaton(g)
