@@ -182,6 +182,9 @@ typedef struct Auto {
     PairVec dx_calls, dx_specials;
     VEC(M256) dx_masks, dx_atoms, dx_nw;
     IVec dx_key, dx_ts, dx_memo;
+    IVec dx_mof;     /* per edge of dx_edges: the index of its mask in dx_masks */
+    IVec dx_goff, dx_gto; /* disjoint masks: mask x's edge targets at dx_gto[dx_goff[x] ..] */
+    int dx_disjoint; /* the masks are disjoint: they are the atoms, atom x the edges of mask x */
     VEC(Edge) dx_out;
     /* target NFA sets of the edges not resolved yet (Edge.q = -2 - offset): [len, states...] */
     IVec lazy;

@@ -126,13 +126,20 @@ static int32_t dfa_resolve(Auto *au, int32_t p, int32_t e) {
  * characters, or all inside sequences (after a string's backslash: the escape's next byte;
  * a counted string would otherwise build that position for every character copy, and a mask
  * walks it only where a token has a backslash there) */
-static int dfa_atom_targets(Auto *au, const M256 *atom) {
+static int dfa_atom_targets(Auto *au, const M256 *atom, int32_t x) {
     IVec *ts = &au->dx_ts;
     ts->n = 0;
     const BEdgeVec *E = &au->dx_edges;
-    for (int32_t i = 0; i < E->n; i++) {
-        M256 both = m_and(E->a[i].m, *atom);
-        if (!m_zero(&both)) VPUSH(*ts, E->a[i].to);
+    if (au->dx_disjoint) { /* atom x is mask x: its edges' targets, grouped by dfa_atoms */
+        int32_t lo = au->dx_goff.a[x], hi = au->dx_goff.a[x + 1];
+        VRESERVE(*ts, hi - lo);
+        memcpy(ts->a, au->dx_gto.a + lo, (size_t)(hi - lo) * sizeof(int32_t));
+        ts->n = hi - lo;
+    } else {
+        for (int32_t i = 0; i < E->n; i++) {
+            M256 both = m_and(E->a[i].m, *atom);
+            if (!m_zero(&both)) VPUSH(*ts, E->a[i].to);
+        }
     }
     ts->n = sort_unique(ts->a, ts->n);
     int mid = ts->n > 0, inner = ts->n > 0;
@@ -209,17 +216,34 @@ static M256 dfa_atoms(Auto *au) {
     M256 uni = M_ZERO;
     /* the distinct masks, in order of first appearance */
     au->dx_masks.n = 0;
+    au->dx_mof.n = 0;
+    VRESERVE(au->dx_mof, E->n);
     int total = 0;
     for (int32_t i = 0; i < E->n; i++) {
-        int seen = 0;
-        for (int32_t x = 0; x < au->dx_masks.n && !seen; x++) seen = m_eq(&au->dx_masks.a[x], &E->a[i].m);
-        if (seen) continue;
+        int32_t x = 0;
+        while (x < au->dx_masks.n && !m_eq(&au->dx_masks.a[x], &E->a[i].m)) x++;
+        au->dx_mof.a[au->dx_mof.n++] = x;
+        if (x < au->dx_masks.n) continue;
         VPUSH(au->dx_masks, E->a[i].m);
         uni = m_or(uni, E->a[i].m);
         total += m_count(&E->a[i].m);
     }
     au->dx_atoms.n = 0;
-    if (total == m_count(&uni)) { /* disjoint: the masks are the atoms */
+    au->dx_disjoint = total == m_count(&uni);
+    if (au->dx_disjoint) { /* the masks are the atoms; their edges' targets grouped by mask */
+        int32_t nm = au->dx_masks.n;
+        au->dx_goff.n = 0;
+        VRESERVE(au->dx_goff, nm + 1);
+        memset(au->dx_goff.a, 0, (size_t)(nm + 1) * sizeof(int32_t));
+        au->dx_goff.n = nm + 1;
+        for (int32_t i = 0; i < E->n; i++) au->dx_goff.a[au->dx_mof.a[i] + 1]++;
+        for (int32_t x = 0; x < nm; x++) au->dx_goff.a[x + 1] += au->dx_goff.a[x];
+        au->dx_gto.n = 0;
+        VRESERVE(au->dx_gto, E->n);
+        au->dx_gto.n = E->n;
+        for (int32_t i = 0; i < E->n; i++) au->dx_gto.a[au->dx_goff.a[au->dx_mof.a[i]]++] = E->a[i].to;
+        for (int32_t x = nm; x > 0; x--) au->dx_goff.a[x] = au->dx_goff.a[x - 1];
+        au->dx_goff.a[0] = 0;
         VRESERVE(au->dx_atoms, au->dx_masks.n);
         memcpy(au->dx_atoms.a, au->dx_masks.a, (size_t)au->dx_masks.n * sizeof(M256));
         au->dx_atoms.n = au->dx_masks.n;
@@ -258,7 +282,7 @@ static int dfa_atom_edges(Auto *au, Edge **out, int32_t *nout) {
     au->dx_memo.n = 0;
     for (int32_t x = 0; x < au->dx_atoms.n; x++) {
         M256 atom = au->dx_atoms.a[x];
-        int lazy = dfa_atom_targets(au, &atom);
+        int lazy = dfa_atom_targets(au, &atom, x);
         IVec *ts = &au->dx_ts;
         int32_t q = -1;
         if (lazy) {

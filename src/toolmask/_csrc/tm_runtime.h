@@ -475,6 +475,9 @@ static void au_free(Auto *au) {
     VFREE(au->dx_key);
     VFREE(au->dx_ts);
     VFREE(au->dx_memo);
+    VFREE(au->dx_mof);
+    VFREE(au->dx_goff);
+    VFREE(au->dx_gto);
     VFREE(au->dx_out);
     VFREE(au->lazy);
     VFREE(au->kstack);
