@@ -47,6 +47,12 @@ the best peer and writes ``bench/results/masks.json``. No assertion on timing.
 ``--slowest N`` also lists the N slowest cold steps of toolmask per vocabulary and set, with the
 schema, the step and the text before it (the JSON keeps them too).
 
+On a shared machine: ``--clock cpu`` times steps and compiles as the worker thread's CPU time
+(a step that loses its core to another job is not charged for the wait), and ``--repeat N``
+runs every engine N times, alternating engines, each run cold in a fresh worker, and keeps
+each step's and each compile's minimum over the runs (what the step costs, less what other
+jobs added); the tables then describe those minima.
+
 **Batch mode** (``--batch``): what a serving engine pays per decode step for B sequences at
 once, toolmask only (no peer is imported; numpy, toolmask and, for the Llama-3 / Qwen3
 vocabularies, ``quicktok-v1``). B requests over the 12 tool schemas decode side by side, each
@@ -731,6 +737,34 @@ def run_engine(
     return {**(setup or {}), "restarts": restarts, "wall_s": wall, "by": results}
 
 
+def floor_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One engine's repeated runs as one: per schema, each step's and the compile's minimum
+    over the runs (every run is cold: a fresh worker each time), accepted only if every run
+    accepted, the most violations any run had. On a shared machine the minimum keeps what the
+    step costs and drops what other jobs added (a preemption, a cache flushed). One run: as is."""
+    ok = [r for r in runs if "error" not in r]
+    if len(ok) < len(runs) or len(runs) == 1:
+        return runs[0] if not ok else ok[0]
+    out = {**ok[0], "repeats": len(ok), "wall_s": sum(r["wall_s"] for r in ok), "by": {}}
+    for i, first in ok[0]["by"].items():
+        rows = [r["by"].get(i, {}) for r in ok]
+        if any("error" in x or "compile_ms" not in x for x in rows):
+            out["by"][i] = first
+            continue
+        row: dict[str, Any] = {"i": i, "compile_ms": min(x["compile_ms"] for x in rows)}
+        for ph in PHASES:
+            parts = [x[ph] for x in rows]
+            n = min(len(x["step"]) for x in parts)
+            row[ph] = {
+                "accepted": all(x["accepted"] for x in parts),
+                "violations": max(x["violations"] for x in parts),
+                "step": [min(x["step"][k] for x in parts) for k in range(n)],
+                "fill": [min(x["fill"][k] for x in parts) for k in range(n)],
+            }
+        out["by"][i] = row
+    return out
+
+
 def stats(xs: list[float]) -> dict[str, float]:
     if not xs:
         return {}
@@ -959,6 +993,12 @@ def main() -> None:
     ap.add_argument("--mem-gb", type=float, default=6.0, help="outlines-core address-space cap")
     ap.add_argument("--out", default=None, help="default bench/results/masks(-batch).json")
     ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each engine this many times (alternating) and keep each step's minimum",
+    )
+    ap.add_argument(
         "--clock",
         choices=sorted(CLOCKS),
         default="wall",
@@ -997,13 +1037,16 @@ def main() -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(tasks, f)
             tasks_path = f.name
-        runs: dict[str, dict[str, Any]] = {}
-        for e in [x for x in args.engines.split(",") if x]:
-            print(f"[{vname}] {e} ...", end=" ", flush=True)
-            runs[e] = run_engine(
-                vname, e, tasks_path, len(tasks), args.timeout, args.mem_gb, args.clock
-            )
-            print(f"{runs[e].get('wall_s', 0):.0f} s", runs[e].get("error", ""), flush=True)
+        repeats: dict[str, list[dict[str, Any]]] = {}
+        for rep in range(args.repeat):
+            for e in [x for x in args.engines.split(",") if x]:
+                print(f"[{vname}] {e} ({rep + 1}/{args.repeat}) ...", end=" ", flush=True)
+                run = run_engine(
+                    vname, e, tasks_path, len(tasks), args.timeout, args.mem_gb, args.clock
+                )
+                repeats.setdefault(e, []).append(run)
+                print(f"{run.get('wall_s', 0):.0f} s", run.get("error", ""), flush=True)
+        runs = {e: floor_run(rs) for e, rs in repeats.items()}
         os.unlink(tasks_path)
         entry: dict[str, Any] = {
             "vocab_size": vocab.vocab_size,

@@ -32,7 +32,7 @@ def _blank_c(text: str) -> str:
     at_line_start = True
     while i < n:
         c = text[i]
-        if at_line_start and c == "#" or (at_line_start and c in " \t" and _directive(text, i)):
+        if at_line_start and c == "#":  # a directive, indented or not
             j = i
             while j < n and not (text[j] == "\n" and text[j - 1] != "\\"):
                 j += 1
@@ -57,11 +57,6 @@ def _blank_c(text: str) -> str:
         out.append(re.sub(r"[^\n]", " ", text[i:j]))
         i = j
     return "".join(out)
-
-
-def _directive(text: str, i: int) -> bool:
-    """Is the indented line from ``i`` a preprocessor directive."""
-    return text[i:].lstrip(" \t").startswith("#")
 
 
 def _c_functions(text: str) -> list[tuple[str, int, int]]:
