@@ -47,6 +47,12 @@ the best peer and writes ``bench/results/masks.json``. No assertion on timing.
 ``--slowest N`` also lists the N slowest cold steps of toolmask per vocabulary and set, with the
 schema, the step and the text before it (the JSON keeps them too).
 
+On a shared machine: ``--clock cpu`` times steps and compiles as the worker thread's CPU time
+(a step that loses its core to another job is not charged for the wait), and ``--repeat N``
+runs every engine N times, alternating engines, each run cold in a fresh worker, and keeps
+each step's and each compile's minimum over the runs (what the step costs, less what other
+jobs added); the tables then describe those minima.
+
 **Batch mode** (``--batch``): what a serving engine pays per decode step for B sequences at
 once, toolmask only (no peer is imported; numpy, toolmask and, for the Llama-3 / Qwen3
 vocabularies, ``quicktok-v1``). B requests over the 12 tool schemas decode side by side, each
@@ -432,7 +438,9 @@ def tokenise(vocab: Any, schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # -- the worker: one engine, one vocabulary, a fresh process ---------------------------------------
-def worker(vocab_name: str, engine_name: str, tasks_path: str, start: int, mem_gb: float) -> None:
+def worker(
+    vocab_name: str, engine_name: str, tasks_path: str, start: int, mem_gb: float, clock_name: str
+) -> None:
     proto = os.fdopen(os.dup(1), "w")  # the protocol; library chatter on stdout goes to stderr
     os.dup2(2, 1)
     if engine_name == "outlines-core" and mem_gb > 0:
@@ -456,7 +464,7 @@ def worker(vocab_name: str, engine_name: str, tasks_path: str, start: int, mem_g
     t2 = time.perf_counter()
     send({"setup": {"vocab_load_s": t1 - t0, "setup_s": t2 - t1, "version": engine.version()}})
     native, view = engine.alloc_bitmask()
-    clock = time.perf_counter_ns
+    clock = CLOCKS[clock_name]
 
     def force(handle: Any, ids: list[int]) -> dict[str, Any]:
         engine.start(handle)
@@ -483,17 +491,22 @@ def worker(vocab_name: str, engine_name: str, tasks_path: str, start: int, mem_g
     for i in range(start, len(tasks)):
         task = tasks[i]
         msg: dict[str, Any] = {"i": i}
-        c0 = time.perf_counter()
+        c0 = clock()
         try:
             handle = engine.compile(task["schema"])
         except Exception as e:  # a peer (or we) may reject a schema: recorded, not fatal
             msg["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             send(msg)
             continue
-        msg["compile_ms"] = (time.perf_counter() - c0) * 1e3
+        msg["compile_ms"] = (clock() - c0) / 1e6
         msg["cold"] = force(handle, task["runs"][0])
         msg["warm"] = force(handle, task["runs"][1])
         send(msg)
+
+
+#: per-step clocks (ns): wall-clock, or the calling thread's CPU time, which a shared machine's
+#: other jobs do not inflate by preempting a step (the kernel fills on the calling thread)
+CLOCKS = {"wall": time.perf_counter_ns, "cpu": time.thread_time_ns}
 
 
 # -- batch mode ------------------------------------------------------------------------------------
@@ -664,7 +677,7 @@ def print_batch(vname: str, size: int, b: int, runs: dict[str, dict[str, Any]]) 
 
 # -- the driver ------------------------------------------------------------------------------------
 def run_engine(
-    vocab: str, engine: str, tasks_path: str, n: int, timeout: float, mem_gb: float
+    vocab: str, engine: str, tasks_path: str, n: int, timeout: float, mem_gb: float, clock: str
 ) -> dict[str, Any]:
     """Run the worker over all tasks, restarting it after a timeout or a crash."""
     results: dict[int, dict[str, Any]] = {}
@@ -673,7 +686,7 @@ def run_engine(
     t0 = time.perf_counter()
     while start < n:
         cmd = [sys.executable, __file__, "--worker", vocab, engine, tasks_path, str(start)]
-        cmd.append(str(mem_gb))
+        cmd += [str(mem_gb), clock]
         with tempfile.TemporaryFile(mode="w+") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
             lines: queue.Queue[str | None] = queue.Queue()
@@ -722,6 +735,34 @@ def run_engine(
     assert setup is not None or n == 0
     wall = time.perf_counter() - t0
     return {**(setup or {}), "restarts": restarts, "wall_s": wall, "by": results}
+
+
+def floor_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One engine's repeated runs as one: per schema, each step's and the compile's minimum
+    over the runs (every run is cold: a fresh worker each time), accepted only if every run
+    accepted, the most violations any run had. On a shared machine the minimum keeps what the
+    step costs and drops what other jobs added (a preemption, a cache flushed). One run: as is."""
+    ok = [r for r in runs if "error" not in r]
+    if len(ok) < len(runs) or len(runs) == 1:
+        return runs[0] if not ok else ok[0]
+    out = {**ok[0], "repeats": len(ok), "wall_s": sum(r["wall_s"] for r in ok), "by": {}}
+    for i, first in ok[0]["by"].items():
+        rows = [r["by"].get(i, {}) for r in ok]
+        if any("error" in x or "compile_ms" not in x for x in rows):
+            out["by"][i] = first
+            continue
+        row: dict[str, Any] = {"i": i, "compile_ms": min(x["compile_ms"] for x in rows)}
+        for ph in PHASES:
+            parts = [x[ph] for x in rows]
+            n = min(len(x["step"]) for x in parts)
+            row[ph] = {
+                "accepted": all(x["accepted"] for x in parts),
+                "violations": max(x["violations"] for x in parts),
+                "step": [min(x["step"][k] for x in parts) for k in range(n)],
+                "fill": [min(x["fill"][k] for x in parts) for k in range(n)],
+            }
+        out["by"][i] = row
+    return out
 
 
 def stats(xs: list[float]) -> dict[str, float]:
@@ -935,7 +976,7 @@ def machine() -> dict[str, Any]:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         a = sys.argv[2:]
-        worker(a[0], a[1], a[2], int(a[3]), float(a[4]))
+        worker(a[0], a[1], a[2], int(a[3]), float(a[4]), a[5])
         return
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--vocab", default=None, help="comma list: " + ",".join(VOCABS))
@@ -951,6 +992,19 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per schema and engine")
     ap.add_argument("--mem-gb", type=float, default=6.0, help="outlines-core address-space cap")
     ap.add_argument("--out", default=None, help="default bench/results/masks(-batch).json")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each engine this many times (alternating) and keep each step's minimum",
+    )
+    ap.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="per-step clock: wall, or the worker thread's CPU time (cpu: a step that loses the"
+        " core to another process is not charged for the wait)",
+    )
     args = ap.parse_args()
     if args.batch:
         args.vocab = args.vocab or "qwen3"
@@ -983,11 +1037,16 @@ def main() -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(tasks, f)
             tasks_path = f.name
-        runs: dict[str, dict[str, Any]] = {}
-        for e in [x for x in args.engines.split(",") if x]:
-            print(f"[{vname}] {e} ...", end=" ", flush=True)
-            runs[e] = run_engine(vname, e, tasks_path, len(tasks), args.timeout, args.mem_gb)
-            print(f"{runs[e].get('wall_s', 0):.0f} s", runs[e].get("error", ""), flush=True)
+        repeats: dict[str, list[dict[str, Any]]] = {}
+        for rep in range(args.repeat):
+            for e in [x for x in args.engines.split(",") if x]:
+                print(f"[{vname}] {e} ({rep + 1}/{args.repeat}) ...", end=" ", flush=True)
+                run = run_engine(
+                    vname, e, tasks_path, len(tasks), args.timeout, args.mem_gb, args.clock
+                )
+                repeats.setdefault(e, []).append(run)
+                print(f"{run.get('wall_s', 0):.0f} s", run.get("error", ""), flush=True)
+        runs = {e: floor_run(rs) for e, rs in repeats.items()}
         os.unlink(tasks_path)
         entry: dict[str, Any] = {
             "vocab_size": vocab.vocab_size,

@@ -114,7 +114,9 @@ static inline M256 m_andnot(M256 a, M256 b) {
     return a;
 }
 static inline int m_zero(const M256 *a) { return !(a->w[0] | a->w[1] | a->w[2] | a->w[3]); }
-static inline int m_eq(const M256 *a, const M256 *b) { return memcmp(a, b, sizeof(M256)) == 0; }
+static inline int m_eq(const M256 *a, const M256 *b) {
+    return !((a->w[0] ^ b->w[0]) | (a->w[1] ^ b->w[1]) | (a->w[2] ^ b->w[2]) | (a->w[3] ^ b->w[3]));
+}
 static inline int m_count(const M256 *a) {
     return tm_pop64(a->w[0]) + tm_pop64(a->w[1]) + tm_pop64(a->w[2]) + tm_pop64(a->w[3]);
 }

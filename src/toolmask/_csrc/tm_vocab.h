@@ -1,9 +1,9 @@
-/* The vocabulary index: flat token tries and the run tables shared by every grammar.
+/* The vocabulary index: tries, per-token character tables, class bitmaps and the exit
+ * index, from which the run tables shared by every grammar are made.
  *
  * A port of the data side of toolmask/mask/_compute.py (VocabIndex, TokenTrie, run_tables):
  *
- *  - Trie: text tokens in depth-first order (byte, depth, skip = index past the subtree, the
- *    ids ending at the node); a walk is one loop that jumps to skip[i] at a dead byte.
+ *  - tries of the text tokens and of the partial first characters (tm_trie.h);
  *  - per token: the class of its first character (an ASCII byte, FIRST_MB for a complete
  *    multi-byte UTF-8 character, FIRST_OTHER for a partial or invalid one), its length, and
  *    the number of characters in its tail; per byte, the length of the UTF-8 character that
@@ -12,7 +12,8 @@
  *    multi-byte character when utf8): for each token the tail character where it first
  *    leaves the run; "base" bitmasks of the tokens whose whole tail stays in the run (shared
  *    by every position and grammar that has the run: the cross-position cache of string
- *    bodies); tries of the exit suffixes grouped by exit character.
+ *    bodies); tries of the exit suffixes grouped by exit character (tm_tables.h), made from
+ *    the class bitmaps and the exit index built here with the vocabulary.
  *
  * Shared tables are reference counted: a position's cached mask holds the tables it uses, and
  * the bounded caches here only drop tables nobody holds.
@@ -34,220 +35,6 @@
  * states): lengths up to this are a bitmask each (Vocab.lenmask) */
 #define LEN_CAP (CHAIN_CAP + 1)
 
-typedef struct {
-    int32_t n, max_depth;
-    uint8_t *byte;
-    uint16_t *depth;
-    int32_t *skip;
-    int32_t *ends; /* offset into end_ids of [count, ids...], or -1 */
-    /* per node, 2 words: the ASCII bytes of the nodes below it, and flags: SUB_HIGH (a byte
-     * >= 0x80 below it), SUB_BAD (below it, a byte that makes the path from the root invalid
-     * UTF-8: not a prefix of well-formed characters). A walk that reaches a state looping on
-     * all of them takes the whole subtree at once (walk_range). */
-    uint64_t *sub;
-    uint8_t *subf;
-    IVec end_ids;
-    int32_t lo[256], hi[256];
-} Trie;
-
-static void trie_free(Trie *t) {
-    free(t->byte);
-    free(t->depth);
-    free(t->skip);
-    free(t->ends);
-    free(t->sub);
-    free(t->subf);
-    VFREE(t->end_ids);
-    memset(t, 0, sizeof(*t));
-}
-
-static int64_t trie_bytes(const Trie *t) {
-    return (int64_t)t->n * (t->sub ? 32 : 15) + VBYTES(t->end_ids);
-}
-
-#define SUB_HIGH 1
-#define SUB_BAD 2
-/* tries with fewer nodes have no subtree summaries (Trie.sub = NULL) */
-#define SUB_MIN_NODES 2048
-
-/* UTF-8 decoding one byte at a time: state = continuation bytes still expected (0-3) in the
- * low bits, the allowed range of the next one above; returns the next state or -1 (invalid) */
-static int utf8_step(int st, uint8_t b) {
-    int need = st & 3;
-    if (!need) {
-        if (b < 0x80) return 0;
-        if (b >= 0xC2 && b <= 0xDF) return 1 | (0x80 << 2) | (0xBF << 10);
-        if (b == 0xE0) return 2 | (0xA0 << 2) | (0xBF << 10);
-        if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) return 2 | (0x80 << 2) | (0xBF << 10);
-        if (b == 0xED) return 2 | (0x80 << 2) | (0x9F << 10);
-        if (b == 0xF0) return 3 | (0x90 << 2) | (0xBF << 10);
-        if (b >= 0xF1 && b <= 0xF3) return 3 | (0x80 << 2) | (0xBF << 10);
-        if (b == 0xF4) return 3 | (0x80 << 2) | (0x8F << 10);
-        return -1;
-    }
-    int lo = (st >> 2) & 0xFF, hi = (st >> 10) & 0xFF;
-    if (b < lo || b > hi) return -1;
-    return (need - 1) ? ((need - 1) | (0x80 << 2) | (0xBF << 10)) : 0;
-}
-
-/* sorting (data, id) items by bytes, then id: MSD radix sort on the byte at depth d (items
- * shorter than d+1 first), insertion sort for small groups. O(total bytes examined). */
-typedef struct {
-    int32_t off, len, id;
-} TItem;
-
-static int titem_less(const uint8_t *pool, const TItem *a, const TItem *b, int32_t d) {
-    int32_t la = a->len - d, lb = b->len - d, n = la < lb ? la : lb;
-    int c = n > 0 ? memcmp(pool + a->off + d, pool + b->off + d, (size_t)n) : 0;
-    if (c) return c < 0;
-    if (la != lb) return la < lb;
-    return a->id < b->id;
-}
-
-static void titem_sort(const uint8_t *pool, TItem *items, int32_t n, int32_t d, TItem *tmp) {
-    while (n > 1) {
-        if (n <= 24) {
-            for (int32_t i = 1; i < n; i++) {
-                TItem x = items[i];
-                int32_t j = i - 1;
-                while (j >= 0 && titem_less(pool, &x, &items[j], d)) {
-                    items[j + 1] = items[j];
-                    j--;
-                }
-                items[j + 1] = x;
-            }
-            return;
-        }
-        int32_t count[257];
-        memset(count, 0, sizeof(count));
-        for (int32_t i = 0; i < n; i++) count[items[i].len > d ? pool[items[i].off + d] + 1 : 0]++;
-        int32_t start[258];
-        start[0] = 0;
-        for (int k = 0; k < 257; k++) start[k + 1] = start[k] + count[k];
-        int32_t fill[257];
-        memcpy(fill, start, sizeof(fill));
-        for (int32_t i = 0; i < n; i++) tmp[fill[items[i].len > d ? pool[items[i].off + d] + 1 : 0]++] = items[i];
-        memcpy(items, tmp, (size_t)n * sizeof(TItem));
-        /* ended items: by id */
-        if (count[0] > 1) {
-            for (int32_t i = 1; i < count[0]; i++) {
-                TItem x = items[i];
-                int32_t j = i - 1;
-                while (j >= 0 && items[j].id > x.id) {
-                    items[j + 1] = items[j];
-                    j--;
-                }
-                items[j + 1] = x;
-            }
-        }
-        /* recurse on all buckets but the largest, loop on the largest */
-        int big = 1;
-        for (int k = 2; k < 257; k++)
-            if (count[k] > count[big]) big = k;
-        for (int k = 1; k < 257; k++)
-            if (k != big && count[k] > 1) titem_sort(pool, items + start[k], count[k], d + 1, tmp);
-        items += start[big];
-        n = count[big];
-        d++;
-    }
-}
-
-/* build from items whose bytes live in pool (items are sorted in place) */
-static void trie_build(Trie *t, const uint8_t *pool, TItem *items, int32_t n) {
-    memset(t, 0, sizeof(*t));
-    TItem *tmp = tm_xmalloc((size_t)(n ? n : 1) * sizeof(TItem));
-    titem_sort(pool, items, n, 0, tmp);
-    free(tmp);
-    VEC(uint8_t) byte = {0};
-    VEC(uint16_t) depth = {0};
-    IVec skip = {0}, ends = {0}, path = {0};
-    const uint8_t *prev = NULL;
-    int32_t prevlen = 0;
-    for (int32_t k = 0; k < n; k++) {
-        const uint8_t *data = pool + items[k].off;
-        int32_t len = items[k].len;
-        if (len <= 0) continue;
-        if (prev && len == prevlen && memcmp(prev, data, (size_t)len) == 0 && path.n) {
-            int32_t node = path.a[path.n - 1];
-            t->end_ids.a[ends.a[node]]++;
-            VPUSH(t->end_ids, items[k].id);
-            continue;
-        }
-        int32_t lcp = 0, lim = prev ? (prevlen < len ? prevlen : len) : 0;
-        while (lcp < lim && prev[lcp] == data[lcp]) lcp++;
-        while (path.n > lcp) skip.a[path.a[--path.n]] = byte.n;
-        for (int32_t d = lcp; d < len; d++) {
-            VPUSH(path, byte.n);
-            VPUSH(byte, data[d]);
-            VPUSH(depth, (uint16_t)(d + 1 > 65535 ? 65535 : d + 1));
-            VPUSH(ends, -1);
-            VPUSH(skip, 0);
-        }
-        int32_t node = path.a[path.n - 1];
-        ends.a[node] = t->end_ids.n;
-        VPUSH(t->end_ids, 1);
-        VPUSH(t->end_ids, items[k].id);
-        if (len > t->max_depth) t->max_depth = len;
-        prev = data;
-        prevlen = len;
-    }
-    while (path.n) skip.a[path.a[--path.n]] = byte.n;
-    t->n = byte.n;
-    t->byte = byte.a ? byte.a : tm_xmalloc(1);
-    t->depth = depth.a ? depth.a : tm_xmalloc(2);
-    t->skip = skip.a ? skip.a : tm_xmalloc(4);
-    t->ends = ends.a ? ends.a : tm_xmalloc(4);
-    VFREE(path);
-    for (int b = 0; b < 256; b++) t->lo[b] = t->hi[b] = 0;
-    int32_t i = 0;
-    while (i < t->n) {
-        t->lo[t->byte[i]] = i;
-        t->hi[t->byte[i]] = t->skip[i];
-        i = t->skip[i];
-    }
-    /* subtree byte sets and flags, children before parents; a node is bad when the bytes
-     * from the root to it are not a prefix of well-formed UTF-8 (decoded along each path).
-     * Small tries (most exit tries) go without: their walks are short anyway */
-    if (t->n < SUB_MIN_NODES) return;
-    t->sub = tm_xcalloc((size_t)(t->n ? t->n : 1) * 2, sizeof(uint64_t));
-    t->subf = tm_xcalloc((size_t)(t->n ? t->n : 1), 1);
-    uint8_t *bad = tm_xcalloc((size_t)(t->n ? t->n : 1), 1);
-    {
-        /* decoder state per depth: dst[d] after the node at depth d (the root: 0) */
-        int *dst = tm_xmalloc((size_t)(t->max_depth + 2) * sizeof(int));
-        dst[0] = 0;
-        for (int32_t x = 0; x < t->n; x++) {
-            int d = t->depth[x];
-            int prev = dst[d - 1];
-            int nx = prev < 0 ? -1 : utf8_step(prev, t->byte[x]);
-            dst[d] = nx;
-            bad[x] = nx < 0;
-        }
-        free(dst);
-    }
-    for (int32_t x = t->n - 1; x >= 0; x--) {
-        uint64_t a0 = 0, a1 = 0;
-        uint8_t f = 0;
-        for (int32_t c = x + 1; c < t->skip[x]; c = t->skip[c]) {
-            uint8_t b = t->byte[c];
-            if (b >= 0x80)
-                f |= SUB_HIGH;
-            else if (b < 64)
-                a0 |= 1ULL << b;
-            else
-                a1 |= 1ULL << (b - 64);
-            if (bad[c]) f |= SUB_BAD;
-            a0 |= t->sub[2 * c];
-            a1 |= t->sub[2 * c + 1];
-            f |= t->subf[c];
-        }
-        t->sub[2 * x] = a0;
-        t->sub[2 * x + 1] = a1;
-        t->subf[x] = f;
-    }
-    free(bad);
-}
-
 /* ---- run tables ------------------------------------------------------------------------- */
 
 typedef struct {
@@ -263,7 +50,7 @@ typedef struct BaseMask {
     int32_t refs;
     uint64_t last_use;
     uint32_t *bits; /* words */
-    int32_t count;
+    uint8_t any;    /* some bit is set */
 } BaseMask;
 
 typedef struct ExitTries {
@@ -278,8 +65,49 @@ typedef struct ExitTries {
     Trie *cont;    /* tokens with more than CHAIN_CAP tail characters in the run (whether
                       they leave it later or not): their suffix from tail character CHAIN_CAP;
                       NULL if none */
+    Trie *late;    /* those of them that leave the run through a byte of exits: their suffix
+                      from there (a looping run walks these from its loop state, the tokens
+                      that stay being in its base table); NULL if none */
     int64_t bytes;
 } ExitTries;
+
+static void trie_drop(Trie *t) {
+    if (!t) return;
+    trie_free(t);
+    free(t);
+}
+
+static void exit_tries_free(ExitTries *e) {
+    for (int32_t p = 0; p < e->np; p++) trie_drop(e->tries[p]);
+    free(e->tries);
+    trie_drop(e->cont);
+    trie_drop(e->late);
+    free(e);
+}
+
+/* the exit index: per exit class (an ASCII byte that is neither a letter nor a digit, or
+ * XBAD: a byte of no complete character), one record per token whose tail holds it, at its
+ * first occurrence; and one per long token (more than CHAIN_CAP tail characters) at tail
+ * character CHAIN_CAP (see exit_index_build) */
+#define XCLASSES 130
+#define XBAD 129
+typedef struct {
+    uint64_t pre[2]; /* the ASCII bytes of the tail characters before the exit */
+    int32_t id;
+    int32_t off, len; /* the suffix from the exit: flat[off .. off + len) */
+    int16_t first;    /* first_cls */
+    uint16_t p;       /* the exit's tail character index */
+    uint8_t flags;    /* TAIL_MB / TAIL_BAD: such characters before the exit */
+    uint8_t byte;     /* flat[off] */
+} ExitRec;
+
+/* is x an exit class of the index: bytes that are not letters or digits (structure, spaces,
+ * controls: few tokens each), and bytes of no complete character */
+static inline int xclass_indexed(int x) {
+    if (x == XBAD) return 1;
+    if (x >= 128) return 0;
+    return !((x >= '0' && x <= '9') || (x >= 'A' && x <= 'Z') || (x >= 'a' && x <= 'z'));
+}
 
 typedef struct {
     int32_t size, words, ntext;
@@ -314,6 +142,15 @@ typedef struct {
      * 129: a byte of no complete character (TAIL_BAD). A run's base table is the selected
      * first characters less the OR of the bitmasks of the bytes outside the run. */
     uint32_t *tailbits;
+    /* the class bitmaps (see base_build): firstbits + c * words, the tokens whose first
+     * character is the ASCII byte c (128: a complete multi-byte one); groupbits + g * words,
+     * the OR of tailbits over the bytes of ASCII block g, and + (NGROUPS + g) * words, of
+     * firstbits */
+    uint32_t *firstbits, *groupbits;
+    /* the exit index (see exit_index_build): records of exit class x at xrec[xoff[x] ..
+     * xoff[x + 1]), x < XCLASSES; the long tokens' records at lrec[0 .. nlrec) */
+    ExitRec *xrec, *lrec;
+    int32_t xoff[XCLASSES + 1], nlrec;
     int32_t mark_stamp;
     /* shared tables */
     VEC(BaseMask *) bases;
@@ -321,6 +158,10 @@ typedef struct {
     uint64_t clock;
     int32_t max_tables;
     int64_t table_bytes;
+    /* how tables were made (diagnostics, Vocab.info): base tables combined from the class
+     * bitmaps, narrowed from a wider one, bounded from an unbounded one, counted by a pass;
+     * exit tries from the exit index, from a candidate scan */
+    int64_t n_built, n_narrowed, n_bounded, n_passed, n_indexed, n_scanned;
     /* guards the shared tables (bases, exits, their refs and clock, table_bytes) and the
      * candidate marks; the rest of the vocabulary is immutable after vocab_init */
     TmMutex lock;
@@ -367,6 +208,10 @@ static void vocab_free(Vocab *v) {
     free(v->lenmask);
     free(v->firstmask);
     free(v->tailbits);
+    free(v->firstbits);
+    free(v->groupbits);
+    free(v->xrec);
+    free(v->lrec);
     trie_free(&v->trie);
     trie_free(&v->partial);
     for (int32_t i = 0; i < v->bases.n; i++) {
@@ -375,43 +220,164 @@ static void vocab_free(Vocab *v) {
     }
     VFREE(v->bases);
     for (int32_t i = 0; i < v->exits.n; i++) {
-        ExitTries *e = v->exits.a[i];
-        for (int32_t p = 0; p < e->np; p++)
-            if (e->tries[p]) {
-                trie_free(e->tries[p]);
-                free(e->tries[p]);
-            }
-        free(e->tries);
-        if (e->cont) {
-            trie_free(e->cont);
-            free(e->cont);
-        }
-        free(e);
+        exit_tries_free(v->exits.a[i]);
     }
     VFREE(v->exits);
 }
 
-/* tokens: token bytes per id (text ids only; others empty) */
-static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_t *lens,
-                       const uint8_t *flat, int64_t nflat, int32_t max_tables) {
-    memset(v, 0, sizeof(*v));
-    tm_mutex_init(&v->lock);
-    v->size = size;
-    v->words = (size + 31) / 32;
-    v->max_tables = max_tables;
-    v->text = tm_xmalloc((size_t)(size ? size : 1));
-    memcpy(v->text, text, (size_t)size);
-    v->tok_off = tm_xmalloc((size_t)(size ? size : 1) * sizeof(int32_t));
-    v->tok_len = tm_xmalloc((size_t)(size ? size : 1) * sizeof(int32_t));
-    v->flat = tm_xmalloc((size_t)(nflat ? nflat : 1));
-    memcpy(v->flat, flat, (size_t)nflat);
-    v->nflat = nflat;
-    v->first_cls = tm_xmalloc((size_t)(size ? size : 1) * sizeof(int16_t));
-    v->first_len = tm_xcalloc((size_t)(size ? size : 1), 1);
-    v->tail_chars = tm_xcalloc((size_t)(size ? size : 1), sizeof(uint16_t));
-    v->clen = tm_xcalloc((size_t)(nflat ? nflat : 1), 1);
-    v->tailset = tm_xcalloc((size_t)(size ? size : 1) * 2, sizeof(uint64_t));
-    v->tailflags = tm_xcalloc((size_t)(size ? size : 1), 1);
+/* ---- class bitmaps and the exit index: what every run class's tables are made of ------- */
+
+/* the blocks of ASCII the character classes of JSON and of its formats are made of: controls,
+ * space and punctuation, digits, punctuation, upper case letters, punctuation, lower case
+ * letters, punctuation (a class that takes or leaves a whole block costs one bitmap for it) */
+#define NGROUPS 8
+static const uint8_t GROUP_LO[NGROUPS] = {0x00, 0x20, 0x30, 0x3A, 0x41, 0x5B, 0x61, 0x7B};
+static const uint8_t GROUP_HI[NGROUPS] = {0x1F, 0x2F, 0x39, 0x40, 0x5A, 0x60, 0x7A, 0x7F};
+
+/* the bytes of block g as two words */
+static void group_mask(int g, uint64_t out[2]) {
+    out[0] = out[1] = 0;
+    for (int c = GROUP_LO[g]; c <= GROUP_HI[g]; c++) out[c >> 6] |= 1ULL << (c & 63);
+}
+
+/* the token bitmaps (Vocab): lenmask, firstmask, tailbits, then firstbits and groupbits from
+ * them. O(150 * words + text tokens) */
+static void class_bitmaps_build(Vocab *v) {
+    size_t w = (size_t)(v->words ? v->words : 1);
+    v->lenmask = tm_xcalloc(w * (LEN_CAP + 1), sizeof(uint32_t));
+    v->firstmask = tm_xcalloc(w, sizeof(uint32_t));
+    v->tailbits = tm_xcalloc(w * 130, sizeof(uint32_t));
+    for (int32_t i = 0; i < v->size; i++) {
+        uint32_t bit = 1u << (i & 31);
+        if (v->tail_chars[i] < LEN_CAP) v->lenmask[(size_t)(v->tail_chars[i] + 1) * w + (i >> 5)] |= bit;
+        if (v->first_cls[i] == FIRST_OTHER) continue;
+        v->firstmask[i >> 5] |= bit;
+        for (int h = 0; h < 2; h++) {
+            uint64_t x = v->tailset[2 * i + h];
+            while (x) {
+                int c = h * 64 + __builtin_ctzll(x);
+                x &= x - 1;
+                v->tailbits[(size_t)c * w + (i >> 5)] |= bit;
+            }
+        }
+        if (v->tailflags[i] & TAIL_MB) v->tailbits[128 * w + (i >> 5)] |= bit;
+        if (v->tailflags[i] & TAIL_BAD) v->tailbits[129 * w + (i >> 5)] |= bit;
+    }
+    /* lenmask[s] held the tokens with exactly s - 1 tail characters: accumulate */
+    for (int s = 1; s <= LEN_CAP; s++)
+        for (size_t k = 0; k < w; k++) v->lenmask[(size_t)s * w + k] |= v->lenmask[(size_t)(s - 1) * w + k];
+    v->firstbits = tm_xcalloc(w * 129, sizeof(uint32_t));
+    v->groupbits = tm_xcalloc(w * 2 * NGROUPS, sizeof(uint32_t));
+    for (int32_t i = 0; i < v->size; i++) {
+        int16_t f = v->first_cls[i];
+        if (f == FIRST_OTHER) continue;
+        v->firstbits[(size_t)(f < 128 ? f : 128) * w + (i >> 5)] |= 1u << (i & 31);
+    }
+    for (int g = 0; g < NGROUPS; g++)
+        for (int c = GROUP_LO[g]; c <= GROUP_HI[g]; c++) {
+            words_or(v->groupbits + (size_t)g * w, v->tailbits + (size_t)c * w, w);
+            words_or(v->groupbits + (size_t)(NGROUPS + g) * w, v->firstbits + (size_t)c * w, w);
+        }
+}
+
+/* fill the exit records of token i (pass 2) or count them (pass 1: out NULL). With want_long,
+ * the long token's record instead: the tail characters 0 .. CHAIN_CAP, the suffix from
+ * CHAIN_CAP */
+static void exit_records_of(const Vocab *v, int32_t i, int32_t *count, ExitRec *out, int32_t *fill, ExitRec *lrec,
+                            int32_t *nlong) {
+    const uint8_t *t = v->flat + v->tok_off[i];
+    const uint8_t *cl = v->clen + v->tok_off[i];
+    int32_t n = v->tok_len[i], j = v->first_len[i], k = 0;
+    uint64_t pre[2] = {0, 0}, seen[2] = {0, 0};
+    uint8_t flags = 0, bad_seen = 0;
+    int is_long = v->tail_chars[i] > CHAIN_CAP;
+    while (j < n) {
+        uint8_t c = t[j];
+        int sz = cl[j];
+        int x = sz == 0 ? XBAD : (sz > 1 ? -1 : c);
+        int first_time = x == XBAD ? !bad_seen : (x >= 0 && !((seen[x >> 6] >> (x & 63)) & 1));
+        if (k == CHAIN_CAP && is_long && lrec) {
+            ExitRec r = {{pre[0], pre[1]}, i, v->tok_off[i] + j, n - j, v->first_cls[i], (uint16_t)k, flags, c};
+            /* the long record's set covers tail character CHAIN_CAP too */
+            if (x == XBAD)
+                r.flags |= TAIL_BAD;
+            else if (x < 0)
+                r.flags |= TAIL_MB;
+            else
+                r.pre[x >> 6] |= 1ULL << (x & 63);
+            lrec[(*nlong)++] = r;
+        }
+        if (x >= 0 && first_time && xclass_indexed(x)) {
+            if (out) {
+                ExitRec r = {{pre[0], pre[1]}, i, v->tok_off[i] + j, n - j, v->first_cls[i],
+                             (uint16_t)(k > 65535 ? 65535 : k), flags, c};
+                out[fill[x]++] = r;
+            } else {
+                count[x]++;
+            }
+        }
+        if (x == XBAD) {
+            bad_seen = 1;
+            flags |= TAIL_BAD;
+        } else if (x < 0) {
+            flags |= TAIL_MB;
+        } else {
+            seen[x >> 6] |= 1ULL << (x & 63);
+            pre[x >> 6] |= 1ULL << (x & 63);
+        }
+        j += sz ? sz : 1;
+        k++;
+    }
+}
+
+/* sort recs[0..n) by suffix, then token id (trie order) */
+static void exit_records_sort(const Vocab *v, ExitRec *recs, int32_t n) {
+    if (n < 2) return;
+    TItem *items = tm_xmalloc((size_t)n * sizeof(TItem)), *tmp = tm_xmalloc((size_t)n * sizeof(TItem));
+    /* records are made in token order: the record index breaks ties as the id would */
+    for (int32_t k = 0; k < n; k++) {
+        TItem it = {recs[k].off, recs[k].len, k};
+        items[k] = it;
+    }
+    titem_sort(v->flat, items, n, 0, tmp);
+    ExitRec *copy = tm_xmalloc((size_t)n * sizeof(ExitRec));
+    memcpy(copy, recs, (size_t)n * sizeof(ExitRec));
+    for (int32_t k = 0; k < n; k++) recs[k] = copy[items[k].id];
+    free(copy);
+    free(tmp);
+    free(items);
+}
+
+/* the exit index (Vocab.xrec, .lrec): per exit class x, the tokens (with a complete first
+ * character) whose tail holds x, each at the first occurrence, in trie order of the suffix
+ * from there. A run's exit tries keep the records whose class leaves the run, whose earlier
+ * tail characters stay in it and whose first character is selected: a scan of a few
+ * thousand contiguous records, already sorted, instead of a pass over per-token tables (a
+ * cache miss per token). The long tokens' records give the continuation tries the same way.
+ * O(text tokens + tail bytes), then the sorts. */
+static void exit_index_build(Vocab *v) {
+    int32_t count[XCLASSES], fill[XCLASSES];
+    memset(count, 0, sizeof(count));
+    for (int32_t i = 0; i < v->size; i++)
+        if (v->first_cls[i] != FIRST_OTHER) exit_records_of(v, i, count, NULL, NULL, NULL, NULL);
+    v->xoff[0] = 0;
+    for (int x = 0; x < XCLASSES; x++) v->xoff[x + 1] = v->xoff[x] + count[x];
+    v->xrec = tm_xmalloc((size_t)(v->xoff[XCLASSES] + 1) * sizeof(ExitRec));
+    v->lrec = tm_xmalloc((size_t)(v->longtoks.n + 1) * sizeof(ExitRec));
+    memcpy(fill, v->xoff, sizeof(fill));
+    v->nlrec = 0;
+    for (int32_t i = 0; i < v->size; i++)
+        if (v->first_cls[i] != FIRST_OTHER) exit_records_of(v, i, NULL, v->xrec, fill, v->lrec, &v->nlrec);
+    for (int x = 0; x < XCLASSES; x++) exit_records_sort(v, v->xrec + v->xoff[x], count[x]);
+    exit_records_sort(v, v->lrec, v->nlrec);
+}
+
+/* per token: offset, length, first character class and length, tail characters, tail byte
+ * set and flags; per byte, its character length; the tries of the text tokens and of those
+ * with a partial first character. O(token bytes), then the sorts. */
+static void vocab_chars(Vocab *v, const uint8_t *text, const int32_t *lens) {
+    int32_t size = v->size;
+    const uint8_t *flat = v->flat;
     int64_t off = 0;
     TItem *items = tm_xmalloc((size_t)(size ? size : 1) * sizeof(TItem));
     TItem *partial = tm_xmalloc((size_t)(size ? size : 1) * sizeof(TItem));
@@ -458,11 +424,17 @@ static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_
         }
         off += n;
     }
-    trie_build(&v->trie, v->flat, items, ni);
-    trie_build(&v->partial, v->flat, partial, np);
+    trie_build(&v->trie, v->flat, items, ni, 0);
+    trie_build(&v->partial, v->flat, partial, np, 0);
     free(items);
     free(partial);
-    /* candidate lists */
+}
+
+/* the candidate lists: tokens by first byte, by ASCII byte of the tail (and any byte >= 0x80),
+ * the long tokens; the depth profile of each first byte's bucket */
+static void vocab_lists(Vocab *v) {
+    int32_t size = v->size;
+    const uint8_t *flat = v->flat;
     memset(v->byfirst_off, 0, sizeof(v->byfirst_off));
     memset(v->inv_off, 0, sizeof(v->inv_off));
     for (int32_t i = 0; i < size; i++) {
@@ -477,59 +449,55 @@ static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_
     for (int c = 0; c < 129; c++) v->inv_off[c + 1] += v->inv_off[c];
     v->byfirst = tm_xmalloc((size_t)(v->byfirst_off[256] + 1) * sizeof(int32_t));
     v->inv = tm_xmalloc((size_t)(v->inv_off[129] + 1) * sizeof(int32_t));
-    {
-        int32_t fill_f[256], fill_i[129];
-        memcpy(fill_f, v->byfirst_off, sizeof(fill_f));
-        memcpy(fill_i, v->inv_off, sizeof(fill_i));
-        for (int32_t i = 0; i < size; i++) {
-            if (v->first_cls[i] == FIRST_OTHER) continue;
-            v->byfirst[fill_f[flat[v->tok_off[i]]]++] = i;
-            for (int w = 0; w < 2; w++) {
-                uint64_t x = v->tailset[2 * i + w];
-                while (x) {
-                    int c = w * 64 + __builtin_ctzll(x);
-                    x &= x - 1;
-                    v->inv[fill_i[c]++] = i;
-                }
+    int32_t fill_f[256], fill_i[129];
+    memcpy(fill_f, v->byfirst_off, sizeof(fill_f));
+    memcpy(fill_i, v->inv_off, sizeof(fill_i));
+    for (int32_t i = 0; i < size; i++) {
+        if (v->first_cls[i] == FIRST_OTHER) continue;
+        v->byfirst[fill_f[flat[v->tok_off[i]]]++] = i;
+        for (int w = 0; w < 2; w++) {
+            uint64_t x = v->tailset[2 * i + w];
+            while (x) {
+                int c = w * 64 + __builtin_ctzll(x);
+                x &= x - 1;
+                v->inv[fill_i[c]++] = i;
             }
-            if (v->tailflags[i]) v->inv[fill_i[128]++] = i;
         }
+        if (v->tailflags[i]) v->inv[fill_i[128]++] = i;
     }
     v->mark = tm_xcalloc((size_t)(size ? size : 1), sizeof(int32_t));
-    /* length and first-character bitmasks (for run tables built by set operations) */
-    {
-        size_t w = (size_t)(v->words ? v->words : 1);
-        v->lenmask = tm_xcalloc(w * (LEN_CAP + 1), sizeof(uint32_t));
-        v->firstmask = tm_xcalloc(w, sizeof(uint32_t));
-        for (int32_t i = 0; i < size; i++) {
-            if (v->first_cls[i] != FIRST_OTHER) v->firstmask[i >> 5] |= 1u << (i & 31);
-            if (v->tail_chars[i] < LEN_CAP) v->lenmask[(size_t)(v->tail_chars[i] + 1) * w + (i >> 5)] |= 1u << (i & 31);
-        }
-        v->tailbits = tm_xcalloc(w * 130, sizeof(uint32_t));
-        for (int32_t i = 0; i < size; i++) {
-            if (v->first_cls[i] == FIRST_OTHER) continue;
-            uint32_t bit = 1u << (i & 31);
-            for (int h = 0; h < 2; h++) {
-                uint64_t x = v->tailset[2 * i + h];
-                while (x) {
-                    int c = h * 64 + __builtin_ctzll(x);
-                    x &= x - 1;
-                    v->tailbits[(size_t)c * w + (i >> 5)] |= bit;
-                }
-            }
-            if (v->tailflags[i] & TAIL_MB) v->tailbits[128 * w + (i >> 5)] |= bit;
-            if (v->tailflags[i] & TAIL_BAD) v->tailbits[129 * w + (i >> 5)] |= bit;
-        }
-        /* lenmask[s] held the tokens with exactly s - 1 tail characters: accumulate */
-        for (int s2 = 1; s2 <= LEN_CAP; s2++)
-            for (size_t k = 0; k < w; k++) v->lenmask[(size_t)s2 * w + k] |= v->lenmask[(size_t)(s2 - 1) * w + k];
-    }
-    /* depth profile per bucket (walk cost estimates) */
     for (int b = 0; b < 256; b++) {
         for (int32_t i = v->trie.lo[b]; i < v->trie.hi[b]; i++)
             if (v->trie.depth[i] <= 16) v->dcount[b][v->trie.depth[i]]++;
         for (int d = 1; d <= 16; d++) v->dcount[b][d] += v->dcount[b][d - 1];
     }
+}
+
+/* tokens: token bytes per id (text ids only; others empty) */
+static void vocab_init(Vocab *v, int32_t size, const uint8_t *text, const int32_t *lens,
+                       const uint8_t *flat, int64_t nflat, int32_t max_tables) {
+    memset(v, 0, sizeof(*v));
+    tm_mutex_init(&v->lock);
+    v->size = size;
+    v->words = (size + 31) / 32;
+    v->max_tables = max_tables;
+    v->text = tm_xmalloc((size_t)(size ? size : 1));
+    memcpy(v->text, text, (size_t)size);
+    v->tok_off = tm_xmalloc((size_t)(size ? size : 1) * sizeof(int32_t));
+    v->tok_len = tm_xmalloc((size_t)(size ? size : 1) * sizeof(int32_t));
+    v->flat = tm_xmalloc((size_t)(nflat ? nflat : 1));
+    memcpy(v->flat, flat, (size_t)nflat);
+    v->nflat = nflat;
+    v->first_cls = tm_xmalloc((size_t)(size ? size : 1) * sizeof(int16_t));
+    v->first_len = tm_xcalloc((size_t)(size ? size : 1), 1);
+    v->tail_chars = tm_xcalloc((size_t)(size ? size : 1), sizeof(uint16_t));
+    v->clen = tm_xcalloc((size_t)(nflat ? nflat : 1), 1);
+    v->tailset = tm_xcalloc((size_t)(size ? size : 1) * 2, sizeof(uint64_t));
+    v->tailflags = tm_xcalloc((size_t)(size ? size : 1), 1);
+    vocab_chars(v, text, lens);
+    vocab_lists(v);
+    class_bitmaps_build(v);
+    exit_index_build(v);
 }
 
 /* nodes a walk of bucket b visits at most when tokens can only survive max_depth bytes */
@@ -541,7 +509,8 @@ static int64_t vocab_walk_estimate(const Vocab *v, int b, int64_t max_depth) {
 static int64_t vocab_bytes(const Vocab *v) {
     int64_t n = (int64_t)v->size * (1 + 4 + 4 + 2 + 1 + 2 + 17 + 4 + 4) + v->nflat * 2;
     n += (int64_t)v->inv_off[129] * 4 + VBYTES(v->longtoks);
-    n += (int64_t)v->words * 4 * (LEN_CAP + 2 + 130);
+    n += (int64_t)v->words * 4 * (LEN_CAP + 2 + 130 + 129 + 2 * NGROUPS);
+    n += (int64_t)(v->xoff[XCLASSES] + v->nlrec) * (int64_t)sizeof(ExitRec);
     n += trie_bytes(&v->trie) + trie_bytes(&v->partial);
     return n + v->table_bytes;
 }
@@ -582,17 +551,7 @@ static void vocab_trim(Vocab *v) {
         } else {
             ExitTries *e = v->exits.a[at];
             v->table_bytes -= e->bytes;
-            for (int32_t p = 0; p < e->np; p++)
-                if (e->tries[p]) {
-                    trie_free(e->tries[p]);
-                    free(e->tries[p]);
-                }
-            free(e->tries);
-            if (e->cont) {
-                trie_free(e->cont);
-                free(e->cont);
-            }
-            free(e);
+            exit_tries_free(e);
             v->exits.a[at] = v->exits.a[--v->exits.n];
         }
     }
@@ -716,340 +675,5 @@ static int firsts_cover(const Vocab *v, const uint64_t has[2], int has_mb, const
 }
 
 /* clear the bits of the tokens in list[lo..hi); the number cleared */
-static int64_t clear_listed(uint32_t *bits, const int32_t *list, int32_t lo, int32_t hi) {
-    int64_t n = 0;
-    for (int32_t k = lo; k < hi; k++) {
-        int32_t i = list[k];
-        uint32_t bit = 1u << (i & 31);
-        n += (bits[i >> 5] & bit) != 0;
-        bits[i >> 5] &= ~bit;
-    }
-    return n;
-}
-
-static int32_t popcount_words(const uint32_t *bits, int32_t words) {
-    int64_t n = 0;
-    int32_t k = 0;
-    for (; k + 1 < words; k += 2) n += tm_pop64((uint64_t)bits[k] | ((uint64_t)bits[k + 1] << 32));
-    for (; k < words; k++) n += tm_pop64(bits[k]);
-    return (int32_t)n;
-}
-
-/* fill b (no length bound) from scratch: the selected tokens (first-character lists, or all
- * of them less the unselected lists), less those whose tail holds a byte outside the run (the
- * per-byte lists of tokens by tail byte) when those lists are shorter than the selection;
- * else one pass over the selected tokens. O(min(selected, outside-run lists) + words). */
-static void base_build(Vocab *v, BaseMask *b) {
-    const RunKey *key = &b->key;
-    int mb = b->mb;
-    uint32_t *bits = b->bits;
-    int64_t nf = vocab_first_count(v, b->firsts, mb);
-    int64_t outside = v->inv_off[129] - v->inv_off[128];
-    int dense = 0; /* the outside bytes that hold tokens: one bitmask OR each */
-    for (int c = 0; c < 128; c++)
-        if (!run_has(key, (uint8_t)c) && v->inv_off[c + 1] > v->inv_off[c]) {
-            outside += v->inv_off[c + 1] - v->inv_off[c];
-            dense++;
-        }
-    /* costs, in rough instructions: a listed token cleared ~4, a selected token tested ~10, a
-     * bitmask word OR-ed ~1 */
-    if ((int64_t)(dense + 3) * v->words < 4 * outside && (int64_t)(dense + 3) * v->words < 10 * nf) {
-        size_t w = (size_t)v->words;
-        uint32_t *acc = tm_xcalloc(w, sizeof(uint32_t));
-        /* the bitmasks to OR: the outside bytes', TAIL_BAD's, and TAIL_MB's unless utf8 */
-        const uint32_t *src[131];
-        int ns = 0;
-        for (int c = 0; c < 128; c++)
-            if (!run_has(key, (uint8_t)c) && v->inv_off[c + 1] > v->inv_off[c]) src[ns++] = v->tailbits + (size_t)c * w;
-        src[ns++] = v->tailbits + 129 * w;
-        if (!key->utf8) src[ns++] = v->tailbits + 128 * w;
-        for (int x = 0; x < ns; x += 4) { /* four bitmasks per pass over acc */
-            const uint32_t *a0 = src[x], *a1 = x + 1 < ns ? src[x + 1] : a0, *a2 = x + 2 < ns ? src[x + 2] : a0,
-                           *a3 = x + 3 < ns ? src[x + 3] : a0;
-            words_or4(acc, a0, a1, a2, a3, w);
-        }
-        /* the selected first characters */
-        if (2 * nf <= v->byfirst_off[256]) {
-            for (int c = 0; c < 256; c++) {
-                if (c < 128 ? !((b->firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
-                for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
-                    int32_t i = v->byfirst[k];
-                    bits[i >> 5] |= 1u << (i & 31);
-                }
-            }
-        } else {
-            memcpy(bits, v->firstmask, w * sizeof(uint32_t));
-            for (int c = 0; c < 128; c++)
-                if (!((b->firsts[c >> 6] >> (c & 63)) & 1)) clear_listed(bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
-            if (!mb) clear_listed(bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
-        }
-        words_andnot(bits, acc, w);
-        free(acc);
-        b->count = popcount_words(bits, v->words);
-        return;
-    }
-    if (outside < nf) {
-        int64_t nall = v->byfirst_off[256];
-        if (2 * nf <= nall) {
-            for (int c = 0; c < 256; c++) {
-                if (c < 128 ? !((b->firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
-                for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
-                    int32_t i = v->byfirst[k];
-                    bits[i >> 5] |= 1u << (i & 31);
-                }
-            }
-        } else {
-            memcpy(bits, v->firstmask, (size_t)v->words * sizeof(uint32_t));
-            for (int c = 0; c < 128; c++)
-                if (!((b->firsts[c >> 6] >> (c & 63)) & 1)) clear_listed(bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
-            if (!mb) clear_listed(bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
-        }
-        for (int c = 0; c < 128; c++)
-            if (!run_has(key, (uint8_t)c)) clear_listed(bits, v->inv, v->inv_off[c], v->inv_off[c + 1]);
-        for (int32_t k = v->inv_off[128]; k < v->inv_off[129]; k++) {
-            int32_t i = v->inv[k];
-            uint8_t f = v->tailflags[i];
-            if ((f & TAIL_BAD) || ((f & TAIL_MB) && !key->utf8)) bits[i >> 5] &= ~(1u << (i & 31));
-        }
-        b->count = popcount_words(bits, v->words);
-        return;
-    }
-    for (int c = 0; c < 256; c++) {
-        if (c < 128 ? !((b->firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
-        for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
-            int32_t i = v->byfirst[k];
-            if (!tail_in_run(v, key, i)) continue;
-            bits[i >> 5] |= 1u << (i & 31);
-            b->count++;
-        }
-    }
-}
-
-/* tokens whose first character is selected and whose tail stays in the run (and has fewer
- * than steps characters, unless steps < 0).
- *
- * Cached per (run, steps, first characters), and built from what is cached where it can be:
- * a length-bounded table is the unbounded one AND the vocabulary's bitmask of the tokens with
- * fewer than steps tail characters (the positions of a counted string, maxLength, differ only
- * by steps); a selection of first characters included in a cached table's (a key of an object
- * that allows other keys: every character but the first letters of the declared names)
- * narrows that table (a copy, the tokens of the dropped first characters cleared) when that
- * clears fewer tokens than a build would visit; else base_build. */
-static BaseMask *vocab_base_u(Vocab *v, const RunKey *key, const uint64_t firsts[2], int mb, int32_t steps) {
-    if (steps > v->max_tail_chars) steps = -1;
-    BaseMask *wider = NULL;
-    int64_t wider_extra = 0;
-    for (int32_t i = 0; i < v->bases.n; i++) {
-        BaseMask *b = v->bases.a[i];
-        if (!runkey_eq(&b->key, key) || b->steps != steps) continue;
-        if (b->firsts[0] == firsts[0] && b->firsts[1] == firsts[1] && b->mb == mb) {
-            b->last_use = ++v->clock;
-            b->refs++;
-            return b;
-        }
-        int64_t extra;
-        if (firsts_cover(v, b->firsts, b->mb, firsts, mb, &extra) && (!wider || extra < wider_extra)) {
-            wider = b;
-            wider_extra = extra;
-        }
-    }
-    BaseMask *unbounded = NULL;
-    if (steps >= 0 && steps <= LEN_CAP) unbounded = vocab_base_u(v, key, firsts, mb, -1);
-    BaseMask *b = tm_xcalloc(1, sizeof(BaseMask));
-    b->key = *key;
-    b->firsts[0] = firsts[0];
-    b->firsts[1] = firsts[1];
-    b->mb = (uint8_t)mb;
-    b->steps = steps;
-    b->bits = tm_xcalloc((size_t)(v->words ? v->words : 1), sizeof(uint32_t));
-    if (unbounded) {
-        const uint32_t *len = v->lenmask + (size_t)steps * (size_t)v->words;
-        for (int32_t k = 0; k < v->words; k++) b->bits[k] = unbounded->bits[k] & len[k];
-        b->count = popcount_words(b->bits, v->words);
-        unbounded->refs--;
-    } else if (wider && wider_extra < vocab_first_count(v, firsts, mb)) {
-        memcpy(b->bits, wider->bits, (size_t)v->words * sizeof(uint32_t));
-        wider->last_use = ++v->clock;
-        for (int w = 0; w < 2; w++) {
-            uint64_t x = wider->firsts[w] & ~firsts[w];
-            while (x) {
-                int c = w * 64 + __builtin_ctzll(x);
-                x &= x - 1;
-                clear_listed(b->bits, v->byfirst, v->byfirst_off[c], v->byfirst_off[c + 1]);
-            }
-        }
-        if (wider->mb && !mb) clear_listed(b->bits, v->byfirst, v->byfirst_off[128], v->byfirst_off[256]);
-        b->count = popcount_words(b->bits, v->words);
-    } else if (steps < 0) {
-        base_build(v, b);
-    } else { /* a bound past LEN_CAP (no chain is that long): one pass */
-        for (int c = 0; c < 256; c++) {
-            if (c < 128 ? !((firsts[c >> 6] >> (c & 63)) & 1) : !mb) continue;
-            for (int32_t k = v->byfirst_off[c]; k < v->byfirst_off[c + 1]; k++) {
-                int32_t i = v->byfirst[k];
-                if (v->tail_chars[i] >= steps || !tail_in_run(v, key, i)) continue;
-                b->bits[i >> 5] |= 1u << (i & 31);
-                b->count++;
-            }
-        }
-    }
-    b->refs = 1;
-    b->last_use = ++v->clock;
-    v->table_bytes += (int64_t)v->words * 4;
-    VPUSH(v->bases, b);
-    vocab_trim(v);
-    return b;
-}
-
-/* a cached exit table usable for these first characters: the exact one, else one for a
- * wider selection holding at most as many extra tokens as the selection itself (its walks
- * filter by first character, so extra suffixes cost walk nodes, never a wrong mask); NULL */
-static ExitTries *vocab_find_exits(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2],
-                                   int mb) {
-    ExitTries *wider = NULL;
-    int64_t wider_extra = 0;
-    for (int32_t i = 0; i < v->exits.n; i++) {
-        ExitTries *e = v->exits.a[i];
-        if (!runkey_eq(&e->key, key) || !m_eq(&e->exits, exits)) continue;
-        if (e->firsts[0] == firsts[0] && e->firsts[1] == firsts[1] && e->mb == mb) return e;
-        int64_t extra;
-        if (firsts_cover(v, e->firsts, e->mb, firsts, mb, &extra) && (!wider || extra < wider_extra)) {
-            wider = e;
-            wider_extra = extra;
-        }
-    }
-    if (wider && wider_extra <= vocab_first_count(v, firsts, mb)) return wider;
-    return NULL;
-}
-
-static int vocab_has_tables(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
-    tm_lock(&v->lock);
-    int r = vocab_find_exits(v, key, exits, firsts, mb) != NULL;
-    tm_unlock(&v->lock);
-    return r;
-}
-
-/* tries of the suffixes of tokens leaving the run at tail character p through a byte of
- * exits (tokens with a complete first character among firsts, or more: the caller filters
- * by first character) */
-static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
-    ExitTries *found = vocab_find_exits(v, key, exits, firsts, mb);
-    if (found) {
-        found->last_use = ++v->clock;
-        found->refs++;
-        return found;
-    }
-    ExitTries *e = tm_xcalloc(1, sizeof(ExitTries));
-    e->key = *key;
-    e->exits = *exits;
-    e->firsts[0] = firsts[0];
-    e->firsts[1] = firsts[1];
-    e->mb = (uint8_t)mb;
-    e->np = CHAIN_CAP + 1;
-    e->tries = tm_xcalloc((size_t)e->np, sizeof(Trie *));
-    int32_t *count = tm_xcalloc((size_t)e->np, sizeof(int32_t));
-    /* the kept exits: (exit character, item); p = -1 for the continuation trie */
-    typedef struct {
-        int32_t p;
-        TItem it;
-    } PItem;
-    VEC(PItem) kept = {0};
-    TItem *cont = NULL;
-    int32_t ncont = 0;
-    VEC(TItem) contv = {0};
-    IVec cand = {0};
-    vocab_candidates(v, firsts, mb, exits, 1, &cand);
-    for (int32_t k = 0; k < cand.n; k++) {
-        int32_t i = cand.a[k];
-        if (v->first_cls[i] == FIRST_OTHER || !sel_has(firsts, (uint8_t)mb, v->first_cls[i])) continue;
-        int32_t chr, at;
-        if (tail_in_run(v, key, i)) {
-            if (v->tail_chars[i] <= CHAIN_CAP) continue;
-            chr = v->tail_chars[i];
-        } else {
-            tail_exit(v, key, i, &chr, &at);
-        }
-        if (chr > CHAIN_CAP) { /* outlasts the chain: continue from tail character CHAIN_CAP */
-            int32_t off = tail_char_offset(v, i, CHAIN_CAP);
-            TItem it = {v->tok_off[i] + off, v->tok_len[i] - off, i};
-            VPUSH(contv, it);
-            continue;
-        }
-        int32_t pos = v->tok_off[i] + at;
-        if (at >= v->tok_len[i] || !m_test(exits, v->flat[pos])) continue;
-        PItem x = {chr, {pos, v->tok_len[i] - at, i}};
-        VPUSH(kept, x);
-        count[chr]++;
-    }
-    cont = contv.a;
-    ncont = contv.n;
-    VFREE(cand);
-    int32_t total = kept.n;
-    TItem *items = tm_xmalloc((size_t)(total ? total : 1) * sizeof(TItem));
-    int32_t *start = tm_xcalloc((size_t)(e->np + 1), sizeof(int32_t));
-    for (int32_t p = 0; p < e->np; p++) start[p + 1] = start[p] + count[p];
-    int32_t *fill = tm_xmalloc((size_t)(e->np ? e->np : 1) * sizeof(int32_t));
-    memcpy(fill, start, (size_t)e->np * sizeof(int32_t));
-    for (int32_t k = 0; k < kept.n; k++) items[fill[kept.a[k].p]++] = kept.a[k].it;
-    VFREE(kept);
-    e->bytes = (int64_t)e->np * 8;
-    for (int32_t p = 0; p < e->np; p++) {
-        if (!count[p]) continue;
-        e->tries[p] = tm_xmalloc(sizeof(Trie));
-        trie_build(e->tries[p], v->flat, items + start[p], count[p]);
-        e->bytes += trie_bytes(e->tries[p]);
-    }
-    if (ncont) {
-        e->cont = tm_xmalloc(sizeof(Trie));
-        trie_build(e->cont, v->flat, cont, ncont);
-        e->bytes += trie_bytes(e->cont);
-    }
-    free(cont);
-    free(items);
-    free(start);
-    free(fill);
-    free(count);
-    e->refs = 1;
-    e->last_use = ++v->clock;
-    v->table_bytes += e->bytes;
-    VPUSH(v->exits, e);
-    vocab_trim(v);
-    return e;
-}
-
-/* ---- the locked entry points (what the mask module calls) ------------------------------- */
-
-/* the base table (see vocab_base_u), held: release it with vocab_release_base */
-static BaseMask *vocab_base(Vocab *v, const RunKey *key, const uint64_t firsts[2], int mb, int32_t steps) {
-    tm_lock(&v->lock);
-    BaseMask *b = vocab_base_u(v, key, firsts, mb, steps);
-    tm_unlock(&v->lock);
-    return b;
-}
-
-/* the exit tries (see vocab_exits_u), held: release them with vocab_release_exits */
-static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb) {
-    tm_lock(&v->lock);
-    ExitTries *e = vocab_exits_u(v, key, exits, firsts, mb);
-    tm_unlock(&v->lock);
-    return e;
-}
-
-static void vocab_release(Vocab *v, BaseMask **bases, int nb, ExitTries **exits, int ne, int trim) {
-    tm_lock(&v->lock);
-    for (int i = 0; i < nb; i++) bases[i]->refs--;
-    for (int i = 0; i < ne; i++) exits[i]->refs--;
-    if (trim) vocab_trim(v);
-    tm_unlock(&v->lock);
-}
-
-static void vocab_release_exits(Vocab *v, ExitTries *e) { vocab_release(v, NULL, 0, &e, 1, 0); }
-
-static int64_t vocab_bytes_locked(Vocab *v) {
-    tm_lock(&v->lock);
-    int64_t n = vocab_bytes(v);
-    tm_unlock(&v->lock);
-    return n;
-}
 
 #endif

@@ -26,39 +26,34 @@ if TYPE_CHECKING:
 
 __all__ = ["PREWARM_FORMATS", "NativeMaskCache", "NativeVocabIndex"]
 
-#: schemas whose run tables a vocabulary index builds when it is created (the compiler compiles
-#: them and passes them as ``warm``), with a sample value each (forced byte by byte): a plain
-#: string and the string formats tool schemas use most. Together about 60M
-#: instructions (20-30 ms) per 151k-token vocabulary, paid once at setup instead of by the
-#: first request that meets each format (uri, ~40M more, is left to its first use)
-_FORMAT_SAMPLES = (
-    ("date-time", b"2026-01-02T03:04:05.678+09:00"),
-    ("date", b"2026-01-02"),
-    ("time", b"03:04:05Z"),
-    ("email", b"ana.b-c@mail-1.example.org"),
-    ("uuid", b"123e4567-e89b-12d3-a456-426614174000"),
-)
-#: character classes of the patterns tool schemas use most (codes and identifiers: ISO
-#: language and currency codes, digit strings, slugs), with a sample each
-_PATTERN_SAMPLES = (
-    ("^[a-z]+$", b"en"),
-    ("^[A-Z]+$", b"EUR"),
-    ("^[0-9]+$", b"42"),
-    ("^[A-Za-z0-9_-]+$", b"a_1-B"),
-)
+#: grammars (as schemas) whose run tables a vocabulary index builds when it is created (the
+#: compiler compiles them and passes them as ``warm``), each with the prefix the prewarm starts
+#: from: the plain JSON string, whose character class every string schema starts from (free-form,
+#: counted, patterns, keys), and the string formats tool schemas use most, whose sub-grammars
+#: (a date's digit groups, an email's local part and counted domain labels) have several
+#: classes each. Every class of these grammars is covered by construction: the prewarm walks
+#: each one's automaton breadth first (:data:`PREWARM_STATES` states) and computes every state's
+#: mask, rather than forcing one sample value, which met only the classes on its path. Other
+#: classes (patterns, other formats) are combined on first use from the class bitmaps and the
+#: exit index the kernel's vocabulary holds from its creation (docs/masks.md, "Class bitmaps")
 PREWARM_FORMATS: tuple[tuple[dict[str, Any], bytes], ...] = (
-    ({"type": "string"}, b'"a'),
-    *(({"type": "string", "format": f}, b'"' + v + b'"') for f, v in _FORMAT_SAMPLES),
-    *(({"type": "string", "pattern": p}, b'"' + v + b'"') for p, v in _PATTERN_SAMPLES),
+    ({"type": "string"}, b'"'),
+    *(
+        ({"type": "string", "format": f}, b'"')
+        for f in ("date-time", "date", "time", "email", "uuid")
+    ),
 )
+#: how many states of each warm grammar the prewarm computes, breadth first from its prefix
+PREWARM_STATES = 160
 
 
 class NativeVocabIndex:
-    """A vocabulary's token tries, per-token character tables and shared run tables (in C).
+    """A vocabulary's token tries, per-token character tables, class bitmaps, exit index and
+    shared run tables (in C).
 
-    Cost: about 0.1 s and 11 MB for a 151k vocabulary (one sort of the token bytes and a pass
-    over them); run tables are added on first use, V/8 bytes per base bitmask, at most
-    ``max_run_tables`` kept (``Limits.max_run_tables``).
+    Cost: about 0.1 s and 29 MB for a 151k vocabulary (one sort of the token bytes and a pass
+    over them, the class bitmaps and the exit index); run tables are added on first use, V/8
+    bytes per base bitmask, at most ``max_run_tables`` kept (``Limits.max_run_tables``).
     """
 
     __slots__ = ("eos", "native", "size", "special_by_text", "text", "vocab", "words")
@@ -86,25 +81,36 @@ class NativeVocabIndex:
             self._prewarm(warm)
 
     def _prewarm(self, warm: Sequence[tuple[Grammar, bytes]]) -> None:
-        """Build, now, the run tables that most tool schemas need on their first steps, as part
-        of the index's setup cost: the compiler passes grammars with a sample each (a plain JSON
-        string body, ~2 ms for 151k tokens, and the character runs of the common string
-        formats, :data:`PREWARM_FORMATS`, 20-30 ms). These tables are shared by every position
-        and grammar that has them, and building one costs a pass over the vocabulary, which
-        would otherwise land on the first request's steps (the cold tail). Each sample is forced
-        byte by byte through a throwaway mask cache; only the vocabulary's shared tables stay."""
+        """Build, now, the run tables that nearly every tool schema needs on its first steps, as
+        part of the index's setup cost: the compiler passes grammars, each with a prefix
+        (:data:`PREWARM_FORMATS`). From the state after the prefix, the automaton is walked
+        breadth first, one byte per ASCII transition to a new state, and every state's mask is
+        computed (at most :data:`PREWARM_STATES` per grammar) through a throwaway mask cache;
+        only the vocabulary's shared tables stay. They are shared by every position and grammar
+        with the same run class (a counted string's bounded tables are one AND each). About
+        30 ms per 151k-token vocabulary."""
         out = np.empty(self.words, dtype=np.int32)
-        for g, sample in warm:
+        ascii_bytes = (1 << 128) - 1
+        for g, prefix in warm:
             a = build_native_automaton(g)
             masks = native_module().Masks(a, self.native, [], (), 1 << 24)
-            s: AutomatonState | None = a.initial
-            for k in range(len(sample) + 1):
-                if s is None:
+            start = a.advance_bytes(a.initial, prefix)
+            if start is None:
+                continue
+            order: list[AutomatonState] = [start]
+            seen = {start}
+            for s in order:
+                if len(seen) > PREWARM_STATES:
                     break
-                if k:  # not the initial state: its mask is the surrounding schema's business
-                    masks.fill(s, out)
-                if k < len(sample):
-                    s = a.advance(s, sample[k])
+                masks.fill(s, out)
+                allowed = a.allowed_bytes(s) & ascii_bytes
+                while allowed:
+                    b = (allowed & -allowed).bit_length() - 1
+                    allowed &= allowed - 1
+                    nxt = a.advance(s, b)
+                    if nxt is not None and nxt not in seen:
+                        seen.add(nxt)
+                        order.append(nxt)
 
     def memory_bytes(self) -> int:
         """Bytes held: tries, token tables and the shared run tables built so far."""

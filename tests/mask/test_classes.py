@@ -1,0 +1,179 @@
+"""The kernel's run tables made from class bitmaps and the exit index, against the pure-Python
+reference, state by state.
+
+Every first mask over a large token class (a free-form string, a counted string, a format, a
+pattern's class, a number, a key that may be undeclared) is computed on a vocabulary index of
+its own with nothing prewarmed, so that each table is combined from the vocabulary's class
+bitmaps and exit index when the walk first meets its class (``docs/masks.md``, "Class
+bitmaps"). The kernel's mask must equal the reference's on every byte prefix of each text and
+on seeded token walks (Qwen3, Llama-3, o200k). The last test checks that these paths are the
+ones taken: tables built from the bitmaps, narrowed, bounded, exits from the index and from a
+candidate scan.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+import toolmask as tm
+from toolmask.automaton import build_native_automaton
+from toolmask.mask import NativeMaskCache, NativeVocabIndex, backend
+from toolmask.vocab import Vocabulary
+
+pytestmark = pytest.mark.skipif(
+    backend() != "native", reason="the compiled kernel is not built or TOOLMASK_BACKEND=python"
+)
+
+PYTHON = tm.GrammarCompiler(backend="python")
+
+OPEN_KEYS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "note": {"type": "string"},
+        "base": {"type": "number"},
+        "height": {"type": "number"},
+        "length": {"type": "number"},
+        "radius": {"type": "number"},
+        "width": {"type": "number"},
+    },
+}
+
+#: (name, grammar, texts): each text is forced byte by byte, then walked by tokens
+CASES: list[tuple[str, tm.Grammar, list[str]]] = [
+    (
+        "free-form string",
+        tm.Grammar.from_json_schema({"type": "string"}),
+        ['"naïve café \\"q\\" \\\\ \\n 東京 🌧️ ' + "-" * 40 + '"'],
+    ),
+    (
+        "counted string with escapes",
+        tm.Grammar.from_json_schema({"type": "string", "minLength": 2, "maxLength": 40}),
+        ['"a\\"b\\\\c\\n\\u0001 é ok"', '"' + "=" * 39 + '"'],
+    ),
+    (
+        "formats",
+        tm.Grammar.from_json_schema(
+            {
+                "type": "array",
+                "prefixItems": [
+                    {"type": "string", "format": "date-time"},
+                    {"type": "string", "format": "email"},
+                    {"type": "string", "format": "uuid"},
+                    {"type": "string", "format": "date"},
+                ],
+                "items": False,
+            }
+        ),
+        [
+            '["2026-01-02T03:04:05.6+09:00","ana.b-c@mail-1.example.org",'
+            '"123e4567-e89b-12d3-a456-426614174000","2027-12-31"]'
+        ],
+    ),
+    (
+        "pattern classes",
+        tm.Grammar.from_json_schema(
+            {
+                "type": "array",
+                "prefixItems": [
+                    {"type": "string", "pattern": "^[A-Za-z0-9_./-]+$"},
+                    {"type": "string", "pattern": "^[a-f0-9]{8}$"},
+                    {"type": "string", "pattern": "^\\+?[0-9 ]{6,20}$"},
+                    {"type": "string", "pattern": "^[a-z]+[0-9]+$"},
+                ],
+                "items": False,
+            }
+        ),
+        ['["notes/todo.md","0a1b2c3d","+33 1 23 45 67","abc123"]'],
+    ),
+    (
+        "numbers",
+        tm.Grammar.from_json_schema(
+            {"type": "array", "items": {"anyOf": [{"type": "number"}, {"type": "integer"}]}}
+        ),
+        ["[-12.5e+3,-0.25,7,1E-9,-0]"],
+    ),
+    # undeclared keys follow the declared ones (in schema order), some sharing their prefixes
+    (
+        "keys that may be undeclared",
+        tm.Grammar.from_json_schema(OPEN_KEYS),
+        ['{"note":"x","base":1,"height":2,"width":4,"lengthy":3,"rad":[],"zz":null}'],
+    ),
+    # a loop that ends with a newline: the long tokens that leave it late (spaces, then a
+    # newline) are walked from the loop state
+    ("late exits", tm.Grammar.from_regex("[ -~]*\n"), [" " * 40 + "x\n"]),
+]
+
+
+@pytest.fixture(scope="module", params=["qwen3", "llama3", "o200k"])
+def vocab(request: pytest.FixtureRequest) -> Vocabulary:
+    return Vocabulary.from_quicktok(request.param)
+
+
+def _check(
+    native: NativeMaskCache, state: Any, p: tm.Matcher, vocab: Vocabulary, where: Any
+) -> Any:
+    got, want = native.get(state), p.mask()
+    if not np.array_equal(got, want):
+        diff = np.flatnonzero(np.unpackbits((got ^ want).view(np.uint8), bitorder="little"))
+        extra = [vocab.token_bytes[t] for t in diff if (int(got[t >> 5]) >> (t & 31)) & 1]
+        missing = [vocab.token_bytes[t] for t in diff if not (int(got[t >> 5]) >> (t & 31)) & 1]
+        pytest.fail(f"{where}: kernel allows {extra[:10]} more, misses {missing[:10]}")
+    return got
+
+
+def _run(g: tm.Grammar, texts: list[str], vocab: Vocabulary, index: NativeVocabIndex) -> None:
+    rng = random.Random(3)
+    compiled = PYTHON.compile(g, vocab)
+    for text in texts:
+        data = text.encode()
+        a = build_native_automaton(g)
+        native = NativeMaskCache(a, index, 1 << 26)
+        p = compiled.matcher()
+        s = a.initial
+        for i in range(len(data) + 1):
+            _check(native, s, p, vocab, (text[:40], data[:i]))
+            if i < len(data):
+                s = a.advance(s, data[i])
+                assert s is not None and p.accept_bytes(data[i : i + 1])
+        # token walks from every tenth prefix: long tokens, escapes, exits
+        for start in range(0, len(data), 10):
+            p = compiled.matcher()
+            assert p.accept_bytes(data[:start])
+            s = a.initial
+            for b in data[:start]:
+                s = a.advance(s, b)
+            for k in range(8):
+                mask = _check(native, s, p, vocab, (text[:40], start, k))
+                ids = np.flatnonzero(np.unpackbits(mask.view(np.uint8), bitorder="little"))
+                ids = ids[(ids < vocab.vocab_size) & [bool(vocab.token_bytes[t]) for t in ids]]
+                if not ids.size:
+                    break
+                tid = int(ids[-1]) if rng.random() < 0.5 else int(rng.choice(ids.tolist()))
+                s = native.advance_token(s, tid)
+                assert s is not None and p.accept_token(tid), (text[:40], start, k, tid)
+
+
+@pytest.mark.parametrize("which", range(len(CASES)), ids=[c[0] for c in CASES])
+def test_first_masks_from_class_bitmaps(vocab: Vocabulary, which: int) -> None:
+    _, g, texts = CASES[which]
+    _run(g, texts, vocab, NativeVocabIndex(vocab))
+
+
+def test_the_class_paths_are_taken() -> None:
+    """On one index: a string body's tables are combined from the bitmaps and its exits read
+    from the index, an undeclared key's table narrows it, a counted string's tables are bounded
+    from it, and a class leaving through digits scans its candidates."""
+    vocab = Vocabulary.from_quicktok("qwen3")
+    index = NativeVocabIndex(vocab)
+    for which in (0, 1, 3, 5):
+        _, g, texts = CASES[which]
+        _run(g, texts[:1], vocab, index)
+    info = index.native.info()
+    assert info["exit_records"] > 1000 and info["long_records"] > 100
+    assert info["bases_built"] >= 1 and info["bases_narrowed"] >= 1 and info["bases_bounded"] >= 1
+    assert info["exits_indexed"] >= 1 and info["exits_scanned"] >= 1
+    assert info["bases_passed"] == 0
