@@ -73,6 +73,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from toolmask.agent import Agent, PoolFilter, StateMachine, Transcript  # noqa: E402
+from toolmask.decoding import DecodingParams  # noqa: E402
 from toolmask.sampling import SamplingParams  # noqa: E402
 
 NOW = dt.datetime(2025, 3, 14, 15, 30, tzinfo=dt.UTC)
@@ -618,7 +619,8 @@ def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], a
 def with_sampling(agent: Agent, sampling: str) -> Agent:
     """The agent decoding in ``sampling`` mode (greedy)."""
     if sampling != "plain":
-        agent.sampling = SamplingParams(temperature=0.0, mode=sampling)
+        agent.sampling = SamplingParams(temperature=0.0)
+        agent.decoding = DecodingParams(sampling)
     return agent
 
 
