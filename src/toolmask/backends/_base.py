@@ -36,8 +36,6 @@ from toolmask.decoding import (
     OnToken,
     Opening,
     ReasoningBudget,
-    check_compiled_for,
-    check_prompt,
     logits_by_trie,
     resolve_params,
 )
@@ -231,8 +229,6 @@ class DecodingBackend(ABC):
         (:func:`~toolmask.decoding.opener_tokens`), so a call may still follow the prose. The
         other modes decode the turn as it is.
         """
-        check_compiled_for(compiled, self.vocab)
-        check_prompt(prompt, self.n_ctx)
         sp, dp = resolve_params(sampling, decoding)
         request = DecodeRequest(
             prompt,
@@ -248,4 +244,4 @@ class DecodingBackend(ABC):
             exclude_first=exclude_first,
             opening=opening,
         )
-        return self.decoders.decode(self, request)
+        return self.decoders.decode(self, request)  # checks the grammar's vocabulary, the prompt
