@@ -44,9 +44,10 @@ import numpy as np
 
 import toolmask as tm
 from toolmask.backends import DecodingBackend
-from toolmask.backends._branch import find_branch
-from toolmask.backends._scoring import score_branch
 from toolmask.backends.llama_cpp import LlamaCpp
+from toolmask.decoding import DecodingParams
+from toolmask.decoding._branch import find_branch
+from toolmask.decoding._scoring import score_branch
 from toolmask.sampling import SamplingParams, bitmask_to_bool
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -204,10 +205,10 @@ class MemoBackend(DecodingBackend):
     def tokenize(self, text: str) -> list[int]:
         return self.inner.tokenize(text)
 
-    def _encode(self, text: str) -> list[int]:
-        return self.inner._encode(text)
+    def encode(self, text: str) -> list[int]:
+        return self.inner.encode(text)
 
-    def _sync_prompt(self, prompt: list[int]) -> int:
+    def sync_prompt(self, prompt: list[int]) -> int:
         common = 0
         for a, b in zip(self.cur, prompt, strict=False):
             if a != b:
@@ -217,11 +218,11 @@ class MemoBackend(DecodingBackend):
         self.held = set()
         return min(common, len(prompt) - 1)
 
-    def _feed(self, tokens: list[int]) -> None:
+    def feed(self, tokens: list[int]) -> None:
         self.cur = self.cur + list(tokens)
         self.held = set()
 
-    def _logits(self) -> Any:
+    def logits(self) -> Any:
         return self.row(tuple(self.cur))
 
     def row(self, key: tuple[int, ...]) -> np.ndarray:
@@ -237,10 +238,10 @@ class MemoBackend(DecodingBackend):
             common += 1
         start = max(common + 1, self.prompt_len)
         for k in range(start, len(key) + 1):
-            inner._sync_prompt(list(key[:k]))
+            inner.sync_prompt(list(key[:k]))
             self.model_calls += 1
             self.memo.setdefault(
-                key[:k], np.array(inner._logits()[: self.vocab.vocab_size], dtype=np.float16)
+                key[:k], np.array(inner.logits()[: self.vocab.vocab_size], dtype=np.float16)
             )
         return self.memo[key]
 
@@ -252,12 +253,12 @@ class MemoBackend(DecodingBackend):
             self.row(tuple(prompt))
         if not need:
             return
-        rows, _, _ = self.inner._logits_many(list(prompt), need)
+        rows, _, _ = self.inner.logits_many(list(prompt), need)
         self.model_calls += 1
         for c, r in zip(need, rows, strict=True):
             self.memo[tuple(prompt) + tuple(c)] = np.asarray(r, dtype=np.float16)
 
-    def _logits_many(
+    def logits_many(
         self, context: list[int], continuations: list[list[int]], every: bool = False
     ) -> tuple[list[Any], int, int]:
         ctx = tuple(context)
@@ -317,7 +318,7 @@ def exact_distribution(
     eos = list(be.vocab.eos_ids)
     buf = np.zeros((V + 31) // 32, dtype=np.int32)
     strings = language(compiled)
-    toks = [be._encode(t.decode("utf-8")) for t, _ in strings]
+    toks = [be.encode(t.decode("utf-8")) for t, _ in strings]
     table = be.vocab.token_bytes
     for (text, _), ids in zip(strings, toks, strict=True):
         assert b"".join(table[t] or b"" for t in ids) == text
@@ -356,15 +357,15 @@ def analytic_exact(
     m = compiled.matcher()
     forced = m.forced_bytes()
     m.accept_bytes(forced)  # what jump-forward writes before the first sampled token
-    br = find_branch(m.automaton, m.state, max_alternatives=SamplingParams().branch_alternatives)
+    br = find_branch(m.automaton, m.state, max_alternatives=DecodingParams().branch_alternatives)
     if br.alternatives is None:
         return {"whole_language": False}
-    lead = be._encode(forced.decode()) if forced else []
+    lead = be.encode(forced.decode()) if forced else []
     lead = lead[:-1] if len(forced) >= 2 else []  # jump-forward keeps all but the last token
     m = compiled.matcher()
     for t in lead:
         m.accept_token(t)
-    br = find_branch(m.automaton, m.state, max_alternatives=SamplingParams().branch_alternatives)
+    br = find_branch(m.automaton, m.state, max_alternatives=DecodingParams().branch_alternatives)
     if br.alternatives is None:
         return {"whole_language": False}
     ctx = list(prompt) + lead
@@ -373,11 +374,11 @@ def analytic_exact(
         br.alternatives,
         m=m,
         vocab=be.vocab,
-        encode=be._encode,
-        logits_many=be._logits_many,
+        encode=be.encode,
+        logits_many=be.logits_many,
         context=ctx,
         row=be.row(tuple(ctx)),
-        max_tokens=SamplingParams().branch_tokens,
+        max_tokens=DecodingParams().branch_tokens,
     )
     texts = {head + a.text for a in br.alternatives}
     if scored is None or texts != set(p):
@@ -437,12 +438,13 @@ def meter(
     return len(toks), removed, mass
 
 
+#: each mode's decoding parameters (all sampled at temperature 1)
 MODES = {
-    "plain": lambda a: SamplingParams(temperature=1.0),
-    "exact": lambda a: SamplingParams(temperature=1.0, mode="exact"),
-    "aligned": lambda a: SamplingParams(temperature=1.0, mode="aligned", particles=a.particles),
-    "aligned_smc_only": lambda a: SamplingParams(
-        temperature=1.0, mode="aligned", particles=a.particles, branch_alternatives=0
+    "plain": lambda a: DecodingParams(),
+    "exact": lambda a: DecodingParams("exact"),
+    "aligned": lambda a: DecodingParams("aligned", particles=a.particles),
+    "aligned_smc_only": lambda a: DecodingParams(
+        "aligned", particles=a.particles, branch_alternatives=0
     ),
 }
 
@@ -488,10 +490,11 @@ def run_grammar(
                 prompt,
                 compiled,
                 max_tokens=96,
-                sampling=SamplingParams(**{**_fields(params), "seed": 1_000_003 * i + 7}),
+                sampling=SamplingParams(temperature=1.0, seed=1_000_003 * i + 7),
+                decoding=params,
             )
             counts[gen.text] += 1
-            noncanonical += gen.tokens != be._encode(gen.text.decode("utf-8", "replace"))
+            noncanonical += gen.tokens != be.encode(gen.text.decode("utf-8", "replace"))
             fallbacks += gen.branch_fallbacks
             branches += gen.exact_branches
             if i < args.meter_samples:
@@ -529,10 +532,6 @@ def run_grammar(
     return out
 
 
-def _fields(p: SamplingParams) -> dict[str, Any]:
-    return {f: getattr(p, f) for f in p.__dataclass_fields__}
-
-
 def cost(
     args: argparse.Namespace, llm: LlamaCpp, prompt: list[int], compiled: tm.CompiledGrammar
 ) -> dict[str, Any]:
@@ -544,13 +543,14 @@ def cost(
     for i in range(args.cost_samples):
         for mode in args.modes:
             params = MODES[mode](args)
-            llm.__dict__.pop("_scored_cache", None)  # each reply scores its branches afresh
+            llm.decoders.clear()  # each reply scores its branches afresh
             t = time.perf_counter()
             gen = llm.generate(
                 prompt,
                 compiled,
                 max_tokens=96,
-                sampling=SamplingParams(**{**_fields(params), "seed": i}),
+                sampling=SamplingParams(temperature=1.0, seed=i),
+                decoding=params,
             )
             a = acc[mode]
             a["s"] += time.perf_counter() - t

@@ -74,6 +74,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from _assistant import _s, _spec  # noqa: E402
 from toolmask.agent import Agent, PoolFilter, StateMachine, Transcript  # noqa: E402
+from toolmask.decoding import DecodingParams  # noqa: E402
 from toolmask.sampling import SamplingParams  # noqa: E402
 
 NOW = dt.datetime(2025, 3, 14, 15, 30, tzinfo=dt.UTC)
@@ -599,7 +600,8 @@ def make_agent(mode: str, backend: Any, specs: list[Any], fns: dict[str, Any], a
 def with_sampling(agent: Agent, sampling: str) -> Agent:
     """The agent decoding in ``sampling`` mode (greedy)."""
     if sampling != "plain":
-        agent.sampling = SamplingParams(temperature=0.0, mode=sampling)
+        agent.sampling = SamplingParams(temperature=0.0)
+        agent.decoding = DecodingParams(sampling)
     return agent
 
 

@@ -3,7 +3,11 @@
 Every module's imports are read with :mod:`ast`: at module level, inside functions and under
 ``if TYPE_CHECKING:`` alike (a type named in an annotation is a dependency too: an upward one
 would let a lower layer know a higher layer's types, and a cycle through annotations is a
-cycle in the design). Three rules, each failing with the offending import and its line:
+cycle in the design). Imports by string count too: ``importlib.import_module("toolmask...")``
+(or ``__import__``) with a constant name, and a ``"toolmask.module:name"`` reference (how a
+loader table or a plug-in registration names a module to import later). A bare dotted string
+(a logger's name, a package named in an error message) is no import. Three rules, each failing
+with the offending import and its line:
 
 * **layers**: a module of unit ``A`` imports a module of unit ``B`` only where the table in
   ``docs/architecture.md`` lets ``A`` import ``B`` (a unit is a top-level module or subpackage
@@ -33,6 +37,10 @@ PAGE = ROOT / "docs" / "architecture.md"
 
 #: the unit of the package front (``toolmask/__init__.py``)
 FRONT = "toolmask"
+#: compiled extension modules (imported by string; not Python modules of the graph)
+EXTENSIONS = frozenset({"toolmask._native"})
+#: ``"toolmask.module:name"``: a module and one of its names, imported by whoever reads it
+REFERENCE = re.compile(r"(toolmask(?:\.\w+)*):(\w+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +67,35 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+def _import_call(func: ast.expr) -> bool:
+    """``importlib.import_module``, ``import_module`` or ``__import__``."""
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in ("import_module", "__import__")
+
+
+def _string_imports(module: str, tree: ast.AST) -> Iterator[Import]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _import_call(node.func) and node.args:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                name = arg.value
+                if name.split(".")[0] == "toolmask" and name not in EXTENSIONS:
+                    yield Import(module, _nearest_module(name), (), node.lineno)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            ref = REFERENCE.fullmatch(node.value)
+            if ref is not None:
+                target, attr = ref.groups()
+                if target in MODULES:
+                    yield Import(module, target, (attr,), node.lineno)
+                else:
+                    yield Import(module, _nearest_module(target), (), node.lineno)
+
+
 def _imports(module: str, path: Path) -> Iterator[Import]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    yield from _string_imports(module, tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == "toolmask":
@@ -268,3 +302,24 @@ def test_exceptions_have_reasons() -> None:
     for e in EXCEPTIONS:
         assert e.rule in ("layers", "private", "cycle"), e
         assert len(e.reason) > 10, e
+
+
+def test_string_imports_are_read() -> None:
+    code = (
+        "import importlib\n"
+        "importlib.import_module('toolmask.grammar._ir')\n"
+        "importlib.import_module('toolmask._native')\n"  # a compiled extension: no module here
+        "LOADERS = {'x': 'toolmask.schema:compile_json_schema', 'y': 'toolmask.tools.nope:f'}\n"
+        "log = 'toolmask.server'\n"  # a logger's name: no import
+        "'''toolmask.vocab:Vocabulary'''\n"
+    )
+    got = sorted((i.target, i.names) for i in _string_imports("toolmask.mask._x", ast.parse(code)))
+    assert got == [
+        ("toolmask.grammar._ir", ()),
+        ("toolmask.schema", ("compile_json_schema",)),
+        ("toolmask.tools", ()),
+        ("toolmask.vocab", ("Vocabulary",)),
+    ]
+    # the engine table's string is an import the rules see (and the page excepts)
+    engines = {i.target for i in IMPORTS if i.importer == "toolmask.server.cli"}
+    assert "toolmask.integrations.vllm" in engines

@@ -10,6 +10,7 @@ from toolmask._compile import (
     compile,
     default_compiler,
 )
+from toolmask.decoding import DecodingParams
 from toolmask.errors import (
     ChatTemplateError,
     ContextOverflowError,
@@ -46,6 +47,7 @@ __all__ = [
     "ChatTemplateError",
     "CompiledGrammar",
     "ContextOverflowError",
+    "DecodingParams",
     "Grammar",
     "GrammarCompiler",
     "GrammarError",

@@ -13,8 +13,8 @@ compiler: the process default (:func:`default_compiler`, which owns the shared c
 memos use outside any ``activate()``) unless another one was activated. The server holds its
 own.
 
-The backend (native kernel or pure-Python reference) is chosen once, when the compiler is made
-(:func:`toolmask._backend.choose_backend`); see ``docs/masks.md``.
+The kernel (native or the pure-Python reference) is chosen once, when the compiler is made
+(:func:`toolmask._kernels.choose_kernel`); see ``docs/masks.md``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
     from jsonschema.protocols import Validator
 
-    from toolmask._backend import Backend
+    from toolmask._kernels import Kernel
     from toolmask.automaton import Automaton, AutomatonState
     from toolmask.mask import MaskCache, VocabIndex
     from toolmask.vocab import Vocabulary
@@ -85,10 +85,10 @@ class GrammarCompiler:
         caches: CacheSet | None = None,
     ) -> None:
         # the automaton and mask implementations load with the first compiler, not on import
-        from toolmask._backend import choose_backend
+        from toolmask._kernels import choose_kernel
 
         self.limits = limits
-        self._backend: Backend = choose_backend(backend)
+        self._backend: Kernel = choose_kernel(backend)
         self.backend: BackendName = self._backend.name
         self.max_cache_bytes = (
             limits.max_cache_bytes if max_cache_bytes is None else max_cache_bytes

@@ -7,7 +7,7 @@ reference: tests compare the two state by state.
 ``TOOLMASK_BACKEND`` (read once, at import) chooses: ``python`` forces the reference path,
 ``native`` requires the kernel (ImportError if it is missing), unset or ``auto`` uses the
 kernel when it imports. :func:`backend` says which one ``tm.compile`` uses by default; the
-compiler takes the implementation itself from ``toolmask._backend.choose_backend``.
+compiler takes the implementation itself from ``toolmask._kernels.choose_kernel``.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import pytest
 
 import toolmask as tm
 from toolmask.agent import Agent, Message, render_chatml
+from toolmask.decoding import forced_tokens
 from toolmask.models import TEST_MODEL, resolve_model
 from toolmask.tools import ToolTurn
 
@@ -283,7 +284,7 @@ def test_jump_forward_appends_forced_text_as_model_tokens(backend: Any) -> None:
     assert m.forced_bytes() == b"" and m.accept_bytes(b"<")
     forced = m.forced_bytes()
     assert forced.startswith(b"tool_call>")  # then optional whitespace before the "{"
-    assert backend.forced_tokens(m) == backend.tokenize(forced.decode())[:-1]
+    assert forced_tokens(backend, m) == backend.tokenize(forced.decode())[:-1]
 
 
 def test_on_token_streams_chunks_and_can_stop(backend: Any) -> None:

@@ -59,34 +59,38 @@ class Scripted(DecodingBackend):
         self.compiled.append(compiled)
         return super().generate(prompt, compiled, **kw)
 
-    def _sync_prompt(self, prompt: list[int]) -> int:
+    def sync_prompt(self, prompt: list[int]) -> int:
+        common = self._sync(prompt)
+        self.prompt_len = len(prompt)
+        self.reused.append(common)
+        self.current = self.script.pop(0).encode() if self.script else b""
+        return common
+
+    def _sync(self, prompt: list[int]) -> int:
+        """Make ``prompt`` the context (recorded); the tokens reused (all but one at most)."""
         common = 0
         for a, b in zip(self.context, prompt, strict=False):
             if a != b:
                 break
             common += 1
-        common = min(common, len(prompt) - 1)
         self.context = list(prompt)
-        self.prompt_len = len(prompt)
         self.prompts.append(bytes(t - 1 for t in prompt).decode())
-        self.reused.append(common)
-        self.current = self.script.pop(0).encode() if self.script else b""
-        return common
+        return min(common, len(prompt) - 1)
 
-    def _feed(self, tokens: list[int]) -> None:
+    def feed(self, tokens: list[int]) -> None:
         self.context.extend(tokens)
 
-    def _logits(self) -> Any:
+    def logits(self) -> Any:
         done = len(self.context) - self.prompt_len
         row = np.full(len(TOKENS), -10.0, dtype=np.float32)
         row[self.current[done] + 1 if done < len(self.current) else EOS] = 5.0
         return row
 
-    def _encode(self, text: str) -> list[int]:
+    def encode(self, text: str) -> list[int]:
         return [b + 1 for b in text.encode()]
 
     def tokenize(self, text: str) -> list[int]:
-        return self._encode(text)
+        return self.encode(text)
 
 
 def call(name: str, args: str) -> str:
@@ -412,7 +416,7 @@ def test_format_auto_prompt_opened_reasoning_and_budget() -> None:
     """``fmt="auto"`` reads qwen3 from the model's template; the prompt opens ``<think>``, so
     the turn starts inside the channel; the budget closes it after 3 tokens and the call
     follows."""
-    from tests.backends.thinker import Thinker
+    from tests.decoding.thinker import Thinker
     from tests.tools.test_probe import TEMPLATES
 
     call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
@@ -525,54 +529,66 @@ def test_likelihood_leaves_prose_steps_and_single_tools_alone() -> None:
         _agent(b, [add], name_choice="best")  # type: ignore[arg-type]
 
 
-def test_the_sampling_mode_reaches_the_backend() -> None:
+def test_the_decoding_mode_reaches_the_backend() -> None:
     seen: list[Any] = []
 
     class Recording(Scripted):
         def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Any:
-            seen.append(kw.get("sampling"))
-            kw["sampling"] = None  # the script is decoded greedily
+            seen.append((kw.get("sampling"), kw.get("decoding")))
+            kw["sampling"] = kw["decoding"] = None  # the script is decoded greedily, plain
             return super().generate(prompt, compiled, **kw)
 
     b = Recording([answer("5")])
     _agent(b, [add], mode="grammar", sampling="exact").run("2 + 3?", max_steps=1)
-    assert seen[0].mode == "exact" and seen[0].temperature == 0
-    params = tm.SamplingParams(temperature=0.7, mode="aligned", particles=4)
+    assert seen[0][1].mode == "exact" and seen[0][0].temperature == 0
+    params = tm.SamplingParams(temperature=0.7)
+    decoding = tm.DecodingParams("aligned", particles=4)
     b = Recording([answer("5")])
-    _agent(b, [add], mode="grammar", sampling=params).run("2 + 3?", max_steps=1)
-    assert seen[1] is params
+    _agent(b, [add], mode="grammar", sampling=params, decoding=decoding).run("2 + 3?", max_steps=1)
+    assert seen[1][0] is params and seen[1][1] is decoding
     with pytest.raises(ToolError, match="mode"):
         _agent(b, [add], sampling="beam")
+    with pytest.raises(ToolError, match="mode"):
+        _agent(b, [add], decoding="beam")
 
 
-@pytest.mark.parametrize(("p", "calls"), [(0.8, True), (0.3, False)])
-def test_exact_mode_decides_call_or_prose_first_under_auto(p: float, calls: bool) -> None:
-    class Opening(Scripted):
-        def opening_odds(
-            self, prompt: list[int], opener: list[int], temperature: float = 1.0
-        ) -> tuple[float, float]:
-            assert temperature == 1.0
-            assert bytes(t - 1 for t in opener) == b"<tool_call>"
-            return p, 0.5
+class Replier(Scripted):
+    """Its logits are a function of the whole context (so the decoders' scoring reads them
+    right): the next byte of the script after the assistant's header, else the end; ten times
+    as sure as :class:`Scripted` (a draw at temperature 1 is the script's byte)."""
 
-        def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Any:
-            kw["sampling"] = None  # the script is decoded greedily
-            return super().generate(prompt, compiled, **kw)
+    HEADER = tuple(b + 1 for b in b"<|im_start|>assistant\n")
 
-    b = Opening([call("add", '{"a": 2, "b": 3}') if calls else "It is 5."])
-    # sampled: drawn by the call's own probability (the seed's first draw is 0.64)
-    params = tm.SamplingParams(temperature=1.0, mode="exact", seed=0)
-    t = _agent(b, [add], sampling=params).run("2 + 3?", max_steps=1)
+    def sync_prompt(self, prompt: list[int]) -> int:
+        return self._sync(prompt)  # the script is one reply: nothing to advance
+
+    def logits(self) -> Any:
+        ctx, h = self.context, list(self.HEADER)
+        at = max(i + len(h) for i in range(len(ctx) - len(h) + 1) if ctx[i : i + len(h)] == h)
+        done = bytes(t - 1 for t in ctx[at:])
+        want = self.script[0].encode()
+        row = np.full(len(TOKENS), -100.0, dtype=np.float32)
+        row[want[len(done)] + 1 if want.startswith(done) and len(done) < len(want) else EOS] = 50.0
+        return row
+
+
+@pytest.mark.parametrize("calls", [True, False])
+def test_exact_mode_decides_call_or_prose_first_under_auto(calls: bool) -> None:
+    """Sampled, the exact decoder draws call or prose first by the model's probability of
+    opening a call block (here all but 1 or 0); the agent describes the opening and parses
+    a call first under the required turn it builds for it."""
+    b = Replier([call("add", '{"a": 2, "b": 3}') if calls else "It is 5."])
+    params = tm.SamplingParams(temperature=1.0, seed=0)
+    t = _agent(b, [add], sampling=params, decoding="exact").run("2 + 3?", max_steps=1)
     step = t[2]
-    assert step.meta["call_probability"] == p
+    assert step.meta["call_probability"] == (1.0 if calls else 0.0)
     assert step.meta["allowed"] == ["add"]  # prose first: the auto turn, a call may follow
     assert bool(step.tool_calls) is calls
-    if not calls:  # decoded under the auto turn itself, not a turn without tools
-        auto = b.compiled[0]
-        assert auto is not None and auto.matcher().accept_bytes(b"It is 5. <tool_call>")
-    base = Scripted(["It is 5."])
-    plain = _agent(base, [add]).run("2 + 3?", max_steps=1)
-    assert plain[2].meta["call_probability"] is None
-    greedy = _agent(Opening(["It is 5."]), [add], sampling="exact").run("2 + 3?", max_steps=1)
+    auto = b.compiled[0]  # the agent hands the decoder the auto turn and the opening
+    assert auto is not None and auto.matcher().accept_bytes(b"It is 5. <tool_call>")
+    base = Replier(["It is 5."])
+    plain = _agent(base, [add], sampling=params).run("2 + 3?", max_steps=1)
+    assert plain[2].meta["call_probability"] is None  # plain: the auto turn as it is
+    greedy = _agent(Replier(["It is 5."]), [add], sampling="exact").run("2 + 3?", max_steps=1)
     assert greedy[2].meta["call_probability"] is None  # greedy: the auto turn as it is
     assert b.prompts[0] == base.prompts[0]  # the grammar changed, the prompt did not

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import numpy as np
 import pytest
 
 import toolmask as tm
@@ -20,7 +19,7 @@ pytest.importorskip("fastapi")
 
 from fastapi.testclient import TestClient
 
-from toolmask.backends._base import Generation, OnToken
+from toolmask.backends import Generation, OnToken
 from toolmask.server._app import create_app
 from toolmask.server._defaults import BUILTIN, ServerDefaults, gguf_sampling
 from toolmask.server.cli import _add_arguments, server_defaults
@@ -29,7 +28,8 @@ SPECIALS = ["<|im_start|>", "<|im_end|>"]
 
 
 class Recorder:
-    """Answers "ok" and records the sampling and max_tokens of each generation."""
+    """Answers "ok" and records the sampling and max_tokens of each generation (and its
+    decoding mode and opening)."""
 
     def __init__(self, metadata: dict[str, Any] | None = None) -> None:
         tokens: list[bytes | None] = [bytes([b]) for b in range(256)] + [None, None]
@@ -38,6 +38,8 @@ class Recorder:
         self.n_ctx = 4096
         self.metadata = metadata or {}
         self.calls: list[tuple[Any, int]] = []
+        self.decodings: list[Any] = []
+        self.openings: list[Any] = []
 
     def tokenize(self, text: str) -> list[int]:
         return list(text.encode()[:100])
@@ -49,9 +51,13 @@ class Recorder:
         *,
         max_tokens: int = 256,
         sampling: Any = None,
+        decoding: Any = None,
         on_token: OnToken | None = None,
+        opening: Any = None,
     ) -> Generation:
         self.calls.append((sampling, max_tokens))
+        self.decodings.append(decoding)
+        self.openings.append(opening)
         if on_token is not None:
             on_token([111, 107], b"ok")
         return Generation([111, 107], b"ok", "stop", len(prompt), 0)
@@ -151,32 +157,10 @@ def test_the_sampling_field_and_the_server_default_choose_the_mode() -> None:
         )
         assert r.status_code == 400 and r.json()["error"]["param"] == "sampling"
         health = client.get("/health").json()
-    (s1, _), (s2, _) = backend.calls
-    assert s1.mode == "exact" and (s2.mode, s2.temperature) == ("aligned", 0.5)
+    (_, _), (s2, _) = backend.calls
+    d1, d2 = backend.decodings
+    assert d1.mode == "exact" and (d2.mode, s2.temperature) == ("aligned", 0.5)
     assert health["defaults"]["sampling"] == "exact"
-
-
-class Opener(Recorder):
-    """A Recorder that reports a fixed probability of opening a call block and keeps the
-    grammar each generation was given."""
-
-    def __init__(self, p: float) -> None:
-        super().__init__()
-        self.p = p
-        self.grammars: list[Any] = []
-        self.excluded: list[Any] = []
-        self.temperatures: list[float] = []
-
-    def opening_odds(
-        self, prompt: list[int], opener: list[int], temperature: float = 1.0
-    ) -> tuple[float, float]:
-        self.temperatures.append(temperature)
-        return self.p, 0.5
-
-    def generate(self, prompt: list[int], compiled: Any, **kw: Any) -> Generation:
-        self.grammars.append(compiled)
-        self.excluded.append(kw.pop("exclude_first", None))
-        return super().generate(prompt, compiled, **kw)
 
 
 TOOL = {
@@ -188,29 +172,22 @@ TOOL = {
 }
 
 
-@pytest.mark.parametrize(("p", "call"), [(0.9, True), (0.2, False)])
-def test_exact_mode_chooses_call_or_prose_first_under_auto(p: float, call: bool) -> None:
-    backend = Opener(p)
+def test_auto_turns_hand_the_decoder_their_opening() -> None:
+    """Where a reply may open with a call or with prose (``auto`` with tools, no reasoning
+    first), the server hands the backend an :class:`~toolmask.decoding.Opening` whatever the
+    mode (the decoder decides whether to choose: ``tests/decoding`` checks the exact mode's
+    choice); its call grammar is the same tools under ``required``."""
+    backend = Recorder()
     app = create_app(backend, model_name="m", fmt="hermes")
     with TestClient(app) as client:
-        # sampled: the call's own probability, drawn by the seed (its first draw is 0.64)
         _post(client, tools=[TOOL], sampling="exact", temperature=1, seed=0)
-        _post(client, tools=[TOOL], temperature=0)  # plain: the auto grammar as it is
-        _post(client, tools=[TOOL], tool_choice="required", sampling="exact", temperature=0)
-        # greedy: the auto turn as it is (the mask removes nothing at its first token)
-        _post(client, tools=[TOOL], sampling="exact", temperature=0)
-    chosen, plain, required, greedy = (g.matcher() for g in backend.grammars)
-    assert backend.temperatures == [1.0]  # asked once, at the request's temperature
-    assert greedy.accept_bytes(b"Hello") and backend.excluded[3] is None
-    # a call first: the turn under required; prose first: the auto turn (a call may follow the
-    # prose), the opener's tokens excluded at the first token only
-    assert chosen.accept_bytes(b"<tool_call>")
-    assert backend.grammars[0].matcher().accept_bytes(b"Hello") is not call
-    excluded = backend.excluded[0]
-    assert (excluded is None) is call
-    if not call:
-        assert np.flatnonzero(excluded).tolist() == [ord("<")]  # the byte vocabulary's '<'
-        assert backend.grammars[0].matcher().accept_bytes(b"Hi <tool_call>")
-    assert plain.accept_bytes(b"Hello") and backend.grammars[1].matcher().accept_bytes(b"<tool")
-    assert backend.excluded[1:3] == [None, None]
-    assert not required.accept_bytes(b"Hello")
+        _post(client, tools=[TOOL], temperature=0)
+        _post(client, tools=[TOOL], tool_choice="required", sampling="exact", temperature=1)
+        _post(client)  # no tools
+    exact, plain, required, none = backend.openings
+    assert [d.mode for d in backend.decodings] == ["exact", "plain", "exact", "plain"]
+    assert required is None and none is None
+    for opening in (exact, plain):
+        assert opening.opener == "<tool_call>"
+        assert opening.call().matcher().accept_bytes(b"<tool_call>")
+        assert not opening.call().matcher().accept_bytes(b"Hi")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import toolmask as tm
-from toolmask.backends._base import ContextOverflowError, Generation, OnToken
+from toolmask.backends import ContextOverflowError, Generation, OnToken
 from toolmask.server._engine import (
     Cancelled,
     Engine,
@@ -53,7 +53,9 @@ class Scripted:
         *,
         max_tokens: int = 256,
         sampling: Any = None,
+        decoding: Any = None,
         on_token: OnToken | None = None,
+        opening: Any = None,
     ) -> Generation:
         self.started.set()
         out: list[int] = []

@@ -23,7 +23,7 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 from toolmask.agent import Message
-from toolmask.backends._base import Generation, OnToken
+from toolmask.backends import Generation, OnToken
 from toolmask.server._app import create_app
 from toolmask.tools import ToolTurn
 
@@ -83,7 +83,9 @@ class Scripted:
         *,
         max_tokens: int = 256,
         sampling: Any = None,
+        decoding: Any = None,
         on_token: OnToken | None = None,
+        opening: Any = None,
     ) -> Generation:
         m = compiled.matcher()
         self.accepted.append(m.accept_bytes(self.reply) and m.is_accepting())
@@ -193,7 +195,7 @@ def test_the_thinking_switch_reaches_the_template_and_the_grammar() -> None:
 def test_the_reasoning_budget_closes_the_channel() -> None:
     """A request's ``reasoning_budget`` (and the server default) bounds the reasoning of a
     model that would think forever; the call follows."""
-    from tests.backends.thinker import Thinker
+    from tests.decoding.thinker import Thinker
     from toolmask.server._defaults import ServerDefaults
 
     call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'

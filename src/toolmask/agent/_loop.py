@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from toolmask.agent._messages import DEFAULT_SYSTEM, Message, Template, with_decision
 from toolmask.agent._policy import ToolPolicy, expand_tool_patterns
 from toolmask.agent._template import ChatTemplate, default_template
-from toolmask.backends import Backend, ReasoningBudget, choose_opening, opener_tokens
+from toolmask.backends import Backend, ReasoningBudget
+from toolmask.decoding import DecodingParams, Opening, call_opener, resolve_params
 from toolmask.errors import ToolError
-from toolmask.sampling import SamplingParams, sampling_params
+from toolmask.sampling import SamplingParams
 from toolmask.tools import ParsedTurn, Tool, ToolCall, ToolTurn, render_errors, resolve_format
 
 if TYPE_CHECKING:
-    import numpy as np
+    from toolmask._compile import CompiledGrammar
 
 __all__ = [
     "ANSWER_TOOL",
@@ -141,11 +142,16 @@ class Agent:
     token by token like the rest, where a common first token (``add``) can commit the model to
     a tool it did not mean (``add_days`` for a sum). The prompt is the same either way.
 
-    ``sampling``: :class:`~toolmask.sampling.SamplingParams`, or a decoding mode's name
-    (``"plain"``, ``"exact"``, ``"aligned"``; greedy), passed to the backend's ``generate``:
-    ``"exact"`` chooses finite branches (the tool name, enum values, booleans, another call
-    or the end) by the whole sequence's probability, ``"aligned"`` decodes by beam search
-    (greedy) or sequential Monte Carlo (see ``docs/sampling.md``). None: greedy masking.
+    ``sampling`` (the token sampler's :class:`~toolmask.sampling.SamplingParams`; None:
+    greedy) and ``decoding`` (the mode and its budgets:
+    :class:`~toolmask.decoding.DecodingParams` or a mode name; default ``plain``) are passed
+    to the backend's ``generate``: ``"exact"`` chooses finite branches (the tool name, enum
+    values, booleans, another call or the end) by the whole sequence's probability, and
+    sampled under ``auto`` call or prose first; ``"aligned"`` decodes by beam search (greedy)
+    or sequential Monte Carlo (see ``docs/sampling.md``). ``sampling="exact"`` is short for
+    that mode, greedy. Every ``auto`` step hands the decoder its
+    :class:`~toolmask.decoding.Opening` (the call block's opener; a call first is decoded
+    under ``required`` over the same tools); the mode decides whether to use it.
 
     ``fmt`` (default ``"auto"``): the wire format, read from the model's chat template and
     special tokens (:func:`~toolmask.tools.resolve_format`; Hermes when they name none). A
@@ -175,6 +181,7 @@ class Agent:
         max_consecutive_blocked: int = 2,
         system: str | None = None,
         sampling: SamplingParams | str | None = None,
+        decoding: DecodingParams | str | None = None,
         policy: ToolPolicy | Sequence[ToolPolicy] | None = None,
         functions: dict[str, Callable[..., Any]] | None = None,
         template: Template | None = None,
@@ -228,12 +235,11 @@ class Agent:
         if system is None:
             system = GRAMMAR_SYSTEM if mode == "grammar" else DEFAULT_SYSTEM
         self.system = f"{system}\n\n{tool_prompt}" if tool_prompt else system
-        try:  # a mode name ("exact", "aligned") is that mode, greedy
-            self.sampling: SamplingParams | None = (
-                sampling_params(sampling) if isinstance(sampling, str) else sampling
-            )
+        try:  # a mode name as sampling ("exact", "aligned") is that mode, greedy
+            sp, self.decoding = resolve_params(sampling, decoding)
         except ValueError as e:
-            raise ToolError(str(e), where="sampling") from None
+            raise ToolError(str(e), where="decoding" if decoding else "sampling") from None
+        self.sampling: SamplingParams | None = None if sampling is None else sp
         self.policies: tuple[ToolPolicy, ...] = (
             () if policy is None else (policy,) if callable(policy) else tuple(policy)
         )
@@ -323,20 +329,25 @@ class Agent:
         elif self.name_choice == "likelihood" and self.constrained:
             turn, scores = self._choose_name(turn, text)
         prompt = self.backend.tokenize(text)
-        opening = self._choose_opening(turn, prompt)
-        call_p = None
         extra: dict[str, Any] = {}
+        opening = self._opening(turn)
         if opening is not None:
-            turn, call_p, exclude = opening
-            if exclude is not None:
-                extra["exclude_first"] = exclude
+            extra["opening"] = opening[0]
         compiled = turn.compile(self.backend.vocab) if self.constrained else None
         budget = ReasoningBudget.for_turn(turn, self.reasoning_budget)
         if budget is not None:
             extra["reasoning_budget"] = budget
         gen = self.backend.generate(
-            prompt, compiled, max_tokens=self.max_tokens, sampling=self.sampling, **extra
+            prompt,
+            compiled,
+            max_tokens=self.max_tokens,
+            sampling=self.sampling,
+            decoding=self.decoding,
+            **extra,
         )
+        call_p = getattr(gen, "call_probability", None)
+        if opening is not None and getattr(gen, "call_first", None):
+            turn = self._turns.get(opening[1], turn)  # decoded under required: parsed so
         raw = gen.text.decode("utf-8", "replace")
         parsed = turn.parse(raw)
         msg = Message(
@@ -352,7 +363,7 @@ class Agent:
                 "reused_prefix": gen.reused_prefix,
                 "allowed": list(turn.tool_choice.callable([t.name for t in turn.tools])),
                 "name_scores": scores,
-                "call_probability": call_p,
+                "call_probability": None if call_p is None else round(call_p, 4),
                 "reasoning": parsed.reasoning,
                 "reasoning_tokens": gen.reasoning_tokens,
                 "reasoning_cut": gen.reasoning_cut,
@@ -364,50 +375,31 @@ class Agent:
         transcript.append(msg)
         return msg, parsed, turn
 
-    def _choose_opening(
-        self, turn: ToolTurn, prompt: list[int]
-    ) -> tuple[ToolTurn, float, np.ndarray | None] | None:
-        """``sampling="exact"`` under ``auto``, sampled: call or prose first, drawn at the start
-        of the turn by the model's probability of opening a call block (its whole opener;
-        :func:`~toolmask.backends.choose_opening`; greedy turns are decoded as they are, which
-        is already the exact conditional's argmax there). A call first is decoded under ``required``
-        over the same tools; prose first under the ``auto`` turn itself, the opener's tokens
-        excluded at the first token (a call may follow the prose). The prompt is unchanged.
-        Returns the turn, that probability and the excluded tokens (None for a call); None
-        where this does not apply (not ``exact``, greedy, unconstrained, a turn that is not
-        ``auto``, a backend that cannot score)."""
-        prm = self.sampling
-        odds = getattr(self.backend, "opening_odds", None)
-        if (
-            prm is None
-            or prm.mode != "exact"
-            or prm.greedy
-            or odds is None
-            or not self.constrained
-            or turn.tool_choice.mode != "auto"
-            or turn.reasoning_open
-            or (turn.reasoning and turn.format.reasoning_opener)
-        ):
+    def _opening(self, turn: ToolTurn) -> tuple[Opening, tuple[str, ...]] | None:
+        """Where the step may open with a call or with prose (:func:`call_opener`; an
+        ``auto`` turn with callable tools), the :class:`~toolmask.decoding.Opening` the
+        decoder may choose by, and the key under which a call first's turn is kept: that turn
+        is the same tools under ``required`` (over the callable ones), built and compiled only
+        when a decoder chooses a call first. The prompt is unchanged either way."""
+        opener = call_opener(turn) if self.constrained else None
+        if opener is None:
             return None
         names = list(turn.tool_choice.callable([t.name for t in turn.tools]))
-        opener_text = turn.format.trigger_text
-        if not names or not opener_text:
-            return None
-        opener = self.backend.tokenize(opener_text)
-        p, _ = odds(prompt, opener, temperature=prm.temperature)
-        if not choose_opening(p, prm):
-            return turn, round(p, 4), opener_tokens(self.backend.vocab, opener)
         key = ("__opening__", *names)
-        chosen = self._turns.get(key)
-        if chosen is None:
-            choice = {
-                "type": "allowed_tools",
-                "mode": "required",
-                "tools": [{"type": "function", "function": {"name": n}} for n in names],
-            }
-            chosen = ToolTurn(self.tools, tool_choice=choice, **self._turn_args)  # type: ignore[arg-type]
-            self._turns[key] = chosen
-        return chosen, round(p, 4), None
+
+        def call() -> CompiledGrammar:
+            chosen = self._turns.get(key)
+            if chosen is None:
+                choice = {
+                    "type": "allowed_tools",
+                    "mode": "required",
+                    "tools": [{"type": "function", "function": {"name": n}} for n in names],
+                }
+                chosen = ToolTurn(self.tools, tool_choice=choice, **self._turn_args)  # type: ignore[arg-type]
+                self._turns[key] = chosen
+            return chosen.compile(self.backend.vocab)
+
+        return Opening(opener, call), key
 
     def _choose_name(self, turn: ToolTurn, text: str) -> tuple[ToolTurn, dict[str, float]]:
         """``name_choice="likelihood"``: the turn narrowed to the allowed tool whose name, as

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolmask.backends._base import ContextOverflowError, DecodingBackend, Generation
-from toolmask.errors import ToolmaskError
+from toolmask.backends._base import DecodingBackend
+from toolmask.decoding import Generation
+from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.models import DEFAULT_MODEL, resolve_model
 from toolmask.vocab import Vocabulary
 
@@ -61,7 +62,7 @@ class LlamaCpp(DecodingBackend):
 
     ``max_sequences`` (default 64): the context holds that many sequences in one unified KV
     cache, so the exact and aligned modes evaluate many continuations of one prefix in one
-    batch (:meth:`_logits_many`); the decode loop itself uses one. 1 turns batching off.
+    batch (:meth:`logits_many`); the token loop itself uses one. 1 turns batching off.
     """
 
     def __init__(
@@ -183,13 +184,13 @@ class LlamaCpp(DecodingBackend):
         llm.eval(prompt[common:])
         return common
 
-    def _logits(self) -> np.ndarray:
+    def logits(self) -> np.ndarray:
         if self._main_row is not None:  # side batches ran since the main sequence's last call
             return self._main_row
         ptr = self._lib.llama_get_logits_ith(self.llm._ctx.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(self.n_logits,))
 
-    def _encode(self, text: str) -> list[int]:
+    def encode(self, text: str) -> list[int]:
         ids: list[int] = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
         return ids
 
@@ -217,19 +218,19 @@ class LlamaCpp(DecodingBackend):
         except Exception as e:  # an API change in llama-cpp-python: stay with one sequence
             raise ToolmaskError(f"could not create a multi-sequence llama.cpp context: {e}") from e
 
-    def _sync_prompt(self, prompt: list[int]) -> int:
+    def sync_prompt(self, prompt: list[int]) -> int:
         self._drop_side()
         return self._sync_main(prompt)
 
-    def _feed(self, tokens: list[int]) -> None:
+    def feed(self, tokens: list[int]) -> None:
         self._drop_side()
         self._main_row = None
         self.llm.eval(tokens)
 
-    def _logits_many(
+    def logits_many(
         self, context: list[int], continuations: list[list[int]], every: bool = False
     ) -> tuple[list[Any], int, int]:
-        """:meth:`DecodingBackend._logits_many` in batches: each continuation is a side
+        """:meth:`toolmask.decoding.ModelEngine.logits_many` in batches: each continuation is a side
         sequence of the KV cache sharing the context's cells; the continuations' token trie is
         evaluated once (a node shared by several continuations is one position of the batch,
         tagged with each of their sequences), up to ``n_batch`` positions per call. Without
@@ -238,7 +239,7 @@ class LlamaCpp(DecodingBackend):
         alternate between two banks, each call copying what it reuses from the other."""
         bank = self.n_side_seqs // 2
         if bank < 1:
-            return super()._logits_many(context, continuations, every)
+            return super().logits_many(context, continuations, every)
         llm = self.llm
         passes = evaluated = 0
         if llm.input_ids[: llm.n_tokens].tolist() != context:
@@ -249,7 +250,7 @@ class LlamaCpp(DecodingBackend):
             self._drop_side()
             self._side_ctx = list(context)
         if self._main_row is None:
-            self._main_row = self._logits().copy()
+            self._main_row = self.logits().copy()
         out: list[Any] = [None] * len(continuations)
         order = sorted(range(len(continuations)), key=lambda i: continuations[i])
         if every or len(order) > bank:

@@ -54,15 +54,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolmask.backends._base import (
-    ContextOverflowError,
-    DecodingBackend,
-    Generation,
-    OnToken,
-    check_compiled_for,
-)
+from toolmask.backends._base import DecodingBackend
 from toolmask.backends._timings import DecodeTimings
-from toolmask.errors import ToolmaskError
+from toolmask.decoding import Generation, OnToken, check_compiled_for
+from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.sampling import Sampler, SamplingParams, TorchSampler, make_logits_processor
 from toolmask.vocab import CONTROL, EOS_NAMES, GgufFile, Vocabulary
 
@@ -552,7 +547,7 @@ class Transformers(DecodingBackend):
         return ids
 
     # -- decoding --
-    def _feed(self, ids: list[int]) -> None:
+    def feed(self, ids: list[int]) -> None:
         """Feed ``ids`` after the cached tokens; keeps the last position's logits: a float32
         numpy row for the numpy sampler, else the device tensor, with no synchronisation (on a
         GPU the forward is still running when this returns)."""
@@ -598,11 +593,11 @@ class Transformers(DecodingBackend):
             self._last_logits = row.float().cpu().numpy()
         self._launch += time.perf_counter() - t0
 
-    def _logits(self) -> Any:
+    def logits(self) -> Any:
         self._logits_at = time.perf_counter()
         return self._last_logits
 
-    def _host_logits(self) -> Any:
+    def host_logits(self) -> Any:
         row = self._last_logits
         if isinstance(row, self._torch.Tensor):
             return row.float().cpu().numpy()
@@ -610,7 +605,7 @@ class Transformers(DecodingBackend):
             self._ready.synchronize()
         return row
 
-    def _sampler(self, params: SamplingParams) -> Any:
+    def sampler(self, params: SamplingParams) -> Any:
         inner = TorchSampler(params) if self.device_sampling else Sampler(params)
         return _TimedSampler(self, inner)
 
@@ -657,7 +652,7 @@ class Transformers(DecodingBackend):
         self._prev_end = t2
         return token
 
-    def _sync_prompt(self, prompt: list[int]) -> int:
+    def sync_prompt(self, prompt: list[int]) -> int:
         """Evaluate ``prompt``, reusing the longest prefix the cache holds. Returns the number
         of reused tokens (one token is always evaluated, for fresh logits)."""
         self._events.clear()
@@ -677,10 +672,10 @@ class Transformers(DecodingBackend):
         else:
             common = 0
             self._cache, self._cached = None, []
-        self._feed(prompt[common:])
+        self.feed(prompt[common:])
         return common
 
-    def _encode(self, text: str) -> list[int]:
+    def encode(self, text: str) -> list[int]:
         ids: list[int] = self.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids
         return ids
 

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from toolmask._kernel import backend, native_module
+from toolmask._kernel import native_module
 
 __all__ = ["BatchFill", "BatchFiller", "BatchRow", "default_threads", "fill_batch"]
 
@@ -42,8 +42,6 @@ THREADS_ENV = "TOOLMASK_FILL_THREADS"
 MAX_DEFAULT_THREADS = 8
 #: a row the kernel left to the caller (its masks are the pure-Python reference's)
 _ROW_PYTHON = 0x80
-#: the kernel is what tm.compile uses (read once, as toolmask._kernel reads its choice)
-_NATIVE = backend() == "native"
 
 
 class BatchRow(Protocol):
@@ -164,7 +162,7 @@ class BatchFiller:
             raise ValueError(f"bitmask has shape {out.shape}, expected ({n}, W) or more rows")
         if not n:
             return BatchFill(np.zeros(0, dtype=np.uint8), 1, 0)
-        if _NATIVE or _native_rows(masks):
+        if _native_rows(masks):
             flags = np.empty(n, dtype=np.uint8)  # the kernel writes every row's flags
             states = [None if r is None or r.stopped else r.state for r in rows]
             cap = self.threads if threads is None else _check_threads(threads)
@@ -190,7 +188,8 @@ class BatchFiller:
 
 
 def _native_rows(masks: list[Any]) -> bool:
-    """Whether any row's masks are the kernel's (a process may hold both backends)."""
+    """Whether any row's masks are the compiled kernel's (a process may hold both kernels):
+    the rows say which path fills them, not the process's default."""
     try:
         native_module()
     except ImportError:

@@ -18,11 +18,10 @@ from toolmask.sampling._bitmask import (
     new_bitmask,
 )
 from toolmask.sampling._hf import MatcherLike, TransformersLogitsProcessor, make_logits_processor
-from toolmask.sampling._sampler import SAMPLING_MODES, Sampler, SamplingParams, sampling_params
+from toolmask.sampling._sampler import Sampler, SamplingParams
 from toolmask.sampling._torch import DeviceBitmask, TorchSampler, apply_bitmask_torch
 
 __all__ = [
-    "SAMPLING_MODES",
     "DeviceBitmask",
     "MatcherLike",
     "Sampler",
@@ -37,5 +36,4 @@ __all__ = [
     "bitmask_to_ids",
     "make_logits_processor",
     "new_bitmask",
-    "sampling_params",
 ]

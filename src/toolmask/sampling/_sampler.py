@@ -29,13 +29,7 @@ import numpy.typing as npt
 
 from toolmask.sampling._bitmask import _is_torch, bitmask_to_bool
 
-__all__ = ["SAMPLING_MODES", "Sampler", "SamplingParams", "sampling_params"]
-
-#: the decoding modes (see ``docs/sampling.md``): ``plain`` masks and renormalises each token;
-#: ``exact`` chooses among a finite branch's complete alternatives by their whole sequence's
-#: probability; ``aligned`` samples whole replies by sequential Monte Carlo (particles weighted by
-#: the mass the mask kept, resampled), or searches by beam at temperature 0
-SAMPLING_MODES = ("plain", "exact", "aligned")
+__all__ = ["Sampler", "SamplingParams"]
 
 _F64 = npt.NDArray[np.float64]
 _I64 = npt.NDArray[np.int64]
@@ -44,21 +38,14 @@ _I64 = npt.NDArray[np.int64]
 @dataclass(frozen=True, slots=True)
 class SamplingParams:
     """How to turn a distribution into a token. Validated on construction (``ValueError``).
+    (How a whole reply is drawn, the decoding mode and its budgets, is
+    :class:`toolmask.decoding.DecodingParams`.)
 
     - ``temperature``: ``>= 0``; ``0`` means greedy decoding.
     - ``top_k``: keep the ``k`` most likely tokens; ``0`` turns it off.
     - ``top_p``: nucleus mass in ``(0, 1]``; ``1`` turns it off.
     - ``min_p``: in ``[0, 1]``; drop tokens below ``min_p * max probability``; ``0`` turns it off.
     - ``seed``: seeds the sampler's generator (reproducible draws); ``None`` draws fresh entropy.
-    - ``mode``: one of :data:`SAMPLING_MODES` (``"plain"``: the masked sampler above, token by
-      token; ``"exact"`` and ``"aligned"``: see ``docs/sampling.md``). A decoder applies it;
-      :class:`Sampler` itself always draws one token.
-    - ``particles``: ``aligned`` only: the number of sequences drawn side by side (the beam
-      width at temperature 0); ``>= 1``; 1 is plain masking.
-    - ``branch_alternatives``: ``exact`` and ``aligned``: a finite branch with more complete
-      alternatives than this falls back to token-by-token (counted); 0 turns exact branches off.
-    - ``branch_tokens``: the token positions one branch decision may score (its alternatives'
-      token trie); a branch above it falls back likewise.
     """
 
     temperature: float = 1.0
@@ -66,10 +53,6 @@ class SamplingParams:
     top_p: float = 1.0
     min_p: float = 0.0
     seed: int | None = None
-    mode: str = "plain"
-    particles: int = 8
-    branch_alternatives: int = 128
-    branch_tokens: int = 512
 
     def __post_init__(self) -> None:
         t = self.temperature
@@ -87,30 +70,11 @@ class SamplingParams:
         s = self.seed
         if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0):
             raise ValueError(f"seed must be None or an int >= 0, got {s!r}")
-        if self.mode not in SAMPLING_MODES:
-            raise ValueError(f"mode must be one of {', '.join(SAMPLING_MODES)}, got {self.mode!r}")
-        for name, low in (("particles", 1), ("branch_alternatives", 0), ("branch_tokens", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
 
     @property
     def greedy(self) -> bool:
         """True when sampling reduces to argmax (``temperature == 0``)."""
         return self.temperature == 0
-
-
-def sampling_params(value: SamplingParams | str | None) -> SamplingParams:
-    """``value`` as :class:`SamplingParams`: None is greedy plain masking; a mode name (one of
-    :data:`SAMPLING_MODES`) is that mode at temperature 0 (greedy); params pass through.
-    ValueError for an unknown mode, TypeError for anything else."""
-    if value is None:
-        return SamplingParams(temperature=0.0)
-    if isinstance(value, SamplingParams):
-        return value
-    if isinstance(value, str):
-        return SamplingParams(temperature=0.0, mode=value)
-    raise TypeError(f"sampling must be SamplingParams, a mode name or None, not {value!r}")
 
 
 class Sampler:

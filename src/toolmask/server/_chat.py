@@ -29,6 +29,7 @@ from typing import Any
 
 from toolmask.agent import Template
 from toolmask.backends import ContextOverflowError, ReasoningBudget
+from toolmask.decoding import DecodingParams, Opening, call_opener
 from toolmask.errors import LimitError, SchemaError, ToolmaskError
 from toolmask.limits import Limits
 from toolmask.sampling import SamplingParams
@@ -39,7 +40,6 @@ from toolmask.server._engine import (
     Job,
     JobQueue,
     MaxTokensError,
-    Opening,
     QueueFull,
 )
 from toolmask.server._plans import Plan, PlanCache, schema_error
@@ -107,24 +107,24 @@ def _sampling(req: ChatRequest, defaults: ServerDefaults) -> SamplingParams:
         top_p=pick(req.top_p, defaults.top_p),
         min_p=pick(req.min_p, defaults.min_p),
         seed=req.seed,
-        mode=pick(req.sampling, defaults.sampling),
     )
 
 
-def _opens_freely(req: ChatRequest, plan: Plan, reasoning_open: bool) -> bool:
-    """Whether the reply may open with a call or with prose, both at its first token: plain
-    ``auto`` with callable tools, no response format, no reasoning channel first."""
+def _decoding(req: ChatRequest, defaults: ServerDefaults) -> DecodingParams:
+    """The request's decoding mode (its ``sampling`` field), else the server's."""
+    return DecodingParams(req.sampling if req.sampling is not None else defaults.sampling)
+
+
+def _opener(req: ChatRequest, plan: Plan, reasoning_open: bool) -> str | None:
+    """The call block's opener where the reply may open with a call or with prose, both at
+    its first token (plain ``auto`` with callable tools, no response format, no reasoning
+    channel first: :func:`~toolmask.decoding.call_opener`); None elsewhere."""
     turn = plan.turn
-    return (
-        turn is not None
-        and plan.compiled is not None
-        and req.tool_choice in (None, "auto")
-        and req.response_format.kind == "text"
-        and bool(turn.callable_tools)
-        and bool(turn.format.trigger_text)
-        and not reasoning_open
-        and not (turn.reasoning and turn.format.reasoning_opener)
-    )
+    if turn is None or plan.compiled is None or reasoning_open:
+        return None
+    if req.tool_choice not in (None, "auto") or req.response_format.kind != "text":
+        return None
+    return call_opener(turn)
 
 
 def _job_error(e: BaseException) -> APIError:
@@ -342,27 +342,20 @@ class ChatRoute:
         spec = None
         if eng.needs_spec and plan.compiled is not None:
             spec = turn_spec(raw, self.plans.fmt, reasoning_open=reasoning_open)
-        sampling = _sampling(req, defaults)
+        opener = _opener(req, plan, reasoning_open) if spec is None else None
         opening = None
-        if (
-            sampling.mode == "exact"
-            and not sampling.greedy
-            and spec is None
-            and _opens_freely(req, plan, reasoning_open)
-        ):
-            assert plan.turn is not None
-            call = await anyio.to_thread.run_sync(
-                self.plans.get,
-                dataclasses.replace(req, tool_choice="required"),
-                limiter=self.compile_limiter,
-            )
-            opening = Opening(plan.turn.format.trigger_text, call.compiled)
+        if opener is not None:
+            # a call first is decoded under the same tools as required: planned (and
+            # compiled) only when the decoder chooses it, on the engine's thread
+            required = dataclasses.replace(req, tool_choice="required")
+            opening = Opening(opener, lambda: self.plans.get(required).compiled)
         job = Job(
             prompt,
             plan.compiled,
             req.max_tokens if req.max_tokens is not None else defaults.max_tokens,
-            sampling,
+            _sampling(req, defaults),
             req.stop,
+            decoding=_decoding(req, defaults),
             on_text=(lambda t: events.post("text", t)) if req.stream else None,
             on_start=lambda n: events.post("start", n),
             reasoning_budget=ReasoningBudget.for_turn(

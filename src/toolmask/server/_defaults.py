@@ -36,7 +36,7 @@ class ServerDefaults:
     request without ``max_tokens`` / ``max_completion_tokens`` (None: the rest of the context);
     ``reasoning_budget``: the reasoning tokens of a request without ``reasoning_budget``
     (None: no bound); ``sampling``: the decoding mode of a request without ``sampling``
-    (:data:`toolmask.sampling.SAMPLING_MODES`; ``serve --sampling``); ``source``: where the
+    (:func:`toolmask.decoding.mode_names`; ``serve --sampling``); ``source``: where the
     sampling values came from, for logs and ``/health``.
     """
 

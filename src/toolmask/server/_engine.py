@@ -25,14 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolmask import CompiledGrammar
-from toolmask.backends import (
-    Backend,
-    ContextOverflowError,
-    Generation,
-    ReasoningBudget,
-    choose_opening,
-    opener_tokens,
-)
+from toolmask.backends import Backend, ContextOverflowError, Generation, ReasoningBudget
+from toolmask.decoding import DecodingParams, Opening
 from toolmask.sampling import SamplingParams
 
 __all__ = [
@@ -148,26 +142,16 @@ class Finished:
     queued_s: float
 
 
-@dataclass(frozen=True, slots=True)
-class Opening:
-    """Call or prose first, chosen at the start of an ``auto`` turn by the exact mode: the call
-    block's opener text and the grammar a call first is decoded under (the turn under
-    ``required``). Prose first is decoded under the ``auto`` turn itself with the opener's
-    tokens excluded at the first token, so a call may still follow the prose."""
-
-    opener: str
-    call: CompiledGrammar | None
-
-
 @dataclass
 class Job:
     """One request for the worker.
 
     ``prompt``: the rendered prompt text (tokenised by the worker). ``max_tokens``: None means
-    "the rest of the context". ``on_text(text)`` is called in the worker thread with each new
-    piece of completion text (see :class:`TextStream`), for streaming; ``on_start(prompt_tokens)``
-    once the prompt is known to fit, just before decoding. Both must be quick and must not
-    raise. Set ``cancel`` to abandon the job.
+    "the rest of the context". ``sampling`` and ``decoding``: the token sampler's settings and
+    the decoding mode (the backend's decoder chooses by its name). ``on_text(text)`` is called
+    in the worker thread with each new piece of completion text (see :class:`TextStream`), for
+    streaming; ``on_start(prompt_tokens)`` once the prompt is known to fit, just before
+    decoding. Both must be quick and must not raise. Set ``cancel`` to abandon the job.
     """
 
     prompt: str
@@ -183,8 +167,10 @@ class Job:
     #: the request's turn spec (:mod:`toolmask.integrations.vllm` format) for an engine that
     #: compiles the grammar in another process (``Engine.needs_spec``); None otherwise
     spec: dict[str, Any] | None = None
-    #: ``exact`` under ``auto``: decide call or prose first (see :class:`Opening`)
+    #: an ``auto`` turn that may open with a call or with prose: the decoder may choose (see
+    #: :class:`~toolmask.decoding.Opening`; given to the backend only when set)
     opening: Opening | None = None
+    decoding: DecodingParams = field(default_factory=DecodingParams)
     future: concurrent.futures.Future[Finished] = field(default_factory=concurrent.futures.Future)
     enqueued: float = field(default_factory=time.monotonic)
     prompt_tokens: int = 0
@@ -401,20 +387,14 @@ class Engine(JobCounters):
         extra: dict[str, Any] = {}
         if job.reasoning_budget is not None:
             extra["reasoning_budget"] = job.reasoning_budget
-        compiled = job.compiled
-        odds = getattr(backend, "opening_odds", None)
-        if job.opening is not None and odds is not None:
-            opener = backend.tokenize(job.opening.opener)
-            p, _ = odds(prompt, opener, temperature=job.sampling.temperature)
-            if choose_opening(p, job.sampling):
-                compiled = job.opening.call
-            else:
-                extra["exclude_first"] = opener_tokens(backend.vocab, opener)
+        if job.opening is not None:
+            extra["opening"] = job.opening
         gen = backend.generate(
             prompt,
-            compiled,
+            job.compiled,
             max_tokens=max_tokens,
             sampling=job.sampling,
+            decoding=job.decoding,
             on_token=on_token,
             **extra,
         )

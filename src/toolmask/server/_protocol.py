@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmask.agent import Message
+from toolmask.decoding import mode_names
 from toolmask.limits import SERVER_LIMITS, Limits
-from toolmask.sampling import SAMPLING_MODES
 from toolmask.tools import Tool, ToolCall, ToolChoice, ToolError
 
 __all__ = [
@@ -128,7 +128,7 @@ class ChatRequest:
     #: default, ``serve --reasoning-budget``)
     reasoning_budget: int | None = None
     #: the decoding mode (toolmask's extension, ``extra_body={"sampling": "exact"}``): one of
-    #: :data:`toolmask.sampling.SAMPLING_MODES`; None: the server's (``serve --sampling``)
+    #: :func:`toolmask.decoding.mode_names`; None: the server's (``serve --sampling``)
     sampling: str | None = None
 
     @property
@@ -444,9 +444,10 @@ def _reasoning_effort(v: object) -> str:
 
 def _sampling_mode(v: object) -> str:
     _expect(v, str, "a string", "sampling")
-    if v not in SAMPLING_MODES:
+    modes = mode_names()  # read now: a mode registered after import is one too
+    if v not in modes:
         raise bad_request(
-            f"Invalid value for 'sampling': {v!r}; use one of {', '.join(SAMPLING_MODES)}.",
+            f"Invalid value for 'sampling': {v!r}; use one of {', '.join(modes)}.",
             "sampling",
             "invalid_value",
         )

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolmask.decoding import mode_names
 from toolmask.errors import ToolmaskError
-from toolmask.sampling import SAMPLING_MODES
 
 if TYPE_CHECKING:
     from toolmask.backends import Backend
@@ -198,7 +198,7 @@ def _add_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--sampling",
-        choices=SAMPLING_MODES,
+        choices=mode_names(),
         help="decoding mode for requests that do not name one in their 'sampling' field: plain "
         "(mask each token), exact (finite branches chosen by whole-sequence probability), "
         "aligned (sequential Monte Carlo; beam search when greedy); see docs/sampling.md "

@@ -34,7 +34,7 @@ class Toy(DecodingBackend):
         self.context: list[int] = []
         self.calls = 0
 
-    def _sync_prompt(self, prompt: list[int]) -> int:
+    def sync_prompt(self, prompt: list[int]) -> int:
         common = 0
         for a, b in zip(self.context, prompt, strict=False):
             if a != b:
@@ -44,7 +44,7 @@ class Toy(DecodingBackend):
         self.calls += 1
         return min(common, len(prompt) - 1)
 
-    def _feed(self, tokens: list[int]) -> None:
+    def feed(self, tokens: list[int]) -> None:
         self.context.extend(tokens)
         self.calls += 1
 
@@ -53,10 +53,10 @@ class Toy(DecodingBackend):
         rng = np.random.default_rng(int.from_bytes(h[:8], "little"))
         return (rng.standard_normal(len(TOKENS)) * self.scale).astype(np.float32)
 
-    def _logits(self) -> Any:
+    def logits(self) -> Any:
         return self.row(tuple(self.context))
 
-    def _encode(self, text: str) -> list[int]:
+    def encode(self, text: str) -> list[int]:
         data = text.encode()
         ids = {b: i for i, b in enumerate(TOKENS) if b}
         out: list[int] = []
@@ -68,7 +68,7 @@ class Toy(DecodingBackend):
         return out
 
     def tokenize(self, text: str) -> list[int]:
-        return self._encode(text)
+        return self.encode(text)
 
 
 def exact_distribution(
@@ -83,7 +83,7 @@ def exact_distribution(
     def go(toks: tuple[int, ...], logp: float, m: tm.Matcher) -> None:
         text = b"".join(TOKENS[t] or b"" for t in toks)
         if m.is_finished():
-            if not canonical or list(toks) == model._encode(text.decode()):
+            if not canonical or list(toks) == model.encode(text.decode()):
                 out[text] += math.exp(logp)
             return
         row = model.row(tuple(prompt) + toks).astype(np.float64)
@@ -93,7 +93,7 @@ def exact_distribution(
         allowed[EOS] = False
         if m.is_accepting():
             kept = float(np.exp(ls[allowed]).sum())
-            if not canonical or list(toks) == model._encode(text.decode()):
+            if not canonical or list(toks) == model.encode(text.decode()):
                 out[text] += math.exp(logp) * (1 - kept)
         for t in np.flatnonzero(allowed).tolist():
             m.accept_token(t)

@@ -1,4 +1,4 @@
-"""Exact choice on finite branches (``sampling="exact"``; see ``docs/sampling.md``).
+"""Exact choice on finite branches (the ``exact`` mode; see ``docs/sampling.md``).
 
 Where the grammar offers a finite set of complete alternatives (an enum value, a boolean, null
 against a value, a tool name, "another call or the end"), masking picks the first token among
@@ -26,12 +26,12 @@ of writing that text counts too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from toolmask.automaton import Automaton, AutomatonState
 
-__all__ = ["Alternative", "Branch", "branch_at", "find_branch"]
+__all__ = ["Alternative", "Branch", "find_branch"]
 
 #: bounds of the automaton walk (states explored, post-dominators tried, forced bytes after one)
 _MAX_STATES = 1024
@@ -308,17 +308,3 @@ def find_branch(
     if len(best) < 2 or all(len(x.text) <= 1 for x in best):  # what masking decides anyway
         return _OVER if over else _OPEN
     return Branch(tuple(best))
-
-
-def branch_at(
-    cache: dict[Any, Any], a: Automaton, s: AutomatonState, max_alternatives: int
-) -> Branch:
-    """:func:`find_branch`, memoised in ``cache`` by state (cleared past 4,096 entries)."""
-    key = (id(a), s, max_alternatives)
-    hit = cache.get(key)
-    if hit is None or hit[0] is not a:
-        if len(cache) > 4096:
-            cache.clear()
-        hit = cache[key] = (a, find_branch(a, s, max_alternatives=max_alternatives))
-    br: Branch = hit[1]
-    return br

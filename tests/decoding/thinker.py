@@ -59,9 +59,9 @@ class Thinker(DecodingBackend):
 
     def tokenize(self, text: str) -> list[int]:
         self.open_in_prompt = bool(self.opener) and text.rstrip().endswith(self.opener.rstrip())
-        return self._encode(text)
+        return self.encode(text)
 
-    def _encode(self, text: str) -> list[int]:
+    def encode(self, text: str) -> list[int]:
         out: list[int] = []
         i = 0
         while i < len(text):
@@ -76,12 +76,12 @@ class Thinker(DecodingBackend):
                 i += 1
         return out
 
-    def _sync_prompt(self, prompt: list[int]) -> int:
+    def sync_prompt(self, prompt: list[int]) -> int:
         self.context = list(prompt)
         self.start = len(prompt)
         return 0
 
-    def _feed(self, tokens: list[int]) -> None:
+    def feed(self, tokens: list[int]) -> None:
         self.context.extend(tokens)
 
     def _wanted(self) -> str:
@@ -95,7 +95,7 @@ class Thinker(DecodingBackend):
         script = head + body + ("" if n is None else self.close)
         return script[len(done) :] if script.startswith(done) else ""
 
-    def _logits(self) -> Any:
+    def logits(self) -> Any:
         row = np.full(self.vocab.vocab_size, -10.0, dtype=np.float32)
         want = self._wanted()
         if not want:

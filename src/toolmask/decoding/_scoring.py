@@ -1,5 +1,5 @@
-"""Choosing among a finite branch's alternatives (``sampling="exact"``; see ``docs/sampling.md``;
-the branches come from :mod:`toolmask.backends._branch`).
+"""Choosing among a finite branch's alternatives (the ``exact`` mode; see ``docs/sampling.md``;
+the branches come from :mod:`toolmask.decoding._branch`).
 
 **Scoring.** Each alternative is tokenised with the model's own tokeniser. All tokens but the
 last are scored by their log-softmax; the last by the mass of every allowed token that starts
@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolmask.backends._branch import Alternative
-from toolmask.sampling import SamplingParams, bitmask_to_bool
+from toolmask.decoding._branch import Alternative
+from toolmask.sampling import bitmask_to_bool
 
 if TYPE_CHECKING:
-    from toolmask import Matcher
+    from toolmask._compile import Matcher
     from toolmask.vocab import Vocabulary
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
     "LazyBranch",
     "LogitsMany",
     "ScoredBranch",
-    "choose_opening",
     "prefix_index",
     "score_branch",
 ]
@@ -148,7 +147,7 @@ def prefix_index(vocab: Vocabulary) -> _PrefixIndex:
 
 
 #: ``logits_many(context, continuations, every) -> (rows, passes, evaluated)``: see
-#: :meth:`toolmask.backends.DecodingBackend._logits_many` (called with ``every=True``)
+#: :meth:`toolmask.decoding.ModelEngine.logits_many` (called with ``every=True``)
 LogitsMany = Callable[[list[int], list[list[int]], bool], tuple[list[Any], int, int]]
 
 
@@ -556,30 +555,6 @@ class LazyBranch:
             i = max(open_, key=lambda x: float(self._bound[x]))
             if not self._evaluate(i):
                 return None
-
-
-def choose_opening(p_call: float, params: SamplingParams) -> bool:
-    """Call or prose first at the start of an ``auto`` turn, sampled: a call with probability
-    ``p_call``, from a generator seeded by ``params.seed``. ``p_call`` is
-    :meth:`~toolmask.backends.DecodingBackend.opening_odds` at ``params.temperature``: the
-    opener's tokens each drawn at that temperature, as the model's own sampler would draw them.
-
-    The temperature is applied per token, not to the two sides as wholes: "prose" is not one
-    string but every reply that does not open a call, and ``(1 - p) ** (1 / T)`` would treat
-    its mass as a single string's. On a small model that puts 8% on a call whose first token
-    is still its most likely one, that whole-side tempering at T = 0.2 gives the call 1e-5 and
-    the exact mode would never call, while greedy decoding (T -> 0) calls. Per token, T -> 0
-    agrees with greedy decoding and T = 1 is the model's own probability.
-
-    Not for temperature 0 (ValueError): there the mask removes nothing at the first token of
-    an ``auto`` turn, so greedy decoding of the turn as it is already takes the argmax of the
-    exact conditional (the tokens that begin the opener against the best prose token), and the
-    exact mode decodes greedy ``auto`` turns that way."""
-    if params.greedy:
-        raise ValueError("choose_opening samples; at temperature 0 decode the auto turn as it is")
-    p = min(1.0, max(0.0, p_call))
-    rng = np.random.default_rng(params.seed)
-    return bool(rng.random() < p)
 
 
 def _choose(logp: np.ndarray, temperature: float, uniform: Callable[[], float]) -> int:

@@ -1,6 +1,6 @@
 """The reasoning budget of the decode loop: after that many tokens inside the reasoning channel
 the loop writes the close marker (through the grammar), and the turn goes on under
-``tool_choice``. The model (:class:`~tests.backends.thinker.Thinker`) would think forever."""
+``tool_choice``. The model (:class:`~tests.decoding.thinker.Thinker`) would think forever."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """What a decode returns: :class:`Generation`, the distortion meter's
-:class:`StepDistortion`, and the ``on_token`` hook's type (see :mod:`toolmask.backends._base`)."""
+:class:`StepDistortion`, and the ``on_token`` hook's type (``on_token(token_ids, text) ->
+stop?``: called after every accepted chunk; returning True stops the decode with
+``finish_reason == "stop"``)."""
 
 from __future__ import annotations
 
@@ -71,7 +73,7 @@ class Generation:
     #: tokens spent inside the reasoning channel; whether the :class:`ReasoningBudget` closed it
     reasoning_tokens: int = 0
     reasoning_cut: bool = False
-    #: the decoding mode (:data:`toolmask.sampling.SAMPLING_MODES`) and its cost: model calls
+    #: the decoding mode (:func:`toolmask.decoding.mode_names`) and its cost: model calls
     #: (``forward_passes``; a batch counts once, the prompt's included) and the token positions
     #: they evaluated (``evaluated_tokens``; prompt tokens not reused included)
     mode: str = "plain"
@@ -84,6 +86,12 @@ class Generation:
     #: ``aligned``: the particles (beam width at temperature 0) and the resampling rounds
     particles: int = 1
     resamples: int = 0
+    #: call or prose first, where the decoder chose it at the start of an ``auto`` turn (the
+    #: request's :class:`~toolmask.decoding.Opening`; ``exact``, sampled): the model's
+    #: probability of opening a call block, and whether the reply opened with one (None: no
+    #: choice was made)
+    call_probability: float | None = None
+    call_first: bool | None = None
 
     @property
     def passes_per_token(self) -> float:

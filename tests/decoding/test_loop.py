@@ -1,4 +1,5 @@
-"""The shared decode loop (:class:`DecodingBackend.generate`) on a scripted model.
+"""The masked token loop (``toolmask.decoding._loop``, through
+:meth:`DecodingBackend.generate`) on a scripted model.
 
 The model is a table from the tokens decoded so far to a logits row, over a six-token
 vocabulary, so each rule of the loop is pinned exactly: masked sampling where the turn cannot
@@ -32,24 +33,24 @@ class Table(DecodingBackend):
         self.context: list[int] = []
         self.prompt_len = 0
 
-    def _sync_prompt(self, prompt: list[int]) -> int:
+    def sync_prompt(self, prompt: list[int]) -> int:
         self.context = list(prompt)
         self.prompt_len = len(prompt)
         return 0
 
-    def _feed(self, tokens: list[int]) -> None:
+    def feed(self, tokens: list[int]) -> None:
         self.context.extend(tokens)
 
-    def _logits(self) -> Any:
+    def logits(self) -> Any:
         key = tuple(self.context[self.prompt_len :])
         return np.array(self.table.get(key, self.default), dtype=np.float32)
 
-    def _encode(self, text: str) -> list[int]:
+    def encode(self, text: str) -> list[int]:
         ids = {b: i for i, b in enumerate(TOKENS) if b}
         return [ids[ch.encode()] for ch in text]
 
     def tokenize(self, text: str) -> list[int]:
-        return self._encode(text)
+        return self.encode(text)
 
 
 def logits(prefer: list[int]) -> list[float]:

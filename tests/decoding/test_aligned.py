@@ -1,6 +1,6 @@
-"""Grammar-aligned decoding (``sampling="aligned"``): sequential Monte Carlo moves the samples
+"""Grammar-aligned decoding (the ``aligned`` mode): sequential Monte Carlo moves the samples
 towards the model's distribution over valid strings, beam search finds its mode at temperature
-0, and the batched scoring of many continuations (``_logits_many``) agrees with decoding them
+0, and the batched scoring of many continuations (``logits_many``) agrees with decoding them
 one by one, on the toy model and on the embedded GGUF."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import toolmask as tm
-from tests.backends.toy import VOCAB, Toy, best_sequence, empirical, exact_distribution, tv
-from toolmask.backends import DecodingBackend
+from tests.decoding.toy import VOCAB, Toy, best_sequence, empirical, exact_distribution, tv
+from toolmask.decoding import DecodingParams, logits_by_trie
 from toolmask.models import TEST_MODEL
 from toolmask.sampling import SamplingParams
 
@@ -20,9 +20,11 @@ CITIES = ["Paris", "London", "Lima", "Lyon"]
 COMPILED = tm.compile(tm.Grammar.from_json_schema({"enum": CITIES}), VOCAB)
 
 
-def _draws(model: Toy, prompt: list[int], n: int, **kw: object) -> list[bytes]:
+def _draws(model: Toy, prompt: list[int], n: int, **kw: Any) -> list[bytes]:
+    """``n`` replies, seeds 0..n-1; ``kw``: the decoding mode and budgets (default plain)."""
+    decoding = DecodingParams(**kw)
     return [
-        model.generate(prompt, COMPILED, sampling=SamplingParams(seed=i, **kw)).text  # type: ignore[arg-type]
+        model.generate(prompt, COMPILED, sampling=SamplingParams(seed=i), decoding=decoding).text
         for i in range(n)
     ]
 
@@ -46,7 +48,10 @@ def test_aligned_with_exact_branches_matches_the_target() -> None:
     target = exact_distribution(model, prompt, COMPILED, canonical=True)
     gens = [
         model.generate(
-            prompt, COMPILED, sampling=SamplingParams(mode="aligned", particles=4, seed=i)
+            prompt,
+            COMPILED,
+            sampling=SamplingParams(seed=i),
+            decoding=DecodingParams("aligned", particles=4),
         )
         for i in range(300)
     ]
@@ -75,9 +80,8 @@ def test_beam_search_finds_the_mode(seed: int) -> None:
         gen = model.generate(
             prompt,
             COMPILED,
-            sampling=SamplingParams(
-                temperature=0.0, mode="aligned", branch_alternatives=branches, particles=32
-            ),
+            sampling=SamplingParams(temperature=0.0),
+            decoding=DecodingParams("aligned", branch_alternatives=branches, particles=32),
         )
         assert gen.text == best and gen.finish_reason == "stop"
 
@@ -89,14 +93,16 @@ def test_streaming_gives_the_reply_once_in_order() -> None:
     gen = model.generate(
         prompt,
         COMPILED,
-        sampling=SamplingParams(mode="aligned", particles=6, branch_alternatives=0, seed=5),
+        sampling=SamplingParams(seed=5),
+        decoding=DecodingParams("aligned", particles=6, branch_alternatives=0),
         on_token=lambda ids, text: chunks.append(text) and None,
     )
     assert b"".join(chunks) == gen.text and gen.text.decode().strip('"') in CITIES
     stopped = model.generate(
         prompt,
         COMPILED,
-        sampling=SamplingParams(mode="aligned", particles=6, branch_alternatives=0, seed=5),
+        sampling=SamplingParams(seed=5),
+        decoding=DecodingParams("aligned", particles=6, branch_alternatives=0),
         on_token=lambda ids, text: True,
     )
     assert stopped.finish_reason == "stop" and gen.text.startswith(stopped.text)
@@ -108,7 +114,8 @@ def test_aligned_counts_its_cost() -> None:
     gen = model.generate(
         prompt,
         COMPILED,
-        sampling=SamplingParams(mode="aligned", particles=8, branch_alternatives=0, seed=0),
+        sampling=SamplingParams(seed=0),
+        decoding=DecodingParams("aligned", particles=8, branch_alternatives=0),
     )
     assert gen.mode == "aligned" and gen.particles == 8
     assert gen.forward_passes > len(gen.tokens) and gen.evaluated_tokens >= gen.forward_passes
@@ -127,11 +134,11 @@ def _batching_noise(model: Any, ctx: list[int], part: list[int]) -> float:
     do not depend on the batch."""
 
     def row(prefix: list[int], one_by_one: list[int]) -> np.ndarray:
-        model._sync_prompt([prefix[-1]])  # share nothing with the next prompt: all of it runs
-        model._sync_prompt(prefix)
+        model.sync_prompt([prefix[-1]])  # share nothing with the next prompt: all of it runs
+        model.sync_prompt(prefix)
         for t in one_by_one:
-            model._feed([t])
-        return np.array(model._logits())
+            model.feed([t])
+        return np.array(model.logits())
 
     return max(
         float(np.abs(row(ctx + part[:k], []) - row(ctx, part[:k])).max())
@@ -146,12 +153,12 @@ def test_batched_rows_match_one_by_one_on_the_model() -> None:
     model = LlamaCpp(TEST_MODEL, n_ctx=512)
     assert model.n_side_seqs >= 2
     ctx = model.tokenize("<|im_start|>user\nName a city.<|im_end|>\n<|im_start|>assistant\n")
-    model._sync_prompt(ctx)
-    main = np.array(model._logits())
-    parts = [[model._encode(" The")[0]], [model._encode('"')[0]]]
+    model.sync_prompt(ctx)
+    main = np.array(model.logits())
+    parts = [[model.encode(" The")[0]], [model.encode('"')[0]]]
     evaluated = []
     for step in range(4):
-        rows, passes, n = model._logits_many(ctx, parts)
+        rows, passes, n = model.logits_many(ctx, parts)
         assert passes == 1
         evaluated.append(n)
         parts = [[*p, int(r.argmax())] for p, r in zip(parts, rows, strict=True)]
@@ -159,16 +166,16 @@ def test_batched_rows_match_one_by_one_on_the_model() -> None:
             parts = [parts[0], parts[0], parts[1]]  # a resampled copy shares its cells
     # after the first call each sequence evaluates only its new token; copies share it
     assert evaluated[0] == 2 and evaluated[2] == 2 and evaluated[3] == 2
-    assert np.array_equal(model._logits(), main)  # the main sequence's row is intact
-    ref, _, _ = DecodingBackend._logits_many(model, ctx, parts)
-    rows, _, _ = model._logits_many(ctx, parts)
+    assert np.array_equal(model.logits(), main)  # the main sequence's row is intact
+    ref, _, _ = logits_by_trie(model, ctx, parts)
+    rows, _, _ = model.logits_many(ctx, parts)
     # one new token per sequence per batch: the same numbers as decoding them one by one, where
     # llama.cpp's own rows do not depend on how the tokens were batched; on CPUs where they do
     # (an AVX-512 CPU with AMX, 2026-11-28: 0.74 as _batching_noise measures it), within twice
     # that: there a token left out or swapped moves the row by 5 to 12
     worst = max(float(np.abs(a - b).max()) for a, b in zip(rows, ref, strict=True))
     assert all(int(a.argmax()) == int(b.argmax()) for a, b in zip(rows, ref, strict=True))
-    every, _, _ = model._logits_many(ctx, parts, every=True)
+    every, _, _ = model.logits_many(ctx, parts, every=True)
     assert [e.shape[0] for e in every] == [len(p) for p in parts]
     assert all(int(e[-1].argmax()) == int(r.argmax()) for e, r in zip(every, ref, strict=True))
     noise = _batching_noise(model, ctx, parts[-1])
@@ -185,11 +192,11 @@ def test_aligned_on_the_model() -> None:
     prompt = model.tokenize(
         "<|im_start|>user\nName a city as a JSON string.<|im_end|>\n<|im_start|>assistant\n"
     )
-    for params in (
-        SamplingParams(mode="aligned", particles=4, branch_alternatives=0, seed=1),
-        SamplingParams(mode="aligned", temperature=0.0, particles=4),
+    for params, decoding in (
+        (SamplingParams(seed=1), DecodingParams("aligned", particles=4, branch_alternatives=0)),
+        (SamplingParams(temperature=0.0), DecodingParams("aligned", particles=4)),
     ):
-        gen = model.generate(prompt, compiled, sampling=params)
+        gen = model.generate(prompt, compiled, sampling=params, decoding=decoding)
         assert gen.text.decode().strip('"') in CITIES and gen.finish_reason == "stop"
     # the model's next plain generation still decodes from a clean context
     plain = model.generate(prompt, compiled)
@@ -204,9 +211,9 @@ def test_more_continuations_than_a_bank_of_side_sequences() -> None:
 
     model = LlamaCpp(TEST_MODEL, n_ctx=512, max_sequences=8)  # banks of 3 side sequences
     ctx = model.tokenize("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
-    conts = [model._encode(w) for w in (" a b", " a c", " b", " c d e", " e", " f g", " h")]
-    rows, passes, _ = model._logits_many(ctx, conts, every=True)
+    conts = [model.encode(w) for w in (" a b", " a c", " b", " c d e", " e", " f g", " h")]
+    rows, passes, _ = model.logits_many(ctx, conts, every=True)
     assert passes >= 3 and [r.shape[0] for r in rows] == [len(c) for c in conts]
-    ref, _, _ = DecodingBackend._logits_many(model, ctx, conts, every=True)
+    ref, _, _ = logits_by_trie(model, ctx, conts, every=True)
     for r, f in zip(rows, ref, strict=True):
         assert (r.argmax(axis=1) == f.argmax(axis=1)).all()

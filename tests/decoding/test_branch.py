@@ -1,4 +1,4 @@
-"""Exact choice on finite branches (``sampling="exact"``): where a branch is found, that the
+"""Exact choice on finite branches (the ``exact`` mode): where a branch is found, that the
 choice follows the alternatives' whole-sequence probabilities, and that budget overruns fall
 back to token-by-token and are counted. The toy model (``toy.py``) makes the enumerated
 distribution cheap; ``test_exact_mode_on_the_model`` runs the same check on the embedded GGUF."""
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import toolmask as tm
-from tests.backends.toy import VOCAB, Toy, empirical, exact_distribution, tv
-from toolmask.backends import choose_opening, opener_tokens
-from toolmask.backends._branch import Alternative, find_branch
-from toolmask.backends._scoring import LazyBranch, ScoredBranch, score_branch
+from tests.decoding.toy import VOCAB, Toy, empirical, exact_distribution, tv
+from toolmask.decoding import DecodingParams, choose_opening, opener_tokens, opening_odds
+from toolmask.decoding._branch import Alternative, find_branch
+from toolmask.decoding._scoring import LazyBranch, ScoredBranch, score_branch
 from toolmask.errors import ToolmaskError
 from toolmask.models import TEST_MODEL
 from toolmask.sampling import SamplingParams
@@ -87,21 +87,21 @@ def test_exact_choice_scores_whole_sequences() -> None:
     m = compiled.matcher()
     br = find_branch(m.automaton, m.state, max_alternatives=64)
     assert br.alternatives is not None
-    model._sync_prompt(prompt)
+    model.sync_prompt(prompt)
     scored = score_branch(
         br.alternatives,
         m=m,
         vocab=VOCAB,
-        encode=model._encode,
-        logits_many=model._logits_many,
+        encode=model.encode,
+        logits_many=model.logits_many,
         context=prompt,
-        row=np.array(model._logits()),
+        row=np.array(model.logits()),
         max_tokens=512,
     )
     assert scored is not None and m.n_accepted == 0
     # each score is the canonical tokenisation's log-probability under the model
     for alt, ids, score in zip(scored.alternatives, scored.seqs, scored.scores, strict=True):
-        assert ids == model._encode(alt.text.decode())
+        assert ids == model.encode(alt.text.decode())
         want = 0.0
         for k, t in enumerate(ids):
             row = model.row(tuple(prompt) + tuple(ids[:k])).astype(np.float64)
@@ -122,7 +122,7 @@ def test_exact_mode_samples_the_enumerated_distribution(seed: int) -> None:
     n = 600
     texts = []
     for i in range(n):
-        gen = model.generate(prompt, compiled, sampling=SamplingParams(mode="exact", seed=i))
+        gen = model.generate(prompt, compiled, sampling=SamplingParams(seed=i), decoding="exact")
         assert gen.exact_branches == 1 and gen.branch_fallbacks == 0
         texts.append(gen.text)
     plain = [
@@ -132,7 +132,7 @@ def test_exact_mode_samples_the_enumerated_distribution(seed: int) -> None:
     assert tv(empirical(texts), target) < 0.06
     assert tv(empirical(plain), target) > 2 * tv(empirical(texts), target)
     greedy = model.generate(prompt, compiled, sampling="exact")
-    assert greedy.text == greedy_descent(target, model._encode)
+    assert greedy.text == greedy_descent(target, model.encode)
 
 
 def greedy_descent(target: dict[bytes, float], encode: Any) -> bytes:
@@ -192,10 +192,10 @@ def _both(model: Toy, grammar: tm.Grammar) -> tuple[ScoredBranch, Any]:
     m = compiled.matcher()
     br = find_branch(m.automaton, m.state, max_alternatives=128)
     assert br.alternatives is not None
-    model._sync_prompt(prompt)
-    row = np.array(model._logits())
+    model.sync_prompt(prompt)
+    row = np.array(model.logits())
     kw: dict[str, Any] = dict(
-        m=m, vocab=VOCAB, encode=model._encode, logits_many=model._logits_many, context=prompt
+        m=m, vocab=VOCAB, encode=model.encode, logits_many=model.logits_many, context=prompt
     )
     scored = score_branch(br.alternatives, row=row, max_tokens=512, **kw)
     assert scored is not None
@@ -313,8 +313,9 @@ def test_aligned_pays_a_path_not_the_trie_at_a_closing_tag() -> None:
     compiled = tm.compile(LAZY_GRAMMARS[2], VOCAB)
     prompt = model.tokenize("Q:")
     scored, _ = _both(_Tagged(seed=2), LAZY_GRAMMARS[2])
-    params = SamplingParams(temperature=1.0, mode="aligned", particles=4, seed=0)
-    gen = model.generate(prompt, compiled, sampling=params)
+    params = SamplingParams(temperature=1.0, seed=0)
+    aligned = DecodingParams("aligned", particles=4)
+    gen = model.generate(prompt, compiled, sampling=params, decoding=aligned)
     assert gen.text == b"</x>" and gen.exact_branches >= 1 and gen.branch_fallbacks == 0
     assert gen.evaluated_tokens - len(prompt) < scored.evaluated / 4
 
@@ -325,26 +326,22 @@ def test_fallbacks_are_counted_and_the_output_stays_valid() -> None:
     compiled = tm.compile(tm.Grammar.from_json_schema({"enum": values}), VOCAB)
     prompt = model.tokenize("Q:")
     gen = model.generate(
-        prompt, compiled, sampling=SamplingParams(mode="exact", branch_alternatives=4, seed=0)
+        prompt,
+        compiled,
+        sampling=SamplingParams(seed=0),
+        decoding=DecodingParams("exact", branch_alternatives=4),
     )
     assert gen.branch_fallbacks >= 1
     assert gen.text.decode().strip('"') in values
     # a token budget too small for the trie falls back likewise
     gen = model.generate(
-        prompt, compiled, sampling=SamplingParams(mode="exact", branch_tokens=2, seed=0)
+        prompt,
+        compiled,
+        sampling=SamplingParams(seed=0),
+        decoding=DecodingParams("exact", branch_tokens=2),
     )
     assert gen.branch_fallbacks >= 1 and gen.exact_branches == 0
     assert gen.text.decode().strip('"') in values
-
-
-def test_sampling_params_modes() -> None:
-    assert SamplingParams().mode == "plain"
-    with pytest.raises(ValueError, match="mode"):
-        SamplingParams(mode="beam")
-    with pytest.raises(ValueError, match="particles"):
-        SamplingParams(particles=0)
-    with pytest.raises(ValueError, match="branch_alternatives"):
-        SamplingParams(branch_alternatives=-1)
 
 
 @pytest.mark.model
@@ -361,15 +358,15 @@ def test_exact_mode_on_the_model() -> None:
     m = compiled.matcher()
     br = find_branch(m.automaton, m.state, max_alternatives=64)
     assert br.alternatives is not None
-    model._sync_prompt(prompt)
+    model.sync_prompt(prompt)
     scored = score_branch(
         br.alternatives,
         m=m,
         vocab=model.vocab,
-        encode=model._encode,
-        logits_many=model._logits_many,
+        encode=model.encode,
+        logits_many=model.logits_many,
         context=prompt,
-        row=np.array(model._logits()),
+        row=np.array(model.logits()),
         max_tokens=512,
     )
     assert scored is not None
@@ -390,7 +387,7 @@ def test_opening_odds_and_the_choice() -> None:
     model = Toy(seed=4)
     prompt = model.tokenize("Q:")
     opener = model.tokenize('"London"')
-    p, other = model.opening_odds(prompt, opener)
+    p, other = opening_odds(model, prompt, opener)
     # the last token counts with every token that starts with its text: '"', '"P', '"L', '",'
     rows = [model.row(tuple(prompt) + tuple(opener[:k])).astype(np.float64) for k in range(3)]
     want = 1.0
@@ -435,18 +432,18 @@ def test_opening_odds_temper_each_token() -> None:
                 z = row / temperature
                 probs = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
                 want *= probs[opener[k]] if k < len(opener) - 1 else probs[last].sum()
-            p, other = model.opening_odds(prompt, opener, temperature=temperature)
+            p, other = opening_odds(model, prompt, opener, temperature=temperature)
             assert math.isclose(p, want, rel_tol=1e-9) and 0 < other < 1
         greedy = all(
             int(np.argmax(row)) == opener[k] if k < len(opener) - 1 else int(np.argmax(row)) in last
             for k, row in enumerate(rows)
         )
-        cold, _ = model.opening_odds(prompt, opener, temperature=0.01)
+        cold, _ = opening_odds(model, prompt, opener, temperature=0.01)
         assert (cold > 0.99) if greedy else (cold < 0.01)
         seen.add(greedy)
     assert seen == {True, False}
     with pytest.raises(ToolmaskError, match="temperature"):
-        model.opening_odds(prompt, model.tokenize("Lima"), temperature=0)
+        opening_odds(model, prompt, model.tokenize("Lima"), temperature=0)
 
 
 def test_prose_first_excludes_the_opener_at_the_first_token_only() -> None:

@@ -1,12 +1,13 @@
-"""The backend chooser: which implementation of the automaton and the masks a compiler uses.
+"""The kernel chooser: which implementation of the automaton and the masks a compiler uses.
 
-Two backends compute the same things: ``"native"``, the compiled kernel ``toolmask._native``
+Two kernels compute the same things: ``"native"``, the compiled kernel ``toolmask._native``
 (the default when it is built), and ``"python"``, the pure-Python reference
-(``TOOLMASK_BACKEND=python`` or ``GrammarCompiler(backend="python")``); see
-``docs/masks.md``. A :class:`~toolmask.GrammarCompiler` takes one :class:`Backend` from
-:func:`choose_backend` when it is made and asks it for everything backend-specific: how a
-grammar is keyed, its automaton, a vocabulary's index and the mask cache that pairs them. No
-other module branches on the backend's name.
+(``TOOLMASK_BACKEND=python`` or ``GrammarCompiler(backend="python")``: the public names keep
+the older word); see ``docs/masks.md``. A :class:`~toolmask.GrammarCompiler` takes one
+:class:`Kernel` from :func:`choose_kernel` when it is made and asks it for everything
+kernel-specific: how a grammar is keyed, its automaton, a vocabulary's index and the mask
+cache that pairs them. No other module branches on the kernel's name. (A *backend* is a model
+engine: :mod:`toolmask.backends`.)
 """
 
 from __future__ import annotations
@@ -38,19 +39,19 @@ from toolmask.mask import (
 from toolmask.schema import compile_json_schema
 from toolmask.vocab import Vocabulary
 
-__all__ = ["Backend", "KeyedGrammar", "choose_backend"]
+__all__ = ["Kernel", "KeyedGrammar", "NativeKernel", "PythonKernel", "choose_kernel"]
 
 
 @dataclass(frozen=True, slots=True)
 class KeyedGrammar:
-    """A grammar read by a backend: ``key`` names it in the caches (equal grammars, equal
+    """A grammar read by a kernel: ``key`` names it in the caches (equal grammars, equal
     keys), ``build`` makes its automaton (at most once: the native one consumes what it read)."""
 
     key: str
     build: Callable[[Limits], Automaton]
 
 
-class Backend(Protocol):
+class Kernel(Protocol):
     """One implementation of the hot path (see the module docstring)."""
 
     @property
@@ -65,11 +66,11 @@ class Backend(Protocol):
         ...
 
     def mask_cache(self, automaton: Automaton, index: VocabIndex, max_bytes: int) -> MaskCache:
-        """The mask cache of an automaton and an index this backend built."""
+        """The mask cache of an automaton and an index this kernel built."""
         ...
 
 
-class PythonBackend:
+class PythonKernel:
     """The pure-Python reference: :func:`~toolmask.automaton.build_automaton`,
     :class:`~toolmask.mask.PythonVocabIndex`, :class:`~toolmask.mask.PythonMaskCache`."""
 
@@ -86,14 +87,14 @@ class PythonBackend:
         return PythonVocabIndex(vocab, max_run_tables=max_run_tables)
 
     def mask_cache(self, automaton: Automaton, index: VocabIndex, max_bytes: int) -> MaskCache:
-        # this backend built both halves: they are the Python classes
+        # this kernel built both halves: they are the Python classes
         masks = PythonMaskCache(
             cast(PythonAutomaton, automaton), cast(PythonVocabIndex, index), max_bytes
         )
         return cast(MaskCache, masks)
 
 
-class NativeBackend:
+class NativeKernel:
     """The compiled kernel: ``toolmask._native`` through
     :func:`~toolmask.automaton.native_from_flat`, :class:`~toolmask.mask.NativeVocabIndex`
     and :class:`~toolmask.mask.NativeMaskCache`. A grammar is keyed by the kernel's canonical
@@ -116,12 +117,12 @@ class NativeBackend:
         return NativeVocabIndex(vocab, max_run_tables=max_run_tables, warm=self._warm)
 
     def mask_cache(self, automaton: Automaton, index: VocabIndex, max_bytes: int) -> MaskCache:
-        # this backend built the index: it is the kernel's
+        # this kernel built the index: it is the compiled kernel's
         return NativeMaskCache(automaton, cast(NativeVocabIndex, index), max_bytes)
 
 
 def _native_key(flat: Any, grammar: Grammar) -> str:
-    """Cache key of a grammar on the native backend: a digest of the kernel's canonical
+    """Cache key of a grammar on the native kernel: a digest of the kernel's canonical
     serialisation (nodes by content, rule bodies, start), the rule names, the special texts
     and the post-decode checks. O(grammar size), hashing at C speed."""
     h = hashlib.blake2b(flat.key, digest_size=32)
@@ -133,14 +134,14 @@ def _native_key(flat: Any, grammar: Grammar) -> str:
     return h.hexdigest()
 
 
-_BACKENDS: dict[BackendName, Callable[[], Backend]] = {
-    "native": NativeBackend,
-    "python": PythonBackend,
+_KERNELS: dict[BackendName, Callable[[], Kernel]] = {
+    "native": NativeKernel,
+    "python": PythonKernel,
 }
 
 
-def choose_backend(name: str | None) -> Backend:
-    """The backend called ``name`` (None: :func:`toolmask.mask.backend`, the kernel when it is
+def choose_kernel(name: str | None) -> Kernel:
+    """The kernel called ``name`` (None: :func:`toolmask.mask.backend`, the kernel when it is
     built unless ``TOOLMASK_BACKEND`` says otherwise). ValueError for an unknown name,
     ImportError for ``"native"`` when the kernel is not built."""
-    return _BACKENDS[resolve_backend(name)]()
+    return _KERNELS[resolve_backend(name)]()

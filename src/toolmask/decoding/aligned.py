@@ -1,4 +1,4 @@
-"""Grammar-aligned decoding (``sampling="aligned"``; see ``docs/sampling.md``).
+"""The ``aligned`` mode: grammar-aligned decoding (see ``docs/sampling.md``).
 
 The target is the model's own distribution restricted to what the grammar accepts,
 ``p(x) * [x valid] / Z``: what the model would write, conditioned on writing something valid.
@@ -30,38 +30,45 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolmask.backends._branch import branch_at
-from toolmask.backends._result import Generation, OnToken
-from toolmask.backends._scoring import BranchDecision, LazyBranch, ScoredBranch
-from toolmask.errors import ContextOverflowError, ToolmaskError
-from toolmask.sampling import Sampler, SamplingParams, bitmask_to_bool
+from toolmask.decoding._lookup import BranchLookup
+from toolmask.decoding._loop import TokenLoop
+from toolmask.decoding._result import Generation
+from toolmask.decoding._scoring import BranchDecision, LazyBranch, ScoredBranch
+from toolmask.errors import ToolmaskError
+from toolmask.sampling import Sampler, bitmask_to_bool
 
 if TYPE_CHECKING:
-    from toolmask import CompiledGrammar, Matcher
-    from toolmask.vocab import Vocabulary
+    from toolmask._compile import CompiledGrammar, Matcher
+    from toolmask.decoding._engine import ModelEngine
+    from toolmask.decoding._protocol import DecodeRequest
 
-__all__ = ["decode_aligned"]
+__all__ = ["AlignedDecoder"]
 
 
-class _Engine(Protocol):
-    """What the aligned decoder uses of :class:`~toolmask.backends.DecodingBackend`."""
+class AlignedDecoder:
+    """Sequential Monte Carlo over ``particles`` sequences (sampled), or beam search of that
+    width (greedy), under a grammar; without one, the plain token loop. Refuses a reasoning
+    budget and ``exclude_first`` under a grammar; ignores ``request.opening`` (the particles
+    or beams carry both openings). Owns a :class:`~toolmask.decoding._lookup.BranchLookup`
+    (exact branches as proposals, reused across this engine's requests)."""
 
-    vocab: Vocabulary
-    n_ctx: int
+    def __init__(self) -> None:
+        self.branches = BranchLookup()
 
-    def _sync_prompt(self, prompt: list[int]) -> int: ...
-
-    def _logits(self) -> Any: ...
-
-    def _encode(self, text: str) -> list[int]: ...
-
-    def _logits_many(
-        self, context: list[int], continuations: list[list[int]], every: bool = False
-    ) -> tuple[list[Any], int, int]: ...
+    def decode(self, engine: ModelEngine, request: DecodeRequest) -> Generation:
+        compiled = request.compiled
+        if compiled is None:
+            return TokenLoop(engine, request).run()
+        if request.reasoning_budget is not None:
+            raise ToolmaskError("a reasoning budget is not supported with sampling='aligned'")
+        if request.exclude_first is not None:
+            raise ToolmaskError("exclude_first is not supported with sampling='aligned'")
+        search = _Search(engine, request, compiled, self.branches)
+        return search.beam() if request.sampling.greedy else search.smc()
 
 
 @dataclass(slots=True)
@@ -85,50 +92,47 @@ def _log_mass(x: np.ndarray, allowed: np.ndarray | None) -> tuple[float, float]:
     return lse, (top + float(np.log(kept))) if kept > 0 else -np.inf
 
 
-class _Decoder:
-    """One aligned decode; the contract is :func:`decode_aligned`'s."""
+class _Search:
+    """One aligned decode under a grammar; the contract is :class:`AlignedDecoder`'s."""
 
     def __init__(
         self,
-        backend: _Engine,
-        prompt: list[int],
+        engine: ModelEngine,
+        request: DecodeRequest,
         compiled: CompiledGrammar,
-        params: SamplingParams,
-        *,
-        max_tokens: int,
-        on_token: OnToken | None,
-        end_on_exit: bool,
+        lookup: BranchLookup,
     ) -> None:
-        self.backend = backend
-        self.vocab = vocab = backend.vocab
-        self.prompt = prompt
+        self.engine = engine
+        self.vocab = vocab = engine.vocab
+        self.prompt = prompt = request.prompt
         self.compiled = compiled
-        self.params = params
-        self.max_tokens = max_tokens
-        self.on_token = on_token
-        self.sampler = Sampler(params)
-        self.filtered = params.top_k > 0 or params.top_p < 1 or params.min_p > 0
+        self.params = params = request.decoding
+        self.temperature = request.sampling.temperature
+        self.max_tokens = request.max_tokens
+        self.on_token = request.on_token
+        self.lookup = lookup
+        sampling = request.sampling
+        self.sampler = Sampler(sampling)
+        self.filtered = sampling.top_k > 0 or sampling.top_p < 1 or sampling.min_p > 0
         self.eos = vocab.eos_ids
         self.end_id = min(self.eos) if self.eos else -1
-        self.end_on_exit = end_on_exit and self.end_id >= 0
+        self.end_on_exit = request.end_on_exit and self.end_id >= 0
         self.V = vocab.vocab_size
         self.buf = np.zeros((self.V + 31) // 32, dtype=np.int32)
         self.t0 = time.perf_counter()
-        reused = backend._sync_prompt(prompt)
-        self.first_row = np.array(backend._logits()[: self.V], dtype=np.float32)
-        self.gen = Generation([], b"", "stop", len(prompt), reused, mode="aligned")
+        reused = engine.sync_prompt(prompt)
+        self.first_row = np.array(engine.logits()[: self.V], dtype=np.float32)
+        self.gen = Generation([], b"", "stop", len(prompt), reused, mode=params.mode)
         self.gen.forward_passes = 1
         self.gen.evaluated_tokens = len(prompt) - reused
         self.gen.particles = params.particles
         self.emitted = 0
         self.stopped = False
         #: exact branches as proposals: at temperature 1 (sampling) and 0 (beam)
-        self.branches = params.branch_alternatives >= 2 and params.temperature in (0, 1)
-        self.cache: dict[Any, Any] = backend.__dict__.setdefault("_branch_cache", {})
-        #: lazy branches by (automaton, state, budgets, tokens): particles with the same
-        #: tokens share the rows evaluated, and a prompt asked again reuses them (the
-        #: backend's memo)
-        self.memo: dict[Any, Any] = backend.__dict__.setdefault("_scored_cache", {})
+        self.branches = params.branch_alternatives >= 2 and self.temperature in (0, 1)
+        #: the fallbacks counted in this decode, by (automaton, state, tokens): sequences
+        #: with the same tokens share a branch and count its fallback once
+        self.counted: set[tuple[int, object, tuple[int, ...]]] = set()
         self.marks = {t: s.encode() for t, s in vocab.special.items() if t not in self.eos}
 
     # -- shared --
@@ -140,7 +144,7 @@ class _Decoder:
             uniq.setdefault(tuple(s), len(uniq))
         got: list[Any] = []
         if uniq:
-            got, passes, evaluated = self.backend._logits_many(self.prompt, [list(k) for k in uniq])
+            got, passes, evaluated = self.engine.logits_many(self.prompt, [list(k) for k in uniq])
             self.gen.forward_passes += passes
             self.gen.evaluated_tokens += evaluated
         return [
@@ -155,7 +159,7 @@ class _Decoder:
         return b"".join(table[t] or self.marks.get(t, b"") for t in tokens)
 
     def full(self, n: int) -> bool:
-        return n >= self.max_tokens or len(self.prompt) + n >= self.backend.n_ctx
+        return n >= self.max_tokens or len(self.prompt) + n >= self.engine.n_ctx
 
     def stream(self, seqs: list[list[int]]) -> None:
         """Emit the tokens every sequence now shares (they can no longer change)."""
@@ -200,44 +204,17 @@ class _Decoder:
 
     def lazy(self, m: Matcher, tokens: list[int], row: np.ndarray) -> LazyBranch | None:
         """The finite branch at this sequence's state, scored as far as asked so far (None:
-        none, or one over the budget or that cannot be tokenised, counted once). Sequences
-        with the same tokens share it, and a prompt asked again reuses it (the backend's
-        memo): the model's rows are a function of the tokens."""
+        none, or one over the budget or that cannot be tokenised, counted once per decode).
+        Sequences with the same tokens share it, and a prompt asked again reuses it (the
+        decoder's :class:`~toolmask.decoding._lookup.BranchLookup`)."""
         if not self.branches:
             return None
-        prm, gen, a = self.params, self.gen, m.automaton
-        key = (
-            id(a),
-            m.state,
-            prm.branch_alternatives,
-            prm.branch_tokens,
-            *self.prompt,
-            -1,
-            *tokens,
-        )
-        hit = self.memo.get(key)
-        if hit is not None and hit[0] is a:
-            cached: LazyBranch | None = hit[1]
-            return cached
-        br = branch_at(self.cache, a, m.state, prm.branch_alternatives)
-        lazy = None
-        if br.alternatives is not None:
-            lazy = LazyBranch.build(
-                br.alternatives,
-                m=m,
-                vocab=self.vocab,
-                encode=self.backend._encode,
-                logits_many=self.backend._logits_many,
-                context=self.prompt + tokens,
-                row=row,
-                max_tokens=prm.branch_tokens,
-            )
-            gen.branch_fallbacks += lazy is None
-        else:
-            gen.branch_fallbacks += br.over_budget
-        if len(self.memo) >= 64:
-            self.memo.pop(next(iter(self.memo)))
-        self.memo[key] = (a, lazy)
+        context = self.prompt + tokens
+        lazy, fallback = self.lookup.lookup(self.engine, m, context, row, self.params)
+        key = (id(m.automaton), m.state, tuple(tokens))
+        if fallback and key not in self.counted:
+            self.counted.add(key)
+            self.gen.branch_fallbacks += 1
         return lazy
 
     def _charged(self, lazy: LazyBranch, passes: int, evaluated: int, ok: bool) -> None:
@@ -300,7 +277,7 @@ class _Decoder:
         m = p.m
         m.fill_bitmask(self.buf)
         allowed = bitmask_to_bool(self.buf, self.V)
-        T = self.params.temperature
+        T = self.temperature
         x = row / T if T != 1 else row
         if self.end_on_exit and m.is_accepting():
             token = self.sampler.sample(row)
@@ -442,29 +419,3 @@ class _Decoder:
             return self.finish(beams[0][1], exit_end=False, length=True)
         score, tokens, exited, length = max(done, key=lambda d: d[0])
         return self.finish(tokens, exit_end=exited, length=length)
-
-
-def decode_aligned(
-    backend: _Engine,
-    prompt: list[int],
-    compiled: CompiledGrammar,
-    params: SamplingParams,
-    *,
-    max_tokens: int,
-    on_token: OnToken | None,
-    end_on_exit: bool,
-) -> Generation:
-    """:meth:`DecodingBackend.generate` for ``mode="aligned"`` (see the module docstring).
-    Raises :class:`ContextOverflowError` when the prompt does not fit."""
-    if len(prompt) >= backend.n_ctx:
-        raise ContextOverflowError(len(prompt), backend.n_ctx)
-    dec = _Decoder(
-        backend,
-        prompt,
-        compiled,
-        params,
-        max_tokens=max_tokens,
-        on_token=on_token,
-        end_on_exit=end_on_exit,
-    )
-    return dec.beam() if params.greedy else dec.smc()
