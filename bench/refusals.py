@@ -10,7 +10,8 @@ Prints the refusals by kind (``limit:<Limits field>``, ``unsupported:<keyword>``
 ``internal:<exception>``) and the slowest schemas with the phase that took the time, and writes
 bench/results/refusals.json.
 
-    .venv/bin/python bench/refusals.py [--dir ../shared/data/jsonschemabench-dev] [--timeout 60]
+    .venv/bin/python bench/refusals.py [--dir ../shared/data/jsonschemabench-dev | --schemastore]
+        [--timeout 60] [--out refusals.json]
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def _records(folder: str | None) -> list[tuple[str, Any, list[Any]]]:
+def _records(folder: str | None, schemastore: bool) -> list[tuple[str, Any, list[Any]]]:
+    if schemastore:
+        from tests.vendored import schemastore_schemas
+
+        return [(name, schema, []) for name, schema in schemastore_schemas().items()]
     if folder:
         out = []
         for p in sorted(Path(folder).glob("*.json")):
@@ -83,12 +88,13 @@ def _one(args: tuple[str, Any, list[Any]]) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="", help="a folder of MaskBench-form .json files")
+    ap.add_argument("--schemastore", action="store_true", help="tests/data/schemastore instead")
     ap.add_argument("--timeout", type=float, default=60.0, help="wall-clock seconds per schema")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--only", default="", help="comma-separated record names")
     ap.add_argument("--out", default="refusals.json")
     args = ap.parse_args()
-    recs = _records(args.dir or None)
+    recs = _records(args.dir or None, args.schemastore)
     if args.only:
         keep = set(args.only.split(","))
         recs = [r for r in recs if r[0] in keep]
@@ -128,7 +134,9 @@ def main() -> None:
         )
     RESULTS.mkdir(exist_ok=True)
     report = {
-        "source": args.dir or "tests/data/jsonschemabench",
+        "source": "tests/data/schemastore"
+        if args.schemastore
+        else args.dir or "tests/data/jsonschemabench",
         "timeout_s": args.timeout,
         "load_avg": os.getloadavg(),
         "kinds": dict(kinds),

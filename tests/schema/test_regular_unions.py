@@ -13,29 +13,21 @@ alternatives takes the merging route; the 1,100-pattern case keeps the default l
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 from typing import Any
 
-import jsonschema
 import pytest
 
 import toolmask as tm
+from tests.schema.exactness import assert_exact
 from toolmask.grammar import Dfa, regex_dfa
 
-FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
 #: few alternatives take the merging route under this cap
 LOW_CAP = dataclasses.replace(tm.DEFAULT_LIMITS, max_alternatives=4)
 
 
 def _compiled(schema: Any, **options: Any) -> tm.CompiledGrammar:
     return tm.compile(tm.Grammar.from_json_schema(schema, **options))
-
-
-def _accepts(c: tm.CompiledGrammar, value: Any) -> bool:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-    m = c.matcher()
-    return m.accept_bytes(text) and m.is_accepting()
 
 
 def _near(s: str, rng: random.Random) -> list[str]:
@@ -46,18 +38,6 @@ def _near(s: str, rng: random.Random) -> list[str]:
         out.append(s[:i] + rng.choice("a0Z-_.:9") + s[i + 1 :])
         out.append(s[:i] + s[i] + s[i:])
     return out
-
-
-def _check_exact(c: tm.CompiledGrammar, schema: Any, candidates: list[Any]) -> int:
-    """Every candidate is accepted exactly when jsonschema says it is valid; returns how many
-    were valid (a check that the candidates exercise both sides)."""
-    v = jsonschema.Draft202012Validator(schema, format_checker=FORMATS)
-    valid = 0
-    for x in candidates:
-        want = v.is_valid(x)
-        valid += want
-        assert _accepts(c, x) == want, (x, want)
-    return valid
 
 
 def _samples(patterns: list[str], rng: random.Random, per: int = 3) -> list[str]:
@@ -86,8 +66,8 @@ def test_forty_patterns_are_one_automaton_and_exact() -> None:
     plain = _compiled(schema)  # 40 <= 1,024: alternatives, as before
     rng = random.Random(7)
     cands = [*_samples(PATTERNS_40, rng), "", "AB-100", "v3.", "foo", "abc_9x", "xbar7y"]
-    assert 30 < _check_exact(c, schema, cands) < len(cands) - 30
-    _check_exact(plain, schema, cands)
+    assert 30 < assert_exact(c, schema, cands) < len(cands) - 30
+    assert_exact(plain, schema, cands)
 
     # one automaton: its rules, where the alternatives were forty branches of the start rule
     def branches(g: tm.Grammar) -> int:
@@ -103,7 +83,7 @@ def test_an_any_of_of_1100_patterns_compiles_exactly() -> None:
     assert len(g.rules) < 20
     c = tm.compile(g)
     cands = [f"k{i}" for i in range(0, 1_300, 7)] + ["k", "k01", "kk1", "k1099 ", "K5", "k-1"]
-    assert _check_exact(c, schema, cands) == len(range(0, 1_100, 7))
+    assert assert_exact(c, schema, cands) == len(range(0, 1_100, 7))
 
 
 def test_patterns_mixed_with_enums_consts_formats_and_lengths() -> None:
@@ -140,7 +120,7 @@ def test_patterns_mixed_with_enums_consts_formats_and_lengths() -> None:
         "purple",
     ]
     cands = [x for s in base for x in _near(s, rng)] + [3, None, 4, True]
-    valid = _check_exact(c, schema, cands)
+    valid = assert_exact(c, schema, cands)
     assert 15 < valid < len(cands) - 15
 
 
@@ -160,7 +140,7 @@ def test_a_product_of_two_wide_unions_is_one_product() -> None:
     rng = random.Random(11)
     cands = ["a3xb4", "b4", "a39b39", "a3b40", "b1a1", "xa0yb0", "a1b", "a40b2"]
     cands += [x for s in ("a17-b23", "qa5b5") for x in _near(s, rng)]
-    assert 3 < _check_exact(c, schema, cands) < len(cands) - 3
+    assert 3 < assert_exact(c, schema, cands) < len(cands) - 3
 
 
 def test_object_alternatives_told_apart_by_a_pattern_only() -> None:
@@ -181,7 +161,7 @@ def test_object_alternatives_told_apart_by_a_pattern_only() -> None:
     c = tm.compile(g)
     cands: list[Any] = [{"id": f"x{i}7"} for i in range(0, 1_400, 37)]
     cands += [{"id": "x"}, {"id": "y17"}, {}, {"id": "x12"}, {"id": "x1a"}, {"id": 3}]
-    assert _check_exact(c, schema, cands) > 20
+    assert assert_exact(c, schema, cands) > 20
 
 
 def test_number_alternatives_merge_integer_and_other_apart() -> None:
@@ -198,7 +178,7 @@ def test_number_alternatives_merge_integer_and_other_apart() -> None:
     # integral values in the integer spelling the grammar writes (``1``, not ``1.0``: the
     # documented stricter choice, the same with or without merging)
     cands = [int(x) if isinstance(x, float) and x.is_integer() else x for x in cands]
-    valid = _check_exact(c, schema, cands)
+    valid = assert_exact(c, schema, cands)
     assert 50 < valid < len(cands) - 50
 
 
@@ -214,7 +194,7 @@ def test_a_union_past_max_dfa_states_is_split_not_refused() -> None:
     rng = random.Random(5)
     cands = ["".join(rng.choice("ab") for _ in range(rng.randrange(0, 30))) for _ in range(300)]
     cands += ["a" * n for n in range(40)] + ["c", "ac"]
-    assert 20 < _check_exact(c, schema, cands) < len(cands) - 20
+    assert 20 < assert_exact(c, schema, cands) < len(cands) - 20
 
 
 def test_union_all_equals_the_chain_of_products() -> None:

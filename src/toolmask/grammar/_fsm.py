@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from toolmask._cache import memo
@@ -107,6 +107,16 @@ class Dfa:
 
     edges: tuple[tuple[tuple[CharSet, int], ...], ...]
     finals: frozenset[int]
+    #: the hash, computed on first use (0: not yet): DFAs key the memos of products and
+    #: lowerings and the alternatives of a union, and hashing one walks all its edges
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if not h:
+            h = hash((self.edges, self.finals)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def __post_init__(self) -> None:
         n = len(self.edges)
@@ -240,6 +250,33 @@ class Dfa:
     def is_finite(self) -> bool:
         """Whether the language is finite (the minimal DFA's live part is acyclic)."""
         return _is_acyclic(self.minimize())
+
+    def strings(self, limit: int) -> list[str] | None:
+        """Every string of the language, when it is finite and has at most ``limit`` of
+        them; None otherwise. Expects a minimal DFA (every public construction returns one:
+        no dead states, so a cycle means an infinite language). O(limit x length)."""
+        out: list[str] = []
+        # (state, prefix, states on the path): a path that meets its own state again loops.
+        # Without dead states every prefix leads to a string, so there are at most
+        # limit x n_states prefixes when the answer is not None
+        stack: list[tuple[int, str, frozenset[int]]] = [(0, "", frozenset({0}))]
+        budget = (limit + 1) * self.n_states
+        while stack:
+            q, prefix, path = stack.pop()
+            if q in self.finals:
+                out.append(prefix)
+                if len(out) > limit:
+                    return None
+            for cs, t in self.edges[q]:
+                if t in path or len(cs) > limit:
+                    return None
+                budget -= len(cs)
+                if budget < 0:
+                    return None
+                for lo, hi in cs.ranges:
+                    for cp in range(lo, hi + 1):
+                        stack.append((t, prefix + chr(cp), path | {t}))
+        return out
 
     def is_equivalent(self, other: Dfa) -> bool:
         return self.minimize() == other.minimize()

@@ -291,6 +291,9 @@ def minimize(
     order = [block[0]]
     num = {block[0]: 0}
     edges_out: list[tuple[tuple[CharSet, int], ...]] = []
+    # the same groups of atoms label the edges of many states (every digit, "any other
+    # character"): each group's union is built once
+    unions: dict[tuple[int, ...], CharSet] = {}
     i = 0
     while i < len(order):
         row = table[rep[order[i]]]
@@ -299,7 +302,13 @@ def minimize(
             tb = block[row[a]]
             if tb != dead_block:
                 by_target.setdefault(tb, []).append(a)
-        es = [(union_of(atoms[a] for a in al), tb) for tb, al in by_target.items()]
+        es = []
+        for tb, al in by_target.items():
+            key = tuple(al)
+            cs = unions.get(key)
+            if cs is None:
+                cs = unions[key] = union_of(atoms[a] for a in al)
+            es.append((cs, tb))
         es.sort(key=lambda e: e[0].ranges[0][0])
         for _, tb in es:
             if tb not in num:

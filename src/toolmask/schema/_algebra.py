@@ -24,6 +24,7 @@ from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import Dfa
 from toolmask.limits import Limits
 from toolmask.schema import _langs
+from toolmask.schema._filter import literal_test
 from toolmask.schema._formats import FORMATS
 from toolmask.schema._merge import merge_alternatives, merge_regular, number_lang
 from toolmask.schema._resolve import Locations
@@ -101,15 +102,20 @@ class ShapeAlgebra:
         return Flags(under=frozenset({(pointer, keyword)}))
 
     # -- meet, intersection, union ----------------------------------------------------------
-    def meet(self, term: Term, shapes: list[Shape]) -> Shape:
+    def meet(self, term: Term, shapes: list[Shape], terms: list[Term] | None = None) -> Shape:
+        """The intersection of ``shapes``, the expansions of the parts of ``term``. A literal
+        set among them is filtered by evaluating each value against ``term``, exactly; when
+        ``terms`` gives the part each shape expands (``term`` is their ``And``), a value is
+        evaluated against the parts only, and a part whose shape is itself an exact literal
+        set (no flags) is a set lookup rather than a validation (``_filter.literal_test``)."""
         flags = NO_FLAGS
         for s in shapes:
             flags = flags | s.flags
         lits = [s for s in shapes if s.literals is not None]
         if lits:
             base = min(lits, key=lambda s: len(s.literals or ()))
-            kept = tuple(t for t in (base.literals or ()) if self.accepts(term, json.loads(t)))
-            return Shape(literals=kept)
+            test = literal_test(self.accepts, self.limits, term, shapes, terms, base)
+            return Shape(literals=tuple(t for t in (base.literals or ()) if test(json.loads(t))))
         out = SHAPE_TOP
         # smallest first: a narrow shape (a bounded range, one alternative) keeps every later
         # product small, where multiplying wide ones first can pass max_dfa_states for nothing.
@@ -380,7 +386,9 @@ class ShapeAlgebra:
         return None
 
     def _key_literals(self, o: ObjAlt, key: str) -> set[str] | None:
-        """The canonical texts ``key`` may hold in ``o`` (None: not a finite literal set)."""
+        """The canonical texts ``key`` may hold in ``o`` (None: not a finite literal set): an
+        enum's or const's values, or the strings of a finite string language (a pattern
+        such as ``^PowerShell@2$`` with ``type: string``, at most 64 strings), exactly."""
         if o.literal is not None:
             return {canonical(json.loads(o.literal)[key])}
         p = o.prop(key)
@@ -390,7 +398,23 @@ class ShapeAlgebra:
             shape = self.expand(p.value)
         except SchemaError:  # a term still being expanded (recursion): not provable here
             return None
-        return set(shape.literals) if shape.literals is not None else None
+        if shape.literals is not None:
+            return set(shape.literals)
+        only_strings = Shape(strings=shape.strings, flags=shape.flags)
+        if shape != only_strings or shape.flags != NO_FLAGS or not shape.strings:
+            return None
+        out: set[str] = set()
+        for a in shape.strings:
+            chain = _langs.pattern_chain(a.pat, self.limits) if a.pat is not None else None
+            if chain is not None:
+                values = _langs.chain_strings(chain, 64)
+            else:
+                d = a.lang(self.limits) if a.fmt is None else None
+                values = d.strings(64) if d is not None else None
+            if values is None:
+                return None
+            out.update(canonical(v) for v in values)
+        return out
 
     def split(self, s: Shape) -> Shape:
         """A literal shape as a type split (each literal its own alternative)."""
