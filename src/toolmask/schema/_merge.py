@@ -92,19 +92,27 @@ def merge_alternatives(alts: list[Any]) -> list[Any]:
     changed = True
     while changed and len(items) > 1:
         changed = False
+        # an alternative's key for property k stands for (its skeleton, k, the rest of its
+        # properties): the rest is summed as the hashes of every property less k's, so each
+        # key costs O(1), not O(properties); a hit is confirmed by comparing the two
+        # alternatives (_agree_but), and a false hit looks its exact key up instead
         slots: dict[tuple[Any, ...], int] = {}
+        exact: dict[tuple[Any, ...], int] = {}
         merged: list[ObjAlt | None] = list(items)
         dirty: set[int] = set()  # changed this round: their registered keys are stale
         for i, o in enumerate(items):
-            skeleton = (tuple(p.name for p in o.props), o.regions, o.min_props, o.max_props)
+            skeleton = hash((tuple(p.name for p in o.props), o.regions, o.min_props, o.max_props))
+            parts = [hash((j, q.value, q.required, q.evaluated)) for j, q in enumerate(o.props)]
+            total = sum(parts)
             for k, p in enumerate(o.props):
-                others = tuple(
-                    (q.value, q.required, q.evaluated) for j, q in enumerate(o.props) if j != k
-                )
-                key = (skeleton, k, p.evaluated, others)
+                key: tuple[Any, ...] = (skeleton, k, p.evaluated, total - parts[k])
+                table = slots
                 j = slots.get(key)
+                if j is not None and not _agree_but(items[j], o, k):
+                    key, table = _exact_key(o, k), exact
+                    j = exact.get(key)
                 if j is None or merged[j] is None or j in dirty:
-                    slots[key] = i
+                    table[key] = i
                     continue
                 base = merged[j]
                 assert base is not None
@@ -117,3 +125,27 @@ def merge_alternatives(alts: list[Any]) -> list[Any]:
                 break
         items = list(dict.fromkeys(o for o in merged if o is not None))
     return [*items, *rest]
+
+
+def _agree_but(a: ObjAlt, b: ObjAlt, k: int) -> bool:
+    """Whether ``a`` and ``b`` have the same skeleton (property names, regions, counts) and
+    the same properties but at position ``k`` (where only ``evaluated`` must agree)."""
+    if len(a.props) != len(b.props) or (a.regions, a.min_props, a.max_props) != (
+        b.regions,
+        b.min_props,
+        b.max_props,
+    ):
+        return False
+    for j, (p, q) in enumerate(zip(a.props, b.props, strict=True)):
+        if p.name != q.name or p.evaluated != q.evaluated:
+            return False
+        if j != k and (p.value != q.value or p.required != q.required):
+            return False
+    return True
+
+
+def _exact_key(o: ObjAlt, k: int) -> tuple[Any, ...]:
+    """The key of ``o`` at property ``k`` spelled out (for a hash that collided)."""
+    others = tuple((q.value, q.required, q.evaluated) for j, q in enumerate(o.props) if j != k)
+    skeleton = (tuple(p.name for p in o.props), o.regions, o.min_props, o.max_props)
+    return (skeleton, k, o.props[k].evaluated, others)
