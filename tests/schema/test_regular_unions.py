@@ -20,7 +20,7 @@ import pytest
 
 import toolmask as tm
 from tests.schema.exactness import assert_exact
-from toolmask.grammar import Dfa, regex_dfa
+from toolmask.grammar import regex_dfa
 
 #: few alternatives take the merging route under this cap
 LOW_CAP = dataclasses.replace(tm.DEFAULT_LIMITS, max_alternatives=4)
@@ -195,39 +195,6 @@ def test_a_union_past_max_dfa_states_is_split_not_refused() -> None:
     cands = ["".join(rng.choice("ab") for _ in range(rng.randrange(0, 30))) for _ in range(300)]
     cands += ["a" * n for n in range(40)] + ["c", "ac"]
     assert 20 < assert_exact(c, schema, cands) < len(cands) - 20
-
-
-def test_union_all_equals_the_chain_of_products() -> None:
-    rng = random.Random(1)
-    pool = [
-        "^a+b$",
-        "ab",
-        "^(ab|cd)*$",
-        "x.z",
-        "^[0-9]{2,4}$",
-        "\\bword\\b",
-        "^(?!no)[a-z]+$",
-        "q$",
-        "^$",
-        "[^a]",
-    ]
-    for _ in range(30):
-        picks = rng.sample(pool, rng.randrange(1, 6))
-        dfas = [regex_dfa(p, search=True) for p in picks]
-        chained = dfas[0]
-        for d in dfas[1:]:
-            chained = chained.union(d)
-        assert Dfa.union_all(dfas) == chained, picks
-
-
-def test_many_unanchored_patterns_do_not_blow_up_the_subset_construction() -> None:
-    """The union of n unanchored patterns reaches subsets that differ only in which operands
-    have matched already (2**n of them); a subset with a state that accepts everything is one
-    state, so the construction stays as small as the minimal automaton."""
-    dfas = [regex_dfa(f"w{i}x", search=True) for i in range(60)]
-    limits = dataclasses.replace(tm.DEFAULT_LIMITS, max_dfa_states=2_000)
-    u = Dfa.union_all(dfas, limits=limits)
-    assert u.accepts("..w17x..") and not u.accepts("w17") and u.accepts("w59xw60")
 
 
 @pytest.mark.parametrize("n", [2, 5])
