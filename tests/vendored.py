@@ -81,3 +81,17 @@ def chat_template(name: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"no vendored chat template {path}")
     return path
+
+
+SCHEMASTORE_DIR = DATA / "schemastore"
+
+
+def schemastore_schemas() -> dict[str, Any]:
+    """The vendored real-world schemas (``schemastore/<name>.json``), by name, sorted."""
+    out = {
+        p.stem: json.loads(p.read_text(encoding="utf-8"))
+        for p in sorted(SCHEMASTORE_DIR.glob("*.json"))
+    }
+    if not out:
+        raise FileNotFoundError(f"no schemas under {SCHEMASTORE_DIR}")
+    return out

@@ -8,6 +8,9 @@
   ``JME_n.json``); writes one gzipped JSON Lines file per split, one record per line with its
   file name (without ``.json``) under ``"name"``, in file-name order. Byte-for-byte
   reproducible (gzip mtime 0).
+* ``--schemastore``: the ``check_jsonschema/builtin_schemas/vendor`` folder of an unpacked
+  ``check-jsonschema`` wheel (``pip download --no-deps check-jsonschema``); copies the schemas
+  of :data:`SCHEMASTORE` byte for byte, with their licence files.
 """
 
 from __future__ import annotations
@@ -41,6 +44,49 @@ def vendor_suite(src: Path) -> None:
             shutil.copytree(s, d)
         else:
             shutil.copy(s, d)
+
+
+#: the schemas of check-jsonschema's vendored copies taken, with their licence file (under
+#: that folder's ``licenses/``): SchemaStore's own (Apache-2.0) and those whose authors'
+#: permissive licence ships beside them. Left out: renovate (AGPL-3.0), snapcraft (GPL-3.0),
+#: and circle-ci, mergify and woodpecker-ci, whose licence the wheel does not ship.
+SCHEMASTORE: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "bamboo-spec",
+            "cloudbuild",
+            "codecov",
+            "dependabot",
+            "drone-ci",
+            "github-actions",
+            "github-discussion",
+            "github-issue-config",
+            "github-issue-forms",
+            "github-workflows",
+            "travis",
+        ],
+        "LICENSE.schemastore",
+    ),
+    "azure-pipelines": "LICENSE.azure-pipelines",
+    "bitbucket-pipelines": "LICENSE.bitbucket-pipelines",
+    "buildkite": "LICENSE.buildkite",
+    "changie": "LICENSE.changie",
+    "citation-file-format": "LICENSE.citation-file-format",
+    "compose-spec": "LICENSE.compose-spec",
+    "gitlab-ci": "LICENSE.gitlab",
+    "meltano": "LICENSE.meltano",
+    "readthedocs": "LICENSE.readthedocs",
+    "taskfile": "LICENSE.task",
+}
+
+
+def vendor_schemastore(src: Path) -> None:
+    dst = HERE / "schemastore"
+    (dst / "licenses").mkdir(parents=True, exist_ok=True)
+    for name, licence in sorted(SCHEMASTORE.items()):
+        shutil.copy(src / f"{name}.json", dst / f"{name}.json")
+        shutil.copy(src / "licenses" / licence, dst / "licenses" / licence)
+    shutil.copy(src / "README.md", dst / "licenses" / "UPSTREAM-README.md")
 
 
 def _finite(v: Any) -> bool:
@@ -79,11 +125,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", type=Path)
     ap.add_argument("--bench", type=Path)
+    ap.add_argument("--schemastore", type=Path)
     args = ap.parse_args()
     if args.suite:
         vendor_suite(args.suite)
     if args.bench:
         vendor_bench(args.bench)
+    if args.schemastore:
+        vendor_schemastore(args.schemastore)
 
 
 if __name__ == "__main__":

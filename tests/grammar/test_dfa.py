@@ -397,3 +397,56 @@ def test_through_automaton_if_available() -> None:
             if got is None:
                 pytest.skip("toolmask.automaton.build_automaton is not available yet")
             assert got == d.accepts(s), (p, s)
+
+
+# -- unions of many automata, finite languages ---------------------------------------------
+
+
+def test_union_all_equals_the_chain_of_products() -> None:
+    rng = random.Random(1)
+    pool = [
+        "^a+b$",
+        "ab",
+        "^(ab|cd)*$",
+        "x.z",
+        "^[0-9]{2,4}$",
+        "\\bword\\b",
+        "^(?!no)[a-z]+$",
+        "q$",
+        "^$",
+        "[^a]",
+    ]
+    for _ in range(30):
+        picks = rng.sample(pool, rng.randrange(1, 6))
+        dfas = [regex_dfa(p, search=True) for p in picks]
+        chained = dfas[0]
+        for d in dfas[1:]:
+            chained = chained.union(d)
+        assert Dfa.union_all(dfas) == chained, picks
+
+
+def test_many_unanchored_patterns_do_not_blow_up_the_subset_construction() -> None:
+    """The union of n unanchored patterns reaches subsets that differ only in which operands
+    have matched already (2**n of them); a subset with a state that accepts everything is one
+    state, so the construction stays as small as the minimal automaton."""
+    dfas = [regex_dfa(f"w{i}x", search=True) for i in range(60)]
+    limits = Limits(max_dfa_states=2_000)
+    u = Dfa.union_all(dfas, limits=limits)
+    assert u.accepts("..w17x..") and not u.accepts("w17") and u.accepts("w59xw60")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "strings"),
+    [
+        ("^(ab|c)[xy]$", ["abx", "aby", "cx", "cy"]),
+        ("^$", [""]),
+        ("^a?b?$", ["", "a", "ab", "b"]),
+        ("^a+$", None),  # infinite
+        ("^[a-z]{2}$", None),  # 676 strings, past the limit
+        ("x", None),  # a search: anything around it
+    ],
+)
+def test_strings_of_a_finite_language(pattern: str, strings: list[str] | None) -> None:
+    got = regex_dfa(pattern, search=True).strings(64)
+    assert (sorted(got) if got is not None else None) == strings
+    assert Dfa.empty().strings(64) == []

@@ -136,13 +136,6 @@ def test_discriminated_union_past_max_alternatives() -> None:
         assert not _accepts(c, _text(bad)), bad
 
 
-def test_undiscriminated_union_keeps_its_cap() -> None:
-    schema = {"anyOf": [{"type": "string", "pattern": f"^k{i}$"} for i in range(1_100)]}
-    with pytest.raises(tm.LimitError) as e:
-        tm.Grammar.from_json_schema(schema)
-    assert e.value.limit == "max_alternatives"
-
-
 def test_literal_bytes_cap_is_an_error() -> None:
     limits = dataclasses.replace(tm.DEFAULT_LIMITS, max_literal_bytes=10_000)
     with pytest.raises(tm.LimitError) as e:

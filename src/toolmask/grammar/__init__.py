@@ -82,7 +82,7 @@ from toolmask.grammar._regex import (
     regex_node,
     regex_rules,
 )
-from toolmask.grammar._regex_syntax import RCat, RNode
+from toolmask.grammar._regex_syntax import RCat, RNode, python_regex, regex_backreferences
 
 __all__ = [
     "ALL_BYTES",
@@ -128,7 +128,9 @@ __all__ = [
     "parse_lark",
     "plus",
     "printer",
+    "python_regex",
     "regex_ast_node",
+    "regex_backreferences",
     "regex_dfa",
     "regex_direct_node",
     "regex_node",

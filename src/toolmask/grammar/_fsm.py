@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from toolmask._cache import memo
@@ -107,6 +107,16 @@ class Dfa:
 
     edges: tuple[tuple[tuple[CharSet, int], ...], ...]
     finals: frozenset[int]
+    #: the hash, computed on first use (0: not yet): DFAs key the memos of products and
+    #: lowerings and the alternatives of a union, and hashing one walks all its edges
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if not h:
+            h = hash((self.edges, self.finals)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def __post_init__(self) -> None:
         n = len(self.edges)
@@ -241,6 +251,33 @@ class Dfa:
         """Whether the language is finite (the minimal DFA's live part is acyclic)."""
         return _is_acyclic(self.minimize())
 
+    def strings(self, limit: int) -> list[str] | None:
+        """Every string of the language, when it is finite and has at most ``limit`` of
+        them; None otherwise. Expects a minimal DFA (every public construction returns one:
+        no dead states, so a cycle means an infinite language). O(limit x length)."""
+        out: list[str] = []
+        # (state, prefix, states on the path): a path that meets its own state again loops.
+        # Without dead states every prefix leads to a string, so there are at most
+        # limit x n_states prefixes when the answer is not None
+        stack: list[tuple[int, str, frozenset[int]]] = [(0, "", frozenset({0}))]
+        budget = (limit + 1) * self.n_states
+        while stack:
+            q, prefix, path = stack.pop()
+            if q in self.finals:
+                out.append(prefix)
+                if len(out) > limit:
+                    return None
+            for cs, t in self.edges[q]:
+                if t in path or len(cs) > limit:
+                    return None
+                budget -= len(cs)
+                if budget < 0:
+                    return None
+                for lo, hi in cs.ranges:
+                    for cp in range(lo, hi + 1):
+                        stack.append((t, prefix + chr(cp), path | {t}))
+        return out
+
     def is_equivalent(self, other: Dfa) -> bool:
         return self.minimize() == other.minimize()
 
@@ -259,6 +296,26 @@ class Dfa:
 
     def union(self, other: Dfa, *, limits: Limits = DEFAULT_LIMITS) -> Dfa:
         return _product(self, other, "or", limits)
+
+    @staticmethod
+    def union_all(dfas: Sequence[Dfa], *, limits: Limits = DEFAULT_LIMITS) -> Dfa:
+        """The union of ``dfas``: one subset construction over the NFA that enters each of
+        them from a common start, so n operands cost one determinisation rather than n - 1
+        products (whose intermediate automata a chain of products would build and minimise
+        each time). Raises LimitError past ``limits.max_dfa_states``."""
+        if not dfas:
+            return Dfa.empty()
+        if len(dfas) == 1:
+            return dfas[0]
+        nfa = Nfa()
+        hub = nfa.add_state()
+        accept = nfa.add_state()
+        for d in dfas:
+            entry, exit_ = _add_dfa(nfa, d)
+            nfa.add_eps(hub, entry)
+            nfa.add_eps(exit_, accept)
+        nfa.start, nfa.accept = hub, accept
+        return _determinize(nfa, limits)
 
     def difference(self, other: Dfa, *, limits: Limits = DEFAULT_LIMITS) -> Dfa:
         """Strings of ``self`` not in ``other``."""

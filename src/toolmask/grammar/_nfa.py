@@ -291,6 +291,9 @@ def minimize(
     order = [block[0]]
     num = {block[0]: 0}
     edges_out: list[tuple[tuple[CharSet, int], ...]] = []
+    # the same groups of atoms label the edges of many states (every digit, "any other
+    # character"): each group's union is built once
+    unions: dict[tuple[int, ...], CharSet] = {}
     i = 0
     while i < len(order):
         row = table[rep[order[i]]]
@@ -299,7 +302,13 @@ def minimize(
             tb = block[row[a]]
             if tb != dead_block:
                 by_target.setdefault(tb, []).append(a)
-        es = [(union_of(atoms[a] for a in al), tb) for tb, al in by_target.items()]
+        es = []
+        for tb, al in by_target.items():
+            key = tuple(al)
+            cs = unions.get(key)
+            if cs is None:
+                cs = unions[key] = union_of(atoms[a] for a in al)
+            es.append((cs, tb))
         es.sort(key=lambda e: e[0].ranges[0][0])
         for _, tb in es:
             if tb not in num:
@@ -312,6 +321,32 @@ def minimize(
 
 
 # -- subset construction -----------------------------------------------------------------------
+
+
+def _universal_states(nfa: Nfa) -> frozenset[int]:
+    """The states from which every string is accepted because they loop on every code point
+    and reach the accepting state by plain epsilon edges (a search's trailing ``.*``, or an
+    operand's such state in a union of automata). A subset holding one of them accepts every
+    string from there, so the subset construction makes every such subset one state: without
+    that, a union of n unanchored patterns would tell apart the subsets that differ only in
+    which operands have already matched, up to 2**n of them, which minimisation then merges
+    anyway. O(states + edges)."""
+    loops = [
+        q for q, row in enumerate(nfa.chars) if any(t == q and cs == ANY_CHAR for cs, t in row)
+    ]
+    out: set[int] = set()
+    for q in loops:
+        seen = {q}
+        stack = [q]
+        while stack and nfa.accept not in seen:
+            p = stack.pop()
+            for cond, t in nfa.eps[p]:
+                if cond == EPS and t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        if nfa.accept in seen:
+            out.add(q)
+    return frozenset(out)
 
 
 def determinize(nfa: Nfa, limits: Limits) -> Tables:
@@ -338,9 +373,8 @@ def determinize(nfa: Nfa, limits: Limits) -> Tables:
         for cs, al in members.items()
     }
     acc = nfa.accept
-    sink = -1
-    if not nfa.eps[acc] and any(t == acc and cs == ANY_CHAR for cs, t in nfa.chars[acc]):
-        sink = acc
+    universal = _universal_states(nfa)
+    sink = min(universal) if universal else -1
     chars = nfa.chars
     eps = nfa.eps
 
@@ -413,7 +447,7 @@ def determinize(nfa: Nfa, limits: Limits) -> Tables:
                 fs = frozenset(ts)
                 j = interned.get(fs)
                 if j is None:
-                    key = sink_key if sink in fs else (fs, norm(g))
+                    key = sink_key if not universal.isdisjoint(fs) else (fs, norm(g))
                     j = index.get(key)
                     if j is None:
                         j = states.add(key)

@@ -151,20 +151,27 @@ def _regex_nfa(ast: RNode, *, search: bool, limits: Limits) -> Nfa:
 
 
 @memo("grammar.regex_dfas", limit="max_language_memos", entry_bytes=dfa_bytes)
-def _regex_dfa_cached(pattern: str, search: bool, limits: Limits) -> Dfa:
-    ast = parse_regex(pattern, limits=limits)
+def _regex_dfa_cached(pattern: str, search: bool, limits: Limits, backrefs: bool) -> Dfa:
+    ast = parse_regex(pattern, limits=limits, backrefs=backrefs)
     return Dfa.from_nfa(_regex_nfa(ast, search=search, limits=limits), limits=limits)
 
 
-def regex_dfa(pattern: str, *, search: bool, limits: Limits = DEFAULT_LIMITS) -> Dfa:
+def regex_dfa(
+    pattern: str, *, search: bool, limits: Limits = DEFAULT_LIMITS, backrefs: bool = False
+) -> Dfa:
     """The minimal DFA over code points for ``pattern``.
 
     ``search=True``: the strings that *contain* a match (JSON Schema ``pattern``); ``search=False``:
     the strings the pattern matches in full. Raises GrammarSyntaxError for malformed or unsupported
     syntax and LimitError when the automaton would exceed ``limits.max_dfa_states``. Memoised
     in the cache set in use (:func:`toolmask._cache.memo`).
+
+    ``backrefs=True``: a backreference is read as the language its group can match, so the
+    DFA is a *superset* of the pattern's language (a backreference is not regular); the
+    caller checks the exact pattern afterwards (``python_regex``). Without it a
+    backreference is a GrammarSyntaxError.
     """
-    return _regex_dfa_cached(pattern, search, limits)
+    return _regex_dfa_cached(pattern, search, limits, backrefs)
 
 
 # -- AST -> IR ----------------------------------------------------------------------------------

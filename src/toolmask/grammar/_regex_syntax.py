@@ -50,6 +50,8 @@ __all__ = [
     "RRepeat",
     "has_assertions",
     "parse_regex",
+    "python_regex",
+    "regex_backreferences",
     "strip_outer_anchors",
     "unicode_property",
 ]
@@ -135,12 +137,37 @@ RNode: TypeAlias = RChars | RCat | RAlt | RRepeat | RAssert | RLook
 
 
 class _Parser:
-    def __init__(self, text: str, limits: Limits = DEFAULT_LIMITS) -> None:
+    """Recursive descent over the pattern, building its syntax tree.
+
+    ``backrefs``: a backreference is read as its group's language (see :meth:`backreference`)
+    instead of refused. ``python``: the parser also writes, into :attr:`py`, a Python ``re``
+    pattern that matches what the ECMA-262 one does (see :func:`python_regex`)."""
+
+    def __init__(
+        self,
+        text: str,
+        limits: Limits = DEFAULT_LIMITS,
+        *,
+        backrefs: bool = False,
+        python: bool = False,
+    ) -> None:
         self.text = text
         self.pos = 0
         self.depth = 0
         self.max_depth = limits.max_regex_nesting
         self.in_look = False
+        self.negative_look = False
+        self.backrefs = backrefs or python
+        #: the capturing groups' syntax trees by number - 1 (None while the group is open)
+        self.groups: list[RNode | None] = []
+        self.names: dict[str, int] = {}
+        #: backreferences read (a number or a name, and where), checked once all groups are known
+        self.refs: list[tuple[int | str, int]] = []
+        self.py: list[str] | None = [] if python else None
+
+    def emit(self, text: str) -> None:
+        if self.py is not None:
+            self.py.append(text)
 
     def error(self, message: str, pos: int | None = None) -> GrammarSyntaxError:
         return GrammarSyntaxError(
@@ -155,12 +182,16 @@ class _Parser:
         node = self.disjunction()
         if self.pos < len(self.text):
             raise self.error("unmatched ')'")
+        for ref, pos in self.refs:
+            if ref not in self.names if isinstance(ref, str) else ref > len(self.groups):
+                raise self.error("backreference to a group that does not exist", pos)
         return node
 
     def disjunction(self) -> RNode:
         alts = [self.alternative()]
         while self.peek() == "|":
             self.pos += 1
+            self.emit("|")
             alts.append(self.alternative())
         return alts[0] if len(alts) == 1 else RAlt(tuple(alts))
 
@@ -193,6 +224,7 @@ class _Parser:
             self.pos += 1 if c in "^$" else 2
             if self.quantifier_at(self.pos) is not None:
                 raise self.error("nothing to repeat (an assertion cannot be quantified)")
+            self.emit(_PY_ASSERTIONS[assertion])
             return RAssert(assertion)
         atom = self.atom()
         q = self.quantifier_at(self.pos)
@@ -201,6 +233,7 @@ class _Parser:
         lo, hi, end = q
         if hi is not None and hi < lo:
             raise self.error("numbers out of order in {} quantifier")
+        self.emit(f"{{{lo},{'' if hi is None else hi}}}")
         self.pos = end
         if self.peek() == "?":  # lazy: same language
             self.pos += 1
@@ -225,12 +258,15 @@ class _Parser:
         self.pos += 3
         self.enter()
         self.in_look = True
+        self.negative_look = negative
+        self.emit("(?!" if negative else "(?=")
         body = self.disjunction()
-        self.in_look = False
+        self.in_look = self.negative_look = False
         self.depth -= 1
         if self.peek() != ")":
             raise self.error("unterminated lookahead", open_pos)
         self.pos += 1
+        self.emit(")")
         if self.quantifier_at(self.pos) is not None:
             raise self.error("nothing to repeat (a lookahead cannot be quantified)")
         return RLook(body, negative, open_pos)
@@ -270,20 +306,24 @@ class _Parser:
 
     def atom(self) -> RNode:
         c = self.peek()
-        if c == ".":
-            self.pos += 1
-            return RChars(DOT_CHARS)
         if c == "(":
             return self.group()
-        if c == "[":
-            return RChars(self.char_class())
-        if c == "\\":
+        if c == "\\" and self.peek(1) != "" and self.peek(1) in _DECIMAL + "k":
+            return self.backreference()
+        if c == ".":
+            self.pos += 1
+            cs = DOT_CHARS
+        elif c == "[":
+            cs = self.char_class()
+        elif c == "\\":
             cs, _ = self.escape(in_class=False)
-            return RChars(cs)
-        if c in "*+?" or self.quantifier_at(self.pos) is not None:
+        elif c in "*+?" or self.quantifier_at(self.pos) is not None:
             raise self.error("nothing to repeat")
-        cp = self.literal_char()
-        return RChars(CharSet(((cp, cp),)))
+        else:
+            cp = self.literal_char()
+            cs = CharSet(((cp, cp),))
+        self.emit(_py_class(cs))
+        return RChars(cs)
 
     def literal_char(self) -> int:
         cp = ord(self.text[self.pos])
@@ -298,24 +338,73 @@ class _Parser:
     def group(self) -> RNode:
         open_pos = self.pos
         self.pos += 1
+        number: int | None = len(self.groups) + 1  # a capturing group's number
         if self.peek() == "?":
             if self.peek(1) == ":":
                 self.pos += 2
+                number = None
             elif self.peek(1) == "<":
                 end = self.text.find(">", self.pos)
                 name = self.text[self.pos + 2 : end] if end >= 0 else ""
-                if not name or not _is_identifier(name):
+                if not name or not _is_identifier(name) or name in self.names:
                     raise self.error("invalid group name")
+                self.names[name] = len(self.groups) + 1
                 self.pos = end + 1
             else:
                 raise self.error("unsupported group syntax (inline flags / modifiers)", open_pos)
+        if number is not None:
+            self.groups.append(None)
+        self.emit("(" if number is not None else "(?:")
         self.enter()
         node = self.disjunction()
         self.depth -= 1
         if self.peek() != ")":
             raise self.error("unterminated group", open_pos)
         self.pos += 1
+        self.emit(")")
+        if number is not None:
+            self.groups[number - 1] = node
         return node
+
+    def backreference(self) -> RNode:
+        """``\\N`` or ``\\k<name>`` at pos. Refused unless ``backrefs``; then read as the
+        language of what it can match, which is regular: the group's own language without
+        its assertions and lookaheads (the text a group captured is in it), or the empty
+        string (the group did not take part; ECMA-262 then matches nothing), so
+        ``(G')?``, a superset of what the reference matches. Inside a negative lookahead a
+        superset would make the lookahead's complement a subset, so there the reference is
+        read as the empty language instead (a subset, whose complement is a superset). A
+        reference to a group not closed yet (itself, or a later one) always matches the
+        empty string in ECMA-262 (captures are reset at each repetition): that is exact."""
+        start = self.pos
+        ref: int | str
+        if self.peek(1) == "k":
+            if not self.backrefs:
+                raise self.error("named backreferences are not supported", start)
+            end = self.text.find(">", self.pos + 3) if self.peek(2) == "<" else -1
+            ref = self.text[self.pos + 3 : end] if end >= 0 else ""
+            if not ref or not _is_identifier(ref):
+                raise self.error("\\k must be followed by <group name>", start)
+            self.pos = end + 1
+        else:
+            if not self.backrefs:
+                raise self.error("backreferences are not supported", start)
+            j = self.pos + 1
+            while j < len(self.text) and self.text[j] in _DECIMAL + "0":
+                j += 1
+            ref = int(self.text[self.pos + 1 : j])
+            self.pos = j
+        self.refs.append((ref, start))
+        number = self.names.get(ref) if isinstance(ref, str) else ref
+        known = number is not None and number <= len(self.groups)
+        group = self.groups[number - 1] if known and number is not None else None
+        if group is None:  # not closed yet: the empty string, exactly
+            self.emit("(?:)")
+            return RCat(())
+        self.emit(f"(?({number})\\{number})")  # Python: "unset" would fail, ECMA matches ""
+        if self.negative_look:
+            return RChars(CharSet())
+        return RRepeat(_loosened(group), 0, 1)
 
     def char_class(self) -> CharSet:
         open_pos = self.pos
@@ -386,10 +475,10 @@ class _Parser:
             if self.peek().isascii() and self.peek().isdigit():
                 raise self.error("octal escapes are not allowed", start)
             cp = 0
-        elif c in "123456789":
-            raise self.error("backreferences are not supported", start)
+        elif c in _DECIMAL:
+            raise self.error("a backreference cannot be in a class", start)
         elif c == "k":
-            raise self.error("named backreferences are not supported", start)
+            raise self.error("\\k cannot be in a class", start)
         elif c == "c":
             x = self.peek()
             if not (x.isascii() and x.isalpha()):
@@ -457,14 +546,82 @@ class _Parser:
         return cs
 
 
+_DECIMAL = "123456789"
+#: the Python ``re`` spelling of each assertion, with ECMA-262's meaning: the start and the very
+#: end of the string (Python's ``$`` also matches before a final newline), and word
+#: boundaries over ASCII word characters
+_PY_ASSERTIONS = {
+    BOL: "\\A",
+    EOL: "\\Z",
+    WORD_BOUNDARY: "(?a:\\b)",
+    NOT_WORD_BOUNDARY: "(?a:\\B)",
+}
+
+
+def _py_class(cs: CharSet) -> str:
+    """A Python ``re`` atom for one code point of ``cs`` (every code point escaped)."""
+    if not cs:
+        return "(?!)"
+    if len(cs.ranges) == 1 and cs.ranges[0][0] == cs.ranges[0][1]:
+        return f"\\U{cs.ranges[0][0]:08x}"
+    body = "".join(
+        f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in cs.ranges
+    )
+    return f"[{body}]"
+
+
+def _loosened(node: RNode) -> RNode:
+    """``node`` without its assertions and lookaheads (each read as the empty string): a
+    superset of the texts ``node`` matches wherever it stands."""
+    if isinstance(node, (RAssert, RLook)):
+        return RCat(())
+    if isinstance(node, RCat):
+        return RCat(tuple(_loosened(x) for x in node.items))
+    if isinstance(node, RAlt):
+        return RAlt(tuple(_loosened(x) for x in node.items))
+    if isinstance(node, RRepeat):
+        return RRepeat(_loosened(node.item), node.min, node.max)
+    return node
+
+
 def _is_identifier(name: str) -> bool:
     return name.isidentifier() or all(ch.isalnum() or ch in "_$" for ch in name)
 
 
-def parse_regex(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> RNode:
+def parse_regex(pattern: str, *, limits: Limits = DEFAULT_LIMITS, backrefs: bool = False) -> RNode:
     """Parse an ECMA-262 pattern (``u`` flag) to its AST; GrammarSyntaxError if malformed,
-    LimitError when groups nest more than ``limits.max_regex_nesting`` deep."""
-    return _Parser(pattern, limits).parse()
+    LimitError when groups nest more than ``limits.max_regex_nesting`` deep.
+
+    ``backrefs``: a backreference (``\\1``, ``\\k<name>``) is read as the language of
+    what its group can match (a superset of the pattern's language, see
+    ``_Parser.backreference``) instead of refused: for callers that check the exact pattern
+    afterwards (:func:`python_regex`)."""
+    return _Parser(pattern, limits, backrefs=backrefs).parse()
+
+
+def regex_backreferences(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> int:
+    """How many backreferences ``pattern`` has (raises what :func:`parse_regex` raises for
+    anything else it refuses)."""
+    p = _Parser(pattern, limits, backrefs=True)
+    p.parse()
+    return len(p.refs)
+
+
+def python_regex(pattern: str, *, limits: Limits = DEFAULT_LIMITS) -> str:
+    """A Python ``re`` pattern that matches (``re.search``) exactly where the ECMA-262 one
+    (``u`` flag) does, as toolmask reads it: every class written out as code points (``\\d``
+    is ``[0-9]``, ``.`` excludes the four line terminators, ``\\s`` is ECMA's white space),
+    ``$`` the very end, word boundaries over ASCII, named groups numbered, and a
+    backreference to a group that did not take part matching the empty string, as in
+    ECMA-262 (``(?(1)\\1)``). One difference remains: ECMA-262 resets the captures inside a
+    repeated group at each repetition, Python keeps the last ones, so a backreference to a
+    group of the same repetition that has not matched in this round matches its text from the
+    round before. Raises what :func:`parse_regex` raises for syntax it refuses (lookbehinds,
+    Unicode properties beyond General_Category, inline flags)."""
+    p = _Parser(pattern, limits, python=True)
+    p.parse()
+    assert p.py is not None
+    return "".join(p.py)
 
 
 # -- Unicode properties ---------------------------------------------------------------------------

@@ -24,7 +24,9 @@ from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import Dfa
 from toolmask.limits import Limits
 from toolmask.schema import _langs
+from toolmask.schema._filter import literal_test
 from toolmask.schema._formats import FORMATS
+from toolmask.schema._merge import merge_alternatives, merge_regular, number_lang
 from toolmask.schema._resolve import Locations
 from toolmask.schema._terms import (
     BOTTOM,
@@ -44,7 +46,6 @@ from toolmask.schema._terms import (
     canonical,
     mk_and,
     mk_not,
-    mk_or,
 )
 
 __all__ = ["ShapeAlgebra", "is_number", "join_flags", "to_decimal"]
@@ -101,15 +102,20 @@ class ShapeAlgebra:
         return Flags(under=frozenset({(pointer, keyword)}))
 
     # -- meet, intersection, union ----------------------------------------------------------
-    def meet(self, term: Term, shapes: list[Shape]) -> Shape:
+    def meet(self, term: Term, shapes: list[Shape], terms: list[Term] | None = None) -> Shape:
+        """The intersection of ``shapes``, the expansions of the parts of ``term``. A literal
+        set among them is filtered by evaluating each value against ``term``, exactly; when
+        ``terms`` gives the part each shape expands (``term`` is their ``And``), a value is
+        evaluated against the parts only, and a part whose shape is itself an exact literal
+        set (no flags) is a set lookup rather than a validation (``_filter.literal_test``)."""
         flags = NO_FLAGS
         for s in shapes:
             flags = flags | s.flags
         lits = [s for s in shapes if s.literals is not None]
         if lits:
             base = min(lits, key=lambda s: len(s.literals or ()))
-            kept = tuple(t for t in (base.literals or ()) if self.accepts(term, json.loads(t)))
-            return Shape(literals=kept)
+            test = literal_test(self.accepts, self.limits, term, shapes, terms, base)
+            return Shape(literals=tuple(t for t in (base.literals or ()) if test(json.loads(t))))
         out = SHAPE_TOP
         # smallest first: a narrow shape (a bounded range, one alternative) keeps every later
         # product small, where multiplying wide ones first can pass max_dfa_states for nothing.
@@ -131,8 +137,8 @@ class ShapeAlgebra:
         if b is SHAPE_TOP and self._top_identity(a):
             return a
         flags = a.flags | b.flags
-        nums = self._pairs(a.numbers, b.numbers, self._num_and)
-        strs = self._pairs(a.strings, b.strings, self._str_and)
+        nums = self._pairs(*self._narrowed(a.numbers, b.numbers), self._num_and)
+        strs = self._pairs(*self._narrowed(a.strings, b.strings), self._str_and)
         arrs = self._pairs(a.arrays, b.arrays, self._arr_and)
         objs = self._pairs(a.objects, b.objects, self._obj_and)
         return Shape(
@@ -223,6 +229,23 @@ class ShapeAlgebra:
             out = self._merged(out, cap)
         return list(out.items())
 
+    def _narrowed(
+        self, xs: tuple[Any, ...], ys: tuple[Any, ...]
+    ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """``xs`` and ``ys`` (string or number alternatives), each merged into the automata of
+        its union (``_merge.merge_regular``) when multiplying them pairwise would pass
+        ``max_alternatives``: intersection distributes over union, so the product of the two
+        unions is the union of the pairwise products, at the cost of one product rather than
+        ``len(xs) * len(ys)``."""
+        if min(len(xs), len(ys)) < 2 or len(xs) * len(ys) <= self.limits.max_alternatives:
+            return xs, ys
+        return tuple(self._regular(list(xs))), tuple(self._regular(list(ys)))
+
+    def _regular(self, alts: list[Any]) -> list[Any]:
+        """``alts`` with the string and number alternatives merged into their unions'
+        automata (``_merge.merge_regular``), under this compilation's limits and deadline."""
+        return merge_regular(self.limits, self.check_time, alts)
+
     def _product_cap(self, xs: tuple[Any, ...], ys: tuple[Any, ...]) -> int:
         """The alternatives a product of ``xs`` and ``ys`` may keep (see :meth:`_pairs`)."""
         nx = sum(1 for x in xs if not _is_literal(x))
@@ -233,15 +256,19 @@ class ShapeAlgebra:
         return cap
 
     def _merged(self, alts: dict[Any, Flags], cap: int) -> dict[Any, Flags]:
-        """``alts`` with the alternatives that differ in one property merged (see
-        :func:`_merge_alternatives`); LimitError when more than ``cap`` others remain, or
+        """``alts`` with the object alternatives that differ in one property merged (see
+        ``_merge.merge_alternatives``), and string or number alternatives past ``cap`` merged
+        into their union's automata; LimitError when more than ``cap`` others remain, or
         literals past ``max_literal_bytes``."""
         kinds = {type(a) for a in alts}
         out = alts
         if kinds == {ObjAlt}:
             # a merged alternative carries all its parts' flags
             flags = join_flags(list(alts.values()))
-            out = {a: alts.get(a, flags) for a in _merge_alternatives(list(alts))}
+            out = {a: alts.get(a, flags) for a in merge_alternatives(list(alts))}
+        elif kinds in ({StrAlt}, {NumAlt}) and len(alts) > cap:
+            flags = join_flags(list(alts.values()))
+            out = {a: alts.get(a, flags) for a in self._regular(list(alts))}
         n = self._literals_checked(out)
         if n > cap:
             raise LimitError(
@@ -287,7 +314,7 @@ class ShapeAlgebra:
                 out.update(dict.fromkeys(tup))
             cap = self.limits.max_alternatives
             if self._literals_checked(out) > cap:
-                out = dict.fromkeys(_merge_alternatives(list(out)))
+                out = dict.fromkeys(self._regular(merge_alternatives(list(out))))
             n = self._literals_checked(out)
             if n > cap:
                 big = self.limits.max_discriminated_alternatives
@@ -359,7 +386,9 @@ class ShapeAlgebra:
         return None
 
     def _key_literals(self, o: ObjAlt, key: str) -> set[str] | None:
-        """The canonical texts ``key`` may hold in ``o`` (None: not a finite literal set)."""
+        """The canonical texts ``key`` may hold in ``o`` (None: not a finite literal set): an
+        enum's or const's values, or the strings of a finite string language (a pattern
+        such as ``^PowerShell@2$`` with ``type: string``, at most 64 strings), exactly."""
         if o.literal is not None:
             return {canonical(json.loads(o.literal)[key])}
         p = o.prop(key)
@@ -369,7 +398,23 @@ class ShapeAlgebra:
             shape = self.expand(p.value)
         except SchemaError:  # a term still being expanded (recursion): not provable here
             return None
-        return set(shape.literals) if shape.literals is not None else None
+        if shape.literals is not None:
+            return set(shape.literals)
+        only_strings = Shape(strings=shape.strings, flags=shape.flags)
+        if shape != only_strings or shape.flags != NO_FLAGS or not shape.strings:
+            return None
+        out: set[str] = set()
+        for a in shape.strings:
+            chain = _langs.pattern_chain(a.pat, self.limits) if a.pat is not None else None
+            if chain is not None:
+                values = _langs.chain_strings(chain, 64)
+            else:
+                d = a.lang(self.limits) if a.fmt is None else None
+                values = d.strings(64) if d is not None else None
+            if values is None:
+                return None
+            out.update(canonical(v) for v in values)
+        return out
 
     def split(self, s: Shape) -> Shape:
         """A literal shape as a type split (each literal its own alternative)."""
@@ -447,10 +492,7 @@ class ShapeAlgebra:
         return NumAlt(d, integer), NO_FLAGS
 
     def _num_dfa(self, n: NumAlt) -> Dfa:
-        d = n.lang(self.limits)
-        if d is not None:
-            return d
-        return _langs.int_value() if n.integer else _langs.num_noexp()
+        return number_lang(n, self.limits)
 
     def _str_and(self, a: StrAlt, b: StrAlt) -> tuple[StrAlt, Flags] | None:
         # a known format's language is never empty: it meets "any string" without its DFA
@@ -590,9 +632,7 @@ class ShapeAlgebra:
             nums = ()
         else:
             try:
-                d = self._num_dfa(s.numbers[0])
-                for n in s.numbers[1:]:
-                    d = d.union(self._num_dfa(n), limits=self.limits)
+                d = Dfa.union_all([self._num_dfa(n) for n in s.numbers], limits=self.limits)
                 comp = _langs.num_noexp().intersect(
                     d.complement(limits=self.limits), limits=self.limits
                 )
@@ -609,12 +649,8 @@ class ShapeAlgebra:
             strs = ()
         else:
             try:
-                d2 = s.strings[0].lang(self.limits)
-                assert d2 is not None
-                for x in s.strings[1:]:
-                    dx = x.lang(self.limits)
-                    assert dx is not None
-                    d2 = d2.union(dx, limits=self.limits)
+                langs = [x.lang(self.limits) for x in s.strings]
+                d2 = Dfa.union_all([d for d in langs if d is not None], limits=self.limits)
                 c2 = d2.complement(limits=self.limits)
                 strs = () if c2.is_empty() else (StrAlt(c2),)
             except LimitError:  # past max_dfa_states: any string, the validator checks
@@ -699,53 +735,6 @@ class ShapeAlgebra:
         if o.max_props is not None:
             out.append(ObjAlt(min_props=o.max_props + 1))
         return tuple(out)
-
-
-def _merge_alternatives(alts: list[Any]) -> list[Any]:
-    """Object alternatives that differ in one declared property only, merged into one.
-
-    Alternatives ``o1``, ``o2`` with the same keys, regions and counts whose properties agree
-    everywhere but at one key ``k`` (value ``v1`` / ``v2``, required ``r1`` / ``r2``) hold
-    together exactly the objects of one alternative with ``k``'s value ``v1 or v2``, required
-    iff ``r1 and r2``: a property constrains one key, so the union of the two products is the
-    product with the union at that key (regions constrain every key they match, so they are
-    never merged this way). This is the key-disjoint structure of real schemas: the branches of
-    a ``oneOf`` or the products of ``allOf`` of ``anyOf`` s usually differ in a few keys.
-    Repeated until nothing merges; the order of first appearance is kept. Other alternatives
-    (and literal objects) are returned unchanged. Cost: O(alternatives x properties) per round.
-    """
-    items = [a for a in alts if isinstance(a, ObjAlt) and a.literal is None]
-    if len(items) < 2:
-        return alts
-    rest = [a for a in alts if not (isinstance(a, ObjAlt) and a.literal is None)]
-    changed = True
-    while changed and len(items) > 1:
-        changed = False
-        slots: dict[tuple[Any, ...], int] = {}
-        merged: list[ObjAlt | None] = list(items)
-        dirty: set[int] = set()  # changed this round: their registered keys are stale
-        for i, o in enumerate(items):
-            skeleton = (tuple(p.name for p in o.props), o.regions, o.min_props, o.max_props)
-            for k, p in enumerate(o.props):
-                others = tuple(
-                    (q.value, q.required, q.evaluated) for j, q in enumerate(o.props) if j != k
-                )
-                key = (skeleton, k, p.evaluated, others)
-                j = slots.get(key)
-                if j is None or merged[j] is None or j in dirty:
-                    slots[key] = i
-                    continue
-                base = merged[j]
-                assert base is not None
-                q = base.props[k]
-                prop = Prop(p.name, mk_or(q.value, p.value), q.required and p.required, p.evaluated)
-                merged[j] = replace(base, props=(*base.props[:k], prop, *base.props[k + 1 :]))
-                merged[i] = None
-                dirty.add(j)
-                changed = True
-                break
-        items = list(dict.fromkeys(o for o in merged if o is not None))
-    return [*items, *rest]
 
 
 def _is_literal(alt: Any) -> bool:

@@ -153,8 +153,8 @@ class SchemaCompiler(ShapeAlgebra):
             return self.complement(self.expand(term.item), term)
         if isinstance(term, Or):
             return self.union([self.expand(t) for t in sorted(term.items, key=repr)])
-        shapes = [self.expand(t) for t in sorted(term.items, key=repr)]
-        return self.meet(term, shapes)
+        items = sorted(term.items, key=repr)
+        return self.meet(term, [self.expand(t) for t in items], items)
 
     def _expand_loc(self, loc: Loc) -> Shape:
         schema, resolver, ptr = self.locs.at(loc)

@@ -101,8 +101,6 @@ def json_string_char(cs: CharSet) -> Node:
 
 # -- multipleOf --------------------------------------------------------------------------------
 
-_DIGITS = CharSet.range(0x30, 0x39)
-
 
 def multiple_of_dfa(k: Decimal, *, integer_only: bool, limits: Limits = DEFAULT_LIMITS) -> Dfa:
     """JSON number text without exponent whose value is a multiple of ``k`` (> 0).
@@ -136,10 +134,10 @@ def multiple_of_dfa(k: Decimal, *, integer_only: bool, limits: Limits = DEFAULT_
     # states: ("start",), ("neg",), ("zero",), ("int", r), ("dot", r), ("frac", r, j)
     index: dict[tuple[object, ...], int] = {}
     order: list[tuple[object, ...]] = []
-    edges: list[list[tuple[CharSet, int]]] = []
+    edges: list[list[tuple[int, int]]] = []  # (code point, target): merged into sets at the end
     finals: set[int] = set()
     cap = limits.max_dfa_states
-    frac_digits = CharSet.of("0") if integer_only else _DIGITS
+    frac_digits = range(0x30, 0x31) if integer_only else range(0x30, 0x3A)
 
     def sid(key: tuple[object, ...]) -> int:
         j = index.get(key)
@@ -157,12 +155,11 @@ def multiple_of_dfa(k: Decimal, *, integer_only: bool, limits: Limits = DEFAULT_
     def divisible(r: int, pending: int) -> bool:
         return r * pow(10, pending, m) % m == 0
 
-    def digit_edges(src: int, digits_cs: CharSet, kind: str, r: int, j: int = 0) -> None:
-        for lo, hi in digits_cs.ranges:
-            for cp in range(lo, hi + 1):
-                nr = (r * 10 + cp - 0x30) % m
-                key = ("int", nr) if kind == "int" else ("frac", nr, j + 1)
-                edges[src].append((CharSet.of([cp]), sid(key)))
+    def digit_edges(src: int, digits: range, kind: str, r: int, j: int = 0) -> None:
+        for cp in digits:
+            nr = (r * 10 + cp - 0x30) % m
+            key = ("int", nr) if kind == "int" else ("frac", nr, j + 1)
+            edges[src].append((cp, sid(key)))
 
     sid(("start",))
     i = 0
@@ -171,19 +168,19 @@ def multiple_of_dfa(k: Decimal, *, integer_only: bool, limits: Limits = DEFAULT_
         kind = key[0]
         if kind in ("start", "neg"):
             if kind == "start":
-                edges[i].append((CharSet.of("-"), sid(("neg",))))
-            edges[i].append((CharSet.of("0"), sid(("zero",))))
-            digit_edges(i, CharSet.range(0x31, 0x39), "int", 0)
+                edges[i].append((ord("-"), sid(("neg",))))
+            edges[i].append((ord("0"), sid(("zero",))))
+            digit_edges(i, range(0x31, 0x3A), "int", 0)
         elif kind == "zero":  # a leading 0 takes no more integer digits
             finals.add(i)
-            edges[i].append((CharSet.of("."), sid(("dot", 0))))
+            edges[i].append((ord("."), sid(("dot", 0))))
         elif kind == "int":
             r = key[1]
             assert isinstance(r, int)
             if divisible(r, s):
                 finals.add(i)
-            edges[i].append((CharSet.of("."), sid(("dot", r))))
-            digit_edges(i, _DIGITS, "int", r)
+            edges[i].append((ord("."), sid(("dot", r))))
+            digit_edges(i, range(0x30, 0x3A), "int", r)
         else:  # "dot" (no fraction digit yet) or "frac"
             r = key[1]
             j = 0 if kind == "dot" else key[2]
@@ -193,16 +190,29 @@ def multiple_of_dfa(k: Decimal, *, integer_only: bool, limits: Limits = DEFAULT_
             if j < s:
                 digit_edges(i, frac_digits, "frac", r, j)
             else:  # past the s-th fraction digit only zeros keep x * 10**s an integer
-                edges[i].append((CharSet.of("0"), sid(("frac", r, s))))
+                edges[i].append((ord("0"), sid(("frac", r, s))))
         i += 1
-    return Dfa(tuple(tuple(_merge_edges(es)) for es in edges), frozenset(finals)).minimize()
+    sets: dict[tuple[int, ...], CharSet] = {}
+    merged = tuple(tuple(_merge_edges(es, sets)) for es in edges)
+    return Dfa(merged, frozenset(finals)).minimize()
 
 
-def _merge_edges(es: list[tuple[CharSet, int]]) -> list[tuple[CharSet, int]]:
-    by_t: dict[int, list[CharSet]] = {}
-    for cs, t in es:
-        by_t.setdefault(t, []).append(cs)
-    return [(CharSet.from_ranges(r for c in v for r in c.ranges), t) for t, v in by_t.items()]
+def _merge_edges(
+    es: list[tuple[int, int]], sets: dict[tuple[int, ...], CharSet]
+) -> list[tuple[CharSet, int]]:
+    """The edges of one state, one set of code points per target; ``sets`` keeps the set of
+    each group of code points (the same digit groups recur in every state)."""
+    by_t: dict[int, list[int]] = {}
+    for cp, t in es:
+        by_t.setdefault(t, []).append(cp)
+    out: list[tuple[CharSet, int]] = []
+    for t, cps in by_t.items():
+        key = tuple(cps)
+        cs = sets.get(key)
+        if cs is None:
+            cs = sets[key] = CharSet.from_ranges((c, c) for c in cps)
+        out.append((cs, t))
+    return out
 
 
 def any_json_string_char() -> Node:

@@ -46,7 +46,7 @@ def _ref(site: Site, acc: _Applied) -> None:
 def _all_of(site: Site, acc: _Applied) -> None:
     c = site.c
     terms = _nonempty_list(site, "allOf")
-    acc.shapes.append(c.meet(mk_and(*terms), [c.expand(t) for t in terms]))
+    acc.shapes.append(c.meet(mk_and(*terms), [c.expand(t) for t in terms], list(terms)))
 
 
 def _any_of(site: Site, acc: _Applied) -> None:

@@ -175,11 +175,8 @@ def _property_names(site: Site, acc: _Objects) -> None:
     elif any(x.is_any for x in pn.strings):
         keys = None
     else:
-        keys = pn.strings[0].lang(c.limits)
-        for x in pn.strings[1:]:
-            dx = x.lang(c.limits)
-            assert keys is not None and dx is not None
-            keys = keys.union(dx, limits=c.limits)
+        langs = [x.lang(c.limits) for x in pn.strings]
+        keys = Dfa.union_all([d for d in langs if d is not None], limits=c.limits)
     for f in pn.flags.over:
         c.force_over(*f)
     if keys is not None:

@@ -237,11 +237,17 @@ def _finish_strings(site: Site, acc: _Strings) -> Shape | None:
     p = acc.pattern
     if p is not None:
         try:
-            if not dfas and _langs.pattern_node(p, c.limits) is not None:
+            if _langs.has_backreference(p, c.limits):
+                # not a regular language: the grammar takes each backreference as its
+                # group's language (a superset), the validator checks the exact pattern
+                dfas.append(_langs.pattern_dfa(p, c.limits, backrefs=True))
+                flags = flags | c.flag_over(ptr, "pattern")
+            elif not dfas and _langs.pattern_node(p, c.limits) is not None:
                 # a deterministic anchored chain, alone: its DFA is built only if another
                 # constraint meets it (StrAlt.lang)
                 return only({"strings": (StrAlt(pat=p),), "flags": flags})
-            dfas.append(_langs.pattern_dfa(p, c.limits))
+            else:
+                dfas.append(_langs.pattern_dfa(p, c.limits))
         except GrammarError as e:
             raise SchemaError(f"pattern {p!r}: {e}", pointer=ptr, keyword="pattern") from e
     if not dfas:

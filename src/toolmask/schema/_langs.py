@@ -17,6 +17,7 @@ from decimal import Decimal
 from toolmask._cache import memo
 from toolmask.grammar import (
     ANY_CHAR,
+    CharSet,
     Dfa,
     Node,
     RCat,
@@ -28,6 +29,7 @@ from toolmask.grammar import (
     node_bytes,
     parse_full_match,
     regex_ast_node,
+    regex_backreferences,
     regex_dfa,
     repeat,
     seq,
@@ -335,8 +337,20 @@ def _int_floor(x: Decimal, excl: bool) -> int:
     return i
 
 
-def pattern_dfa(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Dfa:
-    return regex_dfa(pattern, search=True, limits=limits)
+def pattern_dfa(pattern: str, limits: Limits = DEFAULT_LIMITS, *, backrefs: bool = False) -> Dfa:
+    """The strings that contain a match of ``pattern``; with ``backrefs``, each backreference
+    read as its group's language (a superset: see ``regex_dfa``)."""
+    return regex_dfa(pattern, search=True, limits=limits, backrefs=backrefs)
+
+
+#: a cheap test before parsing for backreferences: ``\\1`` .. ``\\9`` or ``\\k``
+_BACKREF_HINT = re.compile(r"\\[1-9k]")
+
+
+def has_backreference(pattern: str, limits: Limits = DEFAULT_LIMITS) -> bool:
+    """Whether ``pattern`` has a backreference (``\\1``, ``\\k<name>``). Raises what
+    parsing raises for other syntax toolmask refuses."""
+    return bool(_BACKREF_HINT.search(pattern)) and regex_backreferences(pattern, limits=limits) > 0
 
 
 #: the largest count a pattern's repetition may have to be written as a repetition (beyond it,
@@ -362,7 +376,7 @@ def _pattern_bytes(v: tuple[Node | None]) -> int:
 
 @memo("schema.pattern_nodes", limit="max_memo_entries", entry_bytes=_pattern_bytes)
 def _pattern_node(pattern: str, limits: Limits) -> tuple[Node | None]:
-    chain = anchored_chain(pattern, limits=limits)
+    chain = _chain(pattern, limits)
     if chain is None:
         return (None,)
     positions = 1
@@ -379,6 +393,61 @@ def _pattern_node(pattern: str, limits: Limits) -> tuple[Node | None]:
     if positions + 2 > limits.max_dfa_states:
         return (None,)
     return (seq(*(repeat(json_string_char(cs), lo, hi) for cs, lo, hi in chain)),)
+
+
+#: a pattern as a chain of classes: ``(class, min, max)`` each (see ``anchored_chain``)
+Chain = list[tuple[CharSet, int, int | None]]
+
+
+def _chain_bytes(v: Chain | None) -> int:
+    return 64 + (0 if v is None else sum(64 + 16 * len(cs.ranges) for cs, _, _ in v))
+
+
+@memo("schema.pattern_chains", limit="max_memo_entries", entry_bytes=_chain_bytes)
+def _chain(pattern: str, limits: Limits) -> Chain | None:
+    return anchored_chain(pattern, limits=limits)
+
+
+def pattern_chain(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Chain | None:
+    """``pattern`` as a chain of classes (``anchored_chain``), memoised in the cache set in
+    use; None when it is not one."""
+    return _chain(pattern, limits)
+
+
+def chain_accepts(chain: Chain, value: str) -> bool:
+    """Whether ``value`` matches the chain of a pattern :func:`pattern_node` writes directly
+    (``StrAlt.pat``): each class takes as many code points as it can, which is exact because
+    no variable repetition's class meets what may follow it (the chain is deterministic).
+    O(len(value)), without the pattern's DFA."""
+    i, n = 0, len(value)
+    for cs, lo, hi in chain:
+        k = 0
+        while i < n and (hi is None or k < hi) and ord(value[i]) in cs:
+            i += 1
+            k += 1
+        if k < lo:
+            return False
+    return i == n
+
+
+def chain_strings(chain: Chain, limit: int) -> list[str] | None:
+    """Every string a chain of classes matches, when there are at most ``limit``; else
+    None (a repetition without an upper bound, or too many). No DFA is built."""
+    out = [""]
+    for cs, lo, hi in chain:
+        if hi is None or len(cs) ** hi > limit:
+            return None
+        chars = [chr(cp) for a, b in cs.ranges for cp in range(a, b + 1)]
+        words = [""]
+        grown: list[str] = []
+        for k in range(hi + 1):
+            if k >= lo:
+                grown.extend(words)
+            words = [w + c for w in words for c in chars]
+        out = [p + w for p in out for w in grown]
+        if len(out) > limit:
+            return None
+    return out
 
 
 def string_literals_dfa(values: list[str]) -> Dfa:

@@ -27,6 +27,11 @@ _UNKNOWN_FORMAT = (
     "strict_formats refuses it"
 )
 
+_BACKREFERENCE = (
+    "backreference: the grammar reads each one as its group's language (a superset), "
+    "the validator checks the exact pattern"
+)
+
 _SCHEMA: tuple[str, ...] = (
     "not",
     "if",
@@ -104,6 +109,16 @@ def _occurrences(schema: Any, pointer: str, out: list[tuple[str, str, Any]]) -> 
                     _occurrences(sub, f"{here}/{escape_token(name)}", out)
 
 
+def _has_backreference(pattern: str) -> bool:
+    from toolmask.errors import ToolmaskError
+    from toolmask.schema._langs import has_backreference
+
+    try:
+        return has_backreference(pattern)
+    except ToolmaskError:  # compiled, so it parses: only a pattern elsewhere in the schema
+        return False
+
+
 def check_schema(schema: Any, **options: Any) -> SchemaReport:
     """Compile ``schema`` (options as :func:`compile_json_schema`) and report each keyword.
 
@@ -132,6 +147,8 @@ def check_schema(schema: Any, **options: Any) -> SchemaReport:
         if (pointer, keyword) in post:
             how = "validator"
             note = (info.note if info and info.note else "") or "checked after decoding"
+            if keyword == "pattern" and isinstance(value, str) and _has_backreference(value):
+                note = _BACKREFERENCE
         elif info is None:
             how, note = "ignored", "not a JSON Schema 2020-12 keyword"
         elif info.enforcement == "unsupported":

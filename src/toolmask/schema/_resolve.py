@@ -29,9 +29,17 @@ from toolmask.errors import LimitError, SchemaError
 from toolmask.limits import Limits
 from toolmask.schema._formats import format_checker
 from toolmask.schema._terms import BOTTOM, TOP, And, Const, Loc, Not, Or, Term
-from toolmask.schema._validate import dialect_of
+from toolmask.schema._validate import (
+    ROOT_ALIAS,
+    dialect_of,
+    ecma_patterns,
+    is_legacy_dialect,
+    mixed_dependencies,
+    resource_of,
+    specification_of,
+)
 
-__all__ = ["Locations", "Resolver"]
+__all__ = ["Locations", "Resolver", "json_key"]
 
 
 class Resolver(Protocol):
@@ -43,8 +51,6 @@ class Resolver(Protocol):
     def in_subresource(self, subresource: referencing.Resource[Any]) -> Resolver: ...
 
 
-#: the URI the root document is also registered under when it has no ``$id``
-_ROOT_ALIAS = "urn:toolmask:root"
 #: the keywords that make a subschema depend on where it sits
 _REF_KEYWORDS = frozenset({"$ref", "$dynamicRef", "$recursiveRef"})
 
@@ -70,16 +76,7 @@ class Locations:
         self._keep: list[Any] = []
         self._validators: dict[int, Any] = {}
         self._format_checker: Any = None
-        spec = referencing.jsonschema.DRAFT202012
-        if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
-            try:
-                spec = referencing.jsonschema.specification_with(schema["$schema"])
-            except (
-                referencing.exceptions.CannotDetermineSpecification,
-                referencing.jsonschema.UnknownDialect,
-            ):
-                spec = referencing.jsonschema.DRAFT202012
-        self.spec = spec
+        self.spec = specification_of(schema)
         self.validator_cls = dialect_of(schema)
         # the metaschemas of every draft, offline (jsonschema_specifications, as jsonschema's
         # own validators have them): a $ref to one resolves without resources=
@@ -92,14 +89,26 @@ class Locations:
         registry = registry.with_resource(root_uri, root_res)
         # the documents by a URI that names them in a $ref (a root without $id is "" to its
         # own refs, which no $ref from outside can name: it gets an alias, see _as_ref)
-        self._documents = [(root_uri or _ROOT_ALIAS, schema), *(resources or {}).items()]
+        self._documents = [(root_uri or ROOT_ALIAS, schema), *(resources or {}).items()]
         #: the metaschemas' index (process-wide, see _spec_index), unless resources replace one
         self._specs = _spec_index() if given.isdisjoint(_SPEC_URIS) else None
         if not root_uri:
-            registry = registry.with_resource(_ROOT_ALIAS, root_res)
+            registry = registry.with_resource(ROOT_ALIAS, root_res)
         self._uris: dict[int, str] | None = None  # by id(subschema), see _as_ref
         self._with_refs: set[int] = set()
-        self.registry = registry.crawl() if crawl else registry
+        try:
+            self.registry = registry.crawl() if crawl else registry
+        except (AttributeError, TypeError) as e:
+            at = _nested_legacy_dialect([schema, *(resources or {}).values()])
+            if at is None:
+                raise  # a malformed schema: located through the metaschema by the caller
+            raise SchemaError(
+                "a subschema with a draft 3-7 $schema of its own and a `dependencies` that "
+                "mixes schemas and property lists cannot be indexed (referencing reads that "
+                "subschema with its own draft specification, which crawls `dependencies` wrong)",
+                pointer=at,
+                keyword="$schema",
+            ) from e
         self.root_resolver = self.registry.resolver(base_uri=root_uri)
         self.root_term = self.loc(schema, self.root_resolver, "")
 
@@ -113,10 +122,7 @@ class Locations:
         return self._format_checker
 
     def _resource(self, doc: Any) -> referencing.Resource[Any]:
-        try:
-            return referencing.Resource.from_contents(doc, default_specification=self.spec)
-        except referencing.jsonschema.UnknownDialect:
-            return self.spec.create_resource(doc)
+        return resource_of(doc, self.spec)  # type: ignore[no-any-return]
 
     # -- locations ------------------------------------------------------------------------------
     def loc(
@@ -207,7 +213,7 @@ class Locations:
             schema = self._locs[term.index][0]
             if isinstance(schema, bool):
                 return schema
-            v = _fast_enum(self.validator_cls)(
+            v = _fast_enum(ecma_patterns(self.validator_cls))(
                 self._as_ref(schema),
                 registry=self.registry,
                 format_checker=self.format_checker,
@@ -242,6 +248,26 @@ class Locations:
         if id(schema) in self._with_refs:
             return {"$ref": self._uris[id(schema)]}
         return schema
+
+
+def _nested_legacy_dialect(documents: list[Any]) -> str | None:
+    """The JSON pointer of a subschema (not a document's root) with a draft 3-7 ``$schema``
+    and a mixed ``dependencies`` at or below it, or None (see ``_validate._fixed_specification``:
+    the crawl reads such a subschema with referencing's own specification). O(size)."""
+    for doc in documents:
+        stack: list[tuple[Any, str]] = [(doc, "")]
+        while stack:
+            node, ptr = stack.pop()
+            if isinstance(node, dict):
+                if ptr and is_legacy_dialect(node) and mixed_dependencies(node):
+                    return ptr
+                items: Iterable[tuple[Any, Any]] = node.items()
+            elif isinstance(node, list):
+                items = enumerate(node)
+            else:
+                continue
+            stack.extend((child, ptr + json_pointer((key,))) for key, child in items)
+    return None
 
 
 def _index(documents: Iterable[tuple[str, Any]]) -> tuple[dict[int, str], set[int]]:
@@ -285,8 +311,8 @@ def _spec_index() -> tuple[dict[int, str], set[int]]:
     return _index((uri, SPECIFICATIONS.contents(uri)) for uri in sorted(_SPEC_URIS))
 
 
-def _json_key(v: Any) -> Any:
-    """A hashable key with ``_json_key(a) == _json_key(b)`` iff JSON Schema calls ``a`` and
+def json_key(v: Any) -> Any:
+    """A hashable key with ``json_key(a) == json_key(b)`` iff JSON Schema calls ``a`` and
     ``b`` equal (``1 == 1.0``, ``True != 1``, objects unordered); floats compare exactly, as
     Python's ``==`` does."""
     if v is None or isinstance(v, (bool, str)):
@@ -294,14 +320,14 @@ def _json_key(v: Any) -> Any:
     if isinstance(v, (int, float)):
         return ("n", Decimal(v))
     if isinstance(v, list):
-        return ("a", tuple(_json_key(x) for x in v))
+        return ("a", tuple(json_key(x) for x in v))
     if isinstance(v, dict):
-        return ("o", frozenset((k, _json_key(x)) for k, x in v.items()))
+        return ("o", frozenset((k, json_key(x)) for k, x in v.items()))
     return ("?", id(v))
 
 
 def _enum_keys(enums: list[Any]) -> frozenset[Any]:
-    """The :func:`_json_key` s of an enum's values, kept in the cache set in use by the
+    """The :func:`json_key` s of an enum's values, kept in the cache set in use by the
     list's identity (the list is kept with them, so its id stays its own)."""
     cache = current_caches().cache(
         "schema.enum_keys", limit="max_language_memos", entry_bytes=lambda e: 64 + 120 * len(e[1])
@@ -309,7 +335,7 @@ def _enum_keys(enums: list[Any]) -> frozenset[Any]:
     got = cache.get(id(enums))
     if got is not None and got[0] is enums:
         return frozenset(got[1])
-    keys = frozenset(_json_key(v) for v in enums)
+    keys = frozenset(json_key(v) for v in enums)
     if got is None:
         cache.put(id(enums), (enums, keys))
     return keys
@@ -326,7 +352,7 @@ def _fast_enum(cls: Any) -> Any:
     def enum(validator: Any, enums: Any, instance: Any, schema: Any) -> Any:
         if not isinstance(enums, list) or len(enums) <= 16:
             yield from plain(validator, enums, instance, schema)
-        elif _json_key(instance) not in _enum_keys(enums):
+        elif json_key(instance) not in _enum_keys(enums):
             yield ValidationError(f"{instance!r} is not one of the {len(enums)} enum values")
 
     return js_validators.extend(cls, {"enum": enum})  # type: ignore[no-untyped-call]

@@ -77,19 +77,42 @@ class Loc:
     index: int
 
 
+def _cached_hash(obj: Any, fields: tuple[Any, ...]) -> int:
+    """The hash of ``fields``, kept in ``obj._h`` (0: not computed yet). Terms, properties
+    and alternatives are hashed again and again (as keys of memos, merges and products), and
+    a dataclass's own hash walks every field, recursively, at each call."""
+    h = obj._h
+    if not h:
+        h = hash(fields) or 1
+        object.__setattr__(obj, "_h", h)
+    return h  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True, slots=True)
 class And:
     items: frozenset[Term]
+    _h: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (And, self.items))
 
 
 @dataclass(frozen=True, slots=True)
 class Or:
     items: frozenset[Term]
+    _h: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (Or, self.items))
 
 
 @dataclass(frozen=True, slots=True)
 class Not:
     item: Term
+    _h: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (Not, self.item))
 
 
 Term: TypeAlias = Const | Loc | And | Or | Not
@@ -232,6 +255,23 @@ class ArrAlt:
     #: how many leading positions an applicator evaluated (for unevaluatedItems); -1 = all
     evaluated: int = 0
     literal: str | None = None  # canonical JSON text of a literal array
+    _h: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(
+            self,
+            (
+                self.prefix,
+                self.items,
+                self.min_items,
+                self.max_items,
+                self.contains,
+                self.min_contains,
+                self.max_contains,
+                self.evaluated,
+                self.literal,
+            ),
+        )
 
     def item_term(self, i: int) -> Term:
         return self.prefix[i] if i < len(self.prefix) else self.items
@@ -254,6 +294,10 @@ class Region:
     keys: Dfa | None
     value: Term
     evaluated: bool
+    _h: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.keys, self.value, self.evaluated))
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +307,10 @@ class Prop:
     required: bool
     #: an applicator (properties, patternProperties, additionalProperties) evaluated this key
     evaluated: bool = False
+    _h: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.name, self.value, self.required, self.evaluated))
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +320,12 @@ class ObjAlt:
     min_props: int = 0
     max_props: int | None = None
     literal: str | None = None  # canonical JSON text of a literal object
+    _h: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(
+            self, (self.props, self.regions, self.min_props, self.max_props, self.literal)
+        )
 
     def names(self) -> frozenset[str]:
         return frozenset(p.name for p in self.props)
