@@ -8,10 +8,13 @@
 * Object alternatives told apart by a key whose value is a finite string language (a pattern
   such as ``^Task7@1$`` with ``type: string``) are a discriminated union, like ``const``
   values: past ``max_alternatives``, up to ``max_discriminated_alternatives``.
+* A union's count is checked once its location is complete: a sibling ``properties`` may make
+  a key of the branches a discriminator that the branches alone do not have.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -71,6 +74,49 @@ def test_a_task_union_like_azure_pipelines_is_exact() -> None:
         ]
     values += [{"task": "Tool300@0"}, {"task": 3}]
     assert 10 < assert_exact(c, schema, values) < len(values) - 10
+
+
+def _task_values(n: int) -> list[Any]:
+    values: list[Any] = []
+    for i in (0, n // 2, n - 1):
+        task = f"Tool{i}@{i % 3}"
+        values += [
+            {"task": task, "inputs": {f"in{i}": "x"}},
+            {"task": task, "inputs": {f"in{i + 1}": "x"}},
+            {"task": f"Tool{i}@{(i + 1) % 3}"},
+        ]
+    return [*values, {"task": f"Tool{n}@0"}, {"task": "x"}]
+
+
+@pytest.mark.parametrize("applicator", ["anyOf", "oneOf"])
+def test_more_task_branches_than_max_alternatives(applicator: str) -> None:
+    """1,500 branches: past ``max_alternatives`` on their own (each names its task by an
+    untyped pattern, so the union alone has no discriminator), told apart once the sibling
+    ``properties`` has met them (its enums make each branch's task one literal). A ``oneOf``
+    of them is the same union, its one-branch rule left to the validator."""
+    schema = _tasks(1_500)
+    schema[applicator] = schema.pop("anyOf")
+    c = _compiled(schema)
+    assert assert_exact(c, schema, _task_values(1_500)) == 3
+
+
+def test_task_branches_a_sibling_does_not_tell_apart_are_refused_where_they_are() -> None:
+    """The same 1,500 branches, their task names infinitely many each and the sibling
+    ``task`` any string: nothing tells them apart, so the union is refused at its location,
+    as before. And past ``max_discriminated_alternatives`` the union is refused at once."""
+    loose = _tasks(1_500)
+    loose["properties"]["task"] = {"type": "string"}
+    for branch in loose["anyOf"]:
+        branch["properties"]["task"]["pattern"] += "|^x+$"
+    doc = {"type": "object", "properties": {"step": loose}}
+    with pytest.raises(tm.LimitError) as e:
+        tm.Grammar.from_json_schema(doc)
+    assert (e.value.limit, e.value.pointer) == ("max_alternatives", "/properties/step")
+    assert "1500 alternatives" in str(e.value)
+    small = dataclasses.replace(tm.DEFAULT_LIMITS, max_discriminated_alternatives=1_000)
+    with pytest.raises(tm.LimitError) as e:
+        tm.Grammar.from_json_schema(_tasks(1_500), limits=small)
+    assert e.value.limit == "max_discriminated_alternatives"
 
 
 def test_literal_sets_are_filtered_by_each_kind_of_part() -> None:

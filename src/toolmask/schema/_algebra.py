@@ -24,9 +24,15 @@ from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import Dfa
 from toolmask.limits import Limits
 from toolmask.schema import _langs
-from toolmask.schema._filter import literal_test
+from toolmask.schema._filter import literal_filter
 from toolmask.schema._formats import FORMATS
-from toolmask.schema._merge import merge_alternatives, merge_regular, number_lang
+from toolmask.schema._merge import (
+    counted_alternatives,
+    finite_strings,
+    merge_alternatives,
+    merge_regular,
+    number_lang,
+)
 from toolmask.schema._resolve import Locations
 from toolmask.schema._terms import (
     BOTTOM,
@@ -107,15 +113,16 @@ class ShapeAlgebra:
         set among them is filtered by evaluating each value against ``term``, exactly; when
         ``terms`` gives the part each shape expands (``term`` is their ``And``), a value is
         evaluated against the parts only, and a part whose shape is itself an exact literal
-        set (no flags) is a set lookup rather than a validation (``_filter.literal_test``)."""
+        set (no flags) is a set lookup rather than a validation (``_filter.literal_filter``)."""
         flags = NO_FLAGS
         for s in shapes:
             flags = flags | s.flags
         lits = [s for s in shapes if s.literals is not None]
         if lits:
             base = min(lits, key=lambda s: len(s.literals or ()))
-            test = literal_test(self.accepts, self.limits, term, shapes, terms, base)
-            return Shape(literals=tuple(t for t in (base.literals or ()) if test(json.loads(t))))
+            return Shape(
+                literals=literal_filter(self.accepts, self.limits, term, shapes, terms, base)
+            )
         out = SHAPE_TOP
         # smallest first: a narrow shape (a bounded range, one alternative) keeps every later
         # product small, where multiplying wide ones first can pass max_dfa_states for nothing.
@@ -149,6 +156,7 @@ class ShapeAlgebra:
             arrays=tuple(x for x, _ in arrs),
             objects=tuple(x for x, _ in objs),
             flags=flags | join_flags([f for _, f in nums + strs + arrs + objs]),
+            pending=a.pending or b.pending,
         )
 
     def _top_identity(self, s: Shape) -> bool:
@@ -278,26 +286,14 @@ class ShapeAlgebra:
         return out
 
     def _literals_checked(self, alts: Iterable[Any]) -> int:
-        """The alternatives of ``alts`` that are not literal containers (those count against
-        ``max_alternatives``); LimitError when the literal ones' JSON texts pass
-        ``max_literal_bytes`` (they are lowered into one byte trie, so their cost is their
-        bytes, not their number)."""
-        others = 0
-        size = 0
-        for a in alts:
-            text = getattr(a, "literal", None)
-            if text is None:
-                others += 1
-            else:
-                size += len(text)
-        if size > self.limits.max_literal_bytes:
-            raise LimitError(
-                f"literal values of one type take {size} bytes of JSON",
-                limit="max_literal_bytes",
-            )
-        return others
+        """The alternatives that count against ``max_alternatives`` (``_merge``)."""
+        return counted_alternatives(alts, self.limits)
 
-    def union(self, shapes: list[Shape]) -> Shape:
+    def union(self, shapes: list[Shape], *, defer: bool = False) -> Shape:
+        """The union of ``shapes``, alternatives concatenated and merged; past
+        ``max_alternatives`` (and not told apart by a discriminator) a LimitError, unless
+        ``defer``: then the shape is marked ``pending`` and :meth:`settle` decides once the
+        location's other keywords have met it."""
         if not shapes:
             return SHAPE_BOTTOM
         flags = join_flags([s.flags for s in shapes])
@@ -308,26 +304,16 @@ class ShapeAlgebra:
             return Shape(literals=tuple(vals), flags=flags)
         ss = [self.split(s) for s in shapes]
 
+        pending = False
+
         def cat(xs: Iterable[tuple[Any, ...]]) -> tuple[Any, ...]:
+            nonlocal pending
             out: dict[Any, None] = {}
             for tup in xs:
                 out.update(dict.fromkeys(tup))
-            cap = self.limits.max_alternatives
-            if self._literals_checked(out) > cap:
-                out = dict.fromkeys(self._regular(merge_alternatives(list(out))))
-            n = self._literals_checked(out)
-            if n > cap:
-                big = self.limits.max_discriminated_alternatives
-                if n <= big and self.discriminator(tuple(out)) is not None:
-                    return tuple(out)
-                what = "alternatives of one type"
-                if n > big:
-                    what = f"alternatives of one type (at most {big} when a key tells them apart)"
-                raise LimitError(
-                    f"anyOf / oneOf gives {n} {what}",
-                    limit="max_alternatives" if n <= big else "max_discriminated_alternatives",
-                )
-            return tuple(out)
+            got, told = self._capped(tuple(out), defer)
+            pending = pending or not told
+            return got
 
         nums = cat(s.numbers for s in ss)
         if any(n.is_any and not n.integer for n in nums):
@@ -349,7 +335,46 @@ class ShapeAlgebra:
             arrays=arrs,
             objects=objs,
             flags=flags,
+            pending=pending,
         )
+
+    def _capped(self, alts: tuple[Any, ...], defer: bool) -> tuple[tuple[Any, ...], bool]:
+        """``alts`` (one type's alternatives) merged where they exceed ``max_alternatives``,
+        and whether they are within it or told apart by a discriminator (at most
+        ``max_discriminated_alternatives``); else a LimitError, or with ``defer`` the merged
+        alternatives and False (up to ``max_discriminated_alternatives``)."""
+        cap = self.limits.max_alternatives
+        out = alts
+        if self._literals_checked(out) > cap:
+            out = tuple(dict.fromkeys(self._regular(merge_alternatives(list(out)))))
+        n = self._literals_checked(out)
+        if n <= cap:
+            return out, True
+        big = self.limits.max_discriminated_alternatives
+        if n <= big and self.discriminator(out) is not None:
+            return out, True
+        if defer and n <= big:
+            return out, False
+        what = "alternatives of one type"
+        if n > big:
+            what = f"alternatives of one type (at most {big} when a key tells them apart)"
+        raise LimitError(
+            f"anyOf / oneOf gives {n} {what}",
+            limit="max_alternatives" if n <= big else "max_discriminated_alternatives",
+        )
+
+    def settle(self, s: Shape) -> Shape:
+        """A ``pending`` shape (see :meth:`union`) once its location is complete: each type's
+        alternatives within ``max_alternatives`` after merging, or told apart by a
+        discriminator now that the location's other keywords met them (Azure Pipelines'
+        task branches each name their task by a pattern, and a sibling ``properties`` gives
+        the names as literals), else the LimitError the union would have raised."""
+        if not s.pending:
+            return s
+        nums, strs, arrs, objs = (
+            self._capped(alts, False)[0] for alts in (s.numbers, s.strings, s.arrays, s.objects)
+        )
+        return replace(s, numbers=nums, strings=strs, arrays=arrs, objects=objs, pending=False)
 
     def expand(self, term: Term) -> Shape:
         """The shape of ``term`` (the compiler's expansion; see ``SchemaCompiler.expand``)."""
@@ -400,21 +425,7 @@ class ShapeAlgebra:
             return None
         if shape.literals is not None:
             return set(shape.literals)
-        only_strings = Shape(strings=shape.strings, flags=shape.flags)
-        if shape != only_strings or shape.flags != NO_FLAGS or not shape.strings:
-            return None
-        out: set[str] = set()
-        for a in shape.strings:
-            chain = _langs.pattern_chain(a.pat, self.limits) if a.pat is not None else None
-            if chain is not None:
-                values = _langs.chain_strings(chain, 64)
-            else:
-                d = a.lang(self.limits) if a.fmt is None else None
-                values = d.strings(64) if d is not None else None
-            if values is None:
-                return None
-            out.update(canonical(v) for v in values)
-        return out
+        return finite_strings(shape, self.limits)
 
     def split(self, s: Shape) -> Shape:
         """A literal shape as a type split (each literal its own alternative)."""

@@ -190,6 +190,7 @@ class SchemaCompiler(ShapeAlgebra):
             shape = parts[0]
         else:
             shape = self.meet(loc, parts) if parts else SHAPE_TOP
+        shape = self.settle(shape)
         if "unevaluatedProperties" in schema or "unevaluatedItems" in schema:
             shape = self._apply_unevaluated(schema, resolver, ptr, shape)
         if leaf:

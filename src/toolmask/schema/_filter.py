@@ -6,7 +6,7 @@ constraints keeps the values that every constraint accepts. Evaluating each valu
 whole intersection with jsonschema is exact but costs O(values x the other parts' size):
 Azure Pipelines' schema meets ``{"task": {"anyOf": [259 one-value enums]}}`` with each of 259
 branches' ``task`` pattern, 259 values against a 259-branch ``anyOf``, 259 times (180 s). So
-:func:`literal_test` evaluates a value part by part, and reads a part off its shape where the
+:func:`literal_filter` evaluates a value part by part, and reads a part off its shape where the
 shape says exactly what the part holds (no flags): a literal set is a lookup by JSON equality,
 a null / boolean / string a check against the shape's languages. The rest goes to jsonschema.
 """
@@ -20,30 +20,40 @@ from typing import Any
 
 from toolmask.limits import Limits
 from toolmask.schema import _langs
+from toolmask.schema._merge import finite_strings
 from toolmask.schema._resolve import json_key
 from toolmask.schema._terms import NO_FLAGS, Shape, Term
 
-__all__ = ["literal_test"]
+__all__ = ["literal_filter"]
 
 Accepts = Callable[[Term, Any], bool]
 
 
-def literal_test(
+def literal_filter(
     accepts: Accepts,
     limits: Limits,
     term: Term,
     shapes: list[Shape],
     terms: list[Term] | None,
     base: Shape,
-) -> Callable[[Any], bool]:
-    """Whether a value of ``base`` (one of ``shapes``, the expansions of the parts of ``term``)
-    is in ``term``. Without ``terms`` (the part each shape expands): ``accepts`` (jsonschema)
-    on the whole term. With them: the value must be in every part; a part whose shape is a
-    literal set without flags holds exactly the values of that set (expansion filtered them
-    by the part itself), so it is a lookup by JSON equality (``1`` is ``1.0``), and
-    ``base`` 's own part is not evaluated again; other parts by :func:`_part_test`."""
+) -> tuple[str, ...]:
+    """The literals of ``base`` (canonical JSON texts, in their order; ``base`` is one of
+    ``shapes``, the expansions of the parts of ``term``) that ``term`` holds. Without
+    ``terms`` (the part each shape expands): ``accepts`` (jsonschema) on the whole term. With
+    them: a value must be in every part; a part whose shape is a literal set without flags
+    holds exactly the values of that set (expansion filtered them by the part itself), so it
+    is a lookup by JSON equality (``1`` is ``1.0``), and ``base`` 's own part is not evaluated
+    again; other parts by :func:`_part_test`. Where a part allows finitely many strings (a
+    pattern such as ``^PowerShell@2$``: at most 64), only the base's strings among those are
+    evaluated: a branch naming one task among a thousand names costs a scan of the names,
+    not a thousand evaluations."""
+    texts = base.literals or ()
+    if any(t[0] == '"' for t in texts):
+        allowed = _finite_part_strings(limits, shapes, terms, base)
+        if allowed is not None:
+            texts = tuple(t for t in texts if t[0] != '"' or t in allowed)
     if terms is None or len(terms) != len(shapes):
-        return lambda v: accepts(term, v)
+        return tuple(t for t in texts if accepts(term, json.loads(t)))
     sets: list[frozenset[Any]] = []
     rest: list[Callable[[Any], bool]] = []
     for t, s in zip(terms, shapes, strict=True):
@@ -59,7 +69,24 @@ def literal_test(
                 return False
         return all(f(v) for f in rest)
 
-    return test
+    return tuple(t for t in texts if test(json.loads(t)))
+
+
+def _finite_part_strings(
+    limits: Limits, shapes: list[Shape], terms: list[Term] | None, base: Shape
+) -> set[str] | None:
+    """The smallest set of canonical string texts that one part without flags allows (its
+    string alternatives have finitely many strings), or None when no part is one."""
+    if terms is None:
+        return None
+    best: set[str] | None = None
+    for s in shapes:
+        if s is base or s.literals is not None or s.flags != NO_FLAGS or not s.strings:
+            continue
+        got = finite_strings(Shape(strings=s.strings), limits)
+        if got is not None and (best is None or len(got) < len(best)):
+            best = got
+    return best
 
 
 def _part_test(accepts: Accepts, limits: Limits, t: Term, s: Shape) -> Callable[[Any], bool]:

@@ -52,7 +52,8 @@ def _all_of(site: Site, acc: _Applied) -> None:
 def _any_of(site: Site, acc: _Applied) -> None:
     c = site.c
     terms = _nonempty_list(site, "anyOf")
-    acc.shapes.append(c.union([c.expand(t) for t in terms]))
+    # past max_alternatives, the location's other keywords may still tell the branches apart
+    acc.shapes.append(c.union([c.expand(t) for t in terms], defer=True))
 
 
 def _one_of(site: Site, acc: _Applied) -> None:
@@ -66,7 +67,7 @@ def _one_of(site: Site, acc: _Applied) -> None:
         acc.shapes.append(shapes[0])
         return
     if _pairwise_disjoint(c, shapes):
-        acc.shapes.append(c.union(shapes))
+        acc.shapes.append(c.union(shapes, defer=True))
         return
     if len(terms) <= c.limits.max_one_of_exact:
         try:
@@ -78,7 +79,7 @@ def _one_of(site: Site, acc: _Applied) -> None:
             return
         except LimitError:
             pass  # the exact form is too big: the union plus the validator is still sound
-    acc.shapes.append(c.union(shapes).with_flags(c.flag_over(ptr, "oneOf")))
+    acc.shapes.append(c.union(shapes, defer=True).with_flags(c.flag_over(ptr, "oneOf")))
 
 
 def _not(site: Site, acc: _Applied) -> None:

@@ -10,7 +10,7 @@ products call these when alternatives pile up past ``Limits.max_alternatives``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -18,9 +18,15 @@ from toolmask.errors import LimitError
 from toolmask.grammar import Dfa
 from toolmask.limits import Limits
 from toolmask.schema import _langs
-from toolmask.schema._terms import NumAlt, ObjAlt, Prop, StrAlt, mk_or
+from toolmask.schema._terms import NumAlt, ObjAlt, Prop, Shape, StrAlt, canonical, mk_or
 
-__all__ = ["merge_alternatives", "merge_regular", "number_lang"]
+__all__ = [
+    "counted_alternatives",
+    "finite_strings",
+    "merge_alternatives",
+    "merge_regular",
+    "number_lang",
+]
 
 
 def number_lang(n: NumAlt, limits: Limits) -> Dfa:
@@ -29,6 +35,46 @@ def number_lang(n: NumAlt, limits: Limits) -> Dfa:
     if d is not None:
         return d
     return _langs.int_value() if n.integer else _langs.num_noexp()
+
+
+def counted_alternatives(alts: Iterable[Any], limits: Limits) -> int:
+    """The alternatives of ``alts`` that are not literal containers (those count against
+    ``max_alternatives``); LimitError when the literal ones' JSON texts pass
+    ``max_literal_bytes`` (they are lowered into one byte trie, so their cost is their
+    bytes, not their number)."""
+    others = 0
+    size = 0
+    for a in alts:
+        text = getattr(a, "literal", None)
+        if text is None:
+            others += 1
+        else:
+            size += len(text)
+    if size > limits.max_literal_bytes:
+        raise LimitError(
+            f"literal values of one type take {size} bytes of JSON", limit="max_literal_bytes"
+        )
+    return others
+
+
+def finite_strings(shape: Shape, limits: Limits, limit: int = 64) -> set[str] | None:
+    """The canonical JSON texts of the values of ``shape`` when it holds strings only, none
+    of them flagged, and finitely many (at most ``limit`` per alternative: a pattern such as
+    ``^PowerShell@2$``, read off its chain without a DFA where it is one); else None."""
+    if shape != Shape(strings=shape.strings) or not shape.strings:
+        return None  # another type, flags, a pending union, or no string at all
+    out: set[str] = set()
+    for a in shape.strings:
+        chain = _langs.pattern_chain(a.pat, limits) if a.pat is not None else None
+        if chain is not None:
+            values = _langs.chain_strings(chain, limit)
+        else:
+            d = a.lang(limits) if a.fmt is None else None
+            values = d.strings(limit) if d is not None else None
+        if values is None:
+            return None
+        out.update(canonical(v) for v in values)
+    return out
 
 
 def merge_regular(limits: Limits, tick: Callable[[], None], alts: list[Any]) -> list[Any]:

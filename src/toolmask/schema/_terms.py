@@ -363,6 +363,11 @@ class Shape:
     arrays: tuple[ArrAlt, ...] = ()
     objects: tuple[ObjAlt, ...] = ()
     flags: Flags = field(default=NO_FLAGS)
+    #: a union (an ``anyOf`` / ``oneOf`` beside other keywords) with more alternatives of a
+    #: type than ``max_alternatives`` that the rest of its location may still tell apart (a
+    #: sibling ``properties`` whose key names each branch): checked when the location's shape
+    #: is complete (``ShapeAlgebra.settle``), never lowered as it is
+    pending: bool = False
 
     def with_flags(self, flags: Flags) -> Shape:
         if not flags.over and not flags.under:
