@@ -35,7 +35,6 @@ from toolmask.tools._parser import (
     sequential_call_id,
 )
 from toolmask.tools._probe import Probe, ProbeCase, probe_template
-from toolmask.tools._rename import prefix_rules
 from toolmask.tools._sanitize import sanitize_tool_output
 from toolmask.tools._sites import SITES, distortion_sites, site_at, sites_of
 from toolmask.tools._spec import Tool, check_tool_name, type_schema
@@ -44,9 +43,11 @@ from toolmask.tools._turn import LAZY_MIN_TOOLS, ToolTurn
 from toolmask.tools._validate import CallError, render_errors, validate_call
 from toolmask.tools.formats import (
     FORMATS,
-    WireFormat,
+    FormatSpec,
     get_format,
+    prefix_rules,
     register_format,
+    unregister_format,
 )
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "CaseEvidence",
     "FormatEvidence",
     "FormatGuess",
+    "FormatSpec",
     "LazyTurnGrammar",
     "LazyTurnMatcher",
     "MalformedBlock",
@@ -73,7 +75,6 @@ __all__ = [
     "ToolChoice",
     "ToolError",
     "ToolTurn",
-    "WireFormat",
     "build_call_grammar",
     "build_name_filter",
     "build_turn_grammar",
@@ -97,5 +98,6 @@ __all__ = [
     "site_at",
     "sites_of",
     "type_schema",
+    "unregister_format",
     "validate_call",
 ]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -34,12 +34,11 @@ from toolmask._compile import active_compiler
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import Grammar, Rule, RuleRef
 from toolmask.limits import Limits
-from toolmask.tools._rename import prefix_rules
+from toolmask.schema import compile_json_schema
 from toolmask.tools._spec import Tool
-from toolmask.tools.formats._base import WireFormat
-from toolmask.tools.formats._gen import Kit
+from toolmask.tools.formats import FormatSpec, Kit, prefix_rules
 
-__all__ = ["ToolPart", "gc_paused", "tool_fingerprint", "tool_part"]
+__all__ = ["ToolPart", "gc_paused", "schema_grammar", "tool_fingerprint", "tool_part"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +65,22 @@ def tool_fingerprint(tool: Tool) -> str:
     return fp
 
 
-def _kit_key(fmt: WireFormat, kit: Kit) -> str:
+def schema_grammar(schema: Any, options: Mapping[str, Any]) -> Grammar:
+    """``compile_json_schema(schema, **options)``, cached by (schema, options) JSON in the
+    active GrammarCompiler (``Limits.max_schema_grammars`` entries): the kits' schema
+    compiler."""
+    key = (
+        json.dumps(schema, sort_keys=True),
+        json.dumps(dict(options), sort_keys=True, default=repr),
+    )
+    cache = active_compiler().cache("tools.schema_grammars", limit="max_schema_grammars")
+    hit: Grammar | None = cache.get(key)
+    if hit is not None:
+        return hit
+    return cache.put(key, compile_json_schema(schema, **options))  # type: ignore[no-any-return]
+
+
+def _kit_key(fmt: FormatSpec, kit: Kit) -> str:
     return json.dumps(
         [
             fmt.name,
@@ -79,7 +93,7 @@ def _kit_key(fmt: WireFormat, kit: Kit) -> str:
     )
 
 
-def tool_part(fmt: WireFormat, tool: Tool, kit: Kit, limits: Limits) -> ToolPart:
+def tool_part(fmt: FormatSpec, tool: Tool, kit: Kit, limits: Limits) -> ToolPart:
     """The part of ``tool`` in ``fmt`` written with ``kit``'s options (cached, see the module
     docstring). Raises SchemaError / LimitError naming the tool (``e.tool``) when its
     parameters cannot be compiled or its part has more than ``limits.max_rules`` rules.
@@ -89,7 +103,7 @@ def tool_part(fmt: WireFormat, tool: Tool, kit: Kit, limits: Limits) -> ToolPart
     kit_key = _kit_key(fmt, kit)
     cache = active_compiler().cache("tools.parts", limit="max_tool_parts")
     key = (fp, kit_key, id(fmt))
-    hit: tuple[WireFormat, ToolPart] | None = cache.get(key)
+    hit: tuple[FormatSpec, ToolPart] | None = cache.get(key)
     if hit is not None and hit[0] is fmt:
         return hit[1]
     digest = hashlib.blake2b(f"{fp}\0{kit_key}".encode(), digest_size=8).digest()
@@ -97,9 +111,16 @@ def tool_part(fmt: WireFormat, tool: Tool, kit: Kit, limits: Limits) -> ToolPart
     # so no two parts' names can collide and the rules need no renaming pass
     index = 10**11 + int.from_bytes(digest, "big") % (9 * 10**11)
     tag = f"t{index}_"
-    own = Kit(kit.options, kit.special_tokens, kit.layouts, kit.reasoning_open, tag=tag)
+    own = Kit(
+        kit.options,
+        kit.special_tokens,
+        kit.layouts,
+        kit.reasoning_open,
+        tag=tag,
+        schema_grammar=kit.schema_grammar,
+    )
     try:
-        node = fmt.call_grammar(tool, index, own)
+        node = fmt.codec.call_grammar(fmt, tool, index, own)
     except (SchemaError, LimitError) as e:
         e.in_tool(tool.name)
         raise
@@ -119,7 +140,7 @@ def tool_part(fmt: WireFormat, tool: Tool, kit: Kit, limits: Limits) -> ToolPart
     return part
 
 
-def parts_of(fmt: WireFormat, tools: Sequence[Tool], kit: Kit, limits: Limits) -> list[ToolPart]:
+def parts_of(fmt: FormatSpec, tools: Sequence[Tool], kit: Kit, limits: Limits) -> list[ToolPart]:
     """:func:`tool_part` of each tool, in order. Two parts whose 12-digit indexes collide (odds
     about n**2 / 2e12) get the later one's rules renamed.
 

@@ -4,7 +4,7 @@ A tool result is rendered into the prompt; if it contains ``<|im_start|>`` or ``
 text, a tokenizer that matches special tokens in text would read a role switch. The sanitizer
 inserts U+200B (zero width space) after the first character of every marker occurrence: a
 human reads the same characters, the tokenizer sees no marker. Markers are the format's own
-(:meth:`WireFormat.markers`: role markers, tool-call markers), the caller's ``special_tokens``
+(:meth:`FormatSpec.markers`: role markers, tool-call markers), the caller's ``special_tokens``
 (the vocabulary's special-token texts), and every ``<|...|>`` token shape.
 """
 
@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 
 from toolmask._compile import active_compiler
-from toolmask.tools.formats._base import WireFormat, get_format
+from toolmask.tools.formats import FormatSpec, get_format
 
 __all__ = ["BREAK", "sanitize_tool_output"]
 
@@ -31,7 +31,7 @@ def _pattern(markers: frozenset[str]) -> re.Pattern[str]:
 
 
 def sanitize_tool_output(
-    text: str, fmt: str | WireFormat, *, special_tokens: Iterable[str] = ()
+    text: str, fmt: str | FormatSpec, *, special_tokens: Iterable[str] = ()
 ) -> str:
     """``text`` with every control marker broken (see the module docstring).
 

@@ -34,7 +34,7 @@ from toolmask.tools._parts import gc_paused, limits_of, tool_fingerprint
 from toolmask.tools._sanitize import sanitize_tool_output
 from toolmask.tools._spec import Tool
 from toolmask.tools._validate import CallError, validate_call
-from toolmask.tools.formats._base import WireFormat, get_format
+from toolmask.tools.formats import FormatSpec, get_format
 
 if TYPE_CHECKING:
     from toolmask.vocab import Vocabulary
@@ -63,14 +63,14 @@ class ToolTurn:
     ``special_tokens`` are the special-token texts of the vocabulary: markers among them become
     :class:`~toolmask.grammar.Special` nodes in the grammar. ``schema_options`` go to
     :func:`~toolmask.schema.compile_json_schema` for every tool, over the format's own
-    :attr:`~toolmask.tools.WireFormat.argument_options` (``json.dumps`` spacing, keys in any
+    :attr:`~toolmask.tools.FormatSpec.argument_options` (``json.dumps`` spacing, keys in any
     order). ``id_factory`` makes call ids from the call index
     (:func:`random_call_id`, or :func:`sequential_call_id` for reproducible ids).
 
     Reasoning: with ``reasoning`` (the default) the grammar lets a format with a reasoning
     channel (``<think>``, ``[THINK]``, Harmony's analysis channel) reason first, then applies
     ``tool_choice`` to what follows. ``reasoning_open``: the prompt ended inside the channel
-    (a template that prefills ``<think>``; see :meth:`WireFormat.prompt_opens_reasoning` and
+    (a template that prefills ``<think>``; see :meth:`FormatSpec.prompt_opens_reasoning` and
     :meth:`for_prompt`), so the reply starts with reasoning; grammar and parser both know it.
 
     Invariant: :meth:`prompt` depends on the tool list and format only, never on
@@ -80,7 +80,7 @@ class ToolTurn:
     def __init__(
         self,
         tools: Iterable[Tool | Mapping[str, Any] | Any],
-        fmt: str | WireFormat = "hermes",
+        fmt: str | FormatSpec = "hermes",
         tool_choice: ToolChoiceLike = "auto",
         *,
         parallel_tool_calls: bool = True,
@@ -96,14 +96,14 @@ class ToolTurn:
             if t.name in seen:
                 raise ToolError(f"two tools are called {t.name!r}", where=t.name)
             seen.add(t.name)
-        self.format: WireFormat = get_format(fmt)
+        self.format: FormatSpec = get_format(fmt)
         self.tool_choice: ToolChoice = ToolChoice.parse(tool_choice, self._names, index=self._index)
         self.parallel_tool_calls = bool(parallel_tool_calls)
         self.special_tokens: frozenset[str] = frozenset(special_tokens)
         self.schema_options: dict[str, Any] = dict(schema_options or {})
         self.id_factory = id_factory
         self.reasoning = bool(reasoning)
-        self.reasoning_open = bool(reasoning_open) and bool(self.format.reasoning_end)
+        self.reasoning_open = bool(reasoning_open) and bool(self.format.reasoning.end)
 
     # -- views ------------------------------------------------------------------------------------
     @functools.cached_property
@@ -143,7 +143,7 @@ class ToolTurn:
         return self.format.block_triggers()
 
     def prompt(self) -> str:
-        """The text that advertises every tool (see :meth:`WireFormat.render_tools`)."""
+        """The text that advertises every tool (see :meth:`FormatSpec.render_tools`)."""
         return self.format.render_tools(self.tools)
 
     # -- grammar ----------------------------------------------------------------------------------
