@@ -4,7 +4,9 @@
 ``.prompt()`` advertises the tools, ``.grammar()`` constrains the reply, ``.parse(text)`` /
 ``.stream_parser()`` read it back, ``.validate(call)`` checks each call, ``.sanitize(out)``
 prepares a tool result for the prompt, ``.compile(vocab)`` compiles the turn (a subset of the
-tools as a name filter over the turn every subset shares). See ``docs/tools.md``.
+tools as a name filter over the turn every subset shares). What the turn depends on besides its
+tools, format and choice is one frozen :class:`TurnOptions`; a wire format is a frozen
+:class:`FormatSpec` (:mod:`toolmask.tools.formats`). See ``docs/tools.md``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from toolmask.tools._detect import (
 )
 from toolmask.tools._grammar import build_call_grammar, build_name_filter, build_turn_grammar
 from toolmask.tools._lazy import LazyTurnGrammar, LazyTurnMatcher
+from toolmask.tools._options import TurnOptions
 from toolmask.tools._parser import (
     MalformedBlock,
     ParsedTurn,
@@ -75,6 +78,7 @@ __all__ = [
     "ToolChoice",
     "ToolError",
     "ToolTurn",
+    "TurnOptions",
     "build_call_grammar",
     "build_name_filter",
     "build_turn_grammar",

@@ -65,6 +65,7 @@ from toolmask.grammar import (
 )
 from toolmask.schema import json_ws
 from toolmask.tools._choice import ToolChoice
+from toolmask.tools._options import TurnOptions
 from toolmask.tools._parts import limits_of, parts_of, schema_grammar
 from toolmask.tools._spec import Tool
 from toolmask.tools.formats import FormatSpec, Kit, prefix_rules
@@ -83,6 +84,9 @@ __all__ = [
 ]
 
 _WS_SET = " \t\r\n"
+
+#: the options of a turn nobody set any of
+DEFAULT_OPTIONS = TurnOptions()
 
 
 def prose_rules(
@@ -160,15 +164,17 @@ def _options(
     return options, (layout, *(x for x in extra if x != layout))
 
 
-def _kit(
-    fmt: FormatSpec,
-    special_tokens: frozenset[str],
-    schema_options: Mapping[str, Any],
-    *,
-    kind: type[Kit] = Kit,
-) -> Kit:
-    options, layouts = _options(fmt, schema_options)
-    return kind(options, special_tokens, layouts, schema_grammar=schema_grammar)
+def _kit(fmt: FormatSpec, turn: TurnOptions, *, kind: type[Kit] = Kit) -> Kit:
+    """The kit a turn's grammar is written with: the format's argument options under the
+    turn's ``schema_options``, its layouts, the vocabulary's special tokens."""
+    options, layouts = _options(fmt, turn.schema_options)
+    return kind(
+        options,
+        turn.special_tokens,
+        layouts,
+        turn.reasoning_open,
+        schema_grammar=schema_grammar,
+    )
 
 
 def _variant_kits(fmt: FormatSpec, kit: Kit, schema_options: Mapping[str, Any]) -> list[Kit]:
@@ -251,7 +257,7 @@ class _SentinelKit(Kit):
         return self._sentinel()
 
 
-def _head(fmt: FormatSpec, kit: Kit, *, reasoning: bool, reasoning_open: bool) -> Node | None:
+def _head(fmt: FormatSpec, kit: Kit, turn: TurnOptions) -> Node | None:
     """The reasoning the turn starts with: required when the prompt opened the channel,
     optional when the format has an open marker (and ``reasoning``), else None."""
     r = fmt.reasoning
@@ -259,9 +265,9 @@ def _head(fmt: FormatSpec, kit: Kit, *, reasoning: bool, reasoning_open: bool) -
         return None
     text = kit.text_without((r.end,))
     end = kit.marker(r.end)
-    if reasoning_open:
+    if turn.reasoning_open:
         return seq(text, end)
-    if reasoning and r.start:
+    if turn.reasoning and r.start:
         return seq(_ws(fmt), kit.marker(r.start), text, end)
     return None
 
@@ -311,20 +317,16 @@ def build_turn_grammar(
     tools: Sequence[Tool],
     fmt: FormatSpec,
     tool_choice: ToolChoice,
-    *,
-    parallel: bool = True,
-    special_tokens: frozenset[str] = frozenset(),
-    schema_options: Mapping[str, Any] | None = None,
-    reasoning: bool = True,
-    reasoning_open: bool = False,
+    options: TurnOptions = DEFAULT_OPTIONS,
 ) -> Grammar:
     """The grammar of one assistant turn (see the module docstring for its shape).
 
-    ``tools`` are all advertised tools; ``tool_choice`` says which may be called. Markers in
-    ``special_tokens`` become :class:`Special` nodes. ``reasoning``: the turn may start with
-    the format's reasoning channel (formats that have one); ``reasoning_open``: the prompt
-    ended inside the channel (:meth:`FormatSpec.prompt_opens_reasoning`), so the turn starts
-    with reasoning and its close marker. Raises :class:`SchemaError` or :class:`LimitError`
+    ``tools`` are all advertised tools; ``tool_choice`` says which may be called; ``options``
+    the rest (:class:`TurnOptions`: markers in ``special_tokens`` become :class:`Special`
+    nodes; ``reasoning``: the turn may start with the format's reasoning channel;
+    ``reasoning_open``: the prompt ended inside the channel
+    (:meth:`FormatSpec.prompt_opens_reasoning`), so the turn starts with reasoning and its
+    close marker). Raises :class:`SchemaError` or :class:`LimitError`
     for a tool schema that cannot be compiled, naming the tool (``e.tool``); caps apply per
     tool (:mod:`toolmask.tools._parts`), and ``max_rules`` to the envelope on its own.
 
@@ -333,31 +335,15 @@ def build_turn_grammar(
     concatenation of the parts' rules (O(tools), plus 2**parameters, at most 2**8, rules per
     tool on a miss for formats that write parameters one by one in any order).
     """
-    limits = limits_of(schema_options or {})
-    return _assemble(
-        tools,
-        fmt,
-        tool_choice,
-        _real_calls(limits),
-        limits,
-        parallel=parallel,
-        special_tokens=special_tokens,
-        schema_options=schema_options,
-        reasoning=reasoning,
-        reasoning_open=reasoning_open,
-    )
+    limits = limits_of(options.schema_options)
+    return _assemble(tools, fmt, tool_choice, _real_calls(limits), limits, options)
 
 
 def build_name_filter(
     tools: Sequence[Tool],
     fmt: FormatSpec,
     tool_choice: ToolChoice,
-    *,
-    parallel: bool = True,
-    special_tokens: frozenset[str] = frozenset(),
-    schema_options: Mapping[str, Any] | None = None,
-    reasoning: bool = True,
-    reasoning_open: bool = False,
+    options: TurnOptions = DEFAULT_OPTIONS,
 ) -> Grammar:
     """The turn grammar of ``tool_choice`` with every argument value replaced by *any* JSON
     value (same layouts and notation): a filter that only decides which names may be called.
@@ -371,21 +357,8 @@ def build_name_filter(
     one by one keep each tool's parameter names). Same arguments as
     :func:`build_turn_grammar`.
     """
-    kit_options = dict(schema_options or {})
-    limits = limits_of(kit_options)
-    return _assemble(
-        tools,
-        fmt,
-        tool_choice,
-        _named_calls,
-        limits,
-        parallel=parallel,
-        special_tokens=special_tokens,
-        schema_options=schema_options,
-        reasoning=reasoning,
-        reasoning_open=reasoning_open,
-        kit_kind=_AnyValueKit,
-    )
+    limits = limits_of(options.schema_options)
+    return _assemble(tools, fmt, tool_choice, _named_calls, limits, options, kit_kind=_AnyValueKit)
 
 
 @dataclass(frozen=True)
@@ -407,12 +380,7 @@ def build_lazy_turn(
     tools: Sequence[Tool],
     fmt: FormatSpec,
     tool_choice: ToolChoice,
-    *,
-    parallel: bool = True,
-    special_tokens: frozenset[str] = frozenset(),
-    schema_options: Mapping[str, Any] | None = None,
-    reasoning: bool = True,
-    reasoning_open: bool = False,
+    options: TurnOptions = DEFAULT_OPTIONS,
 ) -> LazyTurn:
     """The grammars of a lazy turn (:mod:`toolmask.tools._lazy`): the turn of
     :func:`build_turn_grammar` with no tool's arguments compiled. In ``block``, each callable
@@ -422,21 +390,9 @@ def build_lazy_turn(
     real turn (as :func:`build_name_filter`'s). :func:`with_tool_parts` puts compiled tools in.
 
     Cost: the envelope and one call per tool without its schema, O(names), twice."""
-    limits = limits_of(schema_options or {})
+    limits = limits_of(options.schema_options)
     grammars = [
-        _assemble(
-            tools,
-            fmt,
-            tool_choice,
-            _named_calls,
-            limits,
-            parallel=parallel,
-            special_tokens=special_tokens,
-            schema_options=schema_options,
-            reasoning=reasoning,
-            reasoning_open=reasoning_open,
-            kit_kind=kind,
-        )
+        _assemble(tools, fmt, tool_choice, _named_calls, limits, options, kit_kind=kind)
         for kind in (_SentinelKit, _AnyValueKit)
     ]
     chosen = _callable(tools, tool_choice)
@@ -456,24 +412,19 @@ def with_tool_parts(
     call_rules: Mapping[str, tuple[str, ...]],
     tools: Sequence[Tool],
     fmt: FormatSpec,
-    *,
-    special_tokens: frozenset[str] = frozenset(),
-    schema_options: Mapping[str, Any] | None = None,
-    reasoning_open: bool = False,
+    options: TurnOptions = DEFAULT_OPTIONS,
 ) -> Grammar:
     """``grammar`` (a :class:`LazyTurn` grammar) with the calls of ``tools`` replaced by their
     real parts (:func:`toolmask.tools._parts.tool_part`, cached per tool): the rule
     ``call_rules[name]`` then references the part. Raises the part's SchemaError / LimitError
     naming the tool. Cost: the parts (cached), then O(rules) to rebuild the rule tuple."""
-    options = schema_options or {}
-    kit = _kit(fmt, special_tokens, options)
-    kit.reasoning_open = reasoning_open
+    kit = _kit(fmt, options)
     swap: dict[str, Node] = {}
     added: list[Rule] = []
-    kits = _variant_kits(fmt, kit, options)
+    kits = _variant_kits(fmt, kit, options.schema_options)
     own: list[Node] = []
     for k, (v, v_kit) in enumerate(zip(fmt.variants, kits, strict=True)):
-        parts = parts_of(v, tools, v_kit, limits_of(options))
+        parts = parts_of(v, tools, v_kit, limits_of(options.schema_options))
         swap.update((call_rules[p.name][k], p.entry) for p in parts)
         entries: list[Node] = [p.entry for p in parts]
         if k == 0:
@@ -498,12 +449,8 @@ def _assemble(
     tool_choice: ToolChoice,
     calls_of: _Calls,
     limits: Any,
+    options: TurnOptions,
     *,
-    parallel: bool,
-    special_tokens: frozenset[str],
-    schema_options: Mapping[str, Any] | None,
-    reasoning: bool,
-    reasoning_open: bool,
     kit_kind: type[Kit] = Kit,
 ) -> Grammar:
     if not fmt.has_grammar:
@@ -511,32 +458,23 @@ def _assemble(
             f"format {fmt.name!r} parses replies but has no generation grammar yet",
             where="format",
         )
-    parallel = parallel and fmt.layout.parallel_calls
+    if options.parallel and not fmt.layout.parallel_calls:
+        options = options.replace(parallel=False)
     chosen = _callable(tools, tool_choice)
     mode = tool_choice.mode if chosen else "none"
-    kit = _kit(fmt, special_tokens, schema_options or {}, kind=kit_kind)
-    kit.reasoning_open = reasoning_open
-    head = _head(fmt, kit, reasoning=reasoning, reasoning_open=reasoning_open)
+    kit = _kit(fmt, options, kind=kit_kind)
+    head = _head(fmt, kit, options)
     call_refs: list[list[Node]] = []
     part_rules: list[Rule] = []
     if mode != "none":
-        kits = _variant_kits(fmt, kit, schema_options or {})
+        kits = _variant_kits(fmt, kit, options.schema_options)
         for k, (v, v_kit) in enumerate(zip(fmt.variants, kits, strict=True)):
             refs, rules = calls_of(chosen, v_kit, v, k)
             call_refs.append(refs)
             # a habit whose calls are written as the format's own shares their parts
             if k == 0 or refs != call_refs[0]:
                 part_rules += rules
-    envelope = _envelope(
-        fmt,
-        kit,
-        mode,
-        call_refs,
-        head,
-        parallel=parallel,
-        reasoning=reasoning,
-        reasoning_open=reasoning_open,
-    )
+    envelope = _envelope(fmt, kit, mode, call_refs, head, options)
     if len(envelope) > limits.max_rules:
         raise LimitError(
             f"the turn's envelope has {len(envelope)} rules (more than {limits.max_rules})",
@@ -551,15 +489,15 @@ def _envelope(
     mode: str,
     call_refs: list[list[Node]],
     head: Node | None,
-    *,
-    parallel: bool,
-    reasoning: bool,
-    reasoning_open: bool,
+    options: TurnOptions,
 ) -> tuple[Rule, ...]:
     """Everything but the parts: prose, reasoning, blocks, and the choice of a call
     (``call_refs``: the callable tools' call nodes in each variant of the format)."""
+    parallel, reasoning_open = options.parallel, options.reasoning_open
     own = call_refs[0] if call_refs else []
-    custom = fmt.codec.turn_grammar(fmt, kit, own, mode, parallel=parallel, reasoning=reasoning)
+    custom = fmt.codec.turn_grammar(
+        fmt, kit, own, mode, parallel=parallel, reasoning=options.reasoning
+    )
     if custom is not None:
         return (Rule("root", custom), *kit.rules)
     out: list[Rule] = []
@@ -617,25 +555,16 @@ def build_call_grammar(
     tools: Sequence[Tool],
     fmt: FormatSpec,
     tool_choice: ToolChoice,
-    *,
-    parallel: bool = True,
-    special_tokens: frozenset[str] = frozenset(),
-    schema_options: Mapping[str, Any] | None = None,
+    options: TurnOptions = DEFAULT_OPTIONS,
 ) -> Grammar:
     """The grammar from the trigger on (for engines with their own lazy triggers).
 
-    The same as the ``required`` turn grammar restricted to ``tool_choice``'s callable tools.
-    Raises :class:`ToolError` via :class:`ToolChoice` when nothing may be called.
+    The same as the ``required`` turn grammar restricted to ``tool_choice``'s callable tools,
+    without reasoning. Raises :class:`ToolError` via :class:`ToolChoice` when nothing may be
+    called.
     """
     names = tool_choice.callable([t.name for t in tools])
     if not names:
         raise ToolError("no tool may be called under this tool_choice", where="tool_choice")
-    return build_turn_grammar(
-        tools,
-        fmt,
-        ToolChoice("required", tuple(names)),
-        parallel=parallel,
-        special_tokens=special_tokens,
-        schema_options=schema_options,
-        reasoning=False,
-    )
+    only_calls = options.replace(reasoning=False, reasoning_open=False)
+    return build_turn_grammar(tools, fmt, ToolChoice("required", tuple(names)), only_calls)

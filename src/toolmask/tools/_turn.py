@@ -6,7 +6,6 @@ import copy
 import dataclasses
 import functools
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from toolmask.tools._grammar import (
     with_tool_parts,
 )
 from toolmask.tools._lazy import LazyTurnGrammar
+from toolmask.tools._options import TurnOptions
 from toolmask.tools._parser import (
     IdFactory,
     ParsedTurn,
@@ -73,6 +73,11 @@ class ToolTurn:
     (a template that prefills ``<think>``; see :meth:`FormatSpec.prompt_opens_reasoning` and
     :meth:`for_prompt`), so the reply starts with reasoning; grammar and parser both know it.
 
+    ``parallel_tool_calls``, ``special_tokens``, ``schema_options``, ``reasoning`` and
+    ``reasoning_open`` are kept as one frozen :class:`TurnOptions` (:attr:`options`; the
+    attributes of those names read it): a turn that differs in one of them is another turn
+    (:meth:`for_prompt`, :meth:`with_options`).
+
     Invariant: :meth:`prompt` depends on the tool list and format only, never on
     ``tool_choice`` or ``parallel_tool_calls``, so a prefix cache stays valid across turns.
     """
@@ -98,12 +103,50 @@ class ToolTurn:
             seen.add(t.name)
         self.format: FormatSpec = get_format(fmt)
         self.tool_choice: ToolChoice = ToolChoice.parse(tool_choice, self._names, index=self._index)
-        self.parallel_tool_calls = bool(parallel_tool_calls)
-        self.special_tokens: frozenset[str] = frozenset(special_tokens)
-        self.schema_options: dict[str, Any] = dict(schema_options or {})
         self.id_factory = id_factory
-        self.reasoning = bool(reasoning)
-        self.reasoning_open = bool(reasoning_open) and bool(self.format.reasoning.end)
+        #: everything the grammar and the parser depend on besides tools, format and choice
+        self.options: TurnOptions = TurnOptions.of(
+            self.format,
+            parallel=parallel_tool_calls,
+            special_tokens=special_tokens,
+            schema_options=schema_options,
+            reasoning=reasoning,
+            reasoning_open=reasoning_open,
+        )
+
+    # -- the options ------------------------------------------------------------------------------
+    @property
+    def parallel_tool_calls(self) -> bool:
+        return self.options.parallel
+
+    @property
+    def special_tokens(self) -> frozenset[str]:
+        return self.options.special_tokens
+
+    @property
+    def schema_options(self) -> Mapping[str, Any]:
+        return self.options.schema_options
+
+    @property
+    def reasoning(self) -> bool:
+        return self.options.reasoning
+
+    @property
+    def reasoning_open(self) -> bool:
+        return self.options.reasoning_open
+
+    def with_options(self, options: TurnOptions) -> ToolTurn:
+        """This turn with other options (``reasoning_open`` kept only where the format has a
+        channel): the same tools, format and choice, already checked; ``self`` when they are
+        the same. O(1)."""
+        options = options.for_format(self.format)
+        if options == self.options:
+            return self
+        other = copy.copy(self)
+        for name in ("_grammar", "_tools_key"):  # what depends on the options
+            other.__dict__.pop(name, None)
+        other.options = options
+        return other
 
     # -- views ------------------------------------------------------------------------------------
     @functools.cached_property
@@ -156,12 +199,7 @@ class ToolTurn:
 
     @functools.cached_property
     def _grammar(self) -> Grammar:
-        return build_turn_grammar(
-            self.tools,
-            self.format,
-            self.tool_choice,
-            **self._grammar_options(),
-        )
+        return build_turn_grammar(self.tools, self.format, self.tool_choice, self.options)
 
     def compile(
         self,
@@ -249,62 +287,29 @@ class ToolTurn:
             digest = h.digest()
             lists.put(ids, (self.tools, digest))
         h = hashlib.blake2b(digest, digest_size=16)
-        rest = [
-            self.format.name,
-            id(self.format),
-            sorted(self.special_tokens),
-            {k: v for k, v in self.schema_options.items() if k != "caches"},
-            self.parallel_tool_calls,
-            self.reasoning,
-            self.reasoning_open,
-        ]
-        h.update(json.dumps(rest, sort_keys=True, default=repr).encode())
+        rest = f"{self.format.name}\0{id(self.format)}\0{self.options.key()}"
+        h.update(rest.encode("utf-8", "surrogatepass"))
         return h.hexdigest()
-
-    def _grammar_options(self) -> dict[str, Any]:
-        """What every turn grammar of this turn is built with, but the tools and the choice."""
-        return {
-            "parallel": self.parallel_tool_calls,
-            "special_tokens": self.special_tokens,
-            "schema_options": self.schema_options,
-            "reasoning": self.reasoning,
-            "reasoning_open": self.reasoning_open,
-        }
 
     def _full_grammar(self, mode: str) -> Grammar:
         """The turn over every tool in ``mode`` (``auto`` / ``required``)."""
-        return build_turn_grammar(
-            self.tools,
-            self.format,
-            ToolChoice(mode),  # type: ignore[arg-type]  # a ToolChoice mode
-            **self._grammar_options(),
-        )
+        every = ToolChoice(mode)  # type: ignore[arg-type]  # a ToolChoice mode
+        return build_turn_grammar(self.tools, self.format, every, self.options)
 
     def _lazy_turn(
         self, compiler: Any, vocab: Vocabulary | None, lim: Limits, mode: str
     ) -> LazyTurnGrammar:
         """The turn over every tool in ``mode``, compiled lazily (see :mod:`._lazy`)."""
-        base = build_lazy_turn(
-            self.tools,
-            self.format,
-            ToolChoice(mode),  # type: ignore[arg-type]  # a ToolChoice mode
-            **self._grammar_options(),
-        )
+        every = ToolChoice(mode)  # type: ignore[arg-type]  # a ToolChoice mode
+        base = build_lazy_turn(self.tools, self.format, every, self.options)
         index = self._index
 
         def with_parts(grammar: Grammar, names: frozenset[str]) -> Grammar:
             if not names:
                 return grammar
             with compiler.activate(), gc_paused():
-                return with_tool_parts(
-                    grammar,
-                    base.call_rules,
-                    [self.tools[i] for i in sorted(index[n] for n in names)],
-                    self.format,
-                    special_tokens=self.special_tokens,
-                    schema_options=self.schema_options,
-                    reasoning_open=self.reasoning_open,
-                )
+                tools = [self.tools[i] for i in sorted(index[n] for n in names)]
+                return with_tool_parts(grammar, base.call_rules, tools, self.format, self.options)
 
         def compile_one(grammar: Grammar) -> CompiledGrammar:
             with compiler.activate():
@@ -313,31 +318,13 @@ class ToolTurn:
         return LazyTurnGrammar.create(base, with_parts, compile_one)
 
     def _filter_grammar(self) -> Grammar:
-        return build_name_filter(
-            self.tools,
-            self.format,
-            self.tool_choice,
-            **self._grammar_options(),
-        )
+        return build_name_filter(self.tools, self.format, self.tool_choice, self.options)
 
     def for_prompt(self, prompt: str) -> ToolTurn:
         """This turn with ``reasoning_open`` read from the prompt the reply continues (what
         the chat template's generation prompt ends with); ``self`` when it does not change."""
         is_open = self.format.prompt_opens_reasoning(prompt)
-        if is_open == self.reasoning_open:
-            return self
-        other = ToolTurn(
-            self.tools,
-            self.format,
-            self.tool_choice,
-            parallel_tool_calls=self.parallel_tool_calls,
-            special_tokens=self.special_tokens,
-            schema_options=self.schema_options,
-            id_factory=self.id_factory,
-            reasoning=self.reasoning,
-            reasoning_open=is_open,
-        )
-        return other
+        return self.with_options(self.options.replace(reasoning_open=is_open))
 
     @functools.cached_property
     def schemas(self) -> dict[str, Any]:
@@ -349,14 +336,7 @@ class ToolTurn:
 
         Raises :class:`ToolError` when no tool may be called.
         """
-        return build_call_grammar(
-            self.tools,
-            self.format,
-            self.tool_choice,
-            parallel=self.parallel_tool_calls,
-            special_tokens=self.special_tokens,
-            schema_options=self.schema_options,
-        )
+        return build_call_grammar(self.tools, self.format, self.tool_choice, self.options)
 
     # -- parsing and checking ---------------------------------------------------------------------
     def _open(self, prompt: str | None) -> bool:
