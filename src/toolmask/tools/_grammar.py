@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmask._compile import TurnCache, turn_cache
 from toolmask.errors import LimitError, SchemaError, ToolError
 from toolmask.grammar import (
     EMPTY,
@@ -164,16 +165,17 @@ def _options(
     return options, (layout, *(x for x in extra if x != layout))
 
 
-def _kit(fmt: FormatSpec, turn: TurnOptions, *, kind: type[Kit] = Kit) -> Kit:
+def _kit(fmt: FormatSpec, turn: TurnOptions, cache: TurnCache, *, kind: type[Kit] = Kit) -> Kit:
     """The kit a turn's grammar is written with: the format's argument options under the
-    turn's ``schema_options``, its layouts, the vocabulary's special tokens."""
+    turn's ``schema_options``, its layouts, the vocabulary's special tokens, schemas compiled
+    in ``cache``."""
     options, layouts = _options(fmt, turn.schema_options)
     return kind(
         options,
         turn.special_tokens,
         layouts,
         turn.reasoning_open,
-        schema_grammar=schema_grammar,
+        schema_grammar=schema_grammar(cache),
     )
 
 
@@ -283,13 +285,13 @@ def _call_rule(i: int, k: int) -> str:
     return f"call_{i}" if k == 0 else f"h{k}_call_{i}"
 
 
-def _real_calls(limits: Any) -> _Calls:
+def _real_calls(limits: Any, cache: TurnCache) -> _Calls:
     """Each tool's cached part (:func:`toolmask.tools._parts.tool_part`)."""
 
     def calls(
         tools: Sequence[Tool], kit: Kit, fmt: FormatSpec, k: int
     ) -> tuple[list[Node], list[Rule]]:
-        parts = parts_of(fmt, tools, kit, limits)
+        parts = parts_of(fmt, tools, kit, limits, cache)
         return [p.entry for p in parts], [r for p in parts for r in p.rules]
 
     return calls
@@ -318,6 +320,7 @@ def build_turn_grammar(
     fmt: FormatSpec,
     tool_choice: ToolChoice,
     options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
 ) -> Grammar:
     """The grammar of one assistant turn (see the module docstring for its shape).
 
@@ -331,12 +334,15 @@ def build_turn_grammar(
     tool (:mod:`toolmask.tools._parts`), and ``max_rules`` to the envelope on its own.
 
     Cost: each callable tool's part is compiled once per (tool, format, argument options)
-    and cached in the active compiler; on a hit the turn is the envelope plus a
+    and cached in ``cache`` (default: :func:`~toolmask._compile.turn_cache`, the active
+    compiler's); on a hit the turn is the envelope plus a
     concatenation of the parts' rules (O(tools), plus 2**parameters, at most 2**8, rules per
     tool on a miss for formats that write parameters one by one in any order).
     """
-    limits = limits_of(options.schema_options)
-    return _assemble(tools, fmt, tool_choice, _real_calls(limits), limits, options)
+    cache = turn_cache() if cache is None else cache
+    limits = limits_of(options.schema_options, cache)
+    calls = _real_calls(limits, cache)
+    return _assemble(tools, fmt, tool_choice, calls, limits, options, cache)
 
 
 def build_name_filter(
@@ -344,6 +350,7 @@ def build_name_filter(
     fmt: FormatSpec,
     tool_choice: ToolChoice,
     options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
 ) -> Grammar:
     """The turn grammar of ``tool_choice`` with every argument value replaced by *any* JSON
     value (same layouts and notation): a filter that only decides which names may be called.
@@ -357,8 +364,11 @@ def build_name_filter(
     one by one keep each tool's parameter names). Same arguments as
     :func:`build_turn_grammar`.
     """
-    limits = limits_of(options.schema_options)
-    return _assemble(tools, fmt, tool_choice, _named_calls, limits, options, kit_kind=_AnyValueKit)
+    cache = turn_cache() if cache is None else cache
+    limits = limits_of(options.schema_options, cache)
+    return _assemble(
+        tools, fmt, tool_choice, _named_calls, limits, options, cache, kit_kind=_AnyValueKit
+    )
 
 
 @dataclass(frozen=True)
@@ -381,6 +391,7 @@ def build_lazy_turn(
     fmt: FormatSpec,
     tool_choice: ToolChoice,
     options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
 ) -> LazyTurn:
     """The grammars of a lazy turn (:mod:`toolmask.tools._lazy`): the turn of
     :func:`build_turn_grammar` with no tool's arguments compiled. In ``block``, each callable
@@ -390,9 +401,10 @@ def build_lazy_turn(
     real turn (as :func:`build_name_filter`'s). :func:`with_tool_parts` puts compiled tools in.
 
     Cost: the envelope and one call per tool without its schema, O(names), twice."""
-    limits = limits_of(options.schema_options)
+    cache = turn_cache() if cache is None else cache
+    limits = limits_of(options.schema_options, cache)
     grammars = [
-        _assemble(tools, fmt, tool_choice, _named_calls, limits, options, kit_kind=kind)
+        _assemble(tools, fmt, tool_choice, _named_calls, limits, options, cache, kit_kind=kind)
         for kind in (_SentinelKit, _AnyValueKit)
     ]
     chosen = _callable(tools, tool_choice)
@@ -413,18 +425,21 @@ def with_tool_parts(
     tools: Sequence[Tool],
     fmt: FormatSpec,
     options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
 ) -> Grammar:
     """``grammar`` (a :class:`LazyTurn` grammar) with the calls of ``tools`` replaced by their
     real parts (:func:`toolmask.tools._parts.tool_part`, cached per tool): the rule
     ``call_rules[name]`` then references the part. Raises the part's SchemaError / LimitError
     naming the tool. Cost: the parts (cached), then O(rules) to rebuild the rule tuple."""
-    kit = _kit(fmt, options)
+    cache = turn_cache() if cache is None else cache
+    kit = _kit(fmt, options, cache)
+    limits = limits_of(options.schema_options, cache)
     swap: dict[str, Node] = {}
     added: list[Rule] = []
     kits = _variant_kits(fmt, kit, options.schema_options)
     own: list[Node] = []
     for k, (v, v_kit) in enumerate(zip(fmt.variants, kits, strict=True)):
-        parts = parts_of(v, tools, v_kit, limits_of(options.schema_options))
+        parts = parts_of(v, tools, v_kit, limits, cache)
         swap.update((call_rules[p.name][k], p.entry) for p in parts)
         entries: list[Node] = [p.entry for p in parts]
         if k == 0:
@@ -450,6 +465,7 @@ def _assemble(
     calls_of: _Calls,
     limits: Any,
     options: TurnOptions,
+    cache: TurnCache,
     *,
     kit_kind: type[Kit] = Kit,
 ) -> Grammar:
@@ -462,7 +478,7 @@ def _assemble(
         options = options.replace(parallel=False)
     chosen = _callable(tools, tool_choice)
     mode = tool_choice.mode if chosen else "none"
-    kit = _kit(fmt, options, kind=kit_kind)
+    kit = _kit(fmt, options, cache, kind=kit_kind)
     head = _head(fmt, kit, options)
     call_refs: list[list[Node]] = []
     part_rules: list[Rule] = []
@@ -556,6 +572,7 @@ def build_call_grammar(
     fmt: FormatSpec,
     tool_choice: ToolChoice,
     options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
 ) -> Grammar:
     """The grammar from the trigger on (for engines with their own lazy triggers).
 
@@ -567,4 +584,5 @@ def build_call_grammar(
     if not names:
         raise ToolError("no tool may be called under this tool_choice", where="tool_choice")
     only_calls = options.replace(reasoning=False, reasoning_open=False)
-    return build_turn_grammar(tools, fmt, ToolChoice("required", tuple(names)), only_calls)
+    chosen = ToolChoice("required", tuple(names))
+    return build_turn_grammar(tools, fmt, chosen, only_calls, cache)

@@ -9,7 +9,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolmask._compile import CompiledGrammar, active_compiler
+from toolmask._compile import CompiledGrammar, GrammarCompiler, TurnCache, turn_cache
 from toolmask.errors import ToolError
 from toolmask.grammar import Grammar
 from toolmask.limits import Limits
@@ -143,7 +143,7 @@ class ToolTurn:
         if options == self.options:
             return self
         other = copy.copy(self)
-        for name in ("_grammar", "_tools_key"):  # what depends on the options
+        for name in ("_grammar", "_tools_key_"):  # what depends on the options
             other.__dict__.pop(name, None)
         other.options = options
         return other
@@ -199,7 +199,9 @@ class ToolTurn:
 
     @functools.cached_property
     def _grammar(self) -> Grammar:
-        return build_turn_grammar(self.tools, self.format, self.tool_choice, self.options)
+        return build_turn_grammar(
+            self.tools, self.format, self.tool_choice, self.options, turn_cache()
+        )
 
     def compile(
         self,
@@ -207,9 +209,11 @@ class ToolTurn:
         *,
         limits: Limits | None = None,
         lazy: bool | None = None,
+        compiler: GrammarCompiler | None = None,
     ) -> CompiledGrammar:
-        """The turn compiled for matching (and token masks with ``vocab``), with the active
-        compiler; accepts exactly :meth:`grammar`'s language.
+        """The turn compiled for matching (and token masks with ``vocab``) with ``compiler``
+        (default: the active one), in its turn cache; accepts exactly :meth:`grammar`'s
+        language.
 
         A turn where every tool may be called (or none) compiles its grammar. A turn where a
         subset may be called (``allowed_tools``, a named ``tool_choice``, an agent policy) is
@@ -217,9 +221,9 @@ class ToolTurn:
         a name filter (:func:`~toolmask.tools.build_name_filter`: the envelope with the
         allowed names and any argument values): the large automaton and its cached masks
         are shared by every subset, and a subset costs its filter, compiled once (O(allowed
-        names), cached) and then a dictionary lookup. Both are kept in the compiler's
-        ``tools.turns`` cache, keyed by the tools' fingerprints, format, options and mode
-        without reading the grammars.
+        names), cached) and then a dictionary lookup. Both are kept in the compiler's turn
+        cache (:class:`~toolmask._compile.TurnCache`, ``turns``), keyed by the tools'
+        fingerprints, format, options and mode without reading the grammars.
 
         ``limits``: the compile limits (default: ``schema_options["limits"]``, else the
         compiler's); ``max_rules`` applies to each tool's part and to the envelope, not to
@@ -233,49 +237,54 @@ class ToolTurn:
         compilation per tool, and a schema that cannot be compiled raises from the matcher
         call that enters it instead of from here.
         """
-        with gc_paused():
-            return self._compile_turn(vocab, limits, lazy)
+        cache = turn_cache(compiler)
+        with gc_paused(), cache.activate():
+            return self._compile_turn(vocab, limits, lazy, cache)
 
     def _compile_turn(
-        self, vocab: Vocabulary | None, limits: Limits | None, lazy: bool | None
+        self,
+        vocab: Vocabulary | None,
+        limits: Limits | None,
+        lazy: bool | None,
+        cache: TurnCache,
     ) -> CompiledGrammar:
-        compiler = active_compiler()
-        lim = limits if limits is not None else limits_of(self.schema_options)
+        lim = limits if limits is not None else limits_of(self.schema_options, cache)
         mode = self.tool_choice.mode if self.callable_tools else "none"
         names = tuple(t.name for t in self.callable_tools)
-        cache = compiler.cache(
-            "tools.turns",
-            limit="max_compiled_turns",
-            sizeof=_compiled_bytes,
-        )
+        turns = cache.turns
         vkey = vocab.fingerprint if vocab is not None else None
         if lazy is None:
             lazy = len(self.tools) > LAZY_MIN_TOOLS
         lazy = lazy and mode != "none"
-        base = (self._tools_key, vkey, lim, mode, lazy)
+        base = (self._tools_key(cache), vkey, lim, mode, lazy)
         every = mode == "none" or len(names) == len(self.tools)
-        full: CompiledGrammar | None = cache.get(base)
+        full: CompiledGrammar | None = turns.get(base)
         if full is None:
             if lazy:
-                full = cache.put(base, self._lazy_turn(compiler, vocab, lim, mode))
+                full = turns.put(base, self._lazy_turn(cache, vocab, lim, mode))
             else:
-                grammar = self._grammar if every else self._full_grammar(mode)
-                full = cache.put(base, _compile(compiler, grammar, vocab, lim))
+                grammar = self._grammar if every else self._full_grammar(mode, cache)
+                full = turns.put(base, _compile(cache, grammar, vocab, lim))
         if every:
             return full
         fkey = (*base, names)
-        filt: CompiledGrammar | None = cache.get(fkey)
+        filt: CompiledGrammar | None = turns.get(fkey)
         if filt is None:
-            filt = cache.put(fkey, _compile(compiler, self._filter_grammar(), vocab, lim))
+            grammar = build_name_filter(
+                self.tools, self.format, self.tool_choice, self.options, cache
+            )
+            filt = turns.put(fkey, _compile(cache, grammar, vocab, lim))
         return full.restricted(filt)
 
-    @functools.cached_property
-    def _tools_key(self) -> str:
-        """A digest of everything the turn's grammar depends on but ``tool_choice``. The
-        tools' part of it is kept per list of tool objects (``tools.lists``), so a new turn
-        over the same objects (a new subset) costs O(tools) identity checks, not their
-        serialisation."""
-        lists = active_compiler().cache("tools.lists", limit="max_compiled_turns")
+    def _tools_key(self, cache: TurnCache) -> str:
+        """A digest of everything the turn's grammar depends on but ``tool_choice`` (made once
+        per turn). The tools' part of it is kept per list of tool objects (``lists``), so a new
+        turn over the same objects (a new subset) costs O(tools) identity checks, not their
+        serialisation; a tool's fingerprint is the one its part and schema are keyed by."""
+        known: str | None = self.__dict__.get("_tools_key_")
+        if known is not None:
+            return known
+        lists = cache.lists
         ids = tuple(map(id, self.tools))
         hit: tuple[tuple[Tool, ...], bytes] | None = lists.get(ids)
         if hit is not None and all(a is b for a, b in zip(hit[0], self.tools, strict=True)):
@@ -283,42 +292,48 @@ class ToolTurn:
         else:
             h = hashlib.blake2b(digest_size=16)
             for t in self.tools:
-                h.update(tool_fingerprint(t).encode("utf-8", "surrogatepass") + b"\0")
+                h.update(tool_fingerprint(t, cache).encode("utf-8", "surrogatepass") + b"\0")
             digest = h.digest()
             lists.put(ids, (self.tools, digest))
         h = hashlib.blake2b(digest, digest_size=16)
         rest = f"{self.format.name}\0{id(self.format)}\0{self.options.key()}"
         h.update(rest.encode("utf-8", "surrogatepass"))
-        return h.hexdigest()
+        key = self.__dict__["_tools_key_"] = h.hexdigest()
+        return key
 
-    def _full_grammar(self, mode: str) -> Grammar:
+    def _full_grammar(self, mode: str, cache: TurnCache) -> Grammar:
         """The turn over every tool in ``mode`` (``auto`` / ``required``)."""
         every = ToolChoice(mode)  # type: ignore[arg-type]  # a ToolChoice mode
-        return build_turn_grammar(self.tools, self.format, every, self.options)
+        return build_turn_grammar(self.tools, self.format, every, self.options, cache)
 
     def _lazy_turn(
-        self, compiler: Any, vocab: Vocabulary | None, lim: Limits, mode: str
+        self, cache: TurnCache, vocab: Vocabulary | None, lim: Limits, mode: str
     ) -> LazyTurnGrammar:
-        """The turn over every tool in ``mode``, compiled lazily (see :mod:`._lazy`)."""
+        """The turn over every tool in ``mode``, compiled lazily (see :mod:`._lazy`): its
+        tools compile later, from a matcher, in ``cache`` (its compiler active for the schema
+        stages' memos)."""
         every = ToolChoice(mode)  # type: ignore[arg-type]  # a ToolChoice mode
-        base = build_lazy_turn(self.tools, self.format, every, self.options)
+        base = build_lazy_turn(self.tools, self.format, every, self.options, cache)
         index = self._index
+        fmt, options = self.format, self.options
 
         def with_parts(grammar: Grammar, names: frozenset[str]) -> Grammar:
             if not names:
                 return grammar
-            with compiler.activate(), gc_paused():
+            with cache.activate(), gc_paused():
                 tools = [self.tools[i] for i in sorted(index[n] for n in names)]
-                return with_tool_parts(grammar, base.call_rules, tools, self.format, self.options)
+                return with_tool_parts(grammar, base.call_rules, tools, fmt, options, cache)
 
         def compile_one(grammar: Grammar) -> CompiledGrammar:
-            with compiler.activate():
-                return _compile(compiler, grammar, vocab, lim)
+            with cache.activate():
+                return _compile(cache, grammar, vocab, lim)
 
         return LazyTurnGrammar.create(base, with_parts, compile_one)
 
     def _filter_grammar(self) -> Grammar:
-        return build_name_filter(self.tools, self.format, self.tool_choice, self.options)
+        return build_name_filter(
+            self.tools, self.format, self.tool_choice, self.options, turn_cache()
+        )
 
     def for_prompt(self, prompt: str) -> ToolTurn:
         """This turn with ``reasoning_open`` read from the prompt the reply continues (what
@@ -336,7 +351,9 @@ class ToolTurn:
 
         Raises :class:`ToolError` when no tool may be called.
         """
-        return build_call_grammar(self.tools, self.format, self.tool_choice, self.options)
+        return build_call_grammar(
+            self.tools, self.format, self.tool_choice, self.options, turn_cache()
+        )
 
     # -- parsing and checking ---------------------------------------------------------------------
     def _open(self, prompt: str | None) -> bool:
@@ -389,16 +406,11 @@ class ToolTurn:
         )
 
 
-def _compiled_bytes(c: CompiledGrammar) -> int:
-    return sum(c.memory().values())
-
-
 def _compile(
-    compiler: Any, grammar: Grammar, vocab: Vocabulary | None, limits: Limits
+    cache: TurnCache, grammar: Grammar, vocab: Vocabulary | None, limits: Limits
 ) -> CompiledGrammar:
     """Compile a turn's grammar; its parts were checked against ``max_rules`` one by one, so
     the automaton's cap on the whole grammar is widened to the grammar's size."""
     if len(grammar.rules) > limits.max_rules:
         limits = dataclasses.replace(limits, max_rules=len(grammar.rules))
-    result: CompiledGrammar = compiler.compile(grammar, vocab, limits=limits)
-    return result
+    return cache.compile(grammar, vocab, limits)
