@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import toolmask as tm
 from toolmask.grammar import Special
 from toolmask.schema import compile_json_schema
-from toolmask.tools.formats.gemma4 import dump_value, read_value
+from toolmask.tools.formats._objects import dump_value, read_value
 
 Q = '<|"|>'
 

@@ -259,7 +259,7 @@ def test_unsupported_schema_is_a_400_with_pointer_and_keyword(plans: PlanCache) 
 
 def test_tool_schema_errors_name_the_tool(plans: PlanCache) -> None:
     good = _tool("ok", {"type": "object"})
-    hostile = _tool("evil", {"type": "object", "properties": {"s": {"pattern": "(a)\\1"}}})
+    hostile = _tool("evil", {"type": "object", "properties": {"s": {"pattern": "(?<=a)b"}}})
     with pytest.raises(APIError) as e:
         plans.get(_req(tools=[good, hostile]))
     assert e.value.param == "tools[1].function.parameters"
@@ -317,7 +317,7 @@ def test_a_broken_tool_among_many_is_named_when_a_reply_enters_it(plans: PlanCac
 
     good = {"type": "object", "properties": {"a": {"type": "integer"}}}
     tools = [_tool(f"t{i}", good) for i in range(40)]
-    tools[5] = _tool("evil", {"type": "object", "properties": {"s": {"pattern": "(a)\\1"}}})
+    tools[5] = _tool("evil", {"type": "object", "properties": {"s": {"pattern": "(?<=a)b"}}})
     plan = plans.get(_req(tools=tools, tool_choice="required"))
     assert _accepts(plan, '<tool_call>\n{"name": "t7", "arguments": {"a": 1}}\n</tool_call>')
     m = plan.compiled.matcher()

@@ -113,14 +113,14 @@ def test_hostile_schemas_get_clear_answers_and_the_server_stays_responsive() -> 
             done.set()
             t.join(60)
     assert side and set(side) == {200}, side
+    # a backreference compiles (the grammar a superset, the validator the exact pattern)
+    assert outcomes["backreference"] == tool_outcomes["backreference"] == "compiled"
     # the cases that must be refused under any limits are refused, located
-    assert outcomes["backreference"] == "invalid_schema at #"
     assert outcomes["ref_cycle"] == "invalid_schema at #/$defs/a"
     assert outcomes["deep_regex_groups"] == "schema_too_complex at #"
     assert outcomes["ref_chain_3000"].startswith("schema_too_complex at #/$defs/d")
     assert outcomes["catastrophic_regex"] == "compiled"
     # the same caps in a tool's parameters, below the property that holds the case
-    assert tool_outcomes["backreference"] == "invalid_schema at #/properties/x"
     for name in ("deep_regex_groups", "product_of_any_ofs", "overlapping_pattern_properties"):
         assert tool_outcomes[name] == "schema_too_complex at #/properties/x", name
 

@@ -27,7 +27,7 @@ from canitoolcall.pytest_plugin import family_for
 from canitoolcall.results import Observation, ParsedToolCall, ParseResult, Status
 
 from toolmask.tools import FORMATS, ParsedTurn, StreamParser, parse_turn, sequential_call_id
-from toolmask.tools.formats import WireFormat
+from toolmask.tools.formats import FormatSpec
 
 __all__ = [
     "FAMILIES",
@@ -91,7 +91,7 @@ def generation_prompt(fx: Fixture, family: Family | None) -> str:
     return ""
 
 
-def setup_for(fx: Fixture) -> tuple[WireFormat, bool, dict[str, Any]] | None:
+def setup_for(fx: Fixture) -> tuple[FormatSpec, bool, dict[str, Any]] | None:
     """(format, reasoning open after the prompt, tool name -> parameters schema), or None."""
     name = format_for(fx)
     if name is None:

@@ -7,22 +7,16 @@ those tokens would produce them.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from toolmask._compile import Matcher
 from toolmask.grammar import Special
-from toolmask.tools import WireFormat
+from toolmask.tools import FormatSpec
+from toolmask.tools.formats import builds_own_turn
 
 Piece = str | Special
 Call = tuple[str, dict[str, Any]]
-
-
-def call_json(fmt: WireFormat, name: str, args: dict[str, Any]) -> str:
-    """The call object as the grammar writes it (json.dumps envelope and arguments)."""
-    body = fmt.dump_arguments(args)
-    return "{" + f'"{fmt.name_key}": {json.dumps(name)}, "{fmt.args_key}": {body}' + "}"
 
 
 def split_special(text: str, special_tokens: frozenset[str]) -> list[Piece]:
@@ -42,19 +36,19 @@ def split_special(text: str, special_tokens: frozenset[str]) -> list[Piece]:
     return out
 
 
-def custom_turn(fmt: WireFormat) -> bool:
+def custom_turn(fmt: FormatSpec) -> bool:
     """Whether the format writes its turn as messages or sections (Harmony, Kimi K3's XTML)
     rather than prose + blocks."""
-    return type(fmt).turn_grammar is not WireFormat.turn_grammar
+    return builds_own_turn(fmt)
 
 
-def prose_markers(fmt: WireFormat) -> tuple[str, str]:
+def prose_markers(fmt: FormatSpec) -> tuple[str, str]:
     """The markers around a prose message of the formats that write one (Command R7B's
     ``<|START_RESPONSE|>``, Solar Open's ``<|content|>``), else ``("", "")``."""
-    return getattr(fmt, "prose_open", ""), getattr(fmt, "prose_close", "")
+    return getattr(fmt.codec, "prose_open", ""), getattr(fmt.codec, "prose_close", "")
 
 
-def prose_text(fmt: WireFormat, prose: str, *, before_calls: bool) -> str:
+def prose_text(fmt: FormatSpec, prose: str, *, before_calls: bool) -> str:
     """Prose as the format writes it: plain text, a Harmony message (final, or a commentary
     preamble before calls), Kimi K3's response section or a prose message between markers."""
     if fmt.name == "kimi_k3":
@@ -77,7 +71,7 @@ def prose_text(fmt: WireFormat, prose: str, *, before_calls: bool) -> str:
     return f"<|channel|>final<|message|>{prose}"
 
 
-def reasoning_text(fmt: WireFormat, thought: str, *, opened: bool = False) -> str:
+def reasoning_text(fmt: FormatSpec, thought: str, *, opened: bool = False) -> str:
     """A reasoning channel as the format writes it at the start of a reply (``opened``: the
     prompt already opened it)."""
     if fmt.name == "kimi_k3":
@@ -95,7 +89,7 @@ def reasoning_text(fmt: WireFormat, thought: str, *, opened: bool = False) -> st
 
 
 def render(
-    fmt: WireFormat,
+    fmt: FormatSpec,
     calls: list[Call],
     *,
     prose: str = "",
@@ -104,7 +98,8 @@ def render(
     reasoning: str = "",
 ) -> list[Piece]:
     """``reasoning`` (already written in the format's channel), ``prose`` then the calls in
-    ``fmt``'s wire format (``bare``: without the opener); markers in ``special_tokens`` become
+    ``fmt``'s wire format (``bare``: without the opener, and for formats whose blocks hold one
+    call, without the first block's closer); markers in ``special_tokens`` become
     :class:`Special` pieces."""
     text = reasoning
     if prose or fmt.name == "kimi_k3":  # a K3 turn always has its response section
@@ -113,10 +108,15 @@ def render(
         body = fmt.render_calls(calls)
         if fmt.name == "muse_glimmer":  # the reply starts inside the first header
             pass
-        elif not body.startswith(fmt.open):  # a format that renders its calls bare (Llama 4)
-            body = body if bare else fmt.open + body + fmt.close
+        elif not body.startswith(fmt.block.open):  # a format that renders its calls bare
+            body = body if bare else fmt.block.open + body + fmt.block.close
         elif bare:
-            body = body[len(fmt.open) :]
+            body = body[len(fmt.block.open) :]
+            b = fmt.block
+            if not fmt.layout.one_block:  # a bare one-call block is the call alone (hermes)
+                end = body.index(b.before_close + b.close)
+                rest = body[end + len(b.before_close + b.close) :]
+                body = body[len(b.after_open) : end] + rest
         text += body
     return split_special(text, special_tokens)
 

@@ -32,11 +32,11 @@ from .test_probe import TEMPLATES
 
 def _own_template(name: str) -> str:
     """A ChatML template whose assistant turns hold ``name``'s own rendering of the probe's
-    calls (:meth:`WireFormat.render_calls`), its markers named in a comment as a real template
+    calls (:meth:`FormatSpec.render_calls`), its markers named in a comment as a real template
     of the family would name them."""
     fmt = FORMATS[name]
     # a format with one call per turn has templates that render the first call only
-    keep = None if fmt.parallel_calls else 1
+    keep = None if fmt.layout.parallel_calls else 1
     one, two = (
         json.dumps(fmt.render_calls(list(PROBE_CASES[c])[:keep])) for c in ("one", "two")
     )  # JSON string literals are Jinja string literals

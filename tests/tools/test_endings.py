@@ -72,7 +72,7 @@ def test_whitespace_after_the_last_call_can_end_the_turn(
         # a bare second call object after the whitespace is not a call: it needs the opener
         # (where text may follow the calls, it is that text)
         more = m.accept_bytes(b'{"name": "get_weather"')
-        assert more == fmt.prose_after_calls
+        assert more == fmt.layout.prose_after_calls
         m.rollback(2 if more else 1)
 
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from toolmask.tools import FORMATS, ToolTurn, WireFormat, get_format, register_format
+from toolmask.tools import FORMATS, FormatSpec, ToolTurn, get_format, register_format
+from toolmask.tools.formats import BlockMarkers
 
 from .toolset import NAMES, TOOLS
 
@@ -41,9 +42,11 @@ def test_registry() -> None:
     assert get_format("hermes") is FORMATS["hermes"]
     assert get_format(FORMATS["mistral"]) is FORMATS["mistral"]
     with pytest.raises(ValueError, match="registered twice"):
-        register_format("hermes")(type("Again", (WireFormat,), {"open": "<x>"}))
+        register_format(FormatSpec("hermes", FORMATS["hermes"].codec, BlockMarkers("<x>")))
     with pytest.raises(ValueError, match="overlaps itself"):
-        register_format("overlap")(type("Overlap", (WireFormat,), {"open": "abab"}))
+        FormatSpec("overlap", FORMATS["hermes"].codec, BlockMarkers("abab"))
+    with pytest.raises(ValueError, match="must start with the open marker"):
+        FormatSpec("other", FORMATS["hermes"].codec, BlockMarkers("<a>", trigger="<b>"))
 
 
 @pytest.mark.parametrize("fmt", GRAMMAR_FORMATS)
@@ -63,10 +66,11 @@ def test_prompt_is_byte_identical_across_tool_choices(fmt: str) -> None:
 def test_markers(fmt: str) -> None:
     f = FORMATS[fmt]
     markers = f.markers()
-    assert f.open in markers and f.trigger_text in markers
+    assert f.block.open in markers and f.trigger_text in markers
     assert list(markers) == sorted(markers, key=lambda m: (-len(m), m))
     example = f.render_call("get_time", {})
     # a format whose blocks may start bare renders them so (Llama 4's ``[f()]``; Muse Glimmer's
     # `` to=f``: the reader skips whitespace before a bare start)
-    bare = example.lstrip(" \t\r\n").startswith(f.bare_start)
-    assert example.startswith(f.open) or (f.bare_at_start and bare)
+    start = f.block.bare_start
+    bare = bool(start) and example.lstrip(" \t\r\n").startswith(start)
+    assert example.startswith(f.block.open) or bare

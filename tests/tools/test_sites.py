@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from toolmask.tools import FORMATS, SITES, WireFormat, site_at, sites_of
+from toolmask.tools import FORMATS, SITES, site_at, sites_of
+from toolmask.tools.formats._json import JsonEnvelope
 
 from .completions import render, text_of
 from .toolset import VALID
 
 #: the formats with a generation grammar (the others parse only, see test_canitoolcall)
 GRAMMAR_FORMATS = sorted(n for n, f in FORMATS.items() if f.has_grammar)
-#: the formats whose calls are JSON call objects: the sites name their parts (the formats with
-#: their own call encoding are not attributed yet)
-JSON_CALL_FORMATS = [
-    n for n in GRAMMAR_FORMATS if type(FORMATS[n]).call_grammar is WireFormat.call_grammar
-]
+#: the formats whose calls are plain JSON call objects: the sites name their parts (the formats
+#: with their own call encoding are not attributed yet)
+JSON_CALL_FORMATS = [n for n in GRAMMAR_FORMATS if FORMATS[n].codec == JsonEnvelope()]
 
 
 def _runs(fmt_name: str, text: str) -> list[tuple[str, str]]:

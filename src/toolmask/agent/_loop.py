@@ -133,7 +133,7 @@ class Agent:
     ``constrained=False`` decodes without a grammar and only parses (a baseline).
     ``reminder``: under ``tool_choice="auto"`` with toolmask's tool prompt (a template that does
     not advertise tools), the format's one-line decision prompt
-    (:meth:`WireFormat.decision_prompt`) follows the user's message, as ``toolmask serve``
+    (:meth:`FormatSpec.decision_prompt`) follows the user's message, as ``toolmask serve``
     renders it; the model still decides, at its first token.
     ``name_choice="likelihood"``: where a step must call a tool (grammar mode, ``required``) and
     more than one tool is allowed, the backend scores each allowed tool's name as the format

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolmask.tools import ToolCall, ToolTurn, WireFormat
+from toolmask.tools import FormatSpec, ToolCall, ToolTurn
 
 __all__ = [
     "DEFAULT_SYSTEM",
@@ -50,8 +50,9 @@ def with_tool_prompt(
 ) -> list[Message]:
     """``messages`` with the tool prompt appended to the first system message (or to a new one
     holding ``system``) and, when ``decision`` is given, that one-line decision prompt
-    (:meth:`WireFormat.decision_prompt`) as a system message right after the last user message.
-    For chat templates that do not advertise tools themselves. O(messages)."""
+    (:meth:`~toolmask.tools.FormatSpec.decision_prompt`) as a system message right after the
+    last user message. For chat templates that do not advertise tools themselves.
+    O(messages)."""
     msgs = list(messages)
     if msgs and msgs[0].role == "system":
         msgs[0] = Message("system", f"{msgs[0].content}\n\n{tool_prompt}")
@@ -72,13 +73,13 @@ def with_decision(messages: Sequence[Message], decision: str | None) -> list[Mes
     return msgs
 
 
-def render_tool_calls(calls: Sequence[ToolCall], fmt: WireFormat) -> str:
+def render_tool_calls(calls: Sequence[ToolCall], fmt: FormatSpec) -> str:
     """``calls`` written the way ``fmt``'s turn grammar makes the model write them
-    (:meth:`WireFormat.render_calls`)."""
+    (:meth:`~toolmask.tools.FormatSpec.render_calls`)."""
     return fmt.render_calls([(c.name, c.arguments) for c in calls])
 
 
-def assistant_text(m: Message, fmt: WireFormat) -> str:
+def assistant_text(m: Message, fmt: FormatSpec) -> str:
     """The text of an assistant turn as the model wrote it: its ``raw`` completion, else its
     ``content`` followed (after a newline) by its ``tool_calls`` in ``fmt``, as messages coming
     back from an OpenAI client are."""

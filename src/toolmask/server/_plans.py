@@ -156,7 +156,8 @@ class PlanCache:
 
     def get(self, req: ChatRequest, *, reasoning_open: bool = False) -> Plan:
         """``reasoning_open``: the rendered prompt ends inside the format's reasoning channel
-        (:meth:`WireFormat.prompt_opens_reasoning`), so the grammar and the parser start there."""
+        (:meth:`~toolmask.tools.FormatSpec.prompt_opens_reasoning`), so the grammar and the
+        parser start there."""
         key = self.key(req, reasoning_open)
         with self._lock:
             hit = self._cache.get(key)

@@ -37,11 +37,11 @@ def render_prompt(
     With tools, the tool prompt (:meth:`ToolTurn.prompt`, which depends on the tool list only)
     is appended to the first system message, or to :data:`DEFAULT_SYSTEM` when there is none,
     unless the template advertises tools itself; then, with ``reminder``, the format's
-    one-line decision prompt (:meth:`WireFormat.decision_prompt`) follows the last user message
-    as a system message, so ``auto`` is decided where the model reads it (it depends on the
-    tool list's presence only, never on ``tool_choice``). Every text the client sent has its control
-    markers broken (:meth:`ToolTurn.sanitize`), so only the template's own markers are control
-    tokens. ``template_kwargs`` (the request's ``chat_template_kwargs`` and
+    one-line decision prompt (:meth:`~toolmask.tools.FormatSpec.decision_prompt`) follows the
+    last user message as a system message, so ``auto`` is decided where the model reads it (it
+    depends on the tool list's presence only, never on ``tool_choice``). Every text the client
+    sent has its control markers broken (:meth:`ToolTurn.sanitize`), so only the template's own
+    markers are control tokens. ``template_kwargs`` (the request's ``chat_template_kwargs`` and
     ``reasoning_effort``: the thinking switch) go to a template that takes keyword arguments
     (a Jinja template reads them as variables). Raises :class:`APIError` (400) when the
     template refuses the conversation. O(prompt length).

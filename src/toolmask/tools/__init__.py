@@ -4,7 +4,9 @@
 ``.prompt()`` advertises the tools, ``.grammar()`` constrains the reply, ``.parse(text)`` /
 ``.stream_parser()`` read it back, ``.validate(call)`` checks each call, ``.sanitize(out)``
 prepares a tool result for the prompt, ``.compile(vocab)`` compiles the turn (a subset of the
-tools as a name filter over the turn every subset shares). See ``docs/tools.md``.
+tools as a name filter over the turn every subset shares). What the turn depends on besides its
+tools, format and choice is one frozen :class:`TurnOptions`; a wire format is a frozen
+:class:`FormatSpec` (:mod:`toolmask.tools.formats`). See ``docs/tools.md``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from toolmask.tools._detect import (
 )
 from toolmask.tools._grammar import build_call_grammar, build_name_filter, build_turn_grammar
 from toolmask.tools._lazy import LazyTurnGrammar, LazyTurnMatcher
+from toolmask.tools._options import TurnOptions
 from toolmask.tools._parser import (
     MalformedBlock,
     ParsedTurn,
@@ -35,7 +38,6 @@ from toolmask.tools._parser import (
     sequential_call_id,
 )
 from toolmask.tools._probe import Probe, ProbeCase, probe_template
-from toolmask.tools._rename import prefix_rules
 from toolmask.tools._sanitize import sanitize_tool_output
 from toolmask.tools._sites import SITES, distortion_sites, site_at, sites_of
 from toolmask.tools._spec import Tool, check_tool_name, type_schema
@@ -44,9 +46,11 @@ from toolmask.tools._turn import LAZY_MIN_TOOLS, ToolTurn
 from toolmask.tools._validate import CallError, render_errors, validate_call
 from toolmask.tools.formats import (
     FORMATS,
-    WireFormat,
+    FormatSpec,
     get_format,
+    prefix_rules,
     register_format,
+    unregister_format,
 )
 
 __all__ = [
@@ -57,6 +61,7 @@ __all__ = [
     "CaseEvidence",
     "FormatEvidence",
     "FormatGuess",
+    "FormatSpec",
     "LazyTurnGrammar",
     "LazyTurnMatcher",
     "MalformedBlock",
@@ -73,7 +78,7 @@ __all__ = [
     "ToolChoice",
     "ToolError",
     "ToolTurn",
-    "WireFormat",
+    "TurnOptions",
     "build_call_grammar",
     "build_name_filter",
     "build_turn_grammar",
@@ -97,5 +102,6 @@ __all__ = [
     "site_at",
     "sites_of",
     "type_schema",
+    "unregister_format",
     "validate_call",
 ]

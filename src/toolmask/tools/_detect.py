@@ -13,7 +13,7 @@ prove itself on each rendered case:
 
 A format is detected only when it passes every rendered case. When several do, the most
 specific wins (:func:`specificity`): first the share of the format's own markers
-(:meth:`~toolmask.tools.formats.WireFormat.own_markers`: open, close, trigger, reasoning
+(:meth:`~toolmask.tools.formats.FormatSpec.own_markers`: open, close, trigger, reasoning
 open/close, extra triggers, prose markers where its prose is a message) that the template's
 text contains, so a format never wins on a marker the template never mentions (``qwen3``'s
 ``<think>`` for Qwen 2.5, which ``hermes`` reads as well); then the length of those markers
@@ -43,7 +43,7 @@ from toolmask.tools._probe import PROBE_TOOLS, VARIANTS, Probe, ProbeCase, probe
 from toolmask.tools._spec import Tool
 from toolmask.tools._template import TemplateRenderer, TemplateSource
 from toolmask.tools._turn import ToolTurn
-from toolmask.tools.formats import AUTO, FORMATS, RULES, WireFormat, match_clues
+from toolmask.tools.formats import AUTO, FORMATS, RULES, FormatSpec, match_clues
 
 __all__ = [
     "FALLBACK",
@@ -129,7 +129,7 @@ class FormatGuess:
         return f"{self.name} ({self.source})"
 
 
-def specificity(fmt: WireFormat, template: str) -> tuple[float, int]:
+def specificity(fmt: FormatSpec, template: str) -> tuple[float, int]:
     """How specific ``fmt`` is for a template whose text is ``template`` (larger is more
     specific): the share of the format's own markers found in the text, then their total
     length. Reads only class attributes every format has, so new formats need nothing."""
@@ -158,7 +158,7 @@ def _probe_tools() -> tuple[Tool, ...]:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(fmt: WireFormat, mode: str, is_open: bool) -> Any:
+def _compiled(fmt: FormatSpec, mode: str, is_open: bool) -> Any:
     """The probe tools' turn grammar of ``fmt`` under ``mode`` (parallel calls allowed),
     compiled; None when it cannot be built. Cached: every template's proof shares it."""
     turn = ToolTurn(_probe_tools(), fmt, mode, reasoning_open=is_open)
@@ -168,7 +168,7 @@ def _compiled(fmt: WireFormat, mode: str, is_open: bool) -> Any:
         return None
 
 
-def _takes(fmt: WireFormat, mode: str, is_open: bool, text: str) -> bool:
+def _takes(fmt: FormatSpec, mode: str, is_open: bool, text: str) -> bool:
     compiled = _compiled(fmt, mode, is_open)
     if compiled is None:
         return False
@@ -176,14 +176,14 @@ def _takes(fmt: WireFormat, mode: str, is_open: bool, text: str) -> bool:
     return bool(m.accept_bytes(text.encode("utf-8")) and m.is_accepting())
 
 
-def _prove_case(fmt: WireFormat, case: ProbeCase) -> CaseEvidence:
+def _prove_case(fmt: FormatSpec, case: ProbeCase) -> CaseEvidence:
     """The case proven against the first of its prompts that works (see
     :attr:`ProbeCase.prompts`); the evidence of the first prompt when none does."""
     got = [_prove_with(fmt, case, p) for p in case.prompts or ("",)]
     return next((e for e in got if e.ok), got[0])
 
 
-def _prove_with(fmt: WireFormat, case: ProbeCase, prompt: str) -> CaseEvidence:
+def _prove_with(fmt: FormatSpec, case: ProbeCase, prompt: str) -> CaseEvidence:
     tools = _probe_tools()
     is_open = fmt.prompt_opens_reasoning(prompt)
     base = ToolTurn(tools, fmt, "required", reasoning_open=is_open)
@@ -207,10 +207,10 @@ def _prove_with(fmt: WireFormat, case: ProbeCase, prompt: str) -> CaseEvidence:
     return CaseEvidence(case.name, True, required, took_auto, detail)
 
 
-def prove_format(fmt: str | WireFormat, probe: Probe) -> FormatEvidence:
+def prove_format(fmt: str | FormatSpec, probe: Probe) -> FormatEvidence:
     """``fmt``'s proof over the probe's rendered cases (see the module docstring). Cost: one
     parse per case, and two turn grammars compiled and matched per case it parses."""
-    f = fmt if isinstance(fmt, WireFormat) else FORMATS[fmt]
+    f = fmt if isinstance(fmt, FormatSpec) else FORMATS[fmt]
     if not f.has_grammar:
         return FormatEvidence(f.name, ())
     return FormatEvidence(f.name, tuple(_prove_case(f, c) for c in probe.cases))

@@ -17,20 +17,20 @@ Shape (``[]`` optional, names as in the printed grammar)::
     ws_in     ::= [ \t\n\r]{0,inner_ws}    between the calls of one block, before the first
     call      ::= call_0 | call_1 | ...               one alternative per callable tool
     call_i    ::= '{"name": "<tool i>", "arguments": ' a<i>_root '}'   or the format's own
-                  encoding (WireFormat.call_grammar: XML parameters, name-then-arguments, ...)
+                  encoding (its codec's call_grammar: XML parameters, name-then-arguments, ...)
 
 Reasoning is a channel: the model reasons freely first (``text`` avoids only the channel's
 close marker), then ``tool_choice`` applies to what follows, so ``required`` means "reason,
 then call". A turn without reasoning may not start with the channel's open marker either
 (the parser would read it as reasoning). Harmony (gpt-oss) writes its turn as messages and
-builds it itself (:meth:`WireFormat.turn_grammar`).
+its codec builds it (:meth:`~toolmask.tools.formats.Codec.turn_grammar`).
 
 The end follows the model: after the last block, whitespace and then the end of the turn are
 always allowed (models write ``</tool_call>\n`` before their end-of-turn token), and another
 call needs the format's own opener, so no whitespace token commits the model to a second call.
 Arguments are written as the format's chat template renders them
-(:attr:`WireFormat.argument_options`: ``json.dumps`` spacing, keys in any order, required
-keys enforced, none twice).
+(the spec's :class:`~toolmask.tools.formats.Values`: ``json.dumps`` spacing, keys in any order,
+required keys enforced, none twice).
 
 Name and arguments sit in one alternative, so a tool's name can only be followed by that tool's
 own argument grammar. ``prose`` is every UTF-8 text that does not contain the format's trigger
@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmask._compile import TurnCache, turn_cache
 from toolmask.errors import LimitError, SchemaError, ToolError
 from toolmask.grammar import (
     EMPTY,
@@ -65,11 +66,12 @@ from toolmask.grammar import (
 )
 from toolmask.schema import json_ws
 from toolmask.tools._choice import ToolChoice
-from toolmask.tools._parts import limits_of, parts_of
-from toolmask.tools._rename import prefix_rules
+from toolmask.tools._options import TurnOptions
+from toolmask.tools._parts import limits_of, parts_of, schema_grammar
 from toolmask.tools._spec import Tool
-from toolmask.tools.formats._base import WireFormat
-from toolmask.tools.formats._gen import Kit, arguments_grammar, indent_newlines
+from toolmask.tools.formats import FormatSpec, Kit, prefix_rules
+from toolmask.tools.formats._kit import indent_newlines
+from toolmask.tools.formats._pieces import closer, list_close, list_open, opener, separator
 
 __all__ = [
     "LAZY_SENTINEL",
@@ -84,9 +86,12 @@ __all__ = [
 
 _WS_SET = " \t\r\n"
 
+#: the options of a turn nobody set any of
+DEFAULT_OPTIONS = TurnOptions()
+
 
 def prose_rules(
-    fmt: WireFormat, *, at_start: bool, name: str = "prose", habits: bool = True
+    fmt: FormatSpec, *, at_start: bool, name: str = "prose", habits: bool = True
 ) -> tuple[Node, tuple[Rule, ...]]:
     """Free text that contains none of ``fmt``'s parse triggers (rules named ``<name>_s<i>``;
     ``habits=False``: the habits' openers are plain text, for a turn without calls).
@@ -100,79 +105,82 @@ def prose_rules(
     dfa = anything
     for t in fmt.parse_triggers(habits=habits):
         dfa = dfa.intersect(anything.concat(Dfa.literal(t)).concat(anything).complement())
-    if at_start and fmt.bare_at_start:
-        dfa = dfa.intersect(Dfa.literal(fmt.bare_start).concat(anything).complement())
-    if at_start and fmt.reasoning_start:
+    if at_start and fmt.block.bare_start:
+        dfa = dfa.intersect(Dfa.literal(fmt.block.bare_start).concat(anything).complement())
+    if at_start and fmt.reasoning.start:
         ws = Dfa.literals(list(_WS_SET)).star()
-        starts = ws.concat(Dfa.literal(fmt.reasoning_start)).concat(anything)
+        starts = ws.concat(Dfa.literal(fmt.reasoning.start)).concat(anything)
         dfa = dfa.intersect(starts.complement())
     return dfa_to_rules(dfa, name, encoding="raw")
 
 
-def _ws(fmt: WireFormat) -> Node:
-    return json_ws(fmt.max_trailing_ws)
+def _ws(fmt: FormatSpec) -> Node:
+    return json_ws(fmt.layout.max_trailing_ws)
 
 
-def _calls(fmt: WireFormat, calls: Sequence[Node], *, parallel: bool, kit: Kit, bare: bool) -> Node:
+def _calls(fmt: FormatSpec, calls: Sequence[Node], *, parallel: bool, kit: Kit, bare: bool) -> Node:
     """The block(s) holding the calls, then the trailing whitespace before the end of the turn;
     ``bare`` leaves out the first block's opener, and its closer (a bare block has no marker).
-    ``calls``: the call node of each variant of the format (:attr:`WireFormat.variants`: its
+    ``calls``: the call node of each variant of the format (:attr:`FormatSpec.variants`: its
     own markers first, then its habits')."""
+    b, lay = fmt.block, fmt.layout
     call = calls[0]
     ws = _ws(fmt)
-    inner_ws = json_ws(fmt.inner_ws)
-    opener = fmt.open_node(kit.special_tokens)
-    closer = fmt.close_node(kit.special_tokens) if fmt.close else lit(fmt.before_close)
-    first = EMPTY if bare else opener
-    if fmt.separator or fmt.list_calls:  # all calls in one block
-        sep = fmt.separator_node() if fmt.separator else inner_ws
+    inner_ws = json_ws(lay.inner_ws)
+    special = kit.special_tokens
+    first_opener = opener(fmt, special)
+    last = closer(fmt, special) if b.close else lit(b.before_close)
+    first = EMPTY if bare else first_opener
+    if lay.one_block:  # all calls in one block
+        sep = separator(fmt) if lay.separator else inner_ws
         if bare:
-            closer = lit(fmt.before_close)
+            last = lit(b.before_close)
         inner = seq(call, star(seq(sep, call))) if parallel else call
-        listed = seq(first, fmt.list_open_node(), inner, fmt.list_close_node(), closer, ws)
-        if not fmt.list_optional or bare:
+        listed = seq(first, list_open(fmt), inner, list_close(fmt), last, ws)
+        if not lay.list_optional or bare:
             return listed
-        single = seq(call, closer)  # the brackets left out: one call a block, blocks repeat
-        more = star(seq(ws, opener, single)) if parallel else EMPTY
+        single = seq(call, last)  # the brackets left out: one call a block, blocks repeat
+        more = star(seq(ws, first_opener, single)) if parallel else EMPTY
         return choice(listed, seq(first, single, more, ws))
-    body = seq(fmt.list_open_node(), call, fmt.list_close_node(), closer)
-    # a block in the template's markers, or in one of the family's habits (Habit)
-    blocks = [seq(opener, body)]
+    # a block in the format's own markers, or in one of the family's habits (Habit)
+    blocks = [seq(first_opener, list_open(fmt), call, list_close(fmt), last)]
     for v, v_call in zip(fmt.variants[1:], calls[1:], strict=True):
-        v_close = v.close_node(kit.special_tokens) if v.close else lit(v.before_close)
-        v_body = seq(v.list_open_node(), v_call, v.list_close_node(), v_close)
-        blocks.append(seq(v.open_node(kit.special_tokens), v_body))
+        v_close = closer(v, special) if v.block.close else lit(v.block.before_close)
+        blocks.append(seq(opener(v, special), list_open(v), v_call, list_close(v), v_close))
     block = choice(*blocks)
     # a bare block (the reply starts with the call object itself) has neither marker
-    head = seq(fmt.list_open_node(), call, fmt.list_close_node()) if bare else block
+    head = seq(list_open(fmt), call, list_close(fmt)) if bare else block
     if not parallel:
         return seq(head, ws)
     return seq(head, star(seq(ws, block)), ws)
 
 
 def _options(
-    fmt: WireFormat, schema_options: Mapping[str, Any]
+    fmt: FormatSpec, schema_options: Mapping[str, Any]
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The argument options and the JSON layouts of ``fmt`` (or of one of its variants)."""
     options = {**fmt.argument_options, **schema_options}
     layout = str(options.get("whitespace", "compact"))
-    extra = () if "whitespace" in schema_options else fmt.extra_layouts
+    extra = () if "whitespace" in schema_options else fmt.values.extra_layouts
     return options, (layout, *(x for x in extra if x != layout))
 
 
-def _kit(
-    fmt: WireFormat,
-    special_tokens: frozenset[str],
-    schema_options: Mapping[str, Any],
-    *,
-    kind: type[Kit] = Kit,
-) -> Kit:
-    options, layouts = _options(fmt, schema_options)
-    return kind(options, special_tokens, layouts)
+def _kit(fmt: FormatSpec, turn: TurnOptions, cache: TurnCache, *, kind: type[Kit] = Kit) -> Kit:
+    """The kit a turn's grammar is written with: the format's argument options under the
+    turn's ``schema_options``, its layouts, the vocabulary's special tokens, schemas compiled
+    in ``cache``."""
+    options, layouts = _options(fmt, turn.schema_options)
+    return kind(
+        options,
+        turn.special_tokens,
+        layouts,
+        turn.reasoning_open,
+        schema_grammar=schema_grammar(cache),
+    )
 
 
-def _variant_kits(fmt: WireFormat, kit: Kit, schema_options: Mapping[str, Any]) -> list[Kit]:
-    """One kit per variant of ``fmt`` (:attr:`WireFormat.variants`): ``kit`` for the format
+def _variant_kits(fmt: FormatSpec, kit: Kit, schema_options: Mapping[str, Any]) -> list[Kit]:
+    """One kit per variant of ``fmt`` (:attr:`FormatSpec.variants`): ``kit`` for the format
     itself, and for each habit a kit with the habit's argument options that shares ``kit``'s
     rules (so the envelope collects them all)."""
     kits = [kit]
@@ -195,7 +203,7 @@ class _AnyValueKit(Kit):
     def _shared(self, key: tuple[Any, ...], options: Mapping[str, Any], pad: str = "") -> Node:
         hit = self._any.get(key)
         if hit is None:
-            grammar = arguments_grammar({}, {**options, "additional_properties_default": True})
+            grammar = self.schema_grammar({}, {**options, "additional_properties_default": True})
             if pad:
                 grammar = indent_newlines(grammar, pad)
             hit, rules = prefix_rules(grammar, f"any{len(self._any)}_")
@@ -251,24 +259,25 @@ class _SentinelKit(Kit):
         return self._sentinel()
 
 
-def _head(fmt: WireFormat, kit: Kit, *, reasoning: bool, reasoning_open: bool) -> Node | None:
+def _head(fmt: FormatSpec, kit: Kit, turn: TurnOptions) -> Node | None:
     """The reasoning the turn starts with: required when the prompt opened the channel,
     optional when the format has an open marker (and ``reasoning``), else None."""
-    if not fmt.reasoning_end:
+    r = fmt.reasoning
+    if not r.end:
         return None
-    text = kit.text_without((fmt.reasoning_end,))
-    end = kit.marker(fmt.reasoning_end)
-    if reasoning_open:
+    text = kit.text_without((r.end,))
+    end = kit.marker(r.end)
+    if turn.reasoning_open:
         return seq(text, end)
-    if reasoning and fmt.reasoning_start:
-        return seq(_ws(fmt), kit.marker(fmt.reasoning_start), text, end)
+    if turn.reasoning and r.start:
+        return seq(_ws(fmt), kit.marker(r.start), text, end)
     return None
 
 
 #: how a turn gets its callable tools' call nodes in one variant of its format (the format,
-#: or a habit, :attr:`WireFormat.variants`): (tools, kit, variant, its index) -> (call nodes,
+#: or a habit, :attr:`FormatSpec.variants`): (tools, kit, variant, its index) -> (call nodes,
 #: their rules)
-_Calls = Callable[[Sequence[Tool], Kit, WireFormat, int], tuple[list[Node], list[Rule]]]
+_Calls = Callable[[Sequence[Tool], Kit, FormatSpec, int], tuple[list[Node], list[Rule]]]
 
 
 def _call_rule(i: int, k: int) -> str:
@@ -276,20 +285,20 @@ def _call_rule(i: int, k: int) -> str:
     return f"call_{i}" if k == 0 else f"h{k}_call_{i}"
 
 
-def _real_calls(limits: Any) -> _Calls:
+def _real_calls(limits: Any, cache: TurnCache) -> _Calls:
     """Each tool's cached part (:func:`toolmask.tools._parts.tool_part`)."""
 
     def calls(
-        tools: Sequence[Tool], kit: Kit, fmt: WireFormat, k: int
+        tools: Sequence[Tool], kit: Kit, fmt: FormatSpec, k: int
     ) -> tuple[list[Node], list[Rule]]:
-        parts = parts_of(fmt, tools, kit, limits)
+        parts = parts_of(fmt, tools, kit, limits, cache)
         return [p.entry for p in parts], [r for p in parts for r in p.rules]
 
     return calls
 
 
 def _named_calls(
-    tools: Sequence[Tool], kit: Kit, fmt: WireFormat, k: int
+    tools: Sequence[Tool], kit: Kit, fmt: FormatSpec, k: int
 ) -> tuple[list[Node], list[Rule]]:
     """Each tool's call written with the kit itself, in rule ``call_<i>`` (``h<k>_call_<i>``
     for a habit): with :class:`_AnyValueKit`, arguments that are any JSON value; with
@@ -299,7 +308,7 @@ def _named_calls(
         if isinstance(kit, _SentinelKit):
             kit.tool = i
         try:
-            nodes.append(kit.add(_call_rule(i, k), fmt.call_grammar(t, i, kit)))
+            nodes.append(kit.add(_call_rule(i, k), fmt.codec.call_grammar(fmt, t, i, kit)))
         except (SchemaError, LimitError) as e:
             e.in_tool(t.name)
             raise
@@ -308,55 +317,40 @@ def _named_calls(
 
 def build_turn_grammar(
     tools: Sequence[Tool],
-    fmt: WireFormat,
+    fmt: FormatSpec,
     tool_choice: ToolChoice,
-    *,
-    parallel: bool = True,
-    special_tokens: frozenset[str] = frozenset(),
-    schema_options: Mapping[str, Any] | None = None,
-    reasoning: bool = True,
-    reasoning_open: bool = False,
+    options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
 ) -> Grammar:
     """The grammar of one assistant turn (see the module docstring for its shape).
 
-    ``tools`` are all advertised tools; ``tool_choice`` says which may be called. Markers in
-    ``special_tokens`` become :class:`Special` nodes. ``reasoning``: the turn may start with
-    the format's reasoning channel (formats that have one); ``reasoning_open``: the prompt
-    ended inside the channel (:meth:`WireFormat.prompt_opens_reasoning`), so the turn starts
-    with reasoning and its close marker. Raises :class:`SchemaError` or :class:`LimitError`
+    ``tools`` are all advertised tools; ``tool_choice`` says which may be called; ``options``
+    the rest (:class:`TurnOptions`: markers in ``special_tokens`` become :class:`Special`
+    nodes; ``reasoning``: the turn may start with the format's reasoning channel;
+    ``reasoning_open``: the prompt ended inside the channel
+    (:meth:`FormatSpec.prompt_opens_reasoning`), so the turn starts with reasoning and its
+    close marker). Raises :class:`SchemaError` or :class:`LimitError`
     for a tool schema that cannot be compiled, naming the tool (``e.tool``); caps apply per
     tool (:mod:`toolmask.tools._parts`), and ``max_rules`` to the envelope on its own.
 
     Cost: each callable tool's part is compiled once per (tool, format, argument options)
-    and cached in the active compiler; on a hit the turn is the envelope plus a
+    and cached in ``cache`` (default: :func:`~toolmask._compile.turn_cache`, the active
+    compiler's); on a hit the turn is the envelope plus a
     concatenation of the parts' rules (O(tools), plus 2**parameters, at most 2**8, rules per
     tool on a miss for formats that write parameters one by one in any order).
     """
-    limits = limits_of(schema_options or {})
-    return _assemble(
-        tools,
-        fmt,
-        tool_choice,
-        _real_calls(limits),
-        limits,
-        parallel=parallel,
-        special_tokens=special_tokens,
-        schema_options=schema_options,
-        reasoning=reasoning,
-        reasoning_open=reasoning_open,
-    )
+    cache = turn_cache() if cache is None else cache
+    limits = limits_of(options.schema_options, cache)
+    calls = _real_calls(limits, cache)
+    return _assemble(tools, fmt, tool_choice, calls, limits, options, cache)
 
 
 def build_name_filter(
     tools: Sequence[Tool],
-    fmt: WireFormat,
+    fmt: FormatSpec,
     tool_choice: ToolChoice,
-    *,
-    parallel: bool = True,
-    special_tokens: frozenset[str] = frozenset(),
-    schema_options: Mapping[str, Any] | None = None,
-    reasoning: bool = True,
-    reasoning_open: bool = False,
+    options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
 ) -> Grammar:
     """The turn grammar of ``tool_choice`` with every argument value replaced by *any* JSON
     value (same layouts and notation): a filter that only decides which names may be called.
@@ -370,20 +364,10 @@ def build_name_filter(
     one by one keep each tool's parameter names). Same arguments as
     :func:`build_turn_grammar`.
     """
-    kit_options = dict(schema_options or {})
-    limits = limits_of(kit_options)
+    cache = turn_cache() if cache is None else cache
+    limits = limits_of(options.schema_options, cache)
     return _assemble(
-        tools,
-        fmt,
-        tool_choice,
-        _named_calls,
-        limits,
-        parallel=parallel,
-        special_tokens=special_tokens,
-        schema_options=schema_options,
-        reasoning=reasoning,
-        reasoning_open=reasoning_open,
-        kit_kind=_AnyValueKit,
+        tools, fmt, tool_choice, _named_calls, limits, options, cache, kit_kind=_AnyValueKit
     )
 
 
@@ -404,14 +388,10 @@ class LazyTurn:
 
 def build_lazy_turn(
     tools: Sequence[Tool],
-    fmt: WireFormat,
+    fmt: FormatSpec,
     tool_choice: ToolChoice,
-    *,
-    parallel: bool = True,
-    special_tokens: frozenset[str] = frozenset(),
-    schema_options: Mapping[str, Any] | None = None,
-    reasoning: bool = True,
-    reasoning_open: bool = False,
+    options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
 ) -> LazyTurn:
     """The grammars of a lazy turn (:mod:`toolmask.tools._lazy`): the turn of
     :func:`build_turn_grammar` with no tool's arguments compiled. In ``block``, each callable
@@ -421,21 +401,10 @@ def build_lazy_turn(
     real turn (as :func:`build_name_filter`'s). :func:`with_tool_parts` puts compiled tools in.
 
     Cost: the envelope and one call per tool without its schema, O(names), twice."""
-    limits = limits_of(schema_options or {})
+    cache = turn_cache() if cache is None else cache
+    limits = limits_of(options.schema_options, cache)
     grammars = [
-        _assemble(
-            tools,
-            fmt,
-            tool_choice,
-            _named_calls,
-            limits,
-            parallel=parallel,
-            special_tokens=special_tokens,
-            schema_options=schema_options,
-            reasoning=reasoning,
-            reasoning_open=reasoning_open,
-            kit_kind=kind,
-        )
+        _assemble(tools, fmt, tool_choice, _named_calls, limits, options, cache, kit_kind=kind)
         for kind in (_SentinelKit, _AnyValueKit)
     ]
     chosen = _callable(tools, tool_choice)
@@ -454,26 +423,30 @@ def with_tool_parts(
     grammar: Grammar,
     call_rules: Mapping[str, tuple[str, ...]],
     tools: Sequence[Tool],
-    fmt: WireFormat,
-    *,
-    special_tokens: frozenset[str] = frozenset(),
-    schema_options: Mapping[str, Any] | None = None,
-    reasoning_open: bool = False,
+    fmt: FormatSpec,
+    options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
 ) -> Grammar:
     """``grammar`` (a :class:`LazyTurn` grammar) with the calls of ``tools`` replaced by their
     real parts (:func:`toolmask.tools._parts.tool_part`, cached per tool): the rule
     ``call_rules[name]`` then references the part. Raises the part's SchemaError / LimitError
     naming the tool. Cost: the parts (cached), then O(rules) to rebuild the rule tuple."""
-    options = schema_options or {}
-    kit = _kit(fmt, special_tokens, options)
-    kit.reasoning_open = reasoning_open
+    cache = turn_cache() if cache is None else cache
+    kit = _kit(fmt, options, cache)
+    limits = limits_of(options.schema_options, cache)
     swap: dict[str, Node] = {}
     added: list[Rule] = []
-    kits = _variant_kits(fmt, kit, options)
+    kits = _variant_kits(fmt, kit, options.schema_options)
+    own: list[Node] = []
     for k, (v, v_kit) in enumerate(zip(fmt.variants, kits, strict=True)):
-        parts = parts_of(v, tools, v_kit, limits_of(options))
+        parts = parts_of(v, tools, v_kit, limits, cache)
         swap.update((call_rules[p.name][k], p.entry) for p in parts)
-        added += [r for p in parts for r in p.rules]
+        entries: list[Node] = [p.entry for p in parts]
+        if k == 0:
+            own = entries
+        # a habit whose calls are written as the format's own shares their parts
+        if k == 0 or entries != own:
+            added += [r for p in parts for r in p.rules]
     rules = [Rule(r.name, swap[r.name]) if r.name in swap else r for r in grammar.rules]
     rules += added
     return Grammar(tuple(rules), grammar.start, grammar.checks)
@@ -487,16 +460,13 @@ def _callable(tools: Sequence[Tool], tool_choice: ToolChoice) -> list[Tool]:
 
 def _assemble(
     tools: Sequence[Tool],
-    fmt: WireFormat,
+    fmt: FormatSpec,
     tool_choice: ToolChoice,
     calls_of: _Calls,
     limits: Any,
+    options: TurnOptions,
+    cache: TurnCache,
     *,
-    parallel: bool,
-    special_tokens: frozenset[str],
-    schema_options: Mapping[str, Any] | None,
-    reasoning: bool,
-    reasoning_open: bool,
     kit_kind: type[Kit] = Kit,
 ) -> Grammar:
     if not fmt.has_grammar:
@@ -504,30 +474,23 @@ def _assemble(
             f"format {fmt.name!r} parses replies but has no generation grammar yet",
             where="format",
         )
-    parallel = parallel and fmt.parallel_calls
+    if options.parallel and not fmt.layout.parallel_calls:
+        options = options.replace(parallel=False)
     chosen = _callable(tools, tool_choice)
     mode = tool_choice.mode if chosen else "none"
-    kit = _kit(fmt, special_tokens, schema_options or {}, kind=kit_kind)
-    kit.reasoning_open = reasoning_open
-    head = _head(fmt, kit, reasoning=reasoning, reasoning_open=reasoning_open)
+    kit = _kit(fmt, options, cache, kind=kit_kind)
+    head = _head(fmt, kit, options)
     call_refs: list[list[Node]] = []
     part_rules: list[Rule] = []
     if mode != "none":
-        kits = _variant_kits(fmt, kit, schema_options or {})
+        kits = _variant_kits(fmt, kit, options.schema_options)
         for k, (v, v_kit) in enumerate(zip(fmt.variants, kits, strict=True)):
             refs, rules = calls_of(chosen, v_kit, v, k)
             call_refs.append(refs)
-            part_rules += rules
-    envelope = _envelope(
-        fmt,
-        kit,
-        mode,
-        call_refs,
-        head,
-        parallel=parallel,
-        reasoning=reasoning,
-        reasoning_open=reasoning_open,
-    )
+            # a habit whose calls are written as the format's own shares their parts
+            if k == 0 or refs != call_refs[0]:
+                part_rules += rules
+    envelope = _envelope(fmt, kit, mode, call_refs, head, options)
     if len(envelope) > limits.max_rules:
         raise LimitError(
             f"the turn's envelope has {len(envelope)} rules (more than {limits.max_rules})",
@@ -537,20 +500,20 @@ def _assemble(
 
 
 def _envelope(
-    fmt: WireFormat,
+    fmt: FormatSpec,
     kit: Kit,
     mode: str,
     call_refs: list[list[Node]],
     head: Node | None,
-    *,
-    parallel: bool,
-    reasoning: bool,
-    reasoning_open: bool,
+    options: TurnOptions,
 ) -> tuple[Rule, ...]:
     """Everything but the parts: prose, reasoning, blocks, and the choice of a call
     (``call_refs``: the callable tools' call nodes in each variant of the format)."""
+    parallel, reasoning_open = options.parallel, options.reasoning_open
     own = call_refs[0] if call_refs else []
-    custom = fmt.turn_grammar(kit, own, mode, parallel=parallel, reasoning=reasoning)
+    custom = fmt.codec.turn_grammar(
+        fmt, kit, own, mode, parallel=parallel, reasoning=options.reasoning
+    )
     if custom is not None:
         return (Rule("root", custom), *kit.rules)
     out: list[Rule] = []
@@ -576,12 +539,12 @@ def _envelope(
         for k, refs in enumerate(call_refs)
     ]
     tail: Node = EMPTY
-    if fmt.prose_after_calls:
+    if fmt.layout.prose_after_calls:
         tail, rules = prose_rules(fmt, at_start=False, name="prose_t")
         out.extend(rules)
     out.append(Rule("calls", seq(_calls(fmt, calls, parallel=parallel, kit=kit, bare=False), tail)))
     bare = None
-    if fmt.bare_at_start:
+    if fmt.block.bare_start:
         bare = seq(_calls(fmt, calls, parallel=parallel, kit=kit, bare=True), tail)
         out.append(Rule("bare_calls", bare))
 
@@ -590,7 +553,7 @@ def _envelope(
         if mode == "auto":
             alts.append(seq(prose, opt(RuleRef("calls"))))
         else:
-            alts.append(seq(json_ws(fmt.inner_ws), RuleRef("calls")))
+            alts.append(seq(json_ws(fmt.layout.inner_ws), RuleRef("calls")))
         if bare is not None:
             alts.append(RuleRef("bare_calls"))
         return choice(*alts)
@@ -606,27 +569,20 @@ def _envelope(
 
 def build_call_grammar(
     tools: Sequence[Tool],
-    fmt: WireFormat,
+    fmt: FormatSpec,
     tool_choice: ToolChoice,
-    *,
-    parallel: bool = True,
-    special_tokens: frozenset[str] = frozenset(),
-    schema_options: Mapping[str, Any] | None = None,
+    options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
 ) -> Grammar:
     """The grammar from the trigger on (for engines with their own lazy triggers).
 
-    The same as the ``required`` turn grammar restricted to ``tool_choice``'s callable tools.
-    Raises :class:`ToolError` via :class:`ToolChoice` when nothing may be called.
+    The same as the ``required`` turn grammar restricted to ``tool_choice``'s callable tools,
+    without reasoning. Raises :class:`ToolError` via :class:`ToolChoice` when nothing may be
+    called.
     """
     names = tool_choice.callable([t.name for t in tools])
     if not names:
         raise ToolError("no tool may be called under this tool_choice", where="tool_choice")
-    return build_turn_grammar(
-        tools,
-        fmt,
-        ToolChoice("required", tuple(names)),
-        parallel=parallel,
-        special_tokens=special_tokens,
-        schema_options=schema_options,
-        reasoning=False,
-    )
+    only_calls = options.replace(reasoning=False, reasoning_open=False)
+    chosen = ToolChoice("required", tuple(names))
+    return build_turn_grammar(tools, fmt, chosen, only_calls, cache)

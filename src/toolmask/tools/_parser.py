@@ -26,17 +26,15 @@ Parsing is lenient where the grammar is strict (any JSON whitespace, ``"argument
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolmask.tools.formats._base import WireFormat
-from toolmask.tools.formats._blocks import Block as _Block
-from toolmask.tools.formats._blocks import Call as _Call
-from toolmask.tools.formats._blocks import loads as _loads
-from toolmask.tools.formats._blocks import skip_ws as _skip_ws
+from toolmask.tools.formats import Block as _Block
+from toolmask.tools.formats import Call as _Call
+from toolmask.tools.formats import FormatSpec
+from toolmask.tools.formats._read import skip_ws as _skip_ws
 
 __all__ = [
     "MalformedBlock",
@@ -142,62 +140,7 @@ class StreamDelta:
         return {"tool_calls": [call]}
 
 
-# -- JSON scanning ---------------------------------------------------------------------------------
-
-_STRUCT = re.compile(r'[{}\[\]"]')
-_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _WS = " \t\r\n"
-# the start of a call object up to its arguments value: name first, then arguments/parameters
-_ENVELOPE = re.compile(
-    r'\{\s*"name"\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*")\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{)',
-    re.S,
-)
-
-
-def _json_end(text: str, i: int) -> int | None:
-    """End (exclusive) of the bracketed JSON value starting at ``text[i]`` (``{`` or ``[``), or
-    None when the text ends first. String-aware bracket counting; does not validate."""
-    depth = 0
-    j = i
-    while True:
-        m = _STRUCT.search(text, j)
-        if m is None:
-            return None
-        c = m.group()
-        j = m.end()
-        if c == '"':
-            s = _STRING_REST.match(text, j)
-            if s is None:
-                return None
-            j = s.end()
-        elif c in "{[":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return j
-
-
-def _read_call(obj: Any, fmt: WireFormat) -> tuple[str, dict[str, Any]] | str:
-    """``(name, arguments)`` from a call object, or the reason it is not one."""
-    if not isinstance(obj, dict):
-        return "a call must be a JSON object"
-    name = obj.get(fmt.name_key, obj.get("name"))
-    if not isinstance(name, str):
-        return "the call has no string 'name'"
-    for key in (fmt.args_key, "arguments", "parameters"):
-        if key in obj:
-            args = obj[key]
-            break
-    else:
-        args = {}
-    if isinstance(args, str):
-        args, err = _loads(args)
-        if err is not None:
-            return f"the arguments string is not JSON: {err}"
-    if not isinstance(args, dict):
-        return "the arguments must be a JSON object"
-    return name, args
 
 
 # -- the scanner ---------------------------------------------------------------------------------
@@ -234,16 +177,15 @@ class _Scanner:
 
     def __init__(
         self,
-        fmt: WireFormat,
+        fmt: FormatSpec,
         *,
         reasoning_open: bool = False,
         schemas: Mapping[str, Any] | None = None,
         habits: bool = True,
     ) -> None:
         self.fmt = fmt
-        self.trigger = fmt.trigger_text
         self.triggers = fmt.parse_triggers(habits=habits)
-        self.reasoning_open = reasoning_open and bool(fmt.reasoning_end)
+        self.reasoning_open = reasoning_open and bool(fmt.reasoning.end)
         self.schemas = schemas
         #: the variant of the format whose block :meth:`_find` found last (a habit's or its own)
         self._found = fmt
@@ -251,21 +193,20 @@ class _Scanner:
     def reasoning(self, text: str, st: _State, *, final: bool) -> _Pending | None:
         """The reasoning channel at the start of the reply: opened by the prompt
         (``reasoning_open``) or by the reply's first non-blank text (``reasoning_start``)."""
-        fmt = self.fmt
+        r = self.fmt.reasoning
         if st.phase == "start":
             if self.reasoning_open:
                 rest = text[_skip_ws(text, 0) :]
-                skips = fmt.reasoning_skips
-                if not final and any(t.startswith(rest) for t in skips):
+                if not final and any(t.startswith(rest) for t in r.skips):
                     return _Pending("", [], -1)
-                st.phase = "body" if any(rest.startswith(t) for t in skips) else "reasoning"
-            elif fmt.reasoning_start:
+                st.phase = "body" if any(rest.startswith(t) for t in r.skips) else "reasoning"
+            elif r.start:
                 i = _skip_ws(text, 0)
                 rest = text[i:]
-                if rest.startswith(fmt.reasoning_start):
+                if rest.startswith(r.start):
                     st.phase = "reasoning"
-                    st.pos = i + len(fmt.reasoning_start)
-                elif not final and fmt.reasoning_start.startswith(rest):
+                    st.pos = i + len(r.start)
+                elif not final and r.start.startswith(rest):
                     return _Pending("", [], -1)
                 else:
                     st.phase = "body"
@@ -273,7 +214,7 @@ class _Scanner:
                 st.phase = "body"
         if st.phase != "reasoning":
             return None
-        end = fmt.reasoning_end
+        end = r.end
         k = text.find(end, st.pos)
         if k < 0:
             seg = text[st.pos :]
@@ -311,7 +252,7 @@ class _Scanner:
                     st.pos = len(text)
                     return None
                 at = _skip_ws(text, pos)
-                if self._bare_possible(st) and self.fmt.may_start_bare(text, at):
+                if self._bare_possible(st) and self.fmt.codec.may_start_bare(self.fmt, text, at):
                     return _Pending("", [], -1)  # may still become a bare block
                 hold = self._held(seg)
                 safe = seg[: len(seg) - hold].rstrip(_WS)
@@ -345,13 +286,13 @@ class _Scanner:
             st.items.append(_Item("prose", seg))
 
     def _bare_possible(self, st: _State) -> bool:
-        return self.fmt.bare_at_start and all(it.kind == "reasoning" for it in st.items)
+        return bool(self.fmt.block.bare_start) and all(it.kind == "reasoning" for it in st.items)
 
     def _find(self, text: str, pos: int, st: _State) -> tuple[int | None, bool]:
         self._found = self.fmt
         if self._bare_possible(st):
             i = _skip_ws(text, pos)
-            if self.fmt.starts_bare(text, i):
+            if self.fmt.codec.starts_bare(self.fmt, text, i):
                 return i, True
         best: int | None = None
         for t in self.triggers:
@@ -365,114 +306,9 @@ class _Scanner:
         """Length of the longest suffix of ``seg`` that is a proper prefix of a trigger."""
         return max(_held(seg, t) for t in self.triggers)
 
-    def _bad(self, text: str, k: int, reason: str, final: bool) -> _Block:
-        """A malformed block at ``k``: it extends to the first close marker after the opener,
-        else to the end of the text (undecided until ``final``)."""
-        fmt = self._found
-        close = fmt.close
-        if close:
-            c = text.find(close, k + len(fmt.open))
-            if c >= 0:
-                return _Block("bad", c + len(close), reason=reason)
-        if final:
-            return _Block("bad", len(text), reason=reason)
-        return _Block("pending")
-
     def _block(self, text: str, k: int, *, bare: bool, final: bool) -> _Block:
         fmt = self._found  # the format, or the habit whose opener is at k
-        custom = fmt.read_block(text, k, final=final, bare=bare, schemas=self.schemas)
-        if custom is not None:
-            return custom
-        n = len(text)
-        calls: list[_Call] = []
-
-        def truncated(what: str) -> _Block:
-            if final:
-                return self._bad(text, k, f"truncated: the reply ends {what}", final)
-            return _Block("pending", calls=calls)
-
-        i = k if bare else k + len(fmt.open)
-        i = _skip_ws(text, i)
-        listed = bool(fmt.list_open)
-        if listed:
-            if i >= n:
-                return truncated(f"before {fmt.list_open!r}")
-            if fmt.list_optional and text[i] == "{":
-                listed = False  # one bare call object in this block
-            elif text[i] != fmt.list_open:
-                return self._bad(text, k, f"expected {fmt.list_open!r} after the marker", final)
-            else:
-                i += 1
-        end = i
-        while True:
-            i = _skip_ws(text, i)
-            if i >= n:
-                return truncated("before the call object")
-            if text[i] != "{":
-                what = "an empty list of calls" if text[i] == fmt.list_close and not calls else ""
-                return self._bad(text, k, what or "expected a call object '{'", final)
-            call, end_or_none = self._call(text, i)
-            if end_or_none is None:
-                calls.append(call)
-                return truncated("inside a call object")
-            end = end_or_none
-            obj, err = _loads(text[i:end])
-            got = _read_call(obj, fmt) if err is None else err
-            if isinstance(got, str):
-                return self._bad(text, k, got, final)
-            call.name, call.args = got
-            if fmt.id_key and isinstance(obj.get(fmt.id_key), str):
-                call.id = obj[fmt.id_key] or None
-            if not call.stream or _loads(call.stream)[0] != call.args:
-                call.stream = json.dumps(call.args, ensure_ascii=False)
-            calls.append(call)
-            i = _skip_ws(text, end)
-            if not fmt.separator or (fmt.list_open and not listed):
-                break
-            if i >= n:
-                if fmt.list_close or fmt.close or not final:
-                    return truncated("after a call")
-                break
-            if text[i] == fmt.separator:
-                i += 1
-                continue
-            if fmt.list_close:
-                if text[i] != fmt.list_close:
-                    what = f"expected {fmt.separator!r} or {fmt.list_close!r}"
-                    return self._bad(text, k, what, final)
-                i += 1
-                end = i
-            break
-        if fmt.list_close and not fmt.separator and listed:
-            if i >= n:
-                return truncated(f"before {fmt.list_close!r}")
-            if text[i] != fmt.list_close:
-                return self._bad(text, k, f"expected {fmt.list_close!r}", final)
-            end = i = i + 1
-        if fmt.close and not (bare and not fmt.list_calls and not fmt.separator):
-            # (a bare one-call block has no closer: the reply starts with the call object)
-            i = _skip_ws(text, end)
-            if text.startswith(fmt.close, i):
-                return _Block("ok", i + len(fmt.close), calls)
-            if fmt.close.startswith(text[i:]):
-                return truncated(f"before {fmt.close!r}")
-            return self._bad(text, k, f"expected {fmt.close!r} after the call", final)
-        return _Block("ok", end, calls)
-
-    @staticmethod
-    def _call(text: str, i: int) -> tuple[_Call, int | None]:
-        """The call object at ``text[i]``: its streamable name/arguments so far and its end."""
-        end = _json_end(text, i)
-        m = _ENVELOPE.match(text, i)
-        if m is None:
-            return _Call(None, ""), end
-        name, err = _loads(m.group(1))
-        if err is not None or not isinstance(name, str):
-            return _Call(None, ""), end
-        a = m.end()
-        a_end = _json_end(text, a)
-        limit = a_end if a_end is not None else (end if end is not None else len(text))
-        return _Call(name, text[a:limit]), end
+        return fmt.codec.read_block(fmt, text, k, final=final, bare=bare, schemas=self.schemas)
 
 
 def _held(seg: str, t: str) -> int:
@@ -527,7 +363,7 @@ def _call_id(c: _Call, made: str, used: set[str]) -> str:
 
 def parse_turn(
     text: str,
-    fmt: WireFormat,
+    fmt: FormatSpec,
     *,
     id_factory: IdFactory = random_call_id,
     reasoning_open: bool = False,
@@ -541,7 +377,7 @@ def parse_turn(
     given to an earlier call of the reply.
 
     ``reasoning_open``: the prompt ended inside the reasoning channel (a template that
-    prefills ``<think>``; see :meth:`WireFormat.prompt_opens_reasoning`), so the reply starts
+    prefills ``<think>``; see :meth:`FormatSpec.prompt_opens_reasoning`), so the reply starts
     with reasoning. ``schemas`` (tool name -> parameters schema) types the values of formats
     that write parameters as raw text (XML parameters): strings stay text, others are JSON.
     ``habits=False``: the format's habits (:class:`~toolmask.tools.formats.Habit`) are read as
@@ -571,7 +407,7 @@ class StreamParser:
 
     def __init__(
         self,
-        fmt: WireFormat,
+        fmt: FormatSpec,
         *,
         id_factory: IdFactory = random_call_id,
         reasoning_open: bool = False,
@@ -684,10 +520,10 @@ class ReasoningSplitter:
     O(n * channel length) at worst.
     """
 
-    def __init__(self, fmt: WireFormat, *, reasoning_open: bool = False) -> None:
+    def __init__(self, fmt: FormatSpec, *, reasoning_open: bool = False) -> None:
         self._scanner = _Scanner(fmt, reasoning_open=reasoning_open)
         self._st = _State()
-        self._has = bool(fmt.reasoning_end)
+        self._has = bool(fmt.reasoning.end)
         self.text = ""
         self._sent_reasoning = 0
         self._sent_body = 0

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from toolmask.tools.formats._base import WireFormat
+from toolmask.tools.formats import FormatSpec
 
 __all__ = ["SITES", "Metered", "distortion_sites", "site_at", "sites_of"]
 
@@ -80,9 +80,9 @@ class _Frame:
 class _JsonScan:
     """A permissive character-level JSON scanner that tracks the role of each container."""
 
-    def __init__(self, fmt: WireFormat) -> None:
-        self.args_keys = {fmt.args_key, "arguments", "parameters"}
-        self.list_first = bool(fmt.list_open)
+    def __init__(self, fmt: FormatSpec) -> None:
+        self.args_keys = {"arguments", "parameters"}
+        self.list_first = bool(fmt.layout.list_open)
         self.frames: list[_Frame] = []
         self.in_string = False
         self.escape = False
@@ -182,9 +182,9 @@ class _JsonScan:
         return "key"
 
 
-def _next_block(fmt: WireFormat, text: str, pos: int) -> tuple[int, WireFormat]:
+def _next_block(fmt: FormatSpec, text: str, pos: int) -> tuple[int, FormatSpec]:
     """Where the next block's opener is at or after ``pos`` (-1: none), and the variant of the
-    format (its own markers or a habit's, :attr:`WireFormat.variants`) it opens."""
+    format (its own markers or a habit's, :attr:`FormatSpec.variants`) it opens."""
     best, found = -1, fmt
     for v in fmt.variants:
         k = text.find(v.trigger_text, pos)
@@ -193,13 +193,13 @@ def _next_block(fmt: WireFormat, text: str, pos: int) -> tuple[int, WireFormat]:
     return best, found
 
 
-def site_at(fmt: WireFormat, text: str) -> str:
+def site_at(fmt: FormatSpec, text: str) -> str:
     """The site (one of :data:`SITES`) of the next byte after the reply prefix ``text``."""
     triggers = [v.trigger_text for v in fmt.variants]
     pos = 0
     after_block = False
     while True:
-        bare = pos == 0 and fmt.bare_at_start and text.startswith("{")
+        bare = pos == 0 and bool(fmt.block.bare_start) and text.startswith("{")
         k, block = (0, fmt) if bare else _next_block(fmt, text, pos)
         if k < 0:
             rest = text[pos:]
@@ -211,14 +211,14 @@ def site_at(fmt: WireFormat, text: str) -> str:
             if stripped and any(t.startswith(stripped) for t in triggers):
                 return "block_open"
             return "prose"
-        start = k if bare else k + len(block.open)
+        start = k if bare else k + len(block.block.open)
         body = text[start:]
         scan = _JsonScan(fmt)
         used = scan.feed(body)
         if not scan.done:
             return scan.site() if scan.started else "envelope"
         tail = body[used:]
-        closer = block.before_close + block.close
+        closer = block.block.before_close + block.block.close
         if not closer:
             pos = start + used
             after_block = True
@@ -237,12 +237,12 @@ def site_at(fmt: WireFormat, text: str) -> str:
         after_block = False
 
 
-def distortion_sites(gen: Metered, fmt: WireFormat) -> list[str]:
+def distortion_sites(gen: Metered, fmt: FormatSpec) -> list[str]:
     """The site of every :class:`~toolmask.backends.StepDistortion` of ``gen`` (same order).
     Cost: O(steps x reply length)."""
     return sites_of(gen.text, [d.offset for d in gen.distortion], fmt)
 
 
-def sites_of(text: bytes, offsets: Sequence[int], fmt: WireFormat) -> list[str]:
+def sites_of(text: bytes, offsets: Sequence[int], fmt: FormatSpec) -> list[str]:
     """The site at each byte offset of the reply ``text``."""
     return [site_at(fmt, text[:o].decode("utf-8", "ignore")) for o in offsets]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmask.errors import ToolError
+from toolmask.tools.formats import json_type
 
 __all__ = ["TYPE_SCHEMAS", "Tool", "check_tool_name", "json_type", "type_schema"]
 
@@ -267,22 +268,6 @@ def _literal(args: tuple[Any, ...], where: str) -> dict[str, Any]:
     if len(kinds) == 1:
         out = {"type": kinds.pop(), **out}
     return out
-
-
-def json_type(v: object) -> str:
-    """The JSON Schema type name of a JSON value in Python (``True`` is ``"boolean"``, not
-    ``"integer"``; anything else that is not a list, dict or ``None`` is ``"string"``)."""
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if v is None:
-        return "null"
-    if isinstance(v, list):
-        return "array"
-    return "object" if isinstance(v, dict) else "string"
 
 
 def _union(args: tuple[Any, ...], where: str) -> dict[str, Any]:

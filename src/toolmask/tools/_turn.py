@@ -6,11 +6,10 @@ import copy
 import dataclasses
 import functools
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolmask._compile import CompiledGrammar, active_compiler
+from toolmask._compile import CompiledGrammar, GrammarCompiler, TurnCache, turn_cache
 from toolmask.errors import ToolError
 from toolmask.grammar import Grammar
 from toolmask.limits import Limits
@@ -23,6 +22,7 @@ from toolmask.tools._grammar import (
     with_tool_parts,
 )
 from toolmask.tools._lazy import LazyTurnGrammar
+from toolmask.tools._options import TurnOptions
 from toolmask.tools._parser import (
     IdFactory,
     ParsedTurn,
@@ -34,7 +34,7 @@ from toolmask.tools._parts import gc_paused, limits_of, tool_fingerprint
 from toolmask.tools._sanitize import sanitize_tool_output
 from toolmask.tools._spec import Tool
 from toolmask.tools._validate import CallError, validate_call
-from toolmask.tools.formats._base import WireFormat, get_format
+from toolmask.tools.formats import FormatSpec, get_format
 
 if TYPE_CHECKING:
     from toolmask.vocab import Vocabulary
@@ -63,15 +63,20 @@ class ToolTurn:
     ``special_tokens`` are the special-token texts of the vocabulary: markers among them become
     :class:`~toolmask.grammar.Special` nodes in the grammar. ``schema_options`` go to
     :func:`~toolmask.schema.compile_json_schema` for every tool, over the format's own
-    :attr:`~toolmask.tools.WireFormat.argument_options` (``json.dumps`` spacing, keys in any
+    :attr:`~toolmask.tools.FormatSpec.argument_options` (``json.dumps`` spacing, keys in any
     order). ``id_factory`` makes call ids from the call index
     (:func:`random_call_id`, or :func:`sequential_call_id` for reproducible ids).
 
     Reasoning: with ``reasoning`` (the default) the grammar lets a format with a reasoning
     channel (``<think>``, ``[THINK]``, Harmony's analysis channel) reason first, then applies
     ``tool_choice`` to what follows. ``reasoning_open``: the prompt ended inside the channel
-    (a template that prefills ``<think>``; see :meth:`WireFormat.prompt_opens_reasoning` and
+    (a template that prefills ``<think>``; see :meth:`FormatSpec.prompt_opens_reasoning` and
     :meth:`for_prompt`), so the reply starts with reasoning; grammar and parser both know it.
+
+    ``parallel_tool_calls``, ``special_tokens``, ``schema_options``, ``reasoning`` and
+    ``reasoning_open`` are kept as one frozen :class:`TurnOptions` (:attr:`options`; the
+    attributes of those names read it): a turn that differs in one of them is another turn
+    (:meth:`for_prompt`, :meth:`with_options`).
 
     Invariant: :meth:`prompt` depends on the tool list and format only, never on
     ``tool_choice`` or ``parallel_tool_calls``, so a prefix cache stays valid across turns.
@@ -80,7 +85,7 @@ class ToolTurn:
     def __init__(
         self,
         tools: Iterable[Tool | Mapping[str, Any] | Any],
-        fmt: str | WireFormat = "hermes",
+        fmt: str | FormatSpec = "hermes",
         tool_choice: ToolChoiceLike = "auto",
         *,
         parallel_tool_calls: bool = True,
@@ -96,14 +101,52 @@ class ToolTurn:
             if t.name in seen:
                 raise ToolError(f"two tools are called {t.name!r}", where=t.name)
             seen.add(t.name)
-        self.format: WireFormat = get_format(fmt)
+        self.format: FormatSpec = get_format(fmt)
         self.tool_choice: ToolChoice = ToolChoice.parse(tool_choice, self._names, index=self._index)
-        self.parallel_tool_calls = bool(parallel_tool_calls)
-        self.special_tokens: frozenset[str] = frozenset(special_tokens)
-        self.schema_options: dict[str, Any] = dict(schema_options or {})
         self.id_factory = id_factory
-        self.reasoning = bool(reasoning)
-        self.reasoning_open = bool(reasoning_open) and bool(self.format.reasoning_end)
+        #: everything the grammar and the parser depend on besides tools, format and choice
+        self.options: TurnOptions = TurnOptions.of(
+            self.format,
+            parallel=parallel_tool_calls,
+            special_tokens=special_tokens,
+            schema_options=schema_options,
+            reasoning=reasoning,
+            reasoning_open=reasoning_open,
+        )
+
+    # -- the options ------------------------------------------------------------------------------
+    @property
+    def parallel_tool_calls(self) -> bool:
+        return self.options.parallel
+
+    @property
+    def special_tokens(self) -> frozenset[str]:
+        return self.options.special_tokens
+
+    @property
+    def schema_options(self) -> Mapping[str, Any]:
+        return self.options.schema_options
+
+    @property
+    def reasoning(self) -> bool:
+        return self.options.reasoning
+
+    @property
+    def reasoning_open(self) -> bool:
+        return self.options.reasoning_open
+
+    def with_options(self, options: TurnOptions) -> ToolTurn:
+        """This turn with other options (``reasoning_open`` kept only where the format has a
+        channel): the same tools, format and choice, already checked; ``self`` when they are
+        the same. O(1)."""
+        options = options.for_format(self.format)
+        if options == self.options:
+            return self
+        other = copy.copy(self)
+        for name in ("_grammar", "_tools_key_"):  # what depends on the options
+            other.__dict__.pop(name, None)
+        other.options = options
+        return other
 
     # -- views ------------------------------------------------------------------------------------
     @functools.cached_property
@@ -143,7 +186,7 @@ class ToolTurn:
         return self.format.block_triggers()
 
     def prompt(self) -> str:
-        """The text that advertises every tool (see :meth:`WireFormat.render_tools`)."""
+        """The text that advertises every tool (see :meth:`FormatSpec.render_tools`)."""
         return self.format.render_tools(self.tools)
 
     # -- grammar ----------------------------------------------------------------------------------
@@ -157,10 +200,7 @@ class ToolTurn:
     @functools.cached_property
     def _grammar(self) -> Grammar:
         return build_turn_grammar(
-            self.tools,
-            self.format,
-            self.tool_choice,
-            **self._grammar_options(),
+            self.tools, self.format, self.tool_choice, self.options, turn_cache()
         )
 
     def compile(
@@ -169,9 +209,11 @@ class ToolTurn:
         *,
         limits: Limits | None = None,
         lazy: bool | None = None,
+        compiler: GrammarCompiler | None = None,
     ) -> CompiledGrammar:
-        """The turn compiled for matching (and token masks with ``vocab``), with the active
-        compiler; accepts exactly :meth:`grammar`'s language.
+        """The turn compiled for matching (and token masks with ``vocab``) with ``compiler``
+        (default: the active one), in its turn cache; accepts exactly :meth:`grammar`'s
+        language.
 
         A turn where every tool may be called (or none) compiles its grammar. A turn where a
         subset may be called (``allowed_tools``, a named ``tool_choice``, an agent policy) is
@@ -179,9 +221,9 @@ class ToolTurn:
         a name filter (:func:`~toolmask.tools.build_name_filter`: the envelope with the
         allowed names and any argument values): the large automaton and its cached masks
         are shared by every subset, and a subset costs its filter, compiled once (O(allowed
-        names), cached) and then a dictionary lookup. Both are kept in the compiler's
-        ``tools.turns`` cache, keyed by the tools' fingerprints, format, options and mode
-        without reading the grammars.
+        names), cached) and then a dictionary lookup. Both are kept in the compiler's turn
+        cache (:class:`~toolmask._compile.TurnCache`, ``turns``), keyed by the tools'
+        fingerprints, format, options and mode without reading the grammars.
 
         ``limits``: the compile limits (default: ``schema_options["limits"]``, else the
         compiler's); ``max_rules`` applies to each tool's part and to the envelope, not to
@@ -195,49 +237,54 @@ class ToolTurn:
         compilation per tool, and a schema that cannot be compiled raises from the matcher
         call that enters it instead of from here.
         """
-        with gc_paused():
-            return self._compile_turn(vocab, limits, lazy)
+        cache = turn_cache(compiler)
+        with gc_paused(), cache.activate():
+            return self._compile_turn(vocab, limits, lazy, cache)
 
     def _compile_turn(
-        self, vocab: Vocabulary | None, limits: Limits | None, lazy: bool | None
+        self,
+        vocab: Vocabulary | None,
+        limits: Limits | None,
+        lazy: bool | None,
+        cache: TurnCache,
     ) -> CompiledGrammar:
-        compiler = active_compiler()
-        lim = limits if limits is not None else limits_of(self.schema_options)
+        lim = limits if limits is not None else limits_of(self.schema_options, cache)
         mode = self.tool_choice.mode if self.callable_tools else "none"
         names = tuple(t.name for t in self.callable_tools)
-        cache = compiler.cache(
-            "tools.turns",
-            limit="max_compiled_turns",
-            sizeof=_compiled_bytes,
-        )
+        turns = cache.turns
         vkey = vocab.fingerprint if vocab is not None else None
         if lazy is None:
             lazy = len(self.tools) > LAZY_MIN_TOOLS
         lazy = lazy and mode != "none"
-        base = (self._tools_key, vkey, lim, mode, lazy)
+        base = (self._tools_key(cache), vkey, lim, mode, lazy)
         every = mode == "none" or len(names) == len(self.tools)
-        full: CompiledGrammar | None = cache.get(base)
+        full: CompiledGrammar | None = turns.get(base)
         if full is None:
             if lazy:
-                full = cache.put(base, self._lazy_turn(compiler, vocab, lim, mode))
+                full = turns.put(base, self._lazy_turn(cache, vocab, lim, mode))
             else:
-                grammar = self._grammar if every else self._full_grammar(mode)
-                full = cache.put(base, _compile(compiler, grammar, vocab, lim))
+                grammar = self._grammar if every else self._full_grammar(mode, cache)
+                full = turns.put(base, _compile(cache, grammar, vocab, lim))
         if every:
             return full
         fkey = (*base, names)
-        filt: CompiledGrammar | None = cache.get(fkey)
+        filt: CompiledGrammar | None = turns.get(fkey)
         if filt is None:
-            filt = cache.put(fkey, _compile(compiler, self._filter_grammar(), vocab, lim))
+            grammar = build_name_filter(
+                self.tools, self.format, self.tool_choice, self.options, cache
+            )
+            filt = turns.put(fkey, _compile(cache, grammar, vocab, lim))
         return full.restricted(filt)
 
-    @functools.cached_property
-    def _tools_key(self) -> str:
-        """A digest of everything the turn's grammar depends on but ``tool_choice``. The
-        tools' part of it is kept per list of tool objects (``tools.lists``), so a new turn
-        over the same objects (a new subset) costs O(tools) identity checks, not their
-        serialisation."""
-        lists = active_compiler().cache("tools.lists", limit="max_compiled_turns")
+    def _tools_key(self, cache: TurnCache) -> str:
+        """A digest of everything the turn's grammar depends on but ``tool_choice`` (made once
+        per turn). The tools' part of it is kept per list of tool objects (``lists``), so a new
+        turn over the same objects (a new subset) costs O(tools) identity checks, not their
+        serialisation; a tool's fingerprint is the one its part and schema are keyed by."""
+        known: str | None = self.__dict__.get("_tools_key_")
+        if known is not None:
+            return known
+        lists = cache.lists
         ids = tuple(map(id, self.tools))
         hit: tuple[tuple[Tool, ...], bytes] | None = lists.get(ids)
         if hit is not None and all(a is b for a, b in zip(hit[0], self.tools, strict=True)):
@@ -245,99 +292,54 @@ class ToolTurn:
         else:
             h = hashlib.blake2b(digest_size=16)
             for t in self.tools:
-                h.update(tool_fingerprint(t).encode("utf-8", "surrogatepass") + b"\0")
+                h.update(tool_fingerprint(t, cache).encode("utf-8", "surrogatepass") + b"\0")
             digest = h.digest()
             lists.put(ids, (self.tools, digest))
         h = hashlib.blake2b(digest, digest_size=16)
-        rest = [
-            self.format.name,
-            id(self.format),
-            sorted(self.special_tokens),
-            {k: v for k, v in self.schema_options.items() if k != "caches"},
-            self.parallel_tool_calls,
-            self.reasoning,
-            self.reasoning_open,
-        ]
-        h.update(json.dumps(rest, sort_keys=True, default=repr).encode())
-        return h.hexdigest()
+        rest = f"{self.format.name}\0{id(self.format)}\0{self.options.key()}"
+        h.update(rest.encode("utf-8", "surrogatepass"))
+        key = self.__dict__["_tools_key_"] = h.hexdigest()
+        return key
 
-    def _grammar_options(self) -> dict[str, Any]:
-        """What every turn grammar of this turn is built with, but the tools and the choice."""
-        return {
-            "parallel": self.parallel_tool_calls,
-            "special_tokens": self.special_tokens,
-            "schema_options": self.schema_options,
-            "reasoning": self.reasoning,
-            "reasoning_open": self.reasoning_open,
-        }
-
-    def _full_grammar(self, mode: str) -> Grammar:
+    def _full_grammar(self, mode: str, cache: TurnCache) -> Grammar:
         """The turn over every tool in ``mode`` (``auto`` / ``required``)."""
-        return build_turn_grammar(
-            self.tools,
-            self.format,
-            ToolChoice(mode),  # type: ignore[arg-type]  # a ToolChoice mode
-            **self._grammar_options(),
-        )
+        every = ToolChoice(mode)  # type: ignore[arg-type]  # a ToolChoice mode
+        return build_turn_grammar(self.tools, self.format, every, self.options, cache)
 
     def _lazy_turn(
-        self, compiler: Any, vocab: Vocabulary | None, lim: Limits, mode: str
+        self, cache: TurnCache, vocab: Vocabulary | None, lim: Limits, mode: str
     ) -> LazyTurnGrammar:
-        """The turn over every tool in ``mode``, compiled lazily (see :mod:`._lazy`)."""
-        base = build_lazy_turn(
-            self.tools,
-            self.format,
-            ToolChoice(mode),  # type: ignore[arg-type]  # a ToolChoice mode
-            **self._grammar_options(),
-        )
+        """The turn over every tool in ``mode``, compiled lazily (see :mod:`._lazy`): its
+        tools compile later, from a matcher, in ``cache`` (its compiler active for the schema
+        stages' memos)."""
+        every = ToolChoice(mode)  # type: ignore[arg-type]  # a ToolChoice mode
+        base = build_lazy_turn(self.tools, self.format, every, self.options, cache)
         index = self._index
+        fmt, options = self.format, self.options
 
         def with_parts(grammar: Grammar, names: frozenset[str]) -> Grammar:
             if not names:
                 return grammar
-            with compiler.activate(), gc_paused():
-                return with_tool_parts(
-                    grammar,
-                    base.call_rules,
-                    [self.tools[i] for i in sorted(index[n] for n in names)],
-                    self.format,
-                    special_tokens=self.special_tokens,
-                    schema_options=self.schema_options,
-                    reasoning_open=self.reasoning_open,
-                )
+            with cache.activate(), gc_paused():
+                tools = [self.tools[i] for i in sorted(index[n] for n in names)]
+                return with_tool_parts(grammar, base.call_rules, tools, fmt, options, cache)
 
         def compile_one(grammar: Grammar) -> CompiledGrammar:
-            with compiler.activate():
-                return _compile(compiler, grammar, vocab, lim)
+            with cache.activate():
+                return _compile(cache, grammar, vocab, lim)
 
         return LazyTurnGrammar.create(base, with_parts, compile_one)
 
     def _filter_grammar(self) -> Grammar:
         return build_name_filter(
-            self.tools,
-            self.format,
-            self.tool_choice,
-            **self._grammar_options(),
+            self.tools, self.format, self.tool_choice, self.options, turn_cache()
         )
 
     def for_prompt(self, prompt: str) -> ToolTurn:
         """This turn with ``reasoning_open`` read from the prompt the reply continues (what
         the chat template's generation prompt ends with); ``self`` when it does not change."""
         is_open = self.format.prompt_opens_reasoning(prompt)
-        if is_open == self.reasoning_open:
-            return self
-        other = ToolTurn(
-            self.tools,
-            self.format,
-            self.tool_choice,
-            parallel_tool_calls=self.parallel_tool_calls,
-            special_tokens=self.special_tokens,
-            schema_options=self.schema_options,
-            id_factory=self.id_factory,
-            reasoning=self.reasoning,
-            reasoning_open=is_open,
-        )
-        return other
+        return self.with_options(self.options.replace(reasoning_open=is_open))
 
     @functools.cached_property
     def schemas(self) -> dict[str, Any]:
@@ -350,12 +352,7 @@ class ToolTurn:
         Raises :class:`ToolError` when no tool may be called.
         """
         return build_call_grammar(
-            self.tools,
-            self.format,
-            self.tool_choice,
-            parallel=self.parallel_tool_calls,
-            special_tokens=self.special_tokens,
-            schema_options=self.schema_options,
+            self.tools, self.format, self.tool_choice, self.options, turn_cache()
         )
 
     # -- parsing and checking ---------------------------------------------------------------------
@@ -409,16 +406,11 @@ class ToolTurn:
         )
 
 
-def _compiled_bytes(c: CompiledGrammar) -> int:
-    return sum(c.memory().values())
-
-
 def _compile(
-    compiler: Any, grammar: Grammar, vocab: Vocabulary | None, limits: Limits
+    cache: TurnCache, grammar: Grammar, vocab: Vocabulary | None, limits: Limits
 ) -> CompiledGrammar:
     """Compile a turn's grammar; its parts were checked against ``max_rules`` one by one, so
     the automaton's cap on the whole grammar is widened to the grammar's size."""
     if len(grammar.rules) > limits.max_rules:
         limits = dataclasses.replace(limits, max_rules=len(grammar.rules))
-    result: CompiledGrammar = compiler.compile(grammar, vocab, limits=limits)
-    return result
+    return cache.compile(grammar, vocab, limits)

@@ -11,12 +11,11 @@ turns a list of them into the short message shown to the model (``missing requir
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolmask._compile import active_compiler
+from toolmask._compile import TurnCache, turn_cache
 from toolmask._pointer import json_pointer
 from toolmask.tools._parser import ToolCall
 from toolmask.tools._spec import Tool
@@ -46,16 +45,17 @@ class CallError:
         return render_errors([self])
 
 
-def _validator(schema: Mapping[str, Any]) -> Any:
-    """A jsonschema validator for ``schema``, cached by its JSON in the active GrammarCompiler
-    (``Limits.max_validators`` entries)."""
-    key = json.dumps(schema, sort_keys=True)
-    cache = active_compiler().cache("tools.validators", limit="max_validators")
-    v = cache.get(key)
+def _validator(schema: Mapping[str, Any], cache: TurnCache) -> Any:
+    """A jsonschema validator for ``schema``, cached by its JSON in ``cache``'s
+    ``validators`` (``Limits.max_validators`` entries): a tool's parameters are keyed by the
+    text they were fingerprinted with."""
+    validators = cache.validators
+    key = cache.canonical(schema, keep=False)
+    v = validators.get(key)
     if v is None:
         from toolmask.schema import schema_validator
 
-        v = cache.put(key, schema_validator(schema))
+        v = validators.put(key, schema_validator(schema))
     return v
 
 
@@ -64,12 +64,14 @@ def validate_call(
     tools: Sequence[Tool] | Mapping[str, Tool],
     *,
     allowed: Iterable[str] | None = None,
+    cache: TurnCache | None = None,
 ) -> list[CallError]:
     """Problems of ``call`` (a :class:`ToolCall` or ``(name, arguments)``), ``[]`` if none.
 
     The name must be one of ``tools`` (and of ``allowed``, when given); the arguments must
     satisfy the tool's full ``parameters`` schema. Errors come sorted by instance path.
-    Cost: one jsonschema validation (validators are cached by schema).
+    Cost: one jsonschema validation (validators are cached by schema in ``cache``, default
+    :func:`~toolmask._compile.turn_cache`).
     """
     name, args = (call.name, call.arguments) if isinstance(call, ToolCall) else call
     by_name = tools if isinstance(tools, Mapping) else {t.name: t for t in tools}
@@ -88,7 +90,8 @@ def validate_call(
                 )
             ]
     out: list[CallError] = []
-    for err in _validator(tool.parameters).iter_errors(args):
+    validator = _validator(tool.parameters, turn_cache() if cache is None else cache)
+    for err in validator.iter_errors(args):
         detail: tuple[str, ...] = ()
         if err.validator == "required":
             present = err.instance if isinstance(err.instance, dict) else {}

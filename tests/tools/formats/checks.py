@@ -70,7 +70,8 @@ def check_rendered(template: str, case: str) -> None:
     assert parsed.reasoning == ("THINK" if "THINK" in text else ""), parsed.reasoning
     # the same with the format's markers as single special tokens
     f = FORMATS[fmt]
-    special = frozenset(m for m in (f.open, f.close, f.reasoning_start, f.reasoning_end) if m)
+    marks = (f.block.open, f.block.close, f.reasoning_start, f.reasoning_end)
+    special = frozenset(m for m in marks if m)
     assert takes(turn_for(fmt, "auto", tail, special_tokens=special), text, special)
     for size in (1, 3, 7):
         result, args = streamed(auto, text, size)

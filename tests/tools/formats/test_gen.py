@@ -8,7 +8,7 @@ import pytest
 
 import toolmask as tm
 from toolmask.grammar._ir import Grammar, Rule, byte_class, lit, seq
-from toolmask.tools.formats._gen import Kit, indent_newlines
+from toolmask.tools.formats._kit import Kit, indent_newlines
 
 SCHEMA = {
     "type": "object",

@@ -1,4 +1,4 @@
-"""Habits (``WireFormat.habits``): the other markers a family's models write around the same
+"""Habits (``FormatSpec.habits``): the other markers a family's models write around the same
 calls. Hermes has one, Qwen2.5-Coder's fenced, pretty-printed JSON block, as the model writes it
 (bench/quality.py, toolmask-free, BFCL dev ``multiple_107``)::
 
@@ -27,7 +27,8 @@ import pytest
 
 import toolmask as tm
 from toolmask.tools import ToolTurn
-from toolmask.tools.formats import Habit, WireFormat, get_format, register_format
+from toolmask.tools.formats import BlockMarkers, FormatSpec, Habit, Layout, get_format
+from toolmask.tools.formats._json import JsonEnvelope
 
 from ..test_lazy import _token_ids
 from ..toolset import NAMES, TOOLS, VALID
@@ -61,7 +62,7 @@ def test_hermes_lists_the_fence_with_its_evidence() -> None:
     assert HERMES.block_triggers() == ("<tool_call>", "```json")
     assert ToolTurn(TOOLS, "hermes").triggers == ("<tool_call>", "```json")
     own, fence = HERMES.variants
-    assert own is HERMES and fence.open == "```json" and fence.habits == ()
+    assert own is HERMES and fence.block.open == "```json" and fence.habits == ()
     assert fence.argument_options["whitespace"] == "flexible"
 
 
@@ -178,24 +179,22 @@ def test_lazy_and_filtered_masks_equal_the_eager_masks_on_a_fence(
         assert not m.accept_bytes(fenced(NAMES[4], VALID[NAMES[4]][0]).encode())
 
 
-def test_habits_are_checked_when_a_format_registers() -> None:
-    class Bad(WireFormat):
-        open = "<call>"
-        close = "</call>"
-        habits = (Habit("<call", ">"),)  # overlaps the format's own opener
-
+def test_habits_are_checked_when_a_format_is_made() -> None:
     with pytest.raises(ValueError, match="overlap"):
-        register_format("test_habits_overlap")(Bad)
-
-    class Listed(WireFormat):
-        open = "<calls>"
-        close = "</calls>"
-        separator = ","
-        list_open, list_close = "[", "]"
-        habits = (Habit("```json", "```"),)
-
+        FormatSpec(
+            "test_habits_overlap",
+            JsonEnvelope(),
+            BlockMarkers("<call>", "</call>"),
+            habits=(Habit("<call", ">"),),  # overlaps the format's own opener
+        )
     with pytest.raises(ValueError, match="one call per block"):
-        register_format("test_habits_listed")(Listed)
+        FormatSpec(
+            "test_habits_listed",
+            JsonEnvelope(),
+            BlockMarkers("<calls>", "</calls>"),
+            Layout(list_open="[", list_close="]", separator=","),
+            habits=(Habit("```json", "```"),),
+        )
 
 
 @pytest.mark.parametrize("mode", ["auto", "required"])

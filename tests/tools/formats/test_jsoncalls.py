@@ -6,12 +6,23 @@ import random
 
 import pytest
 
-from toolmask.tools import FORMATS, StreamParser, parse_turn, sequential_call_id
-from toolmask.tools.formats._jsoncalls import JsonCalls
+from toolmask.tools import FORMATS, FormatSpec, StreamParser, parse_turn, sequential_call_id
+from toolmask.tools.formats._json import JsonCalls
+from toolmask.tools.formats._marked import HeadTail, MarkedJson
+from toolmask.tools.formats._messages import ProseMessages
 
 from .rendered import TWO
 
-JSON_CALL_FORMATS = sorted(n for n, f in FORMATS.items() if isinstance(f, JsonCalls))
+
+def _json_calls(fmt: FormatSpec) -> bool:
+    """Whether the format's calls are JSON objects read whole, between their markers."""
+    codec = fmt.codec.calls if isinstance(fmt.codec, ProseMessages) else fmt.codec
+    return isinstance(codec, JsonCalls) or (
+        isinstance(codec, MarkedJson) and isinstance(codec.reader, HeadTail)
+    )
+
+
+JSON_CALL_FORMATS = sorted(n for n, f in FORMATS.items() if _json_calls(f))
 
 
 def test_the_families() -> None:
@@ -35,10 +46,10 @@ def _streamed(fmt_name: str, text: str, cuts: list[int]) -> object:
 @pytest.mark.parametrize("fmt_name", JSON_CALL_FORMATS)
 def test_every_prefix_and_chunking(fmt_name: str) -> None:
     fmt = FORMATS[fmt_name]
-    calls = TWO if fmt.parallel_calls else TWO[:1]
+    calls = TWO if fmt.layout.parallel_calls else TWO[:1]
     text = (
         "Checking.\n" + fmt.render_calls(calls)
-        if not fmt.bare_at_start
+        if not fmt.block.bare_start
         else fmt.render_calls(calls)
     )
     full = parse_turn(text, fmt, id_factory=sequential_call_id)

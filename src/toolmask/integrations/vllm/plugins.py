@@ -27,11 +27,12 @@ that format, the one the logits processor constrained the reply to.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from vllm.entrypoints.generate.base.protocol import (  # type: ignore[import-not-found, unused-ignore]
     DeltaFunctionCall,
@@ -52,7 +53,8 @@ from vllm.tool_parsers import (  # type: ignore[import-not-found, unused-ignore]
 
 from toolmask.integrations.vllm._core import EXTRA_ARGS_KEY
 from toolmask.integrations.vllm._vocab import model_format
-from toolmask.tools import FORMATS, ReasoningSplitter, StreamDelta, StreamParser, WireFormat
+from toolmask.tools import FORMATS, FormatSpec, ReasoningSplitter, StreamDelta, StreamParser
+from toolmask.tools.formats import Reasoning, builds_own_turn
 
 __all__ = [
     "PREFIX",
@@ -74,26 +76,24 @@ _WS = " \t\n\r"
 # -- formats ---------------------------------------------------------------------------------------
 
 
-def _parsable(fmt: WireFormat) -> bool:
+def _parsable(fmt: FormatSpec) -> bool:
     """Whether a format's turn is prose then blocks of calls (what a vLLM tool parser reads);
-    Harmony and Kimi K3 write channel messages (their own ``turn_grammar``)."""
-    return type(fmt).turn_grammar is WireFormat.turn_grammar
+    Harmony and Kimi K3 write channel messages (their codec builds the turn)."""
+    return not builds_own_turn(fmt)
 
 
-def _has_channel(fmt: WireFormat) -> bool:
+def _has_channel(fmt: FormatSpec) -> bool:
     """Whether a format has a reasoning channel a reply opens at its start."""
     return bool(fmt.reasoning_start and fmt.reasoning_end) and _parsable(fmt)
 
 
 @functools.cache
-def _body_format(fmt: WireFormat) -> WireFormat:
+def _body_format(fmt: FormatSpec) -> FormatSpec:
     """``fmt`` with its reasoning channel switched off: what follows the channel (or a reply
     read without a reasoning parser) is prose and calls only. Cached per format."""
-    if not fmt.reasoning_end:
+    if not fmt.reasoning.end:
         return fmt
-    cls = type(fmt)
-    attrs = {"reasoning_start": "", "reasoning_end": "", "reasoning_skips": ()}
-    return cast(WireFormat, type(f"{cls.__name__}Body", (cls,), attrs)())
+    return dataclasses.replace(fmt, reasoning=Reasoning())
 
 
 def _spec_format(request: Any) -> str | None:
@@ -199,7 +199,7 @@ class ToolmaskToolParser(ToolParser):  # type: ignore[misc, unused-ignore]
 
     def __init__(self, tokenizer: Any, tools: list[Any] | None = None) -> None:
         super().__init__(tokenizer, tools)
-        self.format: WireFormat = FORMATS[self.fmt_name or model_format(tokenizer)]
+        self.format: FormatSpec = FORMATS[self.fmt_name or model_format(tokenizer)]
         self._stream: StreamParser | None = None
         self._plain = False  # the stream is read as content only (tool_choice "none")
 
@@ -282,7 +282,7 @@ class ToolmaskReasoningParser(ReasoningParser):  # type: ignore[misc, unused-ign
     ``""`` reads it from the tokenizer. A format without a channel makes every reply content.
 
     Where the reply starts: in a stream, vLLM hands over the prompt (the channel is open when
-    it ends with the opener, :meth:`WireFormat.prompt_opens_reasoning`); for a finished reply
+    it ends with the opener, :meth:`FormatSpec.prompt_opens_reasoning`); for a finished reply
     it does not, so the chat template's generation prompt is rendered once (with the request's
     ``chat_template_kwargs``) and read the same way. A prompt that ends with a closed channel
     (``enable_thinking: false``) makes the reply content, in both.
@@ -298,7 +298,7 @@ class ToolmaskReasoningParser(ReasoningParser):  # type: ignore[misc, unused-ign
 
     def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(tokenizer, *args, **kwargs)
-        self.format: WireFormat = FORMATS[self.fmt_name or model_format(tokenizer)]
+        self.format: FormatSpec = FORMATS[self.fmt_name or model_format(tokenizer)]
         self._channel = _has_channel(self.format)
         kw = kwargs.get("chat_template_kwargs")
         self._template_kwargs: dict[str, Any] = dict(kw) if isinstance(kw, Mapping) else {}

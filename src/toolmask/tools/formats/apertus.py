@@ -7,25 +7,18 @@ the tool's name as their only key; reasoning between ``<|inner_prefix|>`` and
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats._jsoncalls import JsonCalls
+from toolmask.tools.formats._json import JsonCalls
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Reasoning
 
-__all__ = ["Apertus"]
+__all__ = ["SPEC"]
 
-
-@register_format("apertus")
-class Apertus(JsonCalls):
-    open = "<|tools_prefix|>"
-    close = "<|tools_suffix|>"
-    list_open = "["
-    list_close = "]"
-    separator = ","
-    separator_text = ", "
-    json_list = True
-    name_as_key = True
-    reasoning_start = "<|inner_prefix|>"
-    reasoning_end = "<|inner_suffix|>"
-    template_markers = (
+SPEC = FormatSpec(
+    "apertus",
+    JsonCalls(json_list=True, name_as_key=True),
+    BlockMarkers("<|tools_prefix|>", "<|tools_suffix|>"),
+    Layout(list_open="[", list_close="]", separator=","),
+    Reasoning("<|inner_prefix|>", "<|inner_suffix|>"),
+    template_markers=(
         "<|system_start|>",
         "<|system_end|>",
         "<|developer_start|>",
@@ -38,4 +31,5 @@ class Apertus(JsonCalls):
         "<|inner_suffix|>",
         "<|tools_prefix|>",
         "<|tools_suffix|>",
-    )
+    ),
+)

@@ -7,33 +7,25 @@
     <tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_calls>
 
 The reasoning is plain text that the prompt opens (Apriel 1.6's generation prompt ends with
-``Here are my reasoning steps:``; see :meth:`Apriel.prompt_opens_reasoning`) and that
-``[BEGIN FINAL RESPONSE]`` closes. ``<tool_call>`` inside the system prompt's instructions is
-not the trigger: ``<tool_calls>`` is.
+``Here are my reasoning steps:``, the channel's ``prefill``) and that ``[BEGIN FINAL
+RESPONSE]`` closes. ``<tool_call>`` inside the system prompt's instructions is not the
+trigger: ``<tool_calls>`` is.
 """
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats._jsoncalls import JsonCalls
+from toolmask.tools.formats._json import JsonCalls
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Reasoning
 
-__all__ = ["Apriel"]
+__all__ = ["SPEC"]
 
-#: the text Apriel 1.6's generation prompt ends with: the reply continues its reasoning
-REASONING_PREFILL = "Here are my reasoning steps:"
-
-
-@register_format("apriel")
-class Apriel(JsonCalls):
-    open = "<tool_calls>"
-    close = "</tool_calls>"
-    list_open = "["
-    list_close = "]"
-    separator = ","
-    separator_text = ", "
-    json_list = True
-    reasoning_end = "[BEGIN FINAL RESPONSE]"
-    template_markers = (
+SPEC = FormatSpec(
+    "apriel",
+    JsonCalls(json_list=True),
+    BlockMarkers("<tool_calls>", "</tool_calls>"),
+    Layout(list_open="[", list_close="]", separator=","),
+    Reasoning(end="[BEGIN FINAL RESPONSE]", prefill="Here are my reasoning steps:"),
+    template_markers=(
         "<|system|>",
         "<|user|>",
         "<|assistant|>",
@@ -49,8 +41,5 @@ class Apriel(JsonCalls):
         "</tool_calls>",
         "[BEGIN FINAL RESPONSE]",
         "[END FINAL RESPONSE]",
-    )
-
-    def prompt_opens_reasoning(self, prompt: str) -> bool:
-        """Apriel 1.6's generation prompt opens the reasoning as text (no marker)."""
-        return prompt.rstrip(" \t\r\n").endswith(REASONING_PREFILL)
+    ),
+)

@@ -5,31 +5,25 @@ object notation with ``<escape>`` as the string delimiter, between ``<start_func
     <start_function_call>call:get_weather{city:<escape>Paris<escape>,days:3}<end_function_call>
 
 Numbers, booleans and ``null`` are bare, as in JSON; keys are bare. Calls follow each other; the
-turn ends after the last one. The reader and the grammar are :mod:`.gemma4`'s with the other
-delimiter (the ``functiongemma`` value notation of :mod:`toolmask.schema._notation`).
+turn ends after the last one. Reader and grammar are Gemma's object notation (:mod:`._objects`)
+with the other delimiter (the ``functiongemma`` value notation of :mod:`toolmask.schema`).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from toolmask.schema import FUNCTIONGEMMA_QUOTE
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats.gemma4 import Gemma4
+from toolmask.tools.formats._objects import ObjectNotation
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Prompt, Values
 
-__all__ = ["FunctionGemma"]
+__all__ = ["SPEC"]
 
-
-@register_format("functiongemma")
-class FunctionGemma(Gemma4):
-    open = "<start_function_call>"
-    close = "<end_function_call>"
-    prose_after_calls = False
-    reasoning_start = ""
-    reasoning_end = ""
-    quote = FUNCTIONGEMMA_QUOTE
-    notation = "functiongemma"
-    template_markers: ClassVar[tuple[str, ...]] = (
+SPEC = FormatSpec(
+    "functiongemma",
+    ObjectNotation(FUNCTIONGEMMA_QUOTE, "functiongemma"),
+    BlockMarkers("<start_function_call>", "<end_function_call>"),
+    Layout(block_sep=""),
+    values=Values(whitespace="compact", extra_layouts=("spaced",)),
+    template_markers=(
         "<bos>",
         "<eos>",
         "<start_of_turn>",
@@ -41,4 +35,6 @@ class FunctionGemma(Gemma4):
         "<start_function_response>",
         "<end_function_response>",
         FUNCTIONGEMMA_QUOTE,
-    )
+    ),
+    prompt=Prompt(example_name="NAME", example_args=(("key", "value"),)),
+)

@@ -15,29 +15,31 @@ tag, after optional ``<think>`` reasoning and text, each part a blank line apart
 The template ends the assistant's message with ``<|message_sep|>`` (the end-of-turn token,
 the template's own end marker after a plain answer) or, for the conversation's last message,
 the EOS token. Its generation prompt is ``assistant<|role_sep|>\\n``, with ``<think>`` prefilled
-when the caller passes ``reasoning=True`` (:meth:`WireFormat.prompt_opens_reasoning` reads it).
-Reader and grammar are :class:`~toolmask.tools.formats.deepseek.DeepSeekDsml`'s with the mark
-changed.
+when the caller passes ``reasoning=True`` (:meth:`FormatSpec.prompt_opens_reasoning` reads
+it). Reader and grammar are DeepSeek's DSML codec (:mod:`._dsml`) with the mark changed.
 """
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats.deepseek import DeepSeekDsml
+from toolmask.tools.formats._dsml import Dsml
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Reasoning
 
-__all__ = ["GigaChat35"]
+__all__ = ["SPEC"]
 
 GCML = "｜GCML｜"
 
-
-@register_format("gigachat35")
-class GigaChat35(DeepSeekDsml):
-    mark = GCML
-    tag = "tool_calls"
-    open = "<｜GCML｜tool_calls>"
-    close = "</｜GCML｜tool_calls>"
-    extra_triggers = ("<｜GCML｜",)
-    template_markers = (
+SPEC = FormatSpec(
+    "gigachat35",
+    Dsml(GCML, "tool_calls"),
+    BlockMarkers(
+        "<｜GCML｜tool_calls>",
+        "</｜GCML｜tool_calls>",
+        after_open="\n",
+        extra_triggers=("<｜GCML｜",),
+    ),
+    Layout(block_sep="", list_calls=True, separator_text=""),
+    Reasoning("<think>", "</think>"),
+    template_markers=(
         "<|role_sep|>",
         "<|message_sep|>",
         "<|file|>",
@@ -46,4 +48,5 @@ class GigaChat35(DeepSeekDsml):
         "</think>",
         "<｜GCML｜",
         "</｜GCML｜",
-    )
+    ),
+)

@@ -15,24 +15,24 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from toolmask.grammar import EMPTY, Node, choice, lit, opt, repeat, seq, star
-from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
-from toolmask.tools.formats._blocks import (
-    Block,
-    done,
-    json_object_end,
-    loads,
-    skip_ws,
-    tools_prompt,
+from toolmask.tools.formats._kit import Kit
+from toolmask.tools.formats._read import Block, done, json_end, loads, skip_ws
+from toolmask.tools.formats._spec import (
+    BlockMarkers,
+    Calls,
+    CodecBase,
+    FormatSpec,
+    Prompt,
+    Reasoning,
+    ToolLike,
+    Values,
 )
 
-if TYPE_CHECKING:
-    from toolmask.tools._spec import Tool
-    from toolmask.tools.formats._gen import Kit
-
-__all__ = ["GptOss"]
+__all__ = ["SPEC"]
 
 MESSAGE = "<|message|>"
 _END = re.compile(r"<\|end\|>|<\|return\|>|(?=<\|start\|>)")
@@ -41,34 +41,20 @@ _CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 
 
-@register_format("gpt_oss")
-class GptOss(WireFormat):
-    open = "<|channel|>"
-    extra_triggers = ("<|start|>",)
-    #: the prompt ends with ``<|start|>assistant``: a reply may start inside that header
-    bare_at_start = True
-    bare_start = "to="
-    block_sep = ""
-    reasoning_end = "<|end|>"
-    template_markers = (
-        "<|start|>",
-        "<|end|>",
-        "<|message|>",
-        "<|channel|>",
-        "<|constrain|>",
-        "<|call|>",
-        "<|return|>",
-    )
+@dataclass(frozen=True, slots=True)
+class _Harmony(CodecBase):
+    """Harmony's messages (see the module docstring)."""
 
     def read_block(
         self,
+        spec: FormatSpec,
         text: str,
         k: int,
         *,
         final: bool,
-        bare: bool = False,
-        schemas: Mapping[str, Any] | None = None,
-    ) -> Block | None:
+        bare: bool,
+        schemas: Mapping[str, Any] | None,
+    ) -> Block:
         m = text.find(MESSAGE, k)
         if m < 0:
             if final:
@@ -79,7 +65,7 @@ class GptOss(WireFormat):
         to = _RECIPIENT.search(header)
         if to is not None:  # the arguments end with their JSON (markers may sit in strings)
             j = skip_ws(text, body_start)
-            a_end = json_object_end(text, j) if text.startswith("{", j) else None
+            a_end = json_end(text, j) if text.startswith("{", j) else None
             if a_end is None:
                 if not final:
                     return Block("pending")
@@ -110,13 +96,7 @@ class GptOss(WireFormat):
             return Block("ok", end, text_kind="reasoning", text=body.strip())
         return Block("ok", end, text_kind="prose", text=body)
 
-    extra_layouts = ("compact",)
-
-    @property
-    def reasoning_opener(self) -> str:
-        return "<|channel|>analysis" + MESSAGE
-
-    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+    def call_grammar(self, spec: FormatSpec, tool: ToolLike, index: int, kit: Kit) -> Node:
         """One call message: the recipient ``to=functions.NAME`` in the role header (``
         to=...<|channel|>commentary``) or after the channel (``<|channel|>commentary to=...``),
         the optional content type (``<|constrain|>json`` or `` json``), then the arguments."""
@@ -130,7 +110,14 @@ class GptOss(WireFormat):
         return seq(header, constrain, kit.marker(MESSAGE), args)
 
     def turn_grammar(
-        self, kit: Kit, calls: Sequence[Node], mode: str, *, parallel: bool, reasoning: bool
+        self,
+        spec: FormatSpec,
+        kit: Kit,
+        calls: Sequence[Node],
+        mode: str,
+        *,
+        parallel: bool,
+        reasoning: bool,
     ) -> Node | None:
         """Harmony messages. The prompt ends with ``<|start|>assistant``, so the first message
         starts with its header; each later one with ``<|start|>assistant``::
@@ -157,7 +144,7 @@ class GptOss(WireFormat):
 
         analysis = message("analysis")
         final = message("final", ends=False)
-        ws = repeat(kit.ws(1, 1), 0, self.max_trailing_ws)
+        ws = repeat(kit.ws(1, 1), 0, spec.layout.max_trailing_ws)
         lead = opt(analysis) if reasoning else EMPTY
         if mode == "none":
             return seq(lead, final)
@@ -168,12 +155,29 @@ class GptOss(WireFormat):
             return seq(lead, block)
         return seq(lead, choice(final, seq(opt(message("commentary")), block)))
 
-    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
+    def render_calls(self, spec: FormatSpec, calls: Calls) -> str:
         return "<|call|><|start|>assistant".join(
             f"<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>"
             f"{json.dumps(a, ensure_ascii=False)}"
             for n, a in calls
         )
 
-    def render_tools(self, tools: Sequence[Tool]) -> str:
-        return tools_prompt(tool_json_lines(tools), self.render_call("NAME", {"key": "value"}))
+
+SPEC = FormatSpec(
+    "gpt_oss",
+    _Harmony(),
+    #: the prompt ends with ``<|start|>assistant``: a reply may start inside that header
+    BlockMarkers("<|channel|>", extra_triggers=("<|start|>",), bare_start="to="),
+    reasoning=Reasoning(end="<|end|>", opener="<|channel|>analysis" + MESSAGE),
+    values=Values(extra_layouts=("compact",)),
+    template_markers=(
+        "<|start|>",
+        "<|end|>",
+        "<|message|>",
+        "<|channel|>",
+        "<|constrain|>",
+        "<|call|>",
+        "<|return|>",
+    ),
+    prompt=Prompt(example_name="NAME", example_args=(("key", "value"),)),
+)

@@ -9,15 +9,14 @@ line::
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats._jsoncalls import JsonCalls
+from toolmask.tools.formats._json import JsonCalls
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec
 
-__all__ = ["Granite20bFC"]
+__all__ = ["SPEC"]
 
-
-@register_format("granite_20b_fc")
-class Granite20bFC(JsonCalls):
-    open = "<function_call>"
-    after_open = " "
-    block_sep = "\n"
-    template_markers = ("<|endoftext|>", "<function_call>", "<function_response>")
+SPEC = FormatSpec(
+    "granite_20b_fc",
+    JsonCalls(),
+    BlockMarkers("<function_call>", after_open=" "),
+    template_markers=("<|endoftext|>", "<function_call>", "<function_response>"),
+)

@@ -8,23 +8,22 @@
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats._jsoncalls import JsonCalls
+from toolmask.tools.formats._json import JsonCalls
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout
 
-__all__ = ["InternLM2"]
+__all__ = ["SPEC"]
 
-
-@register_format("internlm2")
-class InternLM2(JsonCalls):
-    open = "<|action_start|><|plugin|>"
-    after_open = "\n"
-    close = "<|action_end|>"
-    block_sep = ""
-    template_markers = (
+SPEC = FormatSpec(
+    "internlm2",
+    JsonCalls(),
+    BlockMarkers("<|action_start|><|plugin|>", "<|action_end|>", after_open="\n"),
+    Layout(block_sep=""),
+    template_markers=(
         "<|im_start|>",
         "<|im_end|>",
         "<|action_start|>",
         "<|action_end|>",
         "<|plugin|>",
         "<|interpreter|>",
-    )
+    ),
+)

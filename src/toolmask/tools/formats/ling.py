@@ -6,31 +6,26 @@ line) in a chat template of its own, with a ``<think>`` channel that the templat
     <arg_value>Paris</arg_value>
     </tool_call>
 
-The calls are :mod:`.glm`'s (same reader and grammar); what differs is the template's markers
-(``<role>``, ``<|role_end|>``), which the sanitizer must break in tool output.
+The calls are GLM's key/value markers (:mod:`._keyvalue`), laid out as the template writes
+them: ``NAME\\n``, ``</arg_key>\\n``, values followed directly by the next key, ``\\n`` before
+``</tool_call>`` (two newlines after the name of a call without arguments), calls on their own
+lines. What else differs from ``glm`` is the template's markers (``<role>``, ``<|role_end|>``),
+which the sanitizer must break in tool output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from toolmask.tools.formats._keyvalue import KeyValue
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Prompt, Reasoning
 
-from toolmask.tools.formats._base import register_format, tool_json_lines
-from toolmask.tools.formats._blocks import tools_prompt
-from toolmask.tools.formats.glm import Glm
+__all__ = ["SPEC"]
 
-if TYPE_CHECKING:
-    from toolmask.tools._spec import Tool
-
-__all__ = ["Ling"]
-
-
-@register_format("ling")
-class Ling(Glm):
-    #: ``NAME\n``, ``</arg_key>\n``, values followed directly by the next key, ``\n`` before
-    #: ``</tool_call>`` (two newlines after the name of a call without arguments)
-    layout = ("\n", "\n", "", "\n")
-    template_markers: ClassVar[tuple[str, ...]] = (
+SPEC = FormatSpec(
+    "ling",
+    KeyValue(layout=("\n", "\n", "", "\n")),
+    BlockMarkers("<tool_call>", "</tool_call>"),
+    reasoning=Reasoning("<think>", "</think>"),
+    template_markers=(
         "<role>",
         "</role>",
         "<|role_end|>",
@@ -46,24 +41,9 @@ class Ling(Glm):
         "</tool_response>",
         "<tools>",
         "</tools>",
-    )
-
-    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
-        """As the template writes them: a newline after the name and after each key, one
-        before the close, calls on their own lines."""
-        out = []
-        for name, arguments in calls:
-            pairs = "".join(
-                f"<arg_key>{k}</arg_key>\n<arg_value>"
-                f"{v if isinstance(v, str) else self.dump_arguments(v)}</arg_value>"
-                for k, v in (arguments if isinstance(arguments, dict) else {}).items()
-            )
-            out.append(f"{self.open}{name}\n{pairs}\n{self.close}")
-        return "\n".join(out)
-
-    def render_tools(self, tools: Sequence[Tool]) -> str:
-        return tools_prompt(
-            tool_json_lines(tools),
-            "<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n"
-            "<arg_value>{arg-value-1}</arg_value>...\n</tool_call>",
-        )
+    ),
+    prompt=Prompt(
+        how="<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n"
+        "<arg_value>{arg-value-1}</arg_value>...\n</tool_call>"
+    ),
+)

@@ -10,22 +10,17 @@ the calls sit between Llama 4's ``<|python_start|>`` and ``<|python_end|>``.
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats._jsoncalls import JsonCalls
+from toolmask.tools.formats._json import JsonCalls
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout
 
-__all__ = ["Llama4Json"]
+__all__ = ["SPEC"]
 
-
-@register_format("llama4_json")
-class Llama4Json(JsonCalls):
-    open = "<|python_start|>"
-    close = "<|python_end|>"
-    bare_at_start = True
-    bare_start = "{"
-    list_calls = True
-    separator_text = ""
-    call_keys = (("name", "name"), ("parameters", "args"))
-    template_markers = (
+SPEC = FormatSpec(
+    "llama4_json",
+    JsonCalls(call_keys=(("name", "name"), ("parameters", "args"))),
+    BlockMarkers("<|python_start|>", "<|python_end|>", bare_start="{"),
+    Layout(list_calls=True, separator_text=""),
+    template_markers=(
         "<|begin_of_text|>",
         "<|header_start|>",
         "<|header_end|>",
@@ -33,4 +28,5 @@ class Llama4Json(JsonCalls):
         "<|eom|>",
         "<|python_start|>",
         "<|python_end|>",
-    )
+    ),
+)

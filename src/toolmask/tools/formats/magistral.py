@@ -7,13 +7,26 @@ it; the 2509+ models reason in ``[THINK]`` tokens, see ``mistral_v11``)::
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats.mistral_v11 import MistralV11
+from toolmask.tools.formats._chat import MISTRAL_V11, available_tools
+from toolmask.tools.formats._marked import MistralCalls
+from toolmask.tools.formats._spec import (
+    BlockMarkers,
+    FormatSpec,
+    Layout,
+    Prompt,
+    Reasoning,
+    Values,
+)
 
-__all__ = ["Magistral"]
+__all__ = ["SPEC"]
 
-
-@register_format("magistral")
-class Magistral(MistralV11):
-    reasoning_start = "<think>"
-    reasoning_end = "</think>"
+SPEC = FormatSpec(
+    "magistral",
+    MistralCalls(),
+    BlockMarkers("[TOOL_CALLS]"),
+    Layout(block_sep=""),
+    Reasoning("<think>", "</think>"),
+    Values(whitespace="compact", extra_layouts=("spaced",)),
+    template_markers=MISTRAL_V11,
+    prompt=Prompt(section=available_tools),
+)

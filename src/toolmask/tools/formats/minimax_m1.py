@@ -9,23 +9,18 @@ per line between ``<tool_calls>`` and ``</tool_calls>``::
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats._jsoncalls import JsonCalls
+from toolmask.tools.formats._json import JsonCalls
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Reasoning
 
-__all__ = ["MiniMaxM1"]
+__all__ = ["SPEC"]
 
-
-@register_format("minimax_m1")
-class MiniMaxM1(JsonCalls):
-    open = "<tool_calls>"
-    after_open = "\n"
-    close = "</tool_calls>"
-    before_close = "\n"
-    separator = "\n"
-    separator_text = "\n"
-    reasoning_start = "<think>"
-    reasoning_end = "</think>"
-    template_markers = (
+SPEC = FormatSpec(
+    "minimax_m1",
+    JsonCalls(),
+    BlockMarkers("<tool_calls>", "</tool_calls>", after_open="\n", before_close="\n"),
+    Layout(separator="\n", separator_text="\n"),
+    Reasoning("<think>", "</think>"),
+    template_markers=(
         "<beginning_of_sentence>",
         "<end_of_sentence>",
         "<tools>",
@@ -34,4 +29,5 @@ class MiniMaxM1(JsonCalls):
         "</tool_calls>",
         "<think>",
         "</think>",
-    )
+    ),
+)

@@ -28,28 +28,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 from toolmask._pointer import json_pointer
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import EMPTY, Dfa, Node, choice, dfa_to_rules, lit, opt, repeat, seq, star
 from toolmask.schema import MINIMAX_NS
-from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
-from toolmask.tools.formats._blocks import (
-    Block,
-    Call,
-    coerce_value,
-    done,
-    schema_types,
-    skip_ws,
-    tools_prompt,
+from toolmask.tools.formats._kit import Kit
+from toolmask.tools.formats._read import Block, Call, coerce_value, done, schema_types, skip_ws
+from toolmask.tools.formats._spec import (
+    BlockMarkers,
+    Calls,
+    CodecBase,
+    FormatSpec,
+    Prompt,
+    Reasoning,
+    ToolLike,
 )
 
-if TYPE_CHECKING:
-    from toolmask.tools._spec import Tool
-    from toolmask.tools.formats._gen import Kit
-
-__all__ = ["MiniMaxM3", "to_xml"]
+__all__ = ["SPEC", "to_xml"]
 
 NS = MINIMAX_NS
 THINK_OPEN = "<mm:think>"
@@ -147,62 +145,45 @@ def _to_value(tree: Any, schema: Any, root: Any, depth: int = 0) -> Any:
     return out
 
 
-@register_format("minimax_m3")
-class MiniMaxM3(WireFormat):
-    open = NS + "<tool_call>"
-    close = NS + "</tool_call>"
-    after_open = "\n"
-    list_calls = True
-    #: a bare ``</mm:think>`` (no reasoning) is read as an empty block
-    extra_triggers = (THINK_END,)
-    reasoning_start = THINK_OPEN
-    reasoning_end = THINK_END
-    template_markers: ClassVar[tuple[str, ...]] = (
-        "]~!b[",
-        "]~b]",
-        "[e~[",
-        NS,
-        "]<]image[>[",
-        "]<]video[>[",
-        THINK_OPEN,
-        THINK_END,
-        "<response>",
-        "</response>",
-    )
+@dataclass(frozen=True, slots=True)
+class _Elements(CodecBase):
+    """MiniMax-M3's XML elements (see the module docstring)."""
 
     def read_block(
         self,
+        spec: FormatSpec,
         text: str,
         k: int,
         *,
         final: bool,
-        bare: bool = False,
-        schemas: Mapping[str, Any] | None = None,
-    ) -> Block | None:
+        bare: bool,
+        schemas: Mapping[str, Any] | None,
+    ) -> Block:
         """The calls from the block's open to its close; a bare ``</mm:think>`` is nothing."""
         if text.startswith(THINK_END, k):
             return Block("ok", k + len(THINK_END))
         n = len(text)
-        pos = skip_ws(text, k + len(self.open))
+        opener, closer = spec.block.open, spec.block.close
+        pos = skip_ws(text, k + len(opener))
         calls: list[Call] = []
 
         def bad(reason: str) -> Block:
-            c = text.find(self.close, k)
+            c = text.find(closer, k)
             if c >= 0:
-                return Block("bad", c + len(self.close), reason=reason)
+                return Block("bad", c + len(closer), reason=reason)
             return Block("bad", n, reason=reason) if final else Block("pending")
 
         try:
             while True:
-                if text.startswith(self.close, pos):
+                if text.startswith(closer, pos):
                     if not calls:
-                        return Block("bad", pos + len(self.close), reason="an empty block")
-                    return Block("ok", pos + len(self.close), calls)
+                        return Block("bad", pos + len(closer), reason="an empty block")
+                    return Block("ok", pos + len(closer), calls)
                 m = _INVOKE.match(text, pos)
                 if m is None:
                     rest = text[pos : pos + 40]
                     head = f'{NS}<invoke name="'
-                    if any(w.startswith(rest) for w in (self.close, head)) or (
+                    if any(w.startswith(rest) for w in (closer, head)) or (
                         rest.startswith(head) and ">" not in rest
                     ):
                         raise _Cut
@@ -225,7 +206,7 @@ class MiniMaxM3(WireFormat):
         except (_Bad, RecursionError) as e:
             return bad(str(e))
 
-    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+    def call_grammar(self, spec: FormatSpec, tool: ToolLike, index: int, kit: Kit) -> Node:
         """``NS<invoke name="NAME">``, one element per argument (:meth:`value_node`), then
         ``NS</invoke>`` and a newline."""
         ns = kit.marker(NS)
@@ -312,7 +293,14 @@ class MiniMaxM3(WireFormat):
         return kit.params(sub, prefix, member, raw, value=value)
 
     def turn_grammar(
-        self, kit: Kit, calls: Sequence[Node], mode: str, *, parallel: bool, reasoning: bool
+        self,
+        spec: FormatSpec,
+        kit: Kit,
+        calls: Sequence[Node],
+        mode: str,
+        *,
+        parallel: bool,
+        reasoning: bool,
     ) -> Node | None:
         """The reply opens with the reasoning channel or its bare close, then follows
         ``tool_choice``::
@@ -333,35 +321,34 @@ class MiniMaxM3(WireFormat):
             head = opt(choice(seq(m(THINK_OPEN), text, m(THINK_END)), m(THINK_END)))
         else:
             head = opt(m(THINK_END))
-        prose = self._prose(kit)
-        ws = kit.ws(self.max_trailing_ws)
+        prose = _prose(spec, kit)
+        ws = kit.ws(spec.layout.max_trailing_ws)
         if mode == "none":
             return seq(head, prose)
         call = kit.add("call", choice(*calls))
         more = star(call) if parallel else EMPTY
-        block = kit.add("calls", seq(m(self.open), opt(lit("\n")), call, more, m(self.close), ws))
+        b = spec.block
+        block = kit.add("calls", seq(m(b.open), opt(lit("\n")), call, more, m(b.close), ws))
         if mode == "required":
             return seq(head, ws, block)
         return seq(head, prose, opt(block))
 
-    def _prose(self, kit: Kit) -> Node:
-        anything = Dfa.any_string()
-        dfa = anything
-        for t in self.parse_triggers():
-            dfa = dfa.intersect(anything.concat(Dfa.literal(t)).concat(anything).complement())
-        ws = Dfa.literals([" ", "\t", "\r", "\n"]).star()
-        dfa = dfa.intersect(ws.concat(Dfa.literal(THINK_OPEN)).concat(anything).complement())
-        entry, rules = dfa_to_rules(dfa, "prose", encoding="raw")
-        for r in rules:
-            kit.add(r.name, r.body)
-        return entry
-
-    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
+    def render_calls(self, spec: FormatSpec, calls: Calls) -> str:
         body = "".join(f'{NS}<invoke name="{n}">{to_xml(a)}{NS}</invoke>\n' for n, a in calls)
-        return f"{self.open}\n{body}{self.close}"
+        return f"{spec.block.open}\n{body}{spec.block.close}"
 
-    def render_tools(self, tools: Sequence[Tool]) -> str:
-        return tools_prompt(tool_json_lines(tools), self.render_call("tool-name", {"k": "v"}))
+
+def _prose(spec: FormatSpec, kit: Kit) -> Node:
+    anything = Dfa.any_string()
+    dfa = anything
+    for t in spec.parse_triggers():
+        dfa = dfa.intersect(anything.concat(Dfa.literal(t)).concat(anything).complement())
+    ws = Dfa.literals([" ", "\t", "\r", "\n"]).star()
+    dfa = dfa.intersect(ws.concat(Dfa.literal(THINK_OPEN)).concat(anything).complement())
+    entry, rules = dfa_to_rules(dfa, "prose", encoding="raw")
+    for r in rules:
+        kit.add(r.name, r.body)
+    return entry
 
 
 def _with_defs(sub: Any, parent: Mapping[str, Any]) -> Any:
@@ -395,3 +382,27 @@ def _deeper(depth: int) -> int:
             pointer="",
         )
     return depth + 1
+
+
+SPEC = FormatSpec(
+    "minimax_m3",
+    _Elements(),
+    #: a bare ``</mm:think>`` (no reasoning) is read as an empty block
+    BlockMarkers(
+        NS + "<tool_call>", NS + "</tool_call>", after_open="\n", extra_triggers=(THINK_END,)
+    ),
+    reasoning=Reasoning(THINK_OPEN, THINK_END),
+    template_markers=(
+        "]~!b[",
+        "]~b]",
+        "[e~[",
+        NS,
+        "]<]image[>[",
+        "]<]video[>[",
+        THINK_OPEN,
+        THINK_END,
+        "<response>",
+        "</response>",
+    ),
+    prompt=Prompt(example_name="tool-name", example_args=(("k", "v"),)),
+)

@@ -6,24 +6,18 @@ it unless thinking is off), then every call of the turn in one JSON list::
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats._jsoncalls import JsonCalls
+from toolmask.tools.formats._json import JsonCalls
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Reasoning
 
-__all__ = ["NemotronV2"]
+__all__ = ["SPEC"]
 
-
-@register_format("nemotron_v2")
-class NemotronV2(JsonCalls):
-    open = "<TOOLCALL>"
-    close = "</TOOLCALL>"
-    list_open = "["
-    list_close = "]"
-    separator = ","
-    separator_text = ", "
-    json_list = True
-    reasoning_start = "<think>"
-    reasoning_end = "</think>"
-    template_markers = (
+SPEC = FormatSpec(
+    "nemotron_v2",
+    JsonCalls(json_list=True),
+    BlockMarkers("<TOOLCALL>", "</TOOLCALL>"),
+    Layout(list_open="[", list_close="]", separator=","),
+    Reasoning("<think>", "</think>"),
+    template_markers=(
         "<SPECIAL_10>",
         "<SPECIAL_11>",
         "<SPECIAL_12>",
@@ -35,4 +29,5 @@ class NemotronV2(JsonCalls):
         "</TOOL_RESPONSE>",
         "<think>",
         "</think>",
-    )
+    ),
+)

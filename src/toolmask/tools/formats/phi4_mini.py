@@ -15,26 +15,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from toolmask.tools.formats._base import WireFormat, register_format
+from toolmask.tools.formats._json import JsonEnvelope
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Prompt, ToolLike
 
-if TYPE_CHECKING:
-    from toolmask.tools._spec import Tool
-
-__all__ = ["Phi4Mini"]
+__all__ = ["SPEC"]
 
 
-@register_format("phi4_mini")
-class Phi4Mini(WireFormat):
-    open = "<|tool_call|>"
-    close = "<|/tool_call|>"
-    list_open = "["
-    list_close = "]"
-    list_optional = True
-    separator = ","
-    separator_text = ", "
-    template_markers = (
+def _prompt(tools: Sequence[ToolLike]) -> str:
+    """The ``<|tool|>[...]<|/tool|>`` section of the Phi-4-mini system turn."""
+    fns = [
+        {"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools
+    ]
+    return "<|tool|>" + json.dumps(fns, ensure_ascii=False) + "<|/tool|>"
+
+
+SPEC = FormatSpec(
+    "phi4_mini",
+    JsonEnvelope(),
+    BlockMarkers("<|tool_call|>", "<|/tool_call|>"),
+    Layout(list_open="[", list_close="]", list_optional=True, separator=","),
+    template_markers=(
         "<|system|>",
         "<|user|>",
         "<|assistant|>",
@@ -45,12 +46,6 @@ class Phi4Mini(WireFormat):
         "<|tool_call|>",
         "<|/tool_call|>",
         "<|tool_response|>",
-    )
-
-    def render_tools(self, tools: Sequence[Tool]) -> str:
-        """The ``<|tool|>[...]<|/tool|>`` section of the Phi-4-mini system turn."""
-        fns = [
-            {"name": t.name, "description": t.description, "parameters": t.parameters}
-            for t in tools
-        ]
-        return "<|tool|>" + json.dumps(fns, ensure_ascii=False) + "<|/tool|>"
+    ),
+    prompt=Prompt(section=_prompt),
+)

@@ -15,17 +15,19 @@ Thinking-2507 templates prefill ``<think>\\n``; the reply then starts inside the
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats.hermes import Hermes
+from toolmask.tools.formats._chat import CHATML_TOOLS, qwen_tools
+from toolmask.tools.formats._json import JsonEnvelope
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Prompt, Reasoning
 
-__all__ = ["Qwen3"]
+__all__ = ["SPEC"]
 
-
-@register_format("qwen3")
-class Qwen3(Hermes):
-    reasoning_start = "<think>"
-    reasoning_end = "</think>"
-    # Qwen2.5-Coder's habits (the ```json fence, the bare call object) are hermes' alone: no
+SPEC = FormatSpec(
+    "qwen3",
+    JsonEnvelope(),
+    BlockMarkers("<tool_call>", "</tool_call>", after_open="\n", before_close="\n"),
+    reasoning=Reasoning("<think>", "</think>"),
+    template_markers=CHATML_TOOLS,
+    prompt=Prompt(section=qwen_tools),
+    # Qwen2.5-Coder's habits (hermes' ```json fence and bare call object) are hermes' alone: no
     # Qwen3 model was seen writing them
-    habits = ()
-    bare_at_start = False
+)

@@ -14,24 +14,13 @@ calls message without ``<|calls|>``, which the parser accepts at the end of a re
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from toolmask.grammar import Node, lit
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats._blocks import Block, bad_block
-from toolmask.tools.formats._jsoncalls import (
-    ID_SHAPES,
-    ProseMessages,
-    marked_call,
-    read_marked_calls,
-)
+from toolmask.tools.formats._json import ID_SHAPES
+from toolmask.tools.formats._marked import ARGS, NAME, HeadTail, Mark, MarkedJson, Shape
+from toolmask.tools.formats._messages import ProseMessages
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Reasoning
 
-if TYPE_CHECKING:
-    from toolmask.tools._spec import Tool
-    from toolmask.tools.formats._gen import Kit
-
-__all__ = ["SolarOpen"]
+__all__ = ["SPEC"]
 
 _BEGIN, _NAME, _ARGS, _END = (
     "<|tool_call:begin|>",
@@ -44,20 +33,31 @@ _HEAD = re.compile(
     + re.escape(_ARGS)
 )  # fmt: skip
 
+#: a call: its id (an OpenAI-style token), its name, its arguments, between markers
+_PARTS = (
+    Mark(_BEGIN),
+    Shape(*ID_SHAPES["token"]),
+    Mark(_NAME),
+    NAME,
+    Mark(_ARGS),
+    ARGS,
+    Mark(_END),
+)
 
-@register_format("solar_open")
-class SolarOpen(ProseMessages):
-    open = "<|tool_calls|>"
-    close = "<|calls|>"
-    close_at_end = True
-    list_calls = True
-    separator_text = ""
-    id_shape = "token"
-    prose_open = "<|content|>"
-    prose_close = "<|end|>"
-    reasoning_start = "<|think|>"
-    reasoning_end = "<|end|><|begin|>assistant"
-    template_markers = (
+SPEC = FormatSpec(
+    "solar_open",
+    ProseMessages(
+        MarkedJson(
+            _PARTS,
+            HeadTail(_HEAD, need=_ARGS, tail=_END, first=_BEGIN, many=True),
+        ),
+        "<|content|>",
+        "<|end|>",
+    ),
+    BlockMarkers("<|tool_calls|>", "<|calls|>"),
+    Layout(list_calls=True, separator_text="", close_at_end=True),
+    Reasoning("<|think|>", "<|end|><|begin|>assistant"),
+    template_markers=(
         "<|begin|>",
         "<|end|>",
         "<|content|>",
@@ -73,40 +73,5 @@ class SolarOpen(ProseMessages):
         "<|tool_response:name|>",
         "<|tool_response:result|>",
         "<|tool_response:end|>",
-    )
-
-    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
-        """``<|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}
-        <|tool_call:end|>``, the id an OpenAI-style token."""
-        args = kit.json(tool.parameters, f"a{index}_")
-        parts = [_BEGIN, ID_SHAPES["token"][0], _NAME, lit(tool.name), _ARGS, args, _END]
-        return marked_call(kit, parts)
-
-    def render_one(self, name: str, arguments: object, index: int) -> str:
-        call_id = ID_SHAPES["token"][1].format(i=index)
-        args = self.dump_arguments(arguments)
-        return f"{_BEGIN}{call_id}{_NAME}{name}{_ARGS}{args}{_END}"
-
-    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
-        body = "".join(self.render_one(n, a, i) for i, (n, a) in enumerate(calls))
-        return self.open + body + self.close
-
-    def read_json(self, text: str, k: int, final: bool, *, bare: bool = False) -> Block:
-        got = read_marked_calls(
-            text,
-            k + len(self.open),
-            _HEAD,
-            _END,
-            first=_BEGIN,
-            need=_ARGS,
-            final=final,
-            many=True,
-        )
-        if isinstance(got, Block):
-            return got
-        if isinstance(got, str):
-            return bad_block(text, k + len(self.open), self.close, got, final)
-        calls, end = got
-        return self.closed(
-            text, end, calls, final=final, close=self.close, start=k + len(self.open)
-        )
+    ),
+)

@@ -3,23 +3,24 @@
 
     <tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>
 
-The calls are :mod:`.glm`'s (same reader and grammar); what differs is the template's markers,
-which the sanitizer must break in tool output.
+The calls are GLM's key/value markers (:mod:`._keyvalue`); what differs is the template's
+markers, which the sanitizer must break in tool output.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from toolmask.tools.formats._keyvalue import GLM_HOW, KeyValue
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Prompt, Reasoning
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats.glm import Glm
+__all__ = ["SPEC"]
 
-__all__ = ["Spark"]
-
-
-@register_format("spark")
-class Spark(Glm):
-    template_markers: ClassVar[tuple[str, ...]] = (
+SPEC = FormatSpec(
+    "spark",
+    KeyValue(),
+    BlockMarkers("<tool_call>", "</tool_call>"),
+    Layout(block_sep=""),
+    Reasoning("<think>", "</think>"),
+    template_markers=(
         "<｜start▁of▁sentence｜>",
         "<｜end▁of▁sentence｜>",
         "<|System|>",
@@ -38,4 +39,6 @@ class Spark(Glm):
         "</tool_response>",
         "<tools>",
         "</tools>",
-    )
+    ),
+    prompt=Prompt(how=GLM_HOW),
+)

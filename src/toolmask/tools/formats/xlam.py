@@ -5,39 +5,34 @@
 (vLLM's ``tool_chat_template_xlam_llama`` / ``_xlam_qwen``.) The list has no marker, so a
 block is recognised only at the very start of the reply (after whitespace), as for Llama 3's
 JSON calls; elsewhere a list is recognised inside a ```` ```json ```` fence, the other shape
-vLLM's xLAM parser reads.
+vLLM's xLAM parser reads (the fence closes after the list: an optional newline, then the
+backticks).
 """
 
 from __future__ import annotations
 
-from toolmask.grammar import Node, lit, opt, seq
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats._jsoncalls import JsonCalls
+from toolmask.grammar import Special, lit, opt, seq
+from toolmask.tools.formats._json import JsonCalls
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout
 
-__all__ = ["XLam"]
+__all__ = ["SPEC"]
 
-
-@register_format("xlam")
-class XLam(JsonCalls):
-    open = "```json"
-    after_open = "\n"
-    close = "```"
-    bare_at_start = True
-    bare_start = "["
-    list_open = "["
-    list_close = "]"
-    separator = ","
-    separator_text = ", "
-    json_list = True
-    template_markers = (
+SPEC = FormatSpec(
+    "xlam",
+    JsonCalls(json_list=True),
+    BlockMarkers("```json", "```", after_open="\n", bare_start="["),
+    Layout(
+        list_open="[",
+        list_close="]",
+        separator=",",
+        close_admits=seq(opt(lit("\n")), Special("```")),
+    ),
+    template_markers=(
         "<|begin_of_text|>",
         "<|start_header_id|>",
         "<|end_header_id|>",
         "<|eot_id|>",
         "<|im_start|>",
         "<|im_end|>",
-    )
-
-    def close_node(self, special_tokens: frozenset[str]) -> Node:
-        """The fence closes after the list: an optional newline, then the backticks."""
-        return seq(opt(lit("\n")), self.marker_node(self.close, special_tokens))
+    ),
+)

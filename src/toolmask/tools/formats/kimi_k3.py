@@ -1,12 +1,12 @@
-"""Kimi: ``kimi_k2`` (K2, K2.5/K2.6: section tokens, the name inside the call id
-``functions.NAME:IDX``) and ``kimi_k3`` (K3: XTML control tokens), both with reasoning::
-
-    <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0
-    <|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>
+"""``kimi_k3``: Kimi K3: XTML control tokens, sections for reasoning, the response and the
+tools, with reasoning::
 
     <|open|>tools<|sep|><|open|>call tool="calc" index="1"<|sep|>
     <|open|>argument key="x" type="number"<|sep|>1<|close|>argument<|sep|>
     <|close|>call<|sep|><|close|>tools<|sep|>
+
+(without the line breaks). A string argument is raw text, any other JSON, its ``type`` the
+value's JSON type (``number`` for integers); attribute values are entity-escaped.
 """
 
 from __future__ import annotations
@@ -15,117 +15,52 @@ import html
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import EMPTY, Node, byte_range, choice, lit, opt, repeat, seq, star
-from toolmask.tools.formats._base import WireFormat, register_format, tool_json_lines
-from toolmask.tools.formats._blocks import (
+from toolmask.tools.formats._kit import Kit
+from toolmask.tools.formats._read import (
     Block,
     closed_block,
     coerce_value,
     done,
     loads,
     param_schema,
-    regex_calls,
     schema_types,
-    tools_prompt,
+    skip_ws,
+)
+from toolmask.tools.formats._spec import (
+    BlockMarkers,
+    Calls,
+    CodecBase,
+    FormatSpec,
+    Layout,
+    Reasoning,
+    ToolLike,
 )
 
-if TYPE_CHECKING:
-    from toolmask.tools._spec import Tool
-    from toolmask.tools.formats._gen import Kit
-
-__all__ = ["KimiK2", "KimiK3"]
-
-_K2_CALL = re.compile(
-    r"\s*<\|tool_call_begin\|>\s*(?:functions\.)?([^\s<:]+?)(?::\d+)?\s*"
-    r"<\|tool_call_argument_begin\|>\s*(.*?)\s*<\|tool_call_end\|>\s*",
-    re.S,
-)
-
-
-@register_format("kimi_k2")
-class KimiK2(WireFormat):
-    open = "<|tool_calls_section_begin|>"
-    close = "<|tool_calls_section_end|>"
-    block_sep = ""
-    list_calls = True
-    extra_layouts = ("compact",)
-    reasoning_start = "<think>"
-    reasoning_end = "</think>"
-    template_markers = (
-        "<|im_end|>",
-        "<|im_user|>",
-        "<|im_assistant|>",
-        "<|im_system|>",
-        "<|im_middle|>",
-        "<|tool_calls_section_begin|>",
-        "<|tool_calls_section_end|>",
-        "<|tool_call_begin|>",
-        "<|tool_call_end|>",
-        "<|tool_call_argument_begin|>",
-        "<think>",
-        "</think>",
-    )
-
-    def read_inner(
-        self, text: str, start: int, inner_end: int, end: int, schemas: Mapping[str, Any] | None
-    ) -> Block:
-        calls = regex_calls(_K2_CALL, text, start, inner_end, end)
-        if isinstance(calls, Block):
-            return calls
-        return Block("ok", end, calls)  # an empty section is no call, not text
-
-    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
-        """``<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}
-        <|tool_call_end|>`` (IDX counts the calls of the conversation: any number here)."""
-        return seq(
-            kit.marker("<|tool_call_begin|>"),
-            lit(f"functions.{tool.name}:"),
-            repeat(byte_range(0x30, 0x39), 1, 4),
-            opt(lit(" ")),
-            kit.marker("<|tool_call_argument_begin|>"),
-            kit.json(tool.parameters, f"a{index}_"),
-            kit.marker("<|tool_call_end|>"),
-        )
-
-    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
-        body = "".join(
-            f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>"
-            f"{self.dump_arguments(a)}<|tool_call_end|>"
-            for i, (n, a) in enumerate(calls)
-        )
-        return self.open + body + self.close
-
-    def render_tools(self, tools: Sequence[Tool]) -> str:
-        return tools_prompt(tool_json_lines(tools), self.render_call("{name}", {"{arg}": "..."}))
-
+__all__ = ["SPEC"]
 
 _K3_TAG = re.compile(r"<\|(open|close)\|>([^<]*?)<\|sep\|>", re.S)
 _K3_ATTR = re.compile(r'(\w+)="([^"]*)"')
 
 
-@register_format("kimi_k3")
-class KimiK3(WireFormat):
-    open = "<|open|>tools<|sep|>"
-    close = "<|close|>tools<|sep|>"
-    extra_triggers = ("<|open|>", "<|close|>")
-    block_sep = ""
-    reasoning_start = "<|open|>think<|sep|>"
-    reasoning_end = "<|close|>think<|sep|>"
-    reasoning_skips = ("<|open|>response<|sep|>", "<|open|>tools<|sep|>")
-    template_markers = ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>")
+@dataclass(frozen=True, slots=True)
+class _Xtml(CodecBase):
+    """Kimi K3's XTML sections (see the module docstring)."""
 
     def read_block(
         self,
+        spec: FormatSpec,
         text: str,
         k: int,
         *,
         final: bool,
-        bare: bool = False,
-        schemas: Mapping[str, Any] | None = None,
-    ) -> Block | None:
+        bare: bool,
+        schemas: Mapping[str, Any] | None,
+    ) -> Block:
         m = _K3_TAG.match(text, k)
         if m is None:
             if not final and "<|sep|>" not in text[k:]:
@@ -154,7 +89,7 @@ class KimiK3(WireFormat):
         calls = []
         pos = m.end()
         while text[pos:inner_end].strip():
-            c = _K3_TAG.match(text, _skip(text, pos))
+            c = _K3_TAG.match(text, skip_ws(text, pos))
             if c is None or c.group(1) != "open" or not c.group(2).startswith("call"):
                 return Block("bad", end, reason="expected <|open|>call ...<|sep|>")
             attrs = {a: html.unescape(v) for a, v in _K3_ATTR.findall(c.group(2))}
@@ -165,7 +100,7 @@ class KimiK3(WireFormat):
             args: dict[str, Any] = {}
             p = c.end()
             while text[p:call_end].strip():
-                a = _K3_TAG.match(text, _skip(text, p))
+                a = _K3_TAG.match(text, skip_ws(text, p))
                 if a is None or a.group(1) != "open" or not a.group(2).startswith("argument"):
                     return Block("bad", end, reason="expected <|open|>argument ...<|sep|>")
                 at = {a: html.unescape(v) for a, v in _K3_ATTR.findall(a.group(2))}
@@ -187,7 +122,7 @@ class KimiK3(WireFormat):
             return Block("bad", end, reason="an empty tools section")
         return Block("ok", end, calls)
 
-    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+    def call_grammar(self, spec: FormatSpec, tool: ToolLike, index: int, kit: Kit) -> Node:
         """``<|open|>call tool="NAME" index="N"<|sep|>`` then one ``<|open|>argument key="K"
         type="T"<|sep|>VALUE<|close|>argument<|sep|>`` per parameter (any order, required ones
         present; a string is raw text, other types JSON, ``T`` the value's JSON type with
@@ -219,7 +154,14 @@ class KimiK3(WireFormat):
         return seq(head, params, m("<|close|>call<|sep|>"))
 
     def turn_grammar(
-        self, kit: Kit, calls: Sequence[Node], mode: str, *, parallel: bool, reasoning: bool
+        self,
+        spec: FormatSpec,
+        kit: Kit,
+        calls: Sequence[Node],
+        mode: str,
+        *,
+        parallel: bool,
+        reasoning: bool,
     ) -> Node | None:
         """XTML sections::
 
@@ -236,24 +178,24 @@ class KimiK3(WireFormat):
         m = kit.marker
         text = _text(kit)
         prose = EMPTY if mode == "required" else text
-        end = seq(opt(m("<|close|>message<|sep|>")), kit.ws(self.max_trailing_ws))
+        end = seq(opt(m("<|close|>message<|sep|>")), kit.ws(spec.layout.max_trailing_ws))
         if mode == "none":
             tail: Node = end
         else:
             call = kit.add("call", choice(*calls))
             body = seq(call, star(call)) if parallel else call
-            tools = kit.add("tools", seq(m(self.open), body, m(self.close)))
+            tools = kit.add("tools", seq(m(spec.block.open), body, m(spec.block.close)))
             tail = seq(tools if mode == "required" else opt(tools), end)
         closed = seq(prose, m("<|close|>response<|sep|>"), tail)
         response = seq(m("<|open|>response<|sep|>"), closed)
-        think = seq(text, m(self.reasoning_end))
+        think = seq(text, m(spec.reasoning.end))
         if kit.reasoning_open:
             return seq(think, response)
-        lead = opt(seq(m(self.reasoning_start), think)) if reasoning else EMPTY
+        lead = opt(seq(m(spec.reasoning.start), think)) if reasoning else EMPTY
         return choice(closed, seq(lead, response))
 
-    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
-        out = [self.open]
+    def render_calls(self, spec: FormatSpec, calls: Calls) -> str:
+        out = [spec.block.open]
         for i, (name, arguments) in enumerate(calls, 1):
             out.append(f'<|open|>call tool="{name}" index="{i}"<|sep|>')
             for key, v in (arguments if isinstance(arguments, dict) else {}).items():
@@ -262,10 +204,7 @@ class KimiK3(WireFormat):
                 out.append(f'<|open|>argument key="{_attr(key)}" type="{typ}"<|sep|>{val}')
                 out.append("<|close|>argument<|sep|>")
             out.append("<|close|>call<|sep|>")
-        return "".join(out) + self.close
-
-    def render_tools(self, tools: Sequence[Tool]) -> str:
-        return tools_prompt(tool_json_lines(tools), self.render_call("{name}", {"{arg}": "..."}))
+        return "".join(out) + spec.block.close
 
 
 def _attr(text: str) -> str:
@@ -333,12 +272,6 @@ def _narrow(schema: Any, t: str) -> dict[str, Any]:
     return out
 
 
-def _skip(text: str, i: int) -> int:
-    while i < len(text) and text[i] in " \t\r\n":
-        i += 1
-    return i
-
-
 def _type_name(v: object) -> str:
     if isinstance(v, bool):
         return "boolean"
@@ -349,3 +282,19 @@ def _type_name(v: object) -> str:
     if v is None:
         return "null"
     return "array" if isinstance(v, list) else "object"
+
+
+SPEC = FormatSpec(
+    "kimi_k3",
+    _Xtml(),
+    BlockMarkers(
+        "<|open|>tools<|sep|>", "<|close|>tools<|sep|>", extra_triggers=("<|open|>", "<|close|>")
+    ),
+    Layout(block_sep=""),
+    Reasoning(
+        "<|open|>think<|sep|>",
+        "<|close|>think<|sep|>",
+        skips=("<|open|>response<|sep|>", "<|open|>tools<|sep|>"),
+    ),
+    template_markers=("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"),
+)

@@ -19,18 +19,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from toolmask.grammar import EMPTY, Node, choice, lit, opt, repeat, seq, star
-from toolmask.tools.formats._base import register_format, tool_json_lines
-from toolmask.tools.formats._blocks import Block, skip_ws, tools_prompt
-from toolmask.tools.formats.xml_invoke import InvokeXml, read_invokes
+from toolmask.tools.formats._kit import Kit
+from toolmask.tools.formats._read import Block, skip_ws
+from toolmask.tools.formats._spec import (
+    BlockMarkers,
+    Calls,
+    FormatSpec,
+    Prompt,
+    Reasoning,
+    ToolLike,
+)
+from toolmask.tools.formats._xml import InvokeParams, read_invokes
 
-if TYPE_CHECKING:
-    from toolmask.tools._spec import Tool
-    from toolmask.tools.formats._gen import Kit
-
-__all__ = ["MuseGlimmer"]
+__all__ = ["SPEC"]
 
 MESSAGE = "<|message|>"
 EOM = "<|eom|>"
@@ -43,44 +48,20 @@ _HEADER = re.compile(r"(?:<\|start\|>\s*assistant)?\s*to=([^\s<]+)\s*")
 _END = re.compile(r"<\|eom\|>|<\|eot\|>|(?=<\|start\|>)")
 
 
-@register_format("muse_glimmer")
-class MuseGlimmer(InvokeXml):
-    open = START
-    #: the first message's header follows the prompt's ``<|start|>assistant``
-    bare_at_start = True
-    bare_start = "to="
-    block_sep = ""
-    invoke = "atem:invoke"
-    param = "atem:parameter"
-    reasoning_end = EOM
-    template_markers = (
-        "<|start|>",
-        "<|message|>",
-        "<|eom|>",
-        "<|eot|>",
-        "<|patch|>",
-        "<|video|>",
-        BLOCK_OPEN,
-        BLOCK_CLOSE,
-        "<atem:invoke name=",
-        "</atem:invoke>",
-        "<atem:parameter name=",
-        "</atem:parameter>",
-    )
-
-    @property
-    def reasoning_opener(self) -> str:
-        return " to=self" + MESSAGE
+@dataclass(frozen=True, slots=True)
+class _Atem(InvokeParams):
+    """ATEM's messages, each call one ``<atem:invoke>`` (see the module docstring)."""
 
     def read_block(
         self,
+        spec: FormatSpec,
         text: str,
         k: int,
         *,
         final: bool,
-        bare: bool = False,
-        schemas: Mapping[str, Any] | None = None,
-    ) -> Block | None:
+        bare: bool,
+        schemas: Mapping[str, Any] | None,
+    ) -> Block:
         """One message from its header (``<|start|>assistant to=...`` or, first, ``to=...``)
         to its end marker: reasoning (``self``), prose (``user``) or one call."""
         n = len(text)
@@ -129,7 +110,7 @@ class MuseGlimmer(InvokeXml):
             return Block("bad", end, reason=f"the header names {to!r}, the call another tool")
         return Block("ok", end, calls)
 
-    def call_grammar(self, tool: Tool, index: int, kit: Kit) -> Node:
+    def call_grammar(self, spec: FormatSpec, tool: ToolLike, index: int, kit: Kit) -> Node:
         """`` to=NAME<|message|><atem:function_calls>\\n`` then the invoke (:meth:`InvokeXml.
         invoke_node`), then ``\\n</atem:function_calls>``."""
         return seq(
@@ -138,7 +119,14 @@ class MuseGlimmer(InvokeXml):
         )  # fmt: skip
 
     def turn_grammar(
-        self, kit: Kit, calls: Sequence[Node], mode: str, *, parallel: bool, reasoning: bool
+        self,
+        spec: FormatSpec,
+        kit: Kit,
+        calls: Sequence[Node],
+        mode: str,
+        *,
+        parallel: bool,
+        reasoning: bool,
     ) -> Node | None:
         """ATEM messages, the first one's header right after the prompt::
 
@@ -162,21 +150,39 @@ class MuseGlimmer(InvokeXml):
             return seq(lead, answer)
         call = kit.add("call", choice(*calls))
         more = star(seq(m(EOM), nxt, call)) if parallel else EMPTY
-        ws = repeat(kit.ws(1, 1), 0, self.max_trailing_ws)
+        ws = repeat(kit.ws(1, 1), 0, spec.layout.max_trailing_ws)
         block = kit.add("calls", seq(call, more, ws, opt(m(EOT))))
         if mode == "required":
             return seq(lead, block)
         preamble = seq(lit(" to=user"), m(MESSAGE), text, m(EOM), nxt)
         return seq(lead, choice(answer, seq(opt(preamble), block)))
 
-    def render_calls(self, calls: Sequence[tuple[str, object]]) -> str:
+    def render_calls(self, spec: FormatSpec, calls: Calls) -> str:
         return f"{EOM}{START}assistant".join(
-            f" to={n}{MESSAGE}{BLOCK_OPEN}\n{self.invoke_text(n, a)}\n{BLOCK_CLOSE}"
+            f" to={n}{MESSAGE}{BLOCK_OPEN}\n{self.invoke_text(spec, n, a)}\n{BLOCK_CLOSE}"
             for n, a in calls
         )
 
-    def value_text(self, v: object) -> str:
-        return v if isinstance(v, str) else self.dump_arguments(v)
 
-    def render_tools(self, tools: Sequence[Tool]) -> str:
-        return tools_prompt(tool_json_lines(tools), self.render_call("NAME", {"key": "value"}))
+SPEC = FormatSpec(
+    "muse_glimmer",
+    _Atem(invoke="atem:invoke", param="atem:parameter"),
+    #: the first message's header follows the prompt's ``<|start|>assistant``
+    BlockMarkers(START, bare_start="to="),
+    reasoning=Reasoning(end=EOM, opener=" to=self" + MESSAGE),
+    template_markers=(
+        "<|start|>",
+        "<|message|>",
+        "<|eom|>",
+        "<|eot|>",
+        "<|patch|>",
+        "<|video|>",
+        BLOCK_OPEN,
+        BLOCK_CLOSE,
+        "<atem:invoke name=",
+        "</atem:invoke>",
+        "<atem:parameter name=",
+        "</atem:parameter>",
+    ),
+    prompt=Prompt(example_name="NAME", example_args=(("key", "value"),)),
+)

@@ -1,11 +1,12 @@
-"""Grammar pieces the formats build their calls from: the toolkit of the turn grammar.
+"""Grammar pieces the codecs build their calls from: the toolkit of the turn grammar.
 
-A format describes one call with :meth:`~toolmask.tools.formats.WireFormat.call_grammar`, given
-a :class:`Kit`: it asks the kit for the markers (``Special`` when the vocabulary has them as
+A codec describes one call with :meth:`~toolmask.tools.formats.Codec.call_grammar`, given a
+:class:`Kit`: it asks the kit for the markers (``Special`` when the vocabulary has them as
 single tokens), the JSON grammar of a schema (compiled by :func:`compile_json_schema` with the
-format's argument options, renamed into the turn grammar, cached), free text that avoids some
-stop strings (for raw XML parameter values and reasoning), and XML-style parameter lists (each
-declared parameter at most once, in any order, the required ones enforced).
+format's argument options, renamed into the turn grammar; the kit's ``schema_grammar`` compiles
+it, and the tool layer passes one that caches), free text that avoids some stop strings (for raw
+XML parameter values and reasoning), and XML-style parameter lists (each declared parameter at
+most once, in any order, the required ones enforced).
 
 Every rule the kit makes is collected in :attr:`Kit.rules`; rule names are unique per kit.
 """
@@ -13,12 +14,10 @@ Every rule the kit makes is collected in :attr:`Kit.rules`; rule names are uniqu
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolmask._compile import active_compiler
 from toolmask._pointer import json_pointer
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import (
@@ -44,18 +43,22 @@ from toolmask.grammar import (
     seq,
 )
 from toolmask.schema import compile_json_schema, json_ws
-from toolmask.tools._rename import prefix_rules
-from toolmask.tools.formats._blocks import schema_types
+from toolmask.tools.formats._read import schema_types
+from toolmask.tools.formats._rename import prefix_rules
 
 __all__ = [
     "MAX_ANY_ORDER_PARAMS",
     "Kit",
-    "arguments_grammar",
+    "SchemaGrammar",
+    "compile_arguments",
     "indent_newlines",
     "marker_node",
-    "schema_types",
     "with_defs",
 ]
+
+#: compiles a tool schema's JSON grammar with these options (the tool layer passes one that
+#: caches in its turn cache)
+SchemaGrammar = Callable[[Any, Mapping[str, Any]], Grammar]
 
 #: parameter lists longer than this keep the schema's order (any order costs 2**n rules)
 MAX_ANY_ORDER_PARAMS = 8
@@ -84,18 +87,10 @@ def marker_node(text: str, special_tokens: frozenset[str]) -> Node:
     return seq(*parts)
 
 
-def arguments_grammar(schema: Any, options: Mapping[str, Any]) -> Grammar:
-    """``compile_json_schema(schema, **options)``, cached by (schema, options) JSON in the
-    active GrammarCompiler (``Limits.max_schema_grammars`` entries)."""
-    key = (
-        json.dumps(schema, sort_keys=True),
-        json.dumps(dict(options), sort_keys=True, default=repr),
-    )
-    cache = active_compiler().cache("tools.schema_grammars", limit="max_schema_grammars")
-    hit: Grammar | None = cache.get(key)
-    if hit is not None:
-        return hit
-    return cache.put(key, compile_json_schema(schema, **options))  # type: ignore[no-any-return]
+def compile_arguments(schema: Any, options: Mapping[str, Any]) -> Grammar:
+    """``compile_json_schema(schema, **options)``, uncached (the default of a kit's
+    ``schema_grammar``)."""
+    return compile_json_schema(schema, **options)
 
 
 def indent_newlines(grammar: Grammar, pad: str) -> Grammar:
@@ -142,10 +137,11 @@ class Kit:
     ``options``: the arguments' :func:`compile_json_schema` options; ``layouts``: the
     whitespace layouts admitted for JSON values (the first is ``options["whitespace"]``; a
     format whose models write both ``json.dumps`` spacing and compact JSON lists both).
-    ``reasoning_open``: the prompt ended inside the reasoning channel (formats that build
-    their whole turn read it, see :meth:`WireFormat.turn_grammar`). ``tag``: a prefix for
-    the names of the rules the kit makes itself (shared texts), so that kits whose rules end
-    up in one grammar (a turn's per-tool parts) cannot collide.
+    ``reasoning_open``: the prompt ended inside the reasoning channel (codecs that build
+    their whole turn read it, see :meth:`Codec.turn_grammar`). ``tag``: a prefix for the names
+    of the rules the kit makes itself (shared texts), so that kits whose rules end up in one
+    grammar (a turn's per-tool parts) cannot collide. ``schema_grammar``: compiles a schema
+    with options (default: uncached :func:`compile_arguments`).
     """
 
     options: Mapping[str, Any]
@@ -153,6 +149,7 @@ class Kit:
     layouts: tuple[str, ...] = ()
     reasoning_open: bool = False
     tag: str = ""
+    schema_grammar: SchemaGrammar = compile_arguments
     rules: list[Rule] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
     _texts: dict[tuple[str | tuple[str, str], ...], Node] = field(default_factory=dict)
@@ -197,7 +194,7 @@ class Kit:
             options = {**self.options, **extra, "whitespace": layout}
             name = prefix if len(self.layouts) == 1 else f"{prefix}{j}_"
             try:
-                grammar = arguments_grammar(schema, options)
+                grammar = self.schema_grammar(schema, options)
             except (SchemaError, LimitError) as e:
                 e.within(at)
                 raise
@@ -212,7 +209,7 @@ class Kit:
         sits ``depth`` levels down in an indented document (its inner lines start ``indent *
         (depth + 1)`` spaces in), whatever the kit's layouts (rules ``prefix...``)."""
         options = {**self.options, "whitespace": "indent", "indent": indent}
-        grammar = arguments_grammar(schema, options)
+        grammar = self.schema_grammar(schema, options)
         if depth:
             grammar = indent_newlines(grammar, " " * (indent * depth))
         entry, rules = prefix_rules(grammar, prefix)

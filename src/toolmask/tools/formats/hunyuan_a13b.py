@@ -11,24 +11,18 @@ in one JSON list::
 
 from __future__ import annotations
 
-from toolmask.tools.formats._base import register_format
-from toolmask.tools.formats._jsoncalls import JsonCalls
+from toolmask.tools.formats._json import JsonCalls
+from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Reasoning
 
-__all__ = ["HunyuanA13B"]
+__all__ = ["SPEC"]
 
-
-@register_format("hunyuan_a13b")
-class HunyuanA13B(JsonCalls):
-    open = "<tool_calls>"
-    close = "</tool_calls>"
-    list_open = "["
-    list_close = "]"
-    separator = ","
-    separator_text = ", "
-    json_list = True
-    reasoning_start = "<think>"
-    reasoning_end = "</think>"
-    template_markers = (
+SPEC = FormatSpec(
+    "hunyuan_a13b",
+    JsonCalls(json_list=True),
+    BlockMarkers("<tool_calls>", "</tool_calls>"),
+    Layout(list_open="[", list_close="]", separator=","),
+    Reasoning("<think>", "</think>"),
+    template_markers=(
         "<|startoftext|>",
         "<|extra_0|>",
         "<|extra_4|>",
@@ -39,4 +33,5 @@ class HunyuanA13B(JsonCalls):
         "</think>",
         "<answer>",
         "</answer>",
-    )
+    ),
+)
