@@ -153,7 +153,7 @@ PROMPTS = [
 
 #: how a hermes reply may open a call: its template's tags, one of the family's habits (the
 #: ```json fence SmolLM2 also takes under grammar mode), or the bare call object
-OPENERS = (*get_format("hermes").block_triggers(), get_format("hermes").bare_start)
+OPENERS = (*get_format("hermes").block_triggers(), get_format("hermes").block.bare_start)
 
 
 @pytest.fixture(scope="module")
