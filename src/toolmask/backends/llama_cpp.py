@@ -20,7 +20,7 @@ import contextlib
 import ctypes
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -29,9 +29,6 @@ from toolmask.decoding import Generation
 from toolmask.errors import ContextOverflowError, ToolmaskError
 from toolmask.models import DEFAULT_MODEL, resolve_model
 from toolmask.vocab import Vocabulary
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "ContextOverflowError",
