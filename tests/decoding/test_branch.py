@@ -230,7 +230,10 @@ def test_lazy_sampling_follows_the_fully_scored_distribution(temperature: float,
     want = np.exp(z - z.max())
     want /= want.sum()
     rng = np.random.default_rng(0)
-    n = 3000
+    # the third grammar (whitespace alternatives before a closing tag) puts 0.999 of the mass
+    # on one alternative, so a few hundred draws test it as well as 3,000, at a tenth of the
+    # time (each draw pays its own evaluations over 40 alternatives)
+    n = 3000 if g < 2 else 300
     counts = np.zeros(len(want))
     for _ in range(n):
         one = lazy()
@@ -240,7 +243,7 @@ def test_lazy_sampling_follows_the_fully_scored_distribution(temperature: float,
         # a rejection scores the rest at once: never past twice the trie (each call here
         # also counts the toy's one position to come back to the context)
         assert one.evaluated <= 2 * one.trie_nodes + one.passes
-    # the TV of an exact sampler at n = 3000 over these few outcomes is about 0.01-0.03
+    # the TV of an exact sampler at these n over these few outcomes is about 0.01-0.03
     assert 0.5 * np.abs(counts / n - want).sum() < 0.05
 
 
@@ -283,7 +286,7 @@ def test_lazy_mass_estimate_is_unbiased(g: int, tagged: bool) -> None:
     scored, lazy = _both(model, LAZY_GRAMMARS[g])
     total = float(np.exp(scored.log_total))
     rng = np.random.default_rng(g)
-    n = 2000
+    n = 2000 if g < 2 else 500  # the third grammar's draws cost ten times the others'
     logs = [lazy().log_mass(rng.random) for _ in range(n)]
     assert all(x is not None for x in logs)
     fresh = np.exp(np.array(logs, dtype=np.float64))
