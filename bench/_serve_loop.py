@@ -5,7 +5,10 @@ The loop is the textbook one: send the conversation with the tools; if the reply
 ``tool_calls``, run each (a tool's exception becomes ``error: ...``), append the results as
 ``tool`` messages and ask again; a reply without calls is the answer. Under ``required`` a
 ``final_answer(answer)`` tool is added and its call is the answer, as clients do to end a
-forced-call loop.
+forced-call loop. With ``answer_on_repeat`` (the default, as the library's ``Agent`` does), a
+reply whose every call repeats an earlier identical call that got the same result is followed
+by a request that may only answer: ``tool_choice="none"`` under ``auto``, the named
+``final_answer`` under ``required``. The tools stay in the request either way.
 """
 
 from __future__ import annotations
@@ -100,17 +103,27 @@ def run_loop(
     tool_choice: str,
     max_steps: int,
     max_tokens: int,
+    answer_on_repeat: bool = True,
 ) -> LoopResult:
     """One question through the loop (greedy); see the module docstring."""
     tools = [*specs, FINAL_ANSWER] if tool_choice == "required" else specs
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     out = LoopResult(None)
+    seen: dict[str, str] = {}  # a call (name and arguments) -> its last result
+    answer_only: Any = None
+    if answer_on_repeat:
+        answer_only = (
+            {"type": "function", "function": {"name": "final_answer"}}
+            if tool_choice == "required"
+            else "none"
+        )
+    repeated_all = False
     for _ in range(max_steps):
         r = client.chat.completions.create(
             model="default",
             messages=messages,
             tools=tools,
-            tool_choice=tool_choice,
+            tool_choice=answer_only if repeated_all else tool_choice,
             parallel_tool_calls=False,
             temperature=0,
             max_tokens=max_tokens,
@@ -130,6 +143,7 @@ def run_loop(
                 "tool_calls": [c.model_dump() for c in msg.tool_calls],
             }
         )
+        repeats = 0
         for c in msg.tool_calls:
             args = json.loads(c.function.arguments)
             out.calls.append((c.function.name, args))
@@ -141,7 +155,11 @@ def run_loop(
                 text = result if isinstance(result, str) else json.dumps(result)
             except Exception as e:  # a tool error goes back to the model, as text
                 text = f"error: {e}"
+            key = c.function.name + json.dumps(args, sort_keys=True)
+            repeats += seen.get(key) == text
+            seen[key] = text
             out.results.append(text)
             messages.append({"role": "tool", "tool_call_id": c.id, "content": text})
+        repeated_all = answer_only is not None and repeats == len(msg.tool_calls)
     out.stop = "max_steps"
     return out

@@ -897,6 +897,7 @@ def main() -> None:
         "processes) into --out and print the table",
     )
     args = ap.parse_args()
+    args.out = str(Path(args.out).resolve())  # the tasks' runs chdir into their sandbox
     if args.merge:
         merged: dict[str, Any] = {}
         for f in args.merge:

@@ -211,13 +211,42 @@ def test_unconstrained_parses_only() -> None:
 def test_repeated_call_with_same_result_is_blocked_and_stops() -> None:
     same = call("add", '{"a": 2, "b": 3}')
     b = Scripted([same, same, same, same])
-    t = _agent(b, [add], mode="grammar", max_consecutive_blocked=2, max_steps=6).run("2 + 3?")
+    agent = _agent(
+        b, [add], mode="grammar", max_consecutive_blocked=2, max_steps=6, answer_on_repeat=False
+    )
+    t = agent.run("2 + 3?")
     assert t.outcome.stop == "blocked" and t.outcome.steps == 3
     assert t.outcome.answer is None
     assert "2 blocked steps in a row" in t.outcome.message
     assert "repeated, same result" in t.outcome.message
     notes = [m.content for m in t if m.role == "tool"]
     assert notes[0] == "5" and "same call gave the same result" in notes[1]
+
+
+@pytest.mark.parametrize("mode", ["grammar", "prose"])
+def test_after_a_repeat_the_next_step_may_only_answer(mode: Any) -> None:
+    """A model that loops on its last call (the same call, the same result) is asked for the
+    answer: the next step allows the answer tool alone (grammar mode) or no call (auto); the
+    prompt is the same tools' either way."""
+    same = call("add", '{"a": 2, "b": 3}')
+    last = answer("5") if mode == "grammar" else "It is 5."
+    b = Scripted([same, same, last])
+    t = _agent(b, [add], mode=mode, max_steps=6).run("2 + 3?")
+    assert t.outcome.answer == ("5" if mode == "grammar" else "It is 5.")
+    assert t.outcome.stop == ("answer" if mode == "grammar" else "prose")
+    assert t.outcome.steps == 3  # the call, its repeat, then the answer
+    allowed = [m.meta["allowed"] for m in t if m.role == "assistant"]
+    every = ["add", "final_answer"] if mode == "grammar" else ["add"]
+    assert allowed == [every, every, ["final_answer"] if mode == "grammar" else []]
+    # the model that repeats once more is held to the answer by the mask
+    b = Scripted([same, same, same])
+    t = _agent(b, [add], mode=mode, max_steps=3).run("2 + 3?")
+    third = [m for m in t if m.role == "assistant"][2]
+    if mode == "grammar":  # the call it began is the answer tool's
+        assert (third.raw or "").startswith('<tool_call>\n{"name": "final_answer"')
+    else:  # no call: the opener it began is masked out of the prose
+        assert third.tool_calls == () and "<tool_call>" not in (third.raw or "")
+    assert len({p.split("<|im_start|>user")[0] for p in b.prompts}) == 1  # same tools prompt
 
 
 def test_a_repeat_with_a_new_result_is_not_blocked() -> None:

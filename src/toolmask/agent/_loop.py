@@ -163,7 +163,12 @@ class Agent:
     A step is *blocked* when every call in it failed: the validator rejected it, the tool
     raised, or it repeated an earlier identical call and got the same result; in grammar mode
     a turn without a complete call is blocked too. ``max_consecutive_blocked`` blocked steps in
-    a row stop the run.
+    a row stop the run. ``answer_on_repeat`` (default on): after a step whose every call
+    repeated an earlier identical call and got the same result, the next step may only answer
+    (the answer tool alone in grammar mode; no call under ``auto``, the tools still in the
+    prompt): the model has what it asked for, and a tool-trained model that loops on its last
+    call (Qwen2.5-Coder-1.5B does, unconstrained too) answers from it instead of stopping
+    blocked.
     """
 
     def __init__(
@@ -190,6 +195,7 @@ class Agent:
         reminder: bool = True,
         name_choice: NameChoice = "decode",
         reasoning_budget: int | None = None,
+        answer_on_repeat: bool = True,
     ) -> None:
         if mode not in ("prose", "grammar"):
             raise ToolError(f"unknown agent mode {mode!r}: use 'prose' or 'grammar'", where="mode")
@@ -258,6 +264,7 @@ class Agent:
                 where="reasoning_budget",
             )
         self.reasoning_budget = reasoning_budget
+        self.answer_on_repeat = answer_on_repeat
         auto = mode == "prose" and tool_choice == "auto" and bool(tool_prompt)
         self._decision = base.format.decision_prompt() if reminder and auto else None
 
@@ -310,15 +317,28 @@ class Agent:
             self._turns[tuple(names)] = turn
         return turn
 
-    def step(self, transcript: list[Message], step: int = 0) -> tuple[Message, ParsedTurn, Any]:
+    def _answer_turn(self) -> ToolTurn:
+        """The turn of a step that may only answer: the answer tool alone (grammar mode), or
+        no call (``tool_choice="none"``; the prompt still advertises every tool)."""
+        if self.answer_tool is not None:
+            return self._turn_of([self.answer_tool.name])
+        turn = self._turns.get(())
+        if turn is None:
+            turn = self._turns[()] = self._base.with_tool_choice("none")
+        return turn
+
+    def step(
+        self, transcript: list[Message], step: int = 0, *, answer_only: bool = False
+    ) -> tuple[Message, ParsedTurn, Any]:
         """Decode and parse one assistant turn (appended to ``transcript``). The message's
         ``meta`` holds ``finish_reason``, ``tokens`` (generated), ``prompt_tokens``,
         ``reused_prefix`` (prompt tokens whose KV cache was reused), ``allowed`` (the tool
         names the grammar allowed), ``reasoning`` (the turn's reasoning text),
         ``reasoning_tokens`` and ``reasoning_cut`` (counted and closed by ``reasoning_budget``),
         and the decoder's cost: ``forward_passes`` (model calls), ``exact_branches`` and
-        ``branch_fallbacks`` (see ``sampling``)."""
-        turn = self._turn_for(step, transcript)
+        ``branch_fallbacks`` (see ``sampling``). ``answer_only``: the step may only answer
+        (see ``answer_on_repeat``)."""
+        turn = self._answer_turn() if answer_only else self._turn_for(step, transcript)
         text = self.template(with_decision(transcript, self._decision), turn)
         scores: dict[str, float] = {}
         if turn.format.prompt_opens_reasoning(text):  # the reply starts inside the channel
@@ -446,8 +466,9 @@ class Agent:
         answer: str | None = None
         message = f"stopped: max_steps ({limit}) reached without an answer"
         steps = 0
+        answer_only = False
         for step in range(limit):
-            msg, _parsed, turn = self.step(transcript, step)
+            msg, _parsed, turn = self.step(transcript, step, answer_only=answer_only)
             steps += 1
             tokens += int(msg.meta["tokens"])
             prompt_tokens += int(msg.meta["prompt_tokens"]) - int(msg.meta["reused_prefix"])
@@ -464,7 +485,7 @@ class Agent:
                     Message("tool", f"error: {why}; call a tool, or {self._answer_name()}")
                 )
                 step_reasons.append(why)
-            failed = 0
+            failed = repeated = 0
             for call in msg.tool_calls:
                 problems = turn.validate(call)
                 if problems:
@@ -490,6 +511,7 @@ class Agent:
                         step_reasons.append(f"{_brief(call)}: {content}")
                     elif seen.get(key) == content:
                         failed += 1
+                        repeated += 1
                         step_reasons.append(f"{_brief(call)}: repeated, same result")
                         content += (
                             "\n(note: the same call gave the same result before; use it, "
@@ -501,6 +523,7 @@ class Agent:
                 )
             if stop == "answer":
                 break
+            answer_only = self.answer_on_repeat and 0 < repeated == len(msg.tool_calls)
             if step_reasons and failed == len(msg.tool_calls):
                 blocked += 1
                 reasons.extend(f"step {step + 1}: {r}" for r in step_reasons)
