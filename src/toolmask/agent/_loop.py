@@ -319,12 +319,16 @@ class Agent:
 
     def _answer_turn(self) -> ToolTurn:
         """The turn of a step that may only answer: the answer tool alone (grammar mode), or
-        no call (``tool_choice="none"``; the prompt still advertises every tool)."""
+        no call (``tool_choice="none"``, the habits' openers kept out of the prose too, so a
+        model that writes its calls in a fence answers in words; the prompt still advertises
+        every tool)."""
         if self.answer_tool is not None:
             return self._turn_of([self.answer_tool.name])
         turn = self._turns.get(())
         if turn is None:
-            turn = self._turns[()] = self._base.with_tool_choice("none")
+            words = self._base.options.replace(habit_prose=False)
+            turn = self._base.with_tool_choice("none").with_options(words)
+            self._turns[()] = turn
         return turn
 
     def step(

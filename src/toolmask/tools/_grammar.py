@@ -522,7 +522,8 @@ def _envelope(
     prose_first: Node = EMPTY
     prose_after: Node = EMPTY
     if mode != "required":
-        habits = mode != "none"  # with no call to make, a habit's opener is plain text
+        # with no call to make, a habit's opener is plain text (unless the turn says not)
+        habits = mode != "none" or not options.habit_prose
         prose_first, rules = prose_rules(fmt, at_start=True, habits=habits)
         out.extend(rules)
         if head is not None:

@@ -26,7 +26,11 @@ class TurnOptions:
     :class:`~toolmask.tools.formats.Values` (``"limits"``: the compile limits). ``reasoning``:
     the turn may start with the format's reasoning channel. ``reasoning_open``: the prompt
     ended inside the channel, so the turn starts with reasoning (:meth:`for_format` keeps it
-    only for a format that has a channel).
+    only for a format that has a channel). ``habit_prose``: under ``tool_choice="none"``, a
+    habit's opener (:attr:`FormatSpec.habits`, a ```` ```json ```` fence) is plain text, as a
+    user asking for no call may want a JSON fence in the answer; ``False`` keeps it out of the
+    prose, as the format's own markers always are (an agent's answer step, where a model that
+    writes its calls in a fence is asked for words).
 
     Frozen: a turn that differs in one option is another value (:meth:`replace`), never a
     changed one, so every cache keyed by it stays right. ``schema_options`` is a read-only
@@ -37,6 +41,7 @@ class TurnOptions:
     schema_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     reasoning: bool = True
     reasoning_open: bool = False
+    habit_prose: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "parallel", bool(self.parallel))
@@ -44,6 +49,7 @@ class TurnOptions:
         object.__setattr__(self, "schema_options", MappingProxyType(dict(self.schema_options)))
         object.__setattr__(self, "reasoning", bool(self.reasoning))
         object.__setattr__(self, "reasoning_open", bool(self.reasoning_open))
+        object.__setattr__(self, "habit_prose", bool(self.habit_prose))
 
     @classmethod
     def of(
@@ -82,6 +88,7 @@ class TurnOptions:
                 self.parallel,
                 self.reasoning,
                 self.reasoning_open,
+                self.habit_prose,
             ],
             sort_keys=True,
             default=repr,

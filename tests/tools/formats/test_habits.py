@@ -141,6 +141,18 @@ def test_under_none_a_fence_is_prose() -> None:
     assert not _accepts(compiled, "<tool_call>")
 
 
+def test_under_none_the_turn_may_keep_the_fence_out_of_the_prose() -> None:
+    """``habit_prose=False`` (an agent's answer step): the fence is kept out of the prose as
+    the template's own marker is, so the model that would write its call there writes words."""
+    turn = ToolTurn(TOOLS, "hermes", "none")
+    words = turn.with_options(turn.options.replace(habit_prose=False))
+    compiled = tm.compile(words.grammar())
+    assert not _accepts(compiled, "Here is the JSON:\n" + fenced("get_weather", {"city": "P"}))
+    assert not _accepts(compiled, "```json")
+    assert _accepts(compiled, "It is 21 degrees in Paris. ```python\nx = 1\n```")
+    assert words.options.key() != turn.options.key()  # its own cache entries
+
+
 def test_a_fence_that_holds_no_call_is_kept_as_content() -> None:
     turn = ToolTurn(TOOLS, "hermes", "auto")
     text = 'Example: ```json\n{"x": 1}\n```'
