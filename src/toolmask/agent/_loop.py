@@ -517,9 +517,13 @@ class Agent:
                         failed += 1
                         repeated += 1
                         step_reasons.append(f"{_brief(call)}: repeated, same result")
+                        then = (
+                            f"or call {self._answer_name()}"
+                            if self.answer_tool is not None
+                            else "answer the user in words now"
+                        )
                         content += (
-                            "\n(note: the same call gave the same result before; use it, "
-                            f"or call {self._answer_name()})"
+                            f"\n(note: the same call gave the same result before; use it: {then})"
                         )
                     seen[key] = result if ok else ""
                 transcript.append(
