@@ -55,6 +55,7 @@ BUILTIN: tuple[str, ...] = (
     "kimi_k3",
     "ling",
     "llama3_json",
+    "llama4",
     "llama4_json",
     "llama4_pythonic",
     "mistral_v11",
