@@ -29,7 +29,7 @@ def test_the_families() -> None:
     assert JSON_CALL_FORMATS == [
         "apertus", "apriel", "cohere2", "command_r7b", "command_r_plus", "functionary_v31",
         "gigachat3", "gigachat31", "granite", "granite_20b_fc", "hunyuan_a13b", "internlm2",
-        "llama4", "llama4_json", "minimax_m1", "nemotron_v2", "solar_open", "xlam",
+        "jamba", "llama4", "llama4_json", "minimax_m1", "nemotron_v2", "solar_open", "xlam",
     ]  # fmt: skip
 
 

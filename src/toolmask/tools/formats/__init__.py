@@ -10,10 +10,10 @@ markup under the ``｜GCML｜`` mark), ``kimi_k2`` / ``kimi_k3``, ``glm``, ``lla
 ``phi4_mini`` (Phi-4-mini) and ``functools`` (prompt-injected); the JSON-call families:
 ``apertus``, ``apriel``, ``command_r7b`` / ``cohere2`` / ``command_r_plus``, ``functionary_v31``,
 ``gigachat3`` / ``gigachat31``, ``granite``, ``granite_20b_fc``, ``hunyuan_a13b``, ``internlm2``,
-``llama4`` (Llama 4's own template) / ``llama4_json`` (vLLM's), ``minimax_m1``, ``nemotron_v2``,
-``solar_open`` and ``xlam``; the XML-tag, key/value and Python-call families: ``seed_oss``
-(Seed-OSS), ``minimax_m2``, ``minimax_m3``, ``minicpm5``, ``muse_glimmer`` (ATEM), ``hy3``
-(Hunyuan Hy3), ``ling`` (Ling 3.0), ``spark`` (Spark 2.5), ``lfm2`` (LFM2 / LFM2.5),
+``jamba``, ``llama4`` (Llama 4's own template) / ``llama4_json`` (vLLM's), ``minimax_m1``,
+``nemotron_v2``, ``solar_open`` and ``xlam``; the XML-tag, key/value and Python-call families:
+``seed_oss`` (Seed-OSS), ``minimax_m2``, ``minimax_m3``, ``minicpm5``, ``muse_glimmer`` (ATEM),
+``hy3`` (Hunyuan Hy3), ``ling`` (Ling 3.0), ``spark`` (Spark 2.5), ``lfm2`` (LFM2 / LFM2.5),
 ``llama3_pythonic`` (Llama 3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``;
 ``functionary_v32`` (Functionary v3.2's ``>>>RECIPIENT`` messages, the first opened by the
 prompt).

@@ -51,6 +51,7 @@ BUILTIN: tuple[str, ...] = (
     "hunyuan_a13b",
     "hy3",
     "internlm2",
+    "jamba",
     "kimi_k2",
     "kimi_k3",
     "ling",
