@@ -124,7 +124,7 @@ EXPECTED: dict[str, str] = {
     "llama.cpp-upstream/StepFun3.7-Flash.jinja": "qwen3_xml",
     "llama.cpp-upstream/gemma4.jinja": "gemma4",
     "llama.cpp-upstream/glm_4_5.jinja": "glm",
-    "llama.cpp-upstream/llama-cpp-lfm2.jinja": BUG + "JSON calls inside the Python-call markers",
+    "llama.cpp-upstream/llama-cpp-lfm2.jinja": "lfm2_json",
     "llama.cpp-upstream/llama-cpp-microsoft-Phi-4-mini-instruct.jinja": "phi4_mini",
     "llama.cpp-upstream/mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja": "mistral",
     "llama.cpp-upstream/moonshotai-Kimi-K2-Thinking.jinja": "kimi_k2",

@@ -72,6 +72,7 @@ BUILTIN: tuple[str, ...] = (
     "nemotron_v2",
     "phi4_mini",
     "lfm2",
+    "lfm2_json",
     "llama3_pythonic",
     "gemma3_pythonic",
     "qwen3",
