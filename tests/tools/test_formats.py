@@ -28,7 +28,7 @@ CHOICES: list[Any] = [
 def test_registry() -> None:
     assert GRAMMAR_FORMATS == [
         "apertus", "apriel", "cohere2", "command_r7b", "command_r_plus", "deepseek_dsml",
-        "deepseek_v3", "deepseek_v31", "deepseek_v4", "deepseek_v41", "functionary_v31",
+        "deepseek_v3", "deepseek_v31", "deepseek_v4", "deepseek_v41", "falcon3", "functionary_v31",
         "functionary_v32", "functiongemma", "functools", "gemma3_pythonic", "gemma4", "gigachat3",
         "gigachat31", "gigachat35", "glm", "gpt_oss", "granite", "granite_20b_fc", "hermes",
         "hunyuan_a13b", "hy3", "internlm2", "jamba", "kimi_k2", "kimi_k3", "lfm2", "lfm2_json",

@@ -37,6 +37,7 @@ BUILTIN: tuple[str, ...] = (
     "deepseek_v41",
     "functionary_v31",
     "functionary_v32",
+    "falcon3",
     "gemma4",
     "functiongemma",
     "functools",
