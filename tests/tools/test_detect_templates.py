@@ -160,6 +160,7 @@ EXPECTED: dict[str, str] = {
     "vllm/tool_chat_template_toolace.jinja": BUG + "string values unquoted",
     "vllm/tool_chat_template_xlam_llama.jinja": "xlam",
     "vllm/tool_chat_template_xlam_qwen.jinja": "xlam",
+    "vllm-upstream/tool_chat_template_nemotron_json.jinja": "nemotron_v2",
 }
 
 NAMES = [p.relative_to(TEMPLATE_DIR).as_posix() for p in chat_templates()]
