@@ -9,7 +9,7 @@ import pytest
 
 from toolmask.tools import FORMATS
 
-from .rendered import ONE, TWO, Case, check_case, parse, takes
+from .rendered import ONE, TWO, Case, check_case, check_stays_in_content, parse, takes
 
 _T = "optimum-intel/tiiuae-Falcon3-7B-Instruct.jinja"
 _END = "<|endoftext|>\n"
@@ -70,10 +70,12 @@ def test_only_the_templates_layout() -> None:
 def test_malformed_block_stays_in_content() -> None:
     case = CASES["one"]
     reply = case.reply.strip()
-    for text in (
-        reply.replace('"function": {', '"function": [', 1),  # not JSON
-        reply.replace('"function"', '"fn"', 2),  # no function object
-        reply[: reply.index('"name"')],  # cut off
-    ):
-        got = parse("falcon3", case, text)
-        assert got.calls == () and got.malformed and got.content == text
+    check_stays_in_content(
+        "falcon3",
+        case,
+        (
+            reply.replace('"function": {', '"function": [', 1),  # not JSON
+            reply.replace('"function"', '"fn"', 2),  # no function object
+            reply[: reply.index('"name"')],  # cut off
+        ),
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .rendered import ONE, TWO, Case, check_case, parse, takes
+from .rendered import ONE, TWO, Case, check_case, check_stays_in_content, parse, takes
 
 _T = "models/ai21labs-AI21-Jamba-Mini-1.7.jinja"
 _W = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
@@ -36,10 +36,12 @@ def test_only_the_templates_layout() -> None:
 
 def test_malformed_block_stays_in_content() -> None:
     case = CASES["one"]
-    for text in (
-        "<tool_calls>[\n    " + _W + "\n</tool_calls>",  # the list is never closed
-        "<tool_calls>[\n]</tool_calls>",  # an empty list
-        "<tool_calls>[\n    " + _W[:30],  # cut off
-    ):
-        got = parse("jamba", case, text)
-        assert got.calls == () and got.malformed and got.content == text
+    check_stays_in_content(
+        "jamba",
+        case,
+        (
+            "<tool_calls>[\n    " + _W + "\n</tool_calls>",  # the list is never closed
+            "<tool_calls>[\n]</tool_calls>",  # an empty list
+            "<tool_calls>[\n    " + _W[:30],  # cut off
+        ),
+    )

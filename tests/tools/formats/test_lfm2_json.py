@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .rendered import ONE, TWO, Case, check_case, parse, takes
+from .rendered import ONE, TWO, Case, check_case, check_stays_in_content, parse, takes
 
 _T = "llama.cpp-upstream/llama-cpp-lfm2.jinja"
 _W = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}, "id": "call0000a"}'
@@ -59,10 +59,12 @@ def test_ids_are_optional_and_reasoning_first() -> None:
 
 def test_malformed_block_stays_in_content() -> None:
     case = CASES["one"]
-    for text in (
-        "<|tool_call_start|>[" + _W + "<|tool_call_end|>",  # the list is never closed
-        "<|tool_call_start|>[]<|tool_call_end|>",  # an empty list
-        "<|tool_call_start|>[" + _W[:40],  # cut off
-    ):
-        got = parse("lfm2_json", case, text)
-        assert got.calls == () and got.malformed and got.content == text
+    check_stays_in_content(
+        "lfm2_json",
+        case,
+        (
+            "<|tool_call_start|>[" + _W + "<|tool_call_end|>",  # the list is never closed
+            "<|tool_call_start|>[]<|tool_call_end|>",  # an empty list
+            "<|tool_call_start|>[" + _W[:40],  # cut off
+        ),
+    )

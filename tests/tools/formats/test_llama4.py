@@ -6,7 +6,7 @@ import pytest
 
 from toolmask.tools import ToolTurn
 
-from .rendered import ONE, TOOLS, TWO, Case, check_case, parse, takes
+from .rendered import ONE, TOOLS, TWO, Case, check_case, check_stays_in_content, takes
 
 _T = "transformers/meta-llama-Llama-4.jinja"
 _OPEN = "<|python_start|><|python_end|>"
@@ -41,6 +41,6 @@ def test_calls_after_prose_and_types() -> None:
 
 def test_malformed_block_stays_in_content() -> None:
     case = CASES["one"]
-    for text in (_OPEN + _W[:-1], _OPEN + '{"name": "get_weather", "parameters": [1]}'):
-        got = parse("llama4", case, text)
-        assert got.calls == () and got.malformed and got.content == text
+    check_stays_in_content(
+        "llama4", case, (_OPEN + _W[:-1], _OPEN + '{"name": "get_weather", "parameters": [1]}')
+    )

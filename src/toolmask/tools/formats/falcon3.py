@@ -24,6 +24,7 @@ with that header.
 
 from __future__ import annotations
 
+from toolmask.tools.formats._chat import QWEN_TOOL_TAGS
 from toolmask.tools.formats._json import JsonCalls
 from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout
 
@@ -41,16 +42,5 @@ SPEC = FormatSpec(
     ),
     BlockMarkers("<tool_call>", "</tool_call>", after_open="\n", before_close="\n"),
     Layout(list_open="[\n  ", list_close="\n]", separator=",", separator_text=",\n  "),
-    template_markers=(
-        "<|system|>",
-        "<|user|>",
-        "<|assistant|>",
-        "<|endoftext|>",
-        "<tool_call>",
-        "</tool_call>",
-        "<tool_response>",
-        "</tool_response>",
-        "<tools>",
-        "</tools>",
-    ),
+    template_markers=("<|system|>", "<|user|>", "<|assistant|>", "<|endoftext|>", *QWEN_TOOL_TAGS),
 )

@@ -11,6 +11,7 @@ the parser returns it. ``lfm2`` is the same markers around Python calls, LFM2's 
 
 from __future__ import annotations
 
+from toolmask.tools.formats._chat import LFM2
 from toolmask.tools.formats._json import JsonEnvelope
 from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Reasoning
 
@@ -22,17 +23,5 @@ SPEC = FormatSpec(
     BlockMarkers("<|tool_call_start|>", "<|tool_call_end|>"),
     Layout(list_open="[", list_close="]", separator=",", block_sep=""),
     Reasoning("<think>", "</think>"),
-    template_markers=(
-        "<|startoftext|>",
-        "<|im_start|>",
-        "<|im_end|>",
-        "<|tool_list_start|>",
-        "<|tool_list_end|>",
-        "<|tool_call_start|>",
-        "<|tool_call_end|>",
-        "<|tool_response_start|>",
-        "<|tool_response_end|>",
-        "<think>",
-        "</think>",
-    ),
+    template_markers=LFM2,
 )

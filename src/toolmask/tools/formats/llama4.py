@@ -12,6 +12,7 @@ The empty pair is the block's opener; the block ends with its last call (the tur
 
 from __future__ import annotations
 
+from toolmask.tools.formats._chat import LLAMA4
 from toolmask.tools.formats._json import JsonCalls
 from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout
 
@@ -22,13 +23,5 @@ SPEC = FormatSpec(
     JsonCalls(call_keys=(("name", "name"), ("parameters", "args"))),
     BlockMarkers("<|python_start|><|python_end|>"),
     Layout(list_calls=True, separator_text=""),
-    template_markers=(
-        "<|begin_of_text|>",
-        "<|header_start|>",
-        "<|header_end|>",
-        "<|eot|>",
-        "<|eom|>",
-        "<|python_start|>",
-        "<|python_end|>",
-    ),
+    template_markers=LLAMA4,
 )
