@@ -124,12 +124,15 @@ EXPECTED: dict[str, str] = {
     "llama.cpp-upstream/StepFun3.7-Flash.jinja": "qwen3_xml",
     "llama.cpp-upstream/gemma4.jinja": "gemma4",
     "llama.cpp-upstream/glm_4_5.jinja": "glm",
-    "llama.cpp-upstream/llama-cpp-lfm2.jinja": BUG + "JSON calls inside the Python-call markers",
+    "llama.cpp-upstream/llama-cpp-lfm2.jinja": "lfm2_json",
     "llama.cpp-upstream/llama-cpp-microsoft-Phi-4-mini-instruct.jinja": "phi4_mini",
     "llama.cpp-upstream/mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja": "mistral",
     "llama.cpp-upstream/moonshotai-Kimi-K2-Thinking.jinja": "kimi_k2",
     "llama.cpp-upstream/nvidia-Llama-3_3-Nemotron-Super-49B-v1_5.jinja": "nemotron_v2",
     "llama.cpp-upstream/unsloth-MiniMax-M2.jinja": "minimax_m2",
+    "models/ai21labs-AI21-Jamba-Mini-1.7.jinja": "jamba",
+    "optimum-intel/tiiuae-Falcon3-7B-Instruct.jinja": "falcon3",
+    "transformers/meta-llama-Llama-4.jinja": "llama4",
     "vllm/tool_chat_template_apertus.jinja": "apertus",
     "vllm/tool_chat_template_deepseekr1.jinja": "deepseek_v3",
     "vllm/tool_chat_template_deepseekv3.jinja": "deepseek_v3",
@@ -157,6 +160,7 @@ EXPECTED: dict[str, str] = {
     "vllm/tool_chat_template_toolace.jinja": BUG + "string values unquoted",
     "vllm/tool_chat_template_xlam_llama.jinja": "xlam",
     "vllm/tool_chat_template_xlam_qwen.jinja": "xlam",
+    "vllm-upstream/tool_chat_template_nemotron_json.jinja": "nemotron_v2",
 }
 
 NAMES = [p.relative_to(TEMPLATE_DIR).as_posix() for p in chat_templates()]

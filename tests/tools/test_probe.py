@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from toolmask.tools import TemplateRenderer, load_chat_template, probe_template
-from toolmask.tools._probe import PROBE_QUESTION, PROBE_REASONING, VARIANTS
+from toolmask.tools._probe import PROBE_QUESTION, PROBE_REASONING, PROBE_RESULT, VARIANTS
 
 from ..vendored import chat_template
 
@@ -77,6 +77,28 @@ def test_a_template_that_renders_no_calls() -> None:
     assert not p.cases and not p.renders_calls and not p.error
 
 
+# ChatML whose last assistant message is dropped (vLLM's Nemotron JSON template's kind): its calls
+# show only mid-history, before the tool results
+_DROPS_LAST = _CHATML.replace(
+    "{% for m in messages %}",
+    "{% for m in messages %}{% if not (loop.last and m.role == 'assistant') %}",
+    1,
+).replace("{{ '<|im_end|>\\n' }}{% endfor %}", "{{ '<|im_end|>\\n' }}{% endif %}{% endfor %}", 1)
+
+
+def test_calls_the_last_message_drops_are_read_mid_history() -> None:
+    assert not probe_template(TemplateRenderer(TEMPLATES["no calls"])).cases
+    p = probe_template(TemplateRenderer(_DROPS_LAST))
+    one, two = p.cases
+    assert one.mid_history and two.mid_history
+    assert one.text == _probe(TEMPLATES["hermes"])["one"]  # cut before the tool turn
+    assert one.end.startswith("<|im_end|>\n<|im_start|>tool\n")
+    assert PROBE_RESULT.format(i=0) not in two.text and two.text.count("<tool_call>") == 2
+    assert any("mid-history" in n for n in p.notes)
+    # a template that renders the calls last is read there, as before
+    assert not any(c.mid_history for c in probe_template(TemplateRenderer(_CHATML)).cases)
+
+
 def test_arguments_as_json_text_are_a_variant() -> None:
     # the template adds the arguments to a string: a dict fails, JSON text renders
     text = TEMPLATES["json arguments"]
@@ -123,6 +145,16 @@ def test_a_prefill_that_history_drops() -> None:
     assert one.text.startswith("<｜tool▁calls▁begin｜>")
     prompt, header = one.prompts
     assert prompt.endswith("<｜Assistant｜><think>\n") and header.endswith("<｜Assistant｜>")
+
+
+def test_a_template_that_drops_the_last_message() -> None:
+    # vLLM's Nemotron JSON template renders a final assistant message's text only (for the
+    # prompt to continue): the calls are read mid-history, up to its end of turn
+    got = _real("vllm-upstream/tool_chat_template_nemotron_json.jinja")
+    one = got["one"]
+    assert one.mid_history and one.text.startswith("<TOOLCALL>[{")
+    assert one.text.rstrip().endswith("]</TOOLCALL>") and one.end.startswith("<SPECIAL_12>")
+    assert "reasoning" not in got  # its history drops the reasoning
 
 
 def test_a_prefill_that_history_repeats_in_part() -> None:

@@ -11,6 +11,13 @@ and ``get_time(city="Tokyo")``, parallel) and ``reasoning`` (the one call after 
 text :data:`PROBE_REASONING`, given as ``reasoning_content``; kept only where the template
 renders it).
 
+A template that renders no calls in the conversation's last message (vLLM's Nemotron JSON
+template drops a final assistant message, and keeps only its text for the prompt to continue)
+is rendered once more with the calls mid-history: the same assistant turn followed by a tool
+result for each call (:data:`PROBE_RESULT`). The turn is cut out the same way, and also before
+the first result's text (the tool turn that follows is not the model's); the case says
+``mid_history``.
+
 Templates disagree on how a call must be given to them, so the probe has
 :data:`VARIANTS`, tried in order by detection: arguments as a dict (transformers' convention)
 or as a JSON string (OpenAI's), call ids of nine alphanumeric characters (Mistral's templates
@@ -34,6 +41,7 @@ __all__ = [
     "PROBE_CASES",
     "PROBE_QUESTION",
     "PROBE_REASONING",
+    "PROBE_RESULT",
     "PROBE_TOOLS",
     "TEMPLATE_INPUTS",
     "VARIANTS",
@@ -77,6 +85,8 @@ PROBE_TOOLS: tuple[dict[str, Any], ...] = (
 PROBE_QUESTION = "What is the weather in Paris for the next 3 days, and the time in Tokyo?"
 PROBE_REASONING = "The user wants a forecast, so I call get_weather."
 _TEXT = "It will be sunny."
+#: what the probe's tool results say, for the calls rendered mid-history (``{i}``: the call)
+PROBE_RESULT = "probe result {i}"
 
 #: case name -> the calls of the assistant turn
 PROBE_CASES: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
@@ -179,6 +189,8 @@ class ProbeCase:
     end: str = ""
     reasoning: str = ""
     prompts: tuple[str, ...] = ()
+    #: the calls were rendered mid-history (before tool results), not as the last message
+    mid_history: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +246,19 @@ def _assistant(
     if reasoning:
         msg["reasoning_content"] = reasoning
     return msg
+
+
+def _results(variant: Variant, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Any]:
+    """A tool message for each call (OpenAI's shape, with the name some templates read)."""
+    return [
+        {
+            "role": "tool",
+            "tool_call_id": _call_id(variant, name, i),
+            "name": name,
+            "content": PROBE_RESULT.format(i=i),
+        }
+        for i, (name, _) in enumerate(calls)
+    ]
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -322,6 +347,37 @@ def _cut_end(text: str, end: str, last_name: str) -> tuple[str, str]:
     return text[:k], text[k:]
 
 
+def _case(
+    name: str,
+    calls: tuple[tuple[str, dict[str, Any]], ...],
+    reasoning: str,
+    renders: tuple[str, str, str],
+    end: str,
+    notes: list[str],
+    *,
+    mid: bool = False,
+) -> ProbeCase | None:
+    """The case cut out of ``renders`` (the generation prompt, the plain answer, the rendered
+    turn), or None when it does not hold every call (and the reasoning); ``mid``: the turn was
+    rendered before tool results, and is cut before the first result's text too."""
+    body, prompts, is_prefix = _turn(*renders)
+    if mid:
+        result = body.find(PROBE_RESULT.format(i=0))
+        body = body[:result] if result >= 0 else body
+    if not is_prefix:
+        note = "the generation prompt is not a prefix of the rendered turn"
+        if note not in notes:
+            notes.append(note)
+    text, cut = _cut_end(body, end, calls[-1][0])
+    if not all(n in text for n, _ in calls) or (reasoning and reasoning not in text):
+        return None
+    if mid:
+        note = "the calls are rendered mid-history only (the last message drops them)"
+        if note not in notes:
+            notes.append(note)
+    return ProbeCase(name, calls, text, cut, reasoning, prompts, mid)
+
+
 def probe_template(
     renderer: TemplateRenderer, variant: Variant = VARIANTS[0], **extra: Any
 ) -> Probe:
@@ -354,24 +410,21 @@ def probe_template(
     errors: list[str] = []
     for name, calls in PROBE_CASES.items():
         reasoning = PROBE_REASONING if name == "reasoning" else ""
+        turn = [user, _assistant(variant, calls, reasoning)]
         try:
-            full = renderer.render(
-                [user, _assistant(variant, calls, reasoning)], tools=tools, **extra
-            )
+            full = renderer.render(turn, tools=tools, **extra)
         except ChatTemplateError as e:
             errors.append(f"{name}: {e}")
             continue
-        body, prompts, is_prefix = _turn(prompt, answer, full)
-        if not is_prefix:
-            note = "the generation prompt is not a prefix of the rendered turn"
-            if note not in notes:
-                notes.append(note)
-        text, cut = _cut_end(body, end, calls[-1][0])
-        if not all(n in text for n, _ in calls):
-            continue
-        if reasoning and reasoning not in text:
-            continue
-        cases.append(ProbeCase(name, calls, text, cut, reasoning, prompts))
+        case = _case(name, calls, reasoning, (prompt, answer, full), end, notes)
+        if case is None:  # no calls in the last message: render them mid-history
+            try:
+                full = renderer.render([*turn, *_results(variant, calls)], tools=tools, **extra)
+            except ChatTemplateError:
+                continue
+            case = _case(name, calls, reasoning, (prompt, answer, full), end, notes, mid=True)
+        if case is not None:
+            cases.append(case)
     if renderer.mutated:
         notes.append(
             "rendered with mutable lists (the template calls list.append, as minja allows)"

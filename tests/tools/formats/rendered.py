@@ -18,6 +18,7 @@ another tool, is refused; a reply cut inside the call keeps its text in the cont
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +109,14 @@ def takes_tokens(fmt: str, case: Case, text: str, choice: Any = "required") -> b
 
 def parse(fmt: str, case: Case, text: str) -> ParsedTurn:
     return _turn(fmt, case, "auto").parse(text)
+
+
+def check_stays_in_content(fmt: str, case: Case, texts: Sequence[str]) -> None:
+    """Each of ``texts`` (a block malformed or cut short) gives no call: its text stays in the
+    content, word for word, and the block is listed as malformed."""
+    for text in texts:
+        got = parse(fmt, case, text)
+        assert got.calls == () and got.malformed and got.content == text, text
 
 
 def stream(fmt: str, case: Case, text: str, size: int = 3) -> ParsedTurn:

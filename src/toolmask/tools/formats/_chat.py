@@ -2,7 +2,7 @@
 chat template (the pieces every format's prompt uses, Qwen's ``# Tools`` and Mistral's
 ``[AVAILABLE_TOOLS]`` sections; each depends on the tool list only) and the control markers of
 the templates that several formats are written in (ChatML with Qwen's tool tags, Llama 3,
-Cohere, DeepSeek, GigaChat 3, Mistral v11)."""
+Llama 4, LFM2, Cohere, DeepSeek, GigaChat 3, Mistral v11)."""
 
 from __future__ import annotations
 
@@ -17,25 +17,33 @@ __all__ = [
     "DEEPSEEK",
     "DEEPSEEK_CALL",
     "GIGACHAT3",
+    "LFM2",
     "LLAMA3",
+    "LLAMA4",
     "MISTRAL_V11",
+    "QWEN_TOOL_TAGS",
     "available_tools",
     "qwen_tools",
     "tool_json_lines",
     "tools_prompt",
 ]
 
-#: ChatML with Qwen's tool tags (Qwen 2.5 / 3, Hermes, SmolLM)
-CHATML_TOOLS = (
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|endoftext|>",
+#: Qwen's tool tags (also in Falcon 3's template)
+QWEN_TOOL_TAGS = (
     "<tool_call>",
     "</tool_call>",
     "<tool_response>",
     "</tool_response>",
     "<tools>",
     "</tools>",
+)
+
+#: ChatML with Qwen's tool tags (Qwen 2.5 / 3, Hermes, SmolLM)
+CHATML_TOOLS = (
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    *QWEN_TOOL_TAGS,
     "<think>",
     "</think>",
 )
@@ -50,6 +58,33 @@ LLAMA3 = (
     "<|eom_id|>",
     "<|python_tag|>",
     "<|finetune_right_pad_id|>",
+)
+
+#: Llama 4 (its own template, vLLM's JSON and pythonic ones)
+LLAMA4 = (
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|header_start|>",
+    "<|header_end|>",
+    "<|eot|>",
+    "<|eom|>",
+    "<|python_start|>",
+    "<|python_end|>",
+)
+
+#: Liquid LFM2 / LFM2.5 (ChatML with its tool-list, call and response markers)
+LFM2 = (
+    "<|startoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|tool_list_start|>",
+    "<|tool_list_end|>",
+    "<|tool_call_start|>",
+    "<|tool_call_end|>",
+    "<|tool_response_start|>",
+    "<|tool_response_end|>",
+    "<think>",
+    "</think>",
 )
 
 #: Cohere's turns, and its thinking and action markers (Command R7B, Cohere2)

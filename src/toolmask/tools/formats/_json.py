@@ -36,6 +36,7 @@ from toolmask.tools.formats._read import (
     Call,
     bad_block,
     call_of,
+    id_of,
     json_end,
     loads,
     skip_ws,
@@ -284,7 +285,10 @@ class JsonCalls(CodecBase):
     """JSON call objects as a family's template writes them (see the module docstring).
 
     ``call_keys``: the object's keys in the template's order, each with its role (``"name"``,
-    ``"args"`` or ``"id"``); ``name_as_key``: the object is ``{"NAME": ARGS}`` (Apertus);
+    ``"args"`` or ``"id"``; ``"type"``, the text ``"function"``; ``"function"``, a nested object
+    whose keys are :attr:`function_keys`: OpenAI's tool-call objects, ``{"id": ..., "type":
+    "function", "function": {"name": ..., "arguments": ...}}``, Falcon 3); ``name_as_key``: the
+    object is ``{"NAME": ARGS}`` (Apertus);
     ``indent``: 0 = ``json.dumps`` on one line, k = ``tojson(indent=k)`` with the object
     ``depth`` levels down in its block's JSON (1 inside a list); ``flat_too``: the grammar also
     admits the object on one line (Granite); ``id_shape``: the shape of the id the template
@@ -297,16 +301,40 @@ class JsonCalls(CodecBase):
     flat_too: bool = False
     id_shape: str = ""
     json_list: bool = False
+    function_keys: tuple[tuple[str, str], ...] = ()
 
     def _key(self, role: str) -> str:
-        return next((key for key, r in self.call_keys if r == role), "")
+        keys = (*self.call_keys, *self.function_keys)
+        return next((key for key, r in keys if r == role), "")
+
+    @property
+    def _args_depth(self) -> int:
+        """How many levels below the call object's own the arguments object sits (inside the
+        nested function object: one more)."""
+        return self.depth + (2 if self.function_keys else 1)
+
+    def _call(self, obj: Any) -> Call | str:
+        """The call a decoded call object holds (the name and arguments of its nested function
+        object, where it has one), or why it is not one."""
+        name, args = self._key("name"), self._key("args")
+        if not self.function_keys:
+            id_key = self._key("id")
+            return call_of(
+                obj, name_key=name, args_key=args, id_key=id_key, name_as_key=self.name_as_key
+            )
+        if not isinstance(obj, dict):
+            return "a call must be a JSON object"
+        got = call_of(obj.get(self._key("function")), name_key=name, args_key=args)
+        if isinstance(got, Call):
+            got.id = id_of(obj.get(self._key("id")))
+        return got
 
     # -- grammar ----------------------------------------------------------------------------------
     def arguments_node(self, tool: ToolLike, index: int, kit: Kit) -> Node:
         """The arguments grammar: the kit's layouts, or the template's indentation."""
         if self.indent:
             return kit.json_indented(
-                tool.parameters, f"a{index}i_", indent=self.indent, depth=self.depth + 1
+                tool.parameters, f"a{index}i_", indent=self.indent, depth=self._args_depth
             )
         return kit.json(tool.parameters, f"a{index}_")
 
@@ -322,9 +350,14 @@ class JsonCalls(CodecBase):
         if self.name_as_key:
             pairs = [(tool.name, args)]
         else:
+            depth = self.depth if indent else 0
             values = {"name": lit(json.dumps(tool.name, ensure_ascii=False)), "args": args}
             if self.id_shape:
                 values["id"] = seq(lit('"'), ID_SHAPES[self.id_shape][0], lit('"'))
+            if self.function_keys:
+                inner = [(key, values[role]) for key, role in self.function_keys]
+                values["type"] = lit('"function"')
+                values["function"] = json_object(inner, indent=indent, depth=depth + 1)
             pairs = [(key, values[role]) for key, role in self.call_keys]
         return json_object(pairs, indent=indent, depth=self.depth if indent else 0)
 
@@ -333,7 +366,7 @@ class JsonCalls(CodecBase):
         """The ``index``-th call of a block as the grammar writes it."""
         if self.indent:
             args = json.dumps(arguments, ensure_ascii=False, indent=self.indent)
-            args = args.replace("\n", "\n" + " " * (self.indent * (self.depth + 1)))
+            args = args.replace("\n", "\n" + " " * (self.indent * self._args_depth))
         else:
             args = spec.values.dump(arguments)
         if self.name_as_key:
@@ -342,6 +375,10 @@ class JsonCalls(CodecBase):
             values = {"name": json.dumps(name, ensure_ascii=False), "args": args}
             if self.id_shape:
                 values["id"] = json.dumps(ID_SHAPES[self.id_shape][1].format(i=index))
+            if self.function_keys:
+                inner = [(key, values[role]) for key, role in self.function_keys]
+                values["type"] = '"function"'
+                values["function"] = _dumps_object(inner, self.indent, self.depth + 1)
             pairs = [(key, values[role]) for key, role in self.call_keys]
         return _dumps_object(pairs, self.indent, self.depth)
 
@@ -419,9 +456,8 @@ class JsonCalls(CodecBase):
                     break
                 i = j
         calls: list[Call] = []
-        keys = {"name_key": self._key("name"), "args_key": self._key("args")}
         for obj in objs:
-            got = call_of(obj, **keys, id_key=self._key("id"), name_as_key=self.name_as_key)
+            got = self._call(obj)
             if isinstance(got, str):
                 return bad(got)
             calls.append(got)

@@ -32,6 +32,7 @@ __all__ = [
     "closed_block",
     "coerce_value",
     "done",
+    "id_of",
     "is_value",
     "json_end",
     "json_type",
@@ -191,10 +192,15 @@ def call_of(
     if not isinstance(args, dict):
         return "the arguments must be a JSON object"
     call = done(name, args)
-    value = obj.get(id_key) if id_key and not name_as_key else None
-    if isinstance(value, str | int) and not isinstance(value, bool):
-        call.id = str(value) or None
+    call.id = id_of(obj.get(id_key) if id_key and not name_as_key else None)
     return call
+
+
+def id_of(value: object) -> str | None:
+    """A call id as a model wrote it (a string or an integer; None for anything else)."""
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        return str(value) or None
+    return None
 
 
 def regex_calls(

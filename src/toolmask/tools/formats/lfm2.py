@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from toolmask.grammar import choice, lit
+from toolmask.tools.formats._chat import LFM2
 from toolmask.tools.formats._pythonic import HOW, PythonCalls
 from toolmask.tools.formats._spec import (
     BlockMarkers,
@@ -32,18 +33,6 @@ SPEC = FormatSpec(
     ),
     Reasoning("<think>", "</think>"),
     Values(extra_layouts=("compact",)),
-    template_markers=(
-        "<|startoftext|>",
-        "<|im_start|>",
-        "<|im_end|>",
-        "<|tool_list_start|>",
-        "<|tool_list_end|>",
-        "<|tool_call_start|>",
-        "<|tool_call_end|>",
-        "<|tool_response_start|>",
-        "<|tool_response_end|>",
-        "<think>",
-        "</think>",
-    ),
+    template_markers=LFM2,
     prompt=Prompt(how=f"<|tool_call_start|>{HOW}<|tool_call_end|>"),
 )

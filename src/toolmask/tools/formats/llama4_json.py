@@ -10,6 +10,7 @@ the calls sit between Llama 4's ``<|python_start|>`` and ``<|python_end|>``.
 
 from __future__ import annotations
 
+from toolmask.tools.formats._chat import LLAMA4
 from toolmask.tools.formats._json import JsonCalls
 from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout
 
@@ -20,13 +21,5 @@ SPEC = FormatSpec(
     JsonCalls(call_keys=(("name", "name"), ("parameters", "args"))),
     BlockMarkers("<|python_start|>", "<|python_end|>", bare_start="{"),
     Layout(list_calls=True, separator_text=""),
-    template_markers=(
-        "<|begin_of_text|>",
-        "<|header_start|>",
-        "<|header_end|>",
-        "<|eot|>",
-        "<|eom|>",
-        "<|python_start|>",
-        "<|python_end|>",
-    ),
+    template_markers=LLAMA4,
 )

@@ -11,6 +11,7 @@ literals.
 from __future__ import annotations
 
 from toolmask.grammar import choice, lit
+from toolmask.tools.formats._chat import LLAMA4
 from toolmask.tools.formats._pythonic import PythonCalls
 from toolmask.tools.formats._spec import BlockMarkers, FormatSpec, Layout, Prompt, Values
 
@@ -28,15 +29,6 @@ SPEC = FormatSpec(
         separator_admits=choice(lit(", "), lit(",")),
     ),
     values=Values(extra_layouts=("compact",)),
-    template_markers=(
-        "<|begin_of_text|>",
-        "<|end_of_text|>",
-        "<|header_start|>",
-        "<|header_end|>",
-        "<|eot|>",
-        "<|eom|>",
-        "<|python_start|>",
-        "<|python_end|>",
-    ),
+    template_markers=LLAMA4,
     prompt=Prompt(how="[func_name1(param1=value1), func_name2()]"),
 )
