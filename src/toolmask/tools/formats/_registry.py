@@ -77,6 +77,7 @@ BUILTIN: tuple[str, ...] = (
     "llama3_pythonic",
     "gemma3_pythonic",
     "qwen3",
+    "qwen25_coder",
     "solar_open",
     "spark",
     "xlam",
