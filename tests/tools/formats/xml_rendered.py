@@ -77,6 +77,7 @@ FORMAT_OF: dict[str, str] = {
     "llama.cpp/inclusionai-ling-3.0-flash.jinja": "ling",
     "llama.cpp/Spark2.5.jinja": "spark",
     "llama.cpp/LFM2.5-8B-A1B.jinja": "lfm2",
+    "vllm-upstream/tool_chat_template_olmo3.jinja": "olmo3",
     "llama.cpp/MiniMax-M3.jinja": "minimax_m3",
     "llama.cpp-upstream/GigaChat3.5.jinja": "gigachat35",
     "llama.cpp/meetkai-functionary-medium-v3.2.jinja": "functionary_v32",
@@ -550,6 +551,25 @@ RENDERED: dict[tuple[str, str], tuple[str, str]] = {
     ("llama.cpp/LFM2.5-8B-A1B.jinja", "prose"): (
         "end|>\n<|im_start|>user\nUSER<|im_end|>\n<|im_start|>assistant\n",
         ("Let me check.<|tool_call_start|>[get_weather(city='Paris', days=3)]<|tool_call_end|>"),
+    ),
+    # OLMo 3 renders neither reasoning nor the content of a message with calls
+    ("vllm-upstream/tool_chat_template_olmo3.jinja", "one"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        "<function_calls>\nget_weather(city='Paris', days=3)\n</function_calls>",
+    ),
+    ("vllm-upstream/tool_chat_template_olmo3.jinja", "two"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        (
+            "<function_calls>\nget_weather(city='Paris', days=3)\n"
+            "get_weather(city='Rome')\n</function_calls>"
+        ),
+    ),
+    ("vllm-upstream/tool_chat_template_olmo3.jinja", "types"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        (
+            '<function_calls>\nset_opts(flag=true, tags=["a", "b c"], '
+            'cfg={"a": 1, "b": "x y"}, ratio=0.5)\n</function_calls>'
+        ),
     ),
     ("llama.cpp/MiniMax-M3.jinja", "one"): (
         "oke>\n]<]minimax[>[</tool_call>[e~[\n]~b]user\nUSER[e~[\n]~b]ai\n",

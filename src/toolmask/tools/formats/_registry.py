@@ -71,6 +71,7 @@ BUILTIN: tuple[str, ...] = (
     "minicpm5",
     "muse_glimmer",
     "nemotron_v2",
+    "olmo3",
     "phi4_mini",
     "lfm2",
     "lfm2_json",
