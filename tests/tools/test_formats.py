@@ -33,9 +33,9 @@ def test_registry() -> None:
         "gigachat31", "gigachat35", "glm", "gpt_oss", "granite", "granite_20b_fc", "hermes",
         "hunyuan_a13b", "hy3", "internlm2", "jamba", "kimi_k2", "kimi_k3", "lfm2", "lfm2_json",
         "ling", "llama3_json", "llama3_pythonic", "llama4", "llama4_json", "llama4_pythonic",
-        "magistral", "minicpm5", "minimax_m1", "minimax_m2", "minimax_m3", "mistral", "mistral_v11",
-        "muse_glimmer", "nemotron_v2", "olmo3", "phi4_mini", "qwen25_coder", "qwen3", "qwen3_xml",
-        "seed_oss", "solar_open", "spark", "xlam",
+        "magistral", "minicpm3", "minicpm5", "minimax_m1", "minimax_m2", "minimax_m3", "mistral",
+        "mistral_v11", "muse_glimmer", "nemotron_v2", "olmo3", "phi4_mini", "qwen25_coder", "qwen3",
+        "qwen3_xml", "seed_oss", "solar_open", "spark", "xlam",
     ]  # fmt: skip
     assert sorted(FORMATS) == GRAMMAR_FORMATS  # every format has a generation grammar
     assert get_format("hermes") is FORMATS["hermes"]

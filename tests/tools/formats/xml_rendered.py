@@ -78,6 +78,7 @@ FORMAT_OF: dict[str, str] = {
     "llama.cpp/Spark2.5.jinja": "spark",
     "llama.cpp/LFM2.5-8B-A1B.jinja": "lfm2",
     "vllm-upstream/tool_chat_template_olmo3.jinja": "olmo3",
+    "vllm-upstream/tool_chat_template_minicpm3.jinja": "minicpm3",
     "llama.cpp/MiniMax-M3.jinja": "minimax_m3",
     "llama.cpp-upstream/GigaChat3.5.jinja": "gigachat35",
     "llama.cpp/meetkai-functionary-medium-v3.2.jinja": "functionary_v32",
@@ -569,6 +570,29 @@ RENDERED: dict[tuple[str, str], tuple[str, str]] = {
         (
             '<function_calls>\nset_opts(flag=true, tags=["a", "b c"], '
             'cfg={"a": 1, "b": "x y"}, ratio=0.5)\n</function_calls>'
+        ),
+    ),
+    # MiniCPM3 renders a message's ``thought``, not its reasoning_content, and its content after
+    # the calls
+    ("vllm-upstream/tool_chat_template_minicpm3.jinja", "one"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        (
+            '<|tool_call_start|>\n```python\nget_weather(city="Paris",days=3)\n```\n'
+            "<|tool_call_end|>\n"
+        ),
+    ),
+    ("vllm-upstream/tool_chat_template_minicpm3.jinja", "two"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        (
+            '<|tool_call_start|>\n```python\nget_weather(city="Paris",days=3)\n'
+            'get_weather(city="Rome")\n```\n<|tool_call_end|>\n'
+        ),
+    ),
+    ("vllm-upstream/tool_chat_template_minicpm3.jinja", "types"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        (
+            '<|tool_call_start|>\n```python\nset_opts(flag=true,tags=["a", "b c"],'
+            'cfg={"a": 1, "b": "x y"},ratio=0.5)\n```\n<|tool_call_end|>\n'
         ),
     ),
     ("llama.cpp/MiniMax-M3.jinja", "one"): (

@@ -68,6 +68,7 @@ BUILTIN: tuple[str, ...] = (
     "qwen3_xml",
     "seed_oss",
     "minimax_m2",
+    "minicpm3",
     "minicpm5",
     "muse_glimmer",
     "nemotron_v2",
