@@ -21,6 +21,7 @@ import toolmask as tm
 from toolmask.grammar import Special
 from toolmask.schema import compile_json_schema
 from toolmask.tools.formats._objects import dump_value, read_value
+from toolmask.tools.formats._pythonic import read_calls
 
 Q = '<|"|>'
 
@@ -136,6 +137,29 @@ def test_python_literals(schema: dict[str, Any], layout: str, value: Any, quote:
     assert _accepts(compiled, [text]) == _valid(schema, value), text
 
 
+def _py_json(v: Any) -> str:
+    """``v`` with Python strings and JSON's other constants (OLMo 3's values)."""
+    if isinstance(v, str):
+        return _py(v, "'", False)
+    if isinstance(v, list):
+        return "[" + ", ".join(_py_json(x) for x in v) + "]"
+    if isinstance(v, dict):
+        items = (_py(k, "'", False) + ": " + _py_json(x) for k, x in v.items())
+        return "{" + ", ".join(items) + "}"
+    return json.dumps(v)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=[json.dumps(s)[:40] for s in SCHEMAS])
+@settings(max_examples=40, deadline=None)
+@given(value=values)
+def test_python_strings_with_json_constants(schema: dict[str, Any], value: Any) -> None:
+    text = _py_json(value)
+    got = read_calls(f"f(v={text})", listed=False, json_names=True)
+    assert not isinstance(got, str) and got[0].args == {"v": value}, got
+    compiled = _compiled(schema, "python_json", "spaced")
+    assert _accepts(compiled, [text]) == _valid(schema, value), text
+
+
 @pytest.mark.parametrize("schema", SCHEMAS, ids=[json.dumps(s)[:40] for s in SCHEMAS])
 @pytest.mark.parametrize("layout", ["compact", "spaced"])
 @settings(max_examples=40, deadline=None)
@@ -187,6 +211,8 @@ def test_functiongemma_escape_as_a_special_token() -> None:
         ("python", "{'a': 'x\ny'}"),  # a raw newline ends a Python string
         ("python", "{'a': 'x'y'}"),
         ("python", "{'a': 'x\\qy'}"),  # not an escape Python knows
+        ("python_json", "{'a': True}"),  # Python's constants are not this notation's
+        ("python_json", "{'a': None}"),
         ("gemma", '{a:"x"}'),  # JSON strings are not Gemma's
         ("gemma", "{a:True}"),
         ("gemma", '{"a":1}'),  # keys are bare

@@ -35,7 +35,9 @@ def compile_json_schema(
     strict_formats: bool = False,
     resources: Mapping[str, Any] | None = None,
     max_indent_depth: int = 32,
-    notation: Literal["json", "python", "gemma", "functiongemma", "minimax_xml"] = "json",
+    notation: Literal[
+        "json", "python", "python_json", "gemma", "functiongemma", "minimax_xml"
+    ] = "json",
     special_tokens: Iterable[str] = (),
     limits: Limits = DEFAULT_LIMITS,
     caches: CacheSet | None = None,
@@ -66,7 +68,8 @@ def compile_json_schema(
       Formats toolmask knows (``toolmask.schema._formats.FORMATS``) are always enforced exactly.
     * ``resources``: documents for remote ``$ref`` s, by URI (nothing is fetched).
     * ``notation``: how values are spelled: ``"json"``, ``"python"`` (Python literals, for
-      tool calls written as Python code), ``"gemma"`` (Gemma 4's object notation),
+      tool calls written as Python code), ``"python_json"`` (the same with JSON's ``true`` /
+      ``false`` / ``null``), ``"gemma"`` (Gemma 4's object notation),
       ``"functiongemma"`` (the same with ``<escape>`` quotes) or ``"minimax_xml"`` (strings
       as bare element text); see :mod:`toolmask.schema._notation`. The post-decode checks
       read JSON text only.

@@ -9,6 +9,9 @@ spelled. :func:`~toolmask.schema.compile_json_schema` takes one by name:
   with backslash escapes (:func:`python_string_char`), ``True`` / ``False`` / ``None``, dict keys
   as strings; numbers, lists and dicts otherwise as in JSON. Every text is one that
   :func:`ast.literal_eval` reads back as the value;
+* ``python_json``: the same strings, with ``true`` / ``false`` / ``null`` as in JSON (OLMo 3's
+  template writes a string argument in single quotes and every other value with ``tojson``);
+  its readers take those three names as the JSON constants;
 * ``gemma``: Gemma 4's object notation: strings between ``<|"|>`` markers with raw content (it
   cannot hold the marker), keys bare (``{city:<|"|>Paris<|"|>,days:3}``), ``:`` after a key in
   every layout but ``flexible``; ``true`` / ``false`` / ``null`` and numbers as in JSON;
@@ -79,6 +82,7 @@ class Notation:
 NOTATIONS: dict[str, Notation] = {
     "json": Notation("json", "null", "true", "false"),
     "python": Notation("python", "None", "True", "False"),
+    "python_json": Notation("python", "null", "true", "false"),
     "gemma": Notation("gemma", "null", "true", "false", GEMMA_QUOTE),
     "functiongemma": Notation("gemma", "null", "true", "false", FUNCTIONGEMMA_QUOTE),
     "minimax_xml": Notation("gemma", "null", "true", "false", MINIMAX_NS, delimited=False),

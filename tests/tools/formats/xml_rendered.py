@@ -77,6 +77,8 @@ FORMAT_OF: dict[str, str] = {
     "llama.cpp/inclusionai-ling-3.0-flash.jinja": "ling",
     "llama.cpp/Spark2.5.jinja": "spark",
     "llama.cpp/LFM2.5-8B-A1B.jinja": "lfm2",
+    "vllm-upstream/tool_chat_template_olmo3.jinja": "olmo3",
+    "vllm-upstream/tool_chat_template_minicpm3.jinja": "minicpm3",
     "llama.cpp/MiniMax-M3.jinja": "minimax_m3",
     "llama.cpp-upstream/GigaChat3.5.jinja": "gigachat35",
     "llama.cpp/meetkai-functionary-medium-v3.2.jinja": "functionary_v32",
@@ -550,6 +552,48 @@ RENDERED: dict[tuple[str, str], tuple[str, str]] = {
     ("llama.cpp/LFM2.5-8B-A1B.jinja", "prose"): (
         "end|>\n<|im_start|>user\nUSER<|im_end|>\n<|im_start|>assistant\n",
         ("Let me check.<|tool_call_start|>[get_weather(city='Paris', days=3)]<|tool_call_end|>"),
+    ),
+    # OLMo 3 renders neither reasoning nor the content of a message with calls
+    ("vllm-upstream/tool_chat_template_olmo3.jinja", "one"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        "<function_calls>\nget_weather(city='Paris', days=3)\n</function_calls>",
+    ),
+    ("vllm-upstream/tool_chat_template_olmo3.jinja", "two"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        (
+            "<function_calls>\nget_weather(city='Paris', days=3)\n"
+            "get_weather(city='Rome')\n</function_calls>"
+        ),
+    ),
+    ("vllm-upstream/tool_chat_template_olmo3.jinja", "types"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        (
+            '<function_calls>\nset_opts(flag=true, tags=["a", "b c"], '
+            'cfg={"a": 1, "b": "x y"}, ratio=0.5)\n</function_calls>'
+        ),
+    ),
+    # MiniCPM3 renders a message's ``thought``, not its reasoning_content, and its content after
+    # the calls
+    ("vllm-upstream/tool_chat_template_minicpm3.jinja", "one"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        (
+            '<|tool_call_start|>\n```python\nget_weather(city="Paris",days=3)\n```\n'
+            "<|tool_call_end|>\n"
+        ),
+    ),
+    ("vllm-upstream/tool_chat_template_minicpm3.jinja", "two"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        (
+            '<|tool_call_start|>\n```python\nget_weather(city="Paris",days=3)\n'
+            'get_weather(city="Rome")\n```\n<|tool_call_end|>\n'
+        ),
+    ),
+    ("vllm-upstream/tool_chat_template_minicpm3.jinja", "types"): (
+        "<|im_end|>\n<|im_start|>assistant\n",
+        (
+            '<|tool_call_start|>\n```python\nset_opts(flag=true,tags=["a", "b c"],'
+            'cfg={"a": 1, "b": "x y"},ratio=0.5)\n```\n<|tool_call_end|>\n'
+        ),
     ),
     ("llama.cpp/MiniMax-M3.jinja", "one"): (
         "oke>\n]<]minimax[>[</tool_call>[e~[\n]~b]user\nUSER[e~[\n]~b]ai\n",

@@ -3,6 +3,14 @@ LFM2, Gemma 3 prompted for calls)::
 
     [get_weather(city='Paris', days=3), get_time()]
 
+or one call a line, without the list, between the block's markers (OLMo 3, MiniCPM3: the
+``listed=False`` codec, its values in the notation its template writes)::
+
+    <function_calls>
+    get_weather(city='Paris', days=3)
+    get_time()
+    </function_calls>
+
 The grammar writes each value as a Python literal derived from the parameter's schema (strings
 in either quote with backslash escapes, ``True`` / ``False`` / ``None``, lists and dicts with
 ``", "`` or compact spacing); keyword arguments in any order, each at most once, the required
@@ -14,6 +22,7 @@ The reader parses the list with :mod:`ast` and reads each value as a literal.
 from __future__ import annotations
 
 import ast
+import json
 import keyword
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,17 +62,48 @@ def _list_end(text: str, i: int) -> int | None:
     return None
 
 
-def read_calls(src: str) -> list[Call] | str:
-    """The calls of a Python list of calls, or why it is not one."""
+def _block_end(text: str, i: int, close: str) -> int | None:
+    """Where ``close`` first appears in ``text`` from ``i`` outside a quoted string, None if
+    it does not (yet)."""
+    j, n = i, len(text)
+    while j < n:
+        if text.startswith(close, j):
+            return j
+        c = text[j]
+        if c in "'\"":
+            j += 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+        j += 1
+    return None
+
+
+class _JsonNames(ast.NodeTransformer):
+    """``true`` / ``false`` / ``null`` read as the JSON constants (OLMo 3's values)."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        consts = {"true": True, "false": False, "null": None}
+        return ast.Constant(consts[node.id]) if node.id in consts else node
+
+
+def read_calls(src: str, *, listed: bool = True, json_names: bool = False) -> list[Call] | str:
+    """The calls of a Python list of calls (``listed``), else of calls one a line, or why it is
+    not that; ``json_names``: ``true`` / ``false`` / ``null`` are values too."""
     try:
-        tree = ast.parse(src.strip(), mode="eval")
+        tree = ast.parse(src.strip(), mode="eval" if listed else "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return "not a Python list of calls"
-    body = tree.body
-    if not isinstance(body, ast.List) or not body.elts:
-        return "expected a non-empty list of calls"
+        return "not a Python list of calls" if listed else "not Python calls"
+    if isinstance(tree, ast.Expression):
+        if not isinstance(tree.body, ast.List) or not tree.body.elts:
+            return "expected a non-empty list of calls"
+        nodes = tree.body.elts
+    else:
+        lines = tree.body if isinstance(tree, ast.Module) else []
+        if not lines or not all(isinstance(s, ast.Expr) for s in lines):
+            return "expected one call a line"
+        nodes = [s.value for s in lines if isinstance(s, ast.Expr)]
     calls = []
-    for node in body.elts:
+    for node in nodes:
         if not isinstance(node, ast.Call) or node.args:
             return "expected NAME(key=value, ...)"
         name = ast.unparse(node.func)
@@ -71,7 +111,8 @@ def read_calls(src: str) -> list[Call] | str:
         for kw in node.keywords:
             if kw.arg is None:
                 return "**kwargs in a call"
-            v = python_value(ast.unparse(kw.value))
+            value = _JsonNames().visit(kw.value) if json_names else kw.value
+            v = python_value(ast.unparse(value))
             if not is_value(v):
                 return f"argument {kw.arg!r} is not a literal"
             args[kw.arg] = v
@@ -82,9 +123,17 @@ def read_calls(src: str) -> list[Call] | str:
 @dataclass(frozen=True, slots=True)
 class PythonCalls(CodecBase):
     """The Python list of calls (see the module docstring); ``wrap``: the renderer writes the
-    list between the block's markers (LFM2), else bare."""
+    list between the block's markers (LFM2), else bare. ``listed=False``: the calls one a line
+    between the block's markers, the layout's ``list_open`` / ``list_close`` around them (a
+    code fence: MiniCPM3), read whether or not that text is there. ``notation``: how values are
+    written (:mod:`toolmask.schema._notation`: ``python``, ``python_json``, ``json``); the
+    reader takes Python's and JSON's constants unless it is ``python``. ``arg_sep``: what the
+    renderer writes between keyword arguments (the grammar takes ``", "`` and ``","``)."""
 
     wrap: bool = False
+    listed: bool = True
+    notation: str = "python"
+    arg_sep: str = ", "
 
     def read_block(
         self,
@@ -100,6 +149,8 @@ class PythonCalls(CodecBase):
         i = k if bare else skip_ws(text, k + len(b.open))
         if i >= len(text):
             return Block("pending") if not final else Block("bad", len(text), reason="truncated")
+        if not self.listed:
+            return self._read_lines(spec, text, i, final=final)
         if text[i] != "[":
             return Block("bad", i, reason="expected '['")
         end = _list_end(text, i)
@@ -118,6 +169,26 @@ class PythonCalls(CodecBase):
             return Block("bad", end, reason=calls)
         return Block("ok", end, calls)
 
+    def _read_lines(self, spec: FormatSpec, text: str, i: int, *, final: bool) -> Block:
+        """The calls one a line from ``text[i]`` to the block's close marker."""
+        close = spec.block.close
+        j = _block_end(text, i, close)
+        if j is None:
+            if final:
+                return Block("bad", len(text), reason="truncated: the block never closes")
+            return Block("pending")
+        body = text[i:j].strip()
+        fence_open, fence_close = spec.layout.list_open.strip(), spec.layout.list_close.strip()
+        if fence_open and body.startswith(fence_open):
+            body = body[len(fence_open) :]
+        if fence_close and body.endswith(fence_close):
+            body = body[: len(body) - len(fence_close)]
+        calls = read_calls(body, listed=False, json_names=self.notation != "python")
+        end = j + len(close)
+        if isinstance(calls, str):
+            return Block("bad", end, reason=calls)
+        return Block("ok", end, calls)
+
     def call_grammar(self, spec: FormatSpec, tool: ToolLike, index: int, kit: Kit) -> Node:
         """``NAME(key=value, ...)`` with Python-literal values (see the module docstring)."""
         sep = choice(lit(", "), lit(","))
@@ -126,10 +197,10 @@ class PythonCalls(CodecBase):
             return seq(lit(f"{key}="), value)
 
         def value(sub: Any, prefix: str) -> Node:
-            return kit.json(sub, prefix, "python")
+            return kit.json(sub, prefix, self.notation)
 
         def free() -> Node:
-            return seq(_identifier(kit), lit("="), kit.json({}, f"a{index}_any_", "python"))
+            return seq(_identifier(kit), lit("="), kit.json({}, f"a{index}_any_", self.notation))
 
         params = kit.params(
             tool.parameters, f"a{index}_", param, lit(""), free, sep=sep, value=value,
@@ -139,11 +210,27 @@ class PythonCalls(CodecBase):
 
     def render_calls(self, spec: FormatSpec, calls: Calls) -> str:
         parts = [
-            f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in dict(a).items()) + ")"  # type: ignore[call-overload]
+            f"{n}(" + self.arg_sep.join(f"{k}={self._value(v)}" for k, v in _items(a)) + ")"
             for n, a in calls
         ]
+        if not self.listed:
+            b, lay = spec.block, spec.layout
+            lines = lay.separator_text.join(parts)
+            inner = b.after_open + lay.list_open + lines + lay.list_close + b.before_close
+            return b.open + inner + b.close
         listed = "[" + ", ".join(parts) + "]"
         return spec.block.open + listed + spec.block.close if self.wrap else listed
+
+    def _value(self, v: object) -> str:
+        """``v`` as this codec's notation writes it."""
+        if self.notation == "json" or (self.notation == "python_json" and not isinstance(v, str)):
+            return json.dumps(v, ensure_ascii=False)
+        return repr(v)
+
+
+def _items(args: object) -> list[tuple[str, object]]:
+    """A call's arguments, an object, as ``(key, value)`` pairs."""
+    return list(dict(args).items())  # type: ignore[call-overload]
 
 
 def _is_keyword_name(key: str) -> bool:
