@@ -22,6 +22,7 @@ SPEC = FormatSpec(
     "llama4",
     JsonCalls(call_keys=(("name", "name"), ("parameters", "args"))),
     BlockMarkers("<|python_start|><|python_end|>"),
-    Layout(list_calls=True, separator_text=""),
+    # the calls back to back, as the template writes them (`}{`, nothing between)
+    Layout(list_calls=True, separator_text="", max_inner_ws=0),
     template_markers=LLAMA4,
 )
