@@ -270,6 +270,10 @@ def test_two_thousand_tools_compile_under_the_default_limits() -> None:
         eager = turn.compile(lazy=False)  # every schema up front
         lazy = turn.compile()  # the default over LAZY_MIN_TOOLS tools
     assert len(turn.grammar().rules) > tm.DEFAULT_LIMITS.max_rules
+    # the whole grammar compiled as one is refused, and the error names the way that works
+    with pytest.raises(LimitError, match=r"ToolTurn\.compile\(vocab\)") as err:
+        tm.compile(turn.grammar())
+    assert err.value.limit == "max_rules"
     for compiled in (eager, lazy):
         m = compiled.matcher()
         call = b'<tool_call>\n{"name": "tool_1234", "arguments": {"k1234_0": "x"}}'

@@ -110,7 +110,8 @@ class Analysis:
     def __init__(self, grammar: Grammar, limits: Limits) -> None:
         if len(grammar.rules) > limits.max_rules:
             raise LimitError(
-                f"grammar has {len(grammar.rules)} rules (more than {limits.max_rules})",
+                f"grammar has {len(grammar.rules)} rules (more than {limits.max_rules})"
+                + (f"; {grammar.hint}" if grammar.hint else ""),
                 limit="max_rules",
             )
         self.grammar = grammar

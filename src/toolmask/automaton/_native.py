@@ -34,7 +34,8 @@ def native_from_flat(flat: Any, grammar: Grammar, limits: Limits = DEFAULT_LIMIT
     :func:`toolmask.automaton.build_automaton` raises, with the same messages."""
     if len(grammar.rules) > limits.max_rules:
         raise LimitError(
-            f"grammar has {len(grammar.rules)} rules (more than {limits.max_rules})",
+            f"grammar has {len(grammar.rules)} rules (more than {limits.max_rules})"
+            + (f"; {grammar.hint}" if grammar.hint else ""),
             limit="max_rules",
         )
     nat = native_module()

@@ -259,7 +259,8 @@ class Grammar:
     """A set of rules with a start rule, plus the post-decode checks.
 
     Invariants (checked on construction): rule names are unique, ``start`` is defined and every
-    :class:`RuleRef` names a defined rule.
+    :class:`RuleRef` names a defined rule. ``hint``: what to do instead when the grammar is too
+    large to compile (a tool turn's names :meth:`ToolTurn.compile`); not part of its identity.
     """
 
     rules: tuple[Rule, ...]
@@ -268,6 +269,7 @@ class Grammar:
     _by_name: Mapping[str, Rule] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
+    hint: str = field(default="", repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         by_name: dict[str, Rule] = {}

@@ -89,6 +89,12 @@ _WS_SET = " \t\r\n"
 #: the options of a turn nobody set any of
 DEFAULT_OPTIONS = TurnOptions()
 
+#: what a turn's whole grammar, too large for one automaton, says to do instead
+TURN_HINT = (
+    "this is a tool turn's whole grammar: ToolTurn.compile(vocab) compiles it per tool, each "
+    "tool's arguments on first use, and takes thousands of tools"
+)
+
 
 def prose_rules(
     fmt: FormatSpec, *, at_start: bool, name: str = "prose", habits: bool = True
@@ -497,7 +503,7 @@ def _assemble(
             f"the turn's envelope has {len(envelope)} rules (more than {limits.max_rules})",
             limit="max_rules",
         )
-    return Grammar((*envelope, *part_rules))
+    return Grammar((*envelope, *part_rules), hint=TURN_HINT)
 
 
 def _envelope(
