@@ -253,6 +253,7 @@ class Agent:
         self.answer_after = answer_after if mode == "grammar" else 0
         self._base = base
         self._turns: dict[tuple[str, ...], ToolTurn] = {}
+        self._words: ToolTurn | None = None  # the answer-only turn of prose mode
         self._opened: dict[int, ToolTurn] = {}
         if reasoning_budget is not None and (
             isinstance(reasoning_budget, bool)
@@ -324,12 +325,10 @@ class Agent:
         every tool)."""
         if self.answer_tool is not None:
             return self._turn_of([self.answer_tool.name])
-        turn = self._turns.get(())
-        if turn is None:
+        if self._words is None:  # not in _turns: its key would be an empty allowed set's
             words = self._base.options.replace(habit_prose=False)
-            turn = self._base.with_tool_choice("none").with_options(words)
-            self._turns[()] = turn
-        return turn
+            self._words = self._base.with_tool_choice("none").with_options(words)
+        return self._words
 
     def step(
         self, transcript: list[Message], step: int = 0, *, answer_only: bool = False

@@ -73,6 +73,18 @@ class _Deadline:
             raise LimitError("automaton construction took too long", limit="max_compile_seconds")
 
 
+def check_rule_count(grammar: Grammar, limits: Limits) -> None:
+    """Raise :class:`LimitError` (``max_rules``) for a grammar with more rules than ``limits``
+    allow, with the grammar's :attr:`~toolmask.grammar.Grammar.hint` when it has one. Both
+    automaton builders call it first."""
+    if len(grammar.rules) > limits.max_rules:
+        raise LimitError(
+            f"grammar has {len(grammar.rules)} rules (more than {limits.max_rules})"
+            + (f"; {grammar.hint}" if grammar.hint else ""),
+            limit="max_rules",
+        )
+
+
 class Analysis:
     """What the lazy NFA builder needs to know about the rules reachable from the start.
 
@@ -108,12 +120,7 @@ class Analysis:
     )
 
     def __init__(self, grammar: Grammar, limits: Limits) -> None:
-        if len(grammar.rules) > limits.max_rules:
-            raise LimitError(
-                f"grammar has {len(grammar.rules)} rules (more than {limits.max_rules})"
-                + (f"; {grammar.hint}" if grammar.hint else ""),
-                limit="max_rules",
-            )
+        check_rule_count(grammar, limits)
         self.grammar = grammar
         self.limits = limits
         self.deadline = _Deadline(limits.max_compile_seconds)

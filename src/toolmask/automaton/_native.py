@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from toolmask._kernel import native_module
+from toolmask.automaton._analysis import check_rule_count
 from toolmask.automaton._protocol import Automaton
 from toolmask.errors import GrammarError, LimitError
 from toolmask.grammar import Grammar
@@ -32,12 +33,7 @@ def flatten(grammar: Grammar) -> Any:
 def native_from_flat(flat: Any, grammar: Grammar, limits: Limits = DEFAULT_LIMITS) -> Automaton:
     """Build the automaton from ``flatten(grammar)`` (consumed). Raises what
     :func:`toolmask.automaton.build_automaton` raises, with the same messages."""
-    if len(grammar.rules) > limits.max_rules:
-        raise LimitError(
-            f"grammar has {len(grammar.rules)} rules (more than {limits.max_rules})"
-            + (f"; {grammar.hint}" if grammar.hint else ""),
-            limit="max_rules",
-        )
+    check_rule_count(grammar, limits)
     nat = native_module()
     try:
         return cast(Automaton, nat.Automaton(flat, limits))

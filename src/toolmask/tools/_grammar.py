@@ -546,8 +546,9 @@ def _envelope(
         # A forced call (required, named, a subset) is written in the format's own markers:
         # the habits (a fence) are the model's way into a call it chose to make.
         # Admitted here, they take the model's path off the parallel calls it writes in the
-        # tags (Qwen2.5-Coder-1.5B, BFCL dev parallel under required: 0 of 8 with the fence
-        # admitted, 13 of 20 with the tags only; docs/performance.md).
+        # tags (Qwen2.5-Coder-1.5B, BFCL dev parallel under required: one fenced call on each
+        # of 8 with the fence admitted; two or more calls on 15 of 20 with the tags only;
+        # docs/performance.md).
         call_refs = call_refs[:1]
     calls = [
         kit.add("call" if k == 0 else f"h{k}_call", choice(*refs))
