@@ -43,6 +43,7 @@ sees text) never finds a call that the grammar did not mean.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,10 +98,20 @@ TURN_HINT = (
 
 
 def prose_rules(
-    fmt: FormatSpec, *, at_start: bool, name: str = "prose", habits: bool = True
+    fmt: FormatSpec,
+    *,
+    at_start: bool,
+    name: str = "prose",
+    habits: bool = True,
+    words: bool = False,
 ) -> tuple[Node, tuple[Rule, ...]]:
     """Free text that contains none of ``fmt``'s parse triggers (rules named ``<name>_s<i>``;
     ``habits=False``: the habits' openers are plain text, for a turn without calls).
+
+    ``words`` (a turn that must answer in words: ``TurnOptions.habit_prose=False``): the text
+    may not start (after whitespace) with a habit opener's leading punctuation (```` ``` ````
+    of ```` ```json ````: a model set on its fence would write only that and stop), and it
+    holds at least one byte that is not whitespace.
 
     With ``at_start``: a format whose blocks may start bare (``{`` at the start of the reply)
     also may not start with ``bare_start``, and a format with a reasoning channel may not start
@@ -111,6 +122,12 @@ def prose_rules(
     dfa = anything
     for t in fmt.parse_triggers(habits=habits):
         dfa = dfa.intersect(anything.concat(Dfa.literal(t)).concat(anything).complement())
+    if words:
+        ws = Dfa.literals(list(_WS_SET)).star()
+        for h in fmt.habits:
+            lead = _lead(h.open)
+            dfa = dfa.intersect(ws.concat(Dfa.literal(lead)).concat(anything).complement())
+        dfa = dfa.intersect(ws.complement())
     if at_start and fmt.block.bare_start:
         dfa = dfa.intersect(Dfa.literal(fmt.block.bare_start).concat(anything).complement())
     if at_start and fmt.reasoning.start:
@@ -118,6 +135,13 @@ def prose_rules(
         starts = ws.concat(Dfa.literal(fmt.reasoning.start)).concat(anything)
         dfa = dfa.intersect(starts.complement())
     return dfa_to_rules(dfa, name, encoding="raw")
+
+
+def _lead(opener: str) -> str:
+    """An opener's leading punctuation (```` ``` ```` of ```` ```json ````), or the whole
+    opener where it starts with a letter or digit."""
+    m = re.match(r"[^0-9A-Za-z]+", opener)
+    return m.group(0) if m else opener
 
 
 def _ws(fmt: FormatSpec) -> Node:
@@ -530,10 +554,13 @@ def _envelope(
     if mode != "required":
         # with no call to make, a habit's opener is plain text (unless the turn says not)
         habits = mode != "none" or not options.habit_prose
-        prose_first, rules = prose_rules(fmt, at_start=True, habits=habits)
+        words = mode == "none" and not options.habit_prose
+        prose_first, rules = prose_rules(fmt, at_start=True, habits=habits, words=words)
         out.extend(rules)
         if head is not None:
-            prose_after, rules = prose_rules(fmt, at_start=False, name="prose_r", habits=habits)
+            prose_after, rules = prose_rules(
+                fmt, at_start=False, name="prose_r", habits=habits, words=words
+            )
             out.extend(rules)
     if mode == "none":
         if head is None:

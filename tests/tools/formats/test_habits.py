@@ -151,6 +151,14 @@ def test_under_none_the_turn_may_keep_the_fence_out_of_the_prose() -> None:
     assert not _accepts(compiled, "```json")
     assert _accepts(compiled, "It is 21 degrees in Paris. ```python\nx = 1\n```")
     assert words.options.key() != turn.options.key()  # its own cache entries
+    # words are asked for: not the fence's backticks alone (what a model set on its fence
+    # writes when "json" is kept out), not nothing
+    for bad in ("```", "\n```", " ```python\nx = 1\n```", "", " \n"):
+        assert not _accepts(compiled, bad), bad
+    assert _accepts(compiled, "`x` is 1.")
+    # the turn without the option is unchanged: a fence, or nothing, is a reply
+    plain = tm.compile(turn.grammar())
+    assert _accepts(plain, "```") and _accepts(plain, "")
 
 
 def test_a_fence_that_holds_no_call_is_kept_as_content() -> None:
