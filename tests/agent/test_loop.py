@@ -310,6 +310,23 @@ def test_a_cut_turn_is_blocked_in_grammar_mode() -> None:
     assert t.outcome.stop == "blocked" and "cut at max_tokens" in t.outcome.message
 
 
+def test_a_call_cut_in_prose_mode_is_not_an_answer() -> None:
+    """Under ``auto`` a reply cut at ``max_tokens`` inside its call block holds the block's raw
+    text in the content (never dropped); the agent does not take it for the answer."""
+    long = "Adding. " + call("add", '{"a": 1111111111111111, "b": 2}')
+    b = Scripted([long, "It is 5."])
+    t = _agent(b, [add], tool_choice="auto", max_tokens=30).run("2 + 3?")
+    assert t.outcome.stop == "prose" and t.outcome.answer == "It is 5."
+    first = next(m for m in t if m.role == "assistant")
+    assert first.malformed and "<tool_call>" in first.content  # the cut block stays in content
+    assert t.outcome.blocked == ("step 1: an unfinished call (cut at max_tokens)",)
+    error = next(m for m in t if m.role == "tool")
+    assert error.content.startswith("error: an unfinished call (cut at max_tokens)")
+    # twice in a row: the run stops blocked and says why
+    t = _agent(Scripted([long, long]), [add], tool_choice="auto", max_tokens=30).run("2 + 3?")
+    assert t.outcome.stop == "blocked" and "cut at max_tokens" in t.outcome.message
+
+
 # -- policies -----------------------------------------------------------------------------------
 
 

@@ -162,7 +162,9 @@ class Agent:
 
     A step is *blocked* when every call in it failed: the validator rejected it, the tool
     raised, or it repeated an earlier identical call and got the same result; in grammar mode
-    a turn without a complete call is blocked too. ``max_consecutive_blocked`` blocked steps in
+    a turn without a complete call is blocked too, and in prose mode a turn whose only calls
+    are unfinished or malformed blocks (a call cut at ``max_tokens``: the model meant to call,
+    and its raw text is not an answer). ``max_consecutive_blocked`` blocked steps in
     a row stop the run. ``answer_on_repeat`` (default on): after a step whose every call
     repeated an earlier identical call and got the same result, the next step may only answer
     (the answer tool alone in grammar mode; no call under ``auto``, the tools still in the
@@ -477,16 +479,17 @@ class Agent:
             prompt_tokens += int(msg.meta["prompt_tokens"]) - int(msg.meta["reused_prefix"])
             step_reasons: list[str] = []
             if not msg.tool_calls:
-                if self.mode == "prose":
+                if self.mode == "prose" and not msg.malformed:
                     stop, answer = "prose", msg.content.strip()
                     message = "answered in prose"
                     break
-                why = "no complete call" + (
-                    " (cut at max_tokens)" if msg.meta["finish_reason"] == "length" else ""
-                )
-                transcript.append(
-                    Message("tool", f"error: {why}; call a tool, or {self._answer_name()}")
-                )
+                cut = " (cut at max_tokens)" if msg.meta["finish_reason"] == "length" else ""
+                if self.mode == "prose":  # a call begun and not finished: not an answer
+                    why = f"an unfinished call{cut}"
+                    then = "write the whole call, or answer in words"
+                else:
+                    why, then = f"no complete call{cut}", f"call a tool, or {self._answer_name()}"
+                transcript.append(Message("tool", f"error: {why}; {then}"))
                 step_reasons.append(why)
             failed = repeated = 0
             for call in msg.tool_calls:
