@@ -210,12 +210,25 @@ def _kit(fmt: FormatSpec, turn: TurnOptions, cache: TurnCache, *, kind: type[Kit
     )
 
 
-def _variant_kits(fmt: FormatSpec, kit: Kit, schema_options: Mapping[str, Any]) -> list[Kit]:
-    """One kit per variant of ``fmt`` (:attr:`FormatSpec.variants`): ``kit`` for the format
-    itself, and for each habit a kit with the habit's argument options that shares ``kit``'s
-    rules (so the envelope collects them all)."""
+def _variant_count(fmt: FormatSpec, mode: str) -> int:
+    """How many of ``fmt``'s variants (:attr:`FormatSpec.variants`) a turn under ``mode``
+    writes calls in. A forced call (required, named, a subset) is written in the format's own
+    markers: the habits (a fence) are the model's way into a call it chose to make. Admitted
+    there, they take the model's path off the parallel calls it writes in the tags
+    (Qwen2.5-Coder-1.5B, BFCL dev parallel under required: one fenced call on each of 8 with
+    the fence admitted; two or more calls on 15 of 20 with the tags only; docs/performance.md).
+    So only ``auto`` builds the habits' calls."""
+    return len(fmt.variants) if mode == "auto" else 1
+
+
+def _variant_kits(
+    fmt: FormatSpec, kit: Kit, schema_options: Mapping[str, Any], count: int
+) -> list[Kit]:
+    """One kit for each of the first ``count`` variants of ``fmt`` (:attr:`FormatSpec.variants`):
+    ``kit`` for the format itself, and for each habit a kit with the habit's argument options
+    that shares ``kit``'s rules (so the envelope collects them all)."""
     kits = [kit]
-    for v in fmt.variants[1:]:
+    for v in fmt.variants[1:count]:
         options, layouts = _options(v, schema_options)
         kits.append(dataclasses.replace(kit, options=options, layouts=layouts))
     return kits
@@ -444,7 +457,7 @@ def build_lazy_turn(
         grammars[1],
         {LAZY_SENTINEL.format(i): t.name for i, t in enumerate(chosen)},
         {
-            t.name: tuple(_call_rule(i, k) for k in range(len(fmt.variants)))
+            t.name: tuple(_call_rule(i, k) for k in range(_variant_count(fmt, tool_choice.mode)))
             for i, t in enumerate(chosen)
         },
     )
@@ -467,9 +480,11 @@ def with_tool_parts(
     limits = limits_of(options.schema_options, cache)
     swap: dict[str, Node] = {}
     added: list[Rule] = []
-    kits = _variant_kits(fmt, kit, options.schema_options)
+    # the variants the turn's mode writes calls in (_variant_count): one rule each
+    count = max((len(r) for r in call_rules.values()), default=1)
+    kits = _variant_kits(fmt, kit, options.schema_options, count)
     own: list[Node] = []
-    for k, (v, v_kit) in enumerate(zip(fmt.variants, kits, strict=True)):
+    for k, (v, v_kit) in enumerate(zip(fmt.variants[:count], kits, strict=True)):
         parts = parts_of(v, tools, v_kit, limits, cache)
         swap.update((call_rules[p.name][k], p.entry) for p in parts)
         entries: list[Node] = [p.entry for p in parts]
@@ -514,8 +529,9 @@ def _assemble(
     call_refs: list[list[Node]] = []
     part_rules: list[Rule] = []
     if mode != "none":
-        kits = _variant_kits(fmt, kit, options.schema_options)
-        for k, (v, v_kit) in enumerate(zip(fmt.variants, kits, strict=True)):
+        count = _variant_count(fmt, mode)
+        kits = _variant_kits(fmt, kit, options.schema_options, count)
+        for k, (v, v_kit) in enumerate(zip(fmt.variants[:count], kits, strict=True)):
             refs, rules = calls_of(chosen, v_kit, v, k)
             call_refs.append(refs)
             # a habit whose calls are written as the format's own shares their parts
@@ -569,14 +585,6 @@ def _envelope(
         if not reasoning_open:
             alts.append(prose_first)
         return (Rule("root", choice(*alts)), *out, *kit.rules)
-    if mode != "auto":
-        # A forced call (required, named, a subset) is written in the format's own markers:
-        # the habits (a fence) are the model's way into a call it chose to make.
-        # Admitted here, they take the model's path off the parallel calls it writes in the
-        # tags (Qwen2.5-Coder-1.5B, BFCL dev parallel under required: one fenced call on each
-        # of 8 with the fence admitted; two or more calls on 15 of 20 with the tags only;
-        # docs/performance.md).
-        call_refs = call_refs[:1]
     calls = [
         kit.add("call" if k == 0 else f"h{k}_call", choice(*refs))
         for k, refs in enumerate(call_refs)

@@ -20,12 +20,14 @@ with the eager turn on it, and the call inside is held to its tool's schema like
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
 import toolmask as tm
+from toolmask.grammar import Special
 from toolmask.tools import ToolTurn
 from toolmask.tools.formats import BlockMarkers, FormatSpec, Habit, Layout, get_format
 from toolmask.tools.formats._json import JsonEnvelope
@@ -103,6 +105,12 @@ def test_a_forced_call_is_written_in_the_tags(choice: Any) -> None:
     assert not _accepts(compiled, fence)
     assert not _accepts(compiled, tags + "\n" + fence)
     assert [c.arguments for c in turn.parse(fence).calls] == [{"city": "Paris"}]
+    # and nothing of the fence is built: the rules are those of hermes without its habits
+    # (before: 202 rules where 103 are used, the fence's flexible-layout argument parts)
+    forced = [r.name for r in turn.grammar().rules]
+    bare = dataclasses.replace(HERMES, habits=())
+    assert forced == [r.name for r in ToolTurn(TOOLS, bare, choice).grammar().rules]
+    assert len(forced) < len(ToolTurn(TOOLS, "hermes", "auto").grammar().rules)
 
 
 def test_prose_then_a_fenced_call_under_auto() -> None:
@@ -214,6 +222,26 @@ def test_lazy_and_filtered_masks_equal_the_eager_masks_on_a_fence(
     if subset:  # a tool outside the subset is refused in a fence too
         m = lazy.matcher()
         assert not m.accept_bytes(fenced(NAMES[4], VALID[NAMES[4]][0]).encode())
+
+
+def test_a_lazy_forced_turn_builds_no_fence_and_masks_as_the_eager_one(
+    qwen3_vocab: tm.Vocabulary,
+) -> None:
+    sp = frozenset(qwen3_vocab.special.values())
+    choice = {"type": "allowed_tools", "mode": "required", "tools": NAMES[:3]}
+    turn = ToolTurn(TOOLS, "hermes", choice, special_tokens=sp)
+    with tm.GrammarCompiler().activate():
+        lazy = turn.compile(qwen3_vocab, lazy=True)
+        eager = tm.compile(turn.grammar(), qwen3_vocab)
+    call = {"query": "toolmask docs", "limit": 5}
+    body = f'\n{{"name": "{NAMES[1]}", "arguments": {json.dumps(call)}}}\n'
+    pieces = [Special("<tool_call>"), body, Special("</tool_call>")]
+    ml, me = lazy.matcher(), eager.matcher()
+    for tid in _token_ids(qwen3_vocab, pieces):
+        assert (ml.mask() == me.mask()).all(), qwen3_vocab.token_bytes[tid]
+        assert ml.accept_token(tid) and me.accept_token(tid)
+    assert ml.is_accepting() and me.is_accepting()
+    assert not lazy.matcher().accept_bytes(fenced(NAMES[1], call).encode())
 
 
 def test_habits_are_checked_when_a_format_is_made() -> None:
