@@ -131,6 +131,7 @@ EXPECTED: dict[str, str] = {
     "llama.cpp-upstream/nvidia-Llama-3_3-Nemotron-Super-49B-v1_5.jinja": "nemotron_v2",
     "llama.cpp-upstream/unsloth-MiniMax-M2.jinja": "minimax_m2",
     "models/ai21labs-AI21-Jamba-Mini-1.7.jinja": "jamba",
+    "openvino-genai/meetkai-functionary-small-v2.5.jinja": "functionary_v25",
     "optimum-intel/tiiuae-Falcon3-7B-Instruct.jinja": "falcon3",
     "transformers/meta-llama-Llama-4.jinja": "llama4",
     "vllm/tool_chat_template_apertus.jinja": "apertus",
