@@ -130,6 +130,7 @@ EXPECTED: dict[str, str] = {
     "llama.cpp-upstream/moonshotai-Kimi-K2-Thinking.jinja": "kimi_k2",
     "llama.cpp-upstream/nvidia-Llama-3_3-Nemotron-Super-49B-v1_5.jinja": "nemotron_v2",
     "llama.cpp-upstream/unsloth-MiniMax-M2.jinja": "minimax_m2",
+    "llama-cpp-examples/meetkai-functionary-small-v2.2.jinja": "functionary_v2",
     "models/ai21labs-AI21-Jamba-Mini-1.7.jinja": "jamba",
     "openvino-genai/meetkai-functionary-small-v2.5.jinja": "functionary_v25",
     "optimum-intel/tiiuae-Falcon3-7B-Instruct.jinja": "falcon3",

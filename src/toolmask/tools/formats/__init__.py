@@ -16,14 +16,16 @@ template) / ``llama4_json`` (vLLM's), ``minimax_m1``, ``nemotron_v2``, ``solar_o
 ``minimax_m2``, ``minimax_m3``, ``minicpm5``, ``muse_glimmer`` (ATEM), ``hy3`` (Hunyuan Hy3),
 ``ling`` (Ling 3.0), ``spark`` (Spark 2.5), ``lfm2`` (LFM2 / LFM2.5), ``llama3_pythonic`` (Llama
 3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``; ``functionary_v32``
-(Functionary v3.2's ``>>>RECIPIENT`` messages, the first opened by the prompt).
+(Functionary v3.2's ``>>>RECIPIENT`` messages, the first opened by the prompt) and
+``functionary_v2`` (Functionary v2's ``<|from|>`` / ``<|recipient|>`` / ``<|content|>``
+messages).
 
 The package is a leaf of the tool layer: it imports nothing of :mod:`toolmask.tools` outside
 itself (a tool is read through :class:`ToolLike`; the kit's schema compiler is passed in).
 Formats never import each other: what several share is a codec (:mod:`._json`, :mod:`._xml`,
 :mod:`._keyvalue`, :mod:`._pythonic`, :mod:`._objects`, :mod:`._marked`, :mod:`._dsml`,
-:mod:`._messages`) or a chat template's texts (:mod:`._chat`); the readers every codec uses
-are in :mod:`._read`.
+:mod:`._messages`, :mod:`._recipient`) or a chat template's texts (:mod:`._chat`); the readers
+every codec uses are in :mod:`._read`.
 
 ``auto`` is not a format but a request: :func:`toolmask.tools.resolve_format` /
 :func:`toolmask.tools.detect_format` prove a format on the calls a model's chat template renders;
