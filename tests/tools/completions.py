@@ -60,6 +60,8 @@ def prose_text(fmt: FormatSpec, prose: str, *, before_calls: bool) -> str:
         return prose
     if fmt.name == "functionary_v32":  # a message to ``all``
         return f">>>all\n{prose}"
+    if fmt.name == "functionary_v2":
+        return f"<|from|>assistant\n<|recipient|>all\n<|content|>{prose}"
     if fmt.name == "muse_glimmer":  # an answer, or a preamble addressed to the user
         if before_calls:
             return f" to=user<|message|>{prose}<|eom|><|start|>assistant"

@@ -28,14 +28,15 @@ CHOICES: list[Any] = [
 def test_registry() -> None:
     assert GRAMMAR_FORMATS == [
         "apertus", "apriel", "cohere2", "command_r7b", "command_r_plus", "deepseek_dsml",
-        "deepseek_v3", "deepseek_v31", "deepseek_v4", "deepseek_v41", "falcon3", "functionary_v31",
-        "functionary_v32", "functiongemma", "functools", "gemma3_pythonic", "gemma4", "gigachat3",
-        "gigachat31", "gigachat35", "glm", "gpt_oss", "granite", "granite_20b_fc", "hermes",
-        "hunyuan_a13b", "hy3", "internlm2", "jamba", "kimi_k2", "kimi_k3", "lfm2", "lfm2_json",
-        "ling", "llama3_json", "llama3_pythonic", "llama4", "llama4_json", "llama4_pythonic",
-        "magistral", "minicpm3", "minicpm5", "minimax_m1", "minimax_m2", "minimax_m3", "mistral",
-        "mistral_v11", "muse_glimmer", "nemotron_v2", "olmo3", "phi4_mini", "qwen25_coder", "qwen3",
-        "qwen3_xml", "seed_oss", "solar_open", "spark", "xlam",
+        "deepseek_v3", "deepseek_v31", "deepseek_v4", "deepseek_v41", "falcon3", "functionary_v2",
+        "functionary_v25", "functionary_v31", "functionary_v32", "functiongemma", "functools",
+        "gemma3_pythonic", "gemma4", "gigachat3", "gigachat31", "gigachat35", "glm", "gpt_oss",
+        "granite", "granite_20b_fc", "hermes", "hunyuan_a13b", "hy3", "internlm2", "jamba",
+        "kimi_k2", "kimi_k3", "lfm2", "lfm2_json", "ling", "llama3_json", "llama3_pythonic",
+        "llama4", "llama4_json", "llama4_pythonic", "magistral", "minicpm3", "minicpm5",
+        "minimax_m1", "minimax_m2", "minimax_m3", "mistral", "mistral_v11", "muse_glimmer",
+        "nemotron_v2", "olmo3", "phi4_mini", "qwen25_coder", "qwen3", "qwen3_xml", "seed_oss",
+        "solar_open", "spark", "xlam",
     ]  # fmt: skip
     assert sorted(FORMATS) == GRAMMAR_FORMATS  # every format has a generation grammar
     assert get_format("hermes") is FORMATS["hermes"]

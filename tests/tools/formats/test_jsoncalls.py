@@ -28,9 +28,9 @@ JSON_CALL_FORMATS = sorted(n for n, f in FORMATS.items() if _json_calls(f))
 def test_the_families() -> None:
     assert JSON_CALL_FORMATS == [
         "apertus", "apriel", "cohere2", "command_r7b", "command_r_plus", "falcon3",
-        "functionary_v31", "gigachat3", "gigachat31", "granite", "granite_20b_fc", "hunyuan_a13b",
-        "internlm2", "jamba", "llama4", "llama4_json", "minimax_m1", "nemotron_v2", "solar_open",
-        "xlam",
+        "functionary_v25", "functionary_v31", "gigachat3", "gigachat31", "granite",
+        "granite_20b_fc", "hunyuan_a13b", "internlm2", "jamba", "llama4", "llama4_json",
+        "minimax_m1", "nemotron_v2", "solar_open", "xlam",
     ]  # fmt: skip
 
 

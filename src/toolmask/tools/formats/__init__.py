@@ -3,27 +3,29 @@ call notation), one module per format, registered by name in :data:`FORMATS`.
 
 The formats: ``hermes`` (Qwen, Hermes, SmolLM), ``qwen3`` (hermes with ``<think>``),
 ``qwen3_xml`` (Qwen3-Coder, Qwen3.5+), ``gpt_oss`` (Harmony), ``deepseek_v3`` / ``deepseek_v31``
-/ ``deepseek_dsml`` / ``deepseek_v4`` / ``deepseek_v41`` (and ``gigachat35``, GigaChat 3.5's DSML
-markup under the ``｜GCML｜`` mark), ``kimi_k2`` / ``kimi_k3``, ``glm``, ``llama3_json`` (Llama
-3.x), ``llama4_pythonic``, ``mistral`` (Mistral v3 tokenizers), ``mistral_v11`` (v11+
+/ ``deepseek_dsml`` / ``deepseek_v4`` / ``deepseek_v41`` (and ``gigachat35``, GigaChat 3.5's
+DSML markup under the ``｜GCML｜`` mark), ``kimi_k2`` / ``kimi_k3``, ``glm``, ``llama3_json``
+(Llama 3.x), ``llama4_pythonic``, ``mistral`` (Mistral v3 tokenizers), ``mistral_v11`` (v11+
 ``[TOOL_CALLS]name[ARGS]``), ``magistral`` (v11 calls after ``<think>`` text), ``gemma4``,
 ``phi4_mini`` (Phi-4-mini) and ``functools`` (prompt-injected); the JSON-call families:
 ``apertus``, ``apriel``, ``command_r7b`` / ``cohere2`` / ``command_r_plus``, ``falcon3``,
-``functionary_v31``, ``gigachat3`` / ``gigachat31``, ``granite``, ``granite_20b_fc``,
-``hunyuan_a13b``, ``internlm2``, ``jamba``, ``llama4`` (Llama 4's own template) / ``llama4_json``
-(vLLM's), ``minimax_m1``, ``nemotron_v2``, ``solar_open`` and ``xlam``; the XML-tag, key/value
-and Python-call families: ``seed_oss`` (Seed-OSS), ``minimax_m2``, ``minimax_m3``, ``minicpm5``,
-``muse_glimmer`` (ATEM), ``hy3`` (Hunyuan Hy3), ``ling`` (Ling 3.0), ``spark`` (Spark 2.5),
-``lfm2`` (LFM2 / LFM2.5), ``llama3_pythonic`` (Llama 3.2 pythonic, ToolACE), ``gemma3_pythonic``
-and ``functiongemma``; ``functionary_v32`` (Functionary v3.2's ``>>>RECIPIENT`` messages, the
-first opened by the prompt).
+``functionary_v25`` / ``functionary_v31``, ``gigachat3`` / ``gigachat31``, ``granite``,
+``granite_20b_fc``, ``hunyuan_a13b``, ``internlm2``, ``jamba``, ``llama4`` (Llama 4's own
+template) / ``llama4_json`` (vLLM's), ``minimax_m1``, ``nemotron_v2``, ``solar_open`` and
+``xlam``; the XML-tag, key/value and Python-call families: ``seed_oss`` (Seed-OSS),
+``minimax_m2``, ``minimax_m3``, ``minicpm5``, ``muse_glimmer`` (ATEM), ``hy3`` (Hunyuan Hy3),
+``ling`` (Ling 3.0), ``spark`` (Spark 2.5), ``lfm2`` (LFM2 / LFM2.5), ``llama3_pythonic`` (Llama
+3.2 pythonic, ToolACE), ``gemma3_pythonic`` and ``functiongemma``; ``functionary_v32``
+(Functionary v3.2's ``>>>RECIPIENT`` messages, the first opened by the prompt) and
+``functionary_v2`` (Functionary v2's ``<|from|>`` / ``<|recipient|>`` / ``<|content|>``
+messages).
 
 The package is a leaf of the tool layer: it imports nothing of :mod:`toolmask.tools` outside
 itself (a tool is read through :class:`ToolLike`; the kit's schema compiler is passed in).
 Formats never import each other: what several share is a codec (:mod:`._json`, :mod:`._xml`,
 :mod:`._keyvalue`, :mod:`._pythonic`, :mod:`._objects`, :mod:`._marked`, :mod:`._dsml`,
-:mod:`._messages`) or a chat template's texts (:mod:`._chat`); the readers every codec uses
-are in :mod:`._read`.
+:mod:`._messages`, :mod:`._recipient`) or a chat template's texts (:mod:`._chat`); the readers
+every codec uses are in :mod:`._read`.
 
 ``auto`` is not a format but a request: :func:`toolmask.tools.resolve_format` /
 :func:`toolmask.tools.detect_format` prove a format on the calls a model's chat template renders;

@@ -35,6 +35,8 @@ BUILTIN: tuple[str, ...] = (
     "deepseek_dsml",
     "deepseek_v4",
     "deepseek_v41",
+    "functionary_v2",
+    "functionary_v25",
     "functionary_v31",
     "functionary_v32",
     "falcon3",
