@@ -71,9 +71,13 @@ def test_a_tool_schema_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> No
         ToolTurn(tools, "hermes", one).compile()
         assert ToolTurn(tools, "hermes").validate(("get_weather", {"city": "Paris"})) == []
         ToolTurn(tools, "qwen3", "auto").compile()
+        forced_only = len(seen)
+        ToolTurn(tools, "hermes", "auto").compile()
     monkeypatch.setattr(json, "dumps", real)
-    # the tool layer's canonical text once, and the schema stage's once per compile: one per
-    # variant of hermes (its tags' json.dumps spacing, its ```json habit's pretty-printing)
+    # the tool layer's canonical text once, and the schema stage's once per compile: the
+    # forced turns build hermes' own tags only (json.dumps spacing), ``auto`` adds each habit's
+    # (the ```json fence's pretty-printing)
+    assert forced_only == 1 + 1
     assert len(seen) == 1 + len(get_format("hermes").variants)
 
 
