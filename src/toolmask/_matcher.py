@@ -167,6 +167,9 @@ class PlainMatcher(Matcher):
 
     __slots__ = ("_a", "_history", "_masks", "_state", "_stopped_at")
 
+    #: a plain matcher's allowed tokens are its mask cache's mask at its state
+    cached_by_state = True
+
     def __init__(self, automaton: Automaton, masks: MaskCache | None = None) -> None:
         self._a = automaton
         self._masks = masks
@@ -187,10 +190,6 @@ class PlainMatcher(Matcher):
         """The compiled grammar's mask cache (None without a vocabulary): what
         :func:`toolmask.mask.fill_batch` reads with :attr:`state` to fill many rows at once."""
         return self._masks
-
-    @property
-    def cached_by_state(self) -> bool:
-        return True
 
     @property
     def n_accepted(self) -> int:
@@ -351,6 +350,9 @@ class FilteredMatcher(Matcher):
 
     __slots__ = ("_scratch", "filter", "main")
 
+    #: the mask is an AND of two
+    cached_by_state = False
+
     def __init__(self, main: Matcher, filter: Matcher) -> None:
         self.main = main
         self.filter = filter
@@ -368,10 +370,6 @@ class FilteredMatcher(Matcher):
     @property
     def masks(self) -> MaskCache | None:
         return self.main.masks
-
-    @property
-    def cached_by_state(self) -> bool:
-        return False
 
     @property
     def n_accepted(self) -> int:
@@ -422,18 +420,21 @@ class FilteredMatcher(Matcher):
         return self.filter.is_accepting() and self.main.is_accepting()
 
     def is_finished(self) -> bool:
-        if self.stopped:
+        main, f = self.main, self.filter
+        if main.stopped:
             return True
-        return self.is_accepting() and not self.allowed_bytes() and not self.allowed_specials()
+        return (
+            f.is_accepting()
+            and main.is_accepting()
+            and not main.allowed_bytes() & f.allowed_bytes()
+            and not main.allowed_specials() & f.allowed_specials()
+        )
 
+    # a stopped matcher allows nothing: so neither does the pair when ``main`` has stopped
     def allowed_bytes(self) -> int:
-        if self.stopped:
-            return 0
         return self.main.allowed_bytes() & self.filter.allowed_bytes()
 
     def allowed_specials(self) -> frozenset[str]:
-        if self.stopped:
-            return frozenset()
         return self.main.allowed_specials() & self.filter.allowed_specials()
 
     def mask(self) -> npt.NDArray[np.int32]:
@@ -446,11 +447,10 @@ class FilteredMatcher(Matcher):
         return out
 
     def fill_bitmask(self, out: npt.NDArray[np.int32], index: int | None = None) -> None:
-        """See :meth:`Matcher.fill_bitmask`: ``main``'s mask AND ``filter``'s."""
-        self.main.fill_bitmask(out, index)
-        if self.stopped:
-            return
+        """See :meth:`Matcher.fill_bitmask`: ``main``'s mask AND ``filter``'s (all zeros once
+        ``main`` has stopped)."""
         target = out if index is None else out[index]
+        self.main.fill_bitmask(target)
         scratch = self._scratch
         if scratch is None:
             scratch = self._scratch = np.empty(target.shape, dtype=np.int32)

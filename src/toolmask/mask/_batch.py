@@ -168,12 +168,10 @@ class BatchFiller:
         n = len(rows)
         # per row, what the kernel reads: the mask cache of a row cached by state, None for
         # no constraint (or no vocabulary, refused below), else a row that fills itself
-        masks: list[MaskCache | bool | None] = []
-        for r in rows:
-            if r is None or r.cached_by_state:
-                masks.append(None if r is None else r.masks)
-            else:
-                masks.append(None if r.masks is None else _ROW_FILLS_ITSELF)
+        masks = [
+            None if r is None else r.masks if r.cached_by_state else _fills_itself(r.masks)
+            for r in rows
+        ]
         if masks.count(None) != rows.count(None):
             bad = next(i for i, r in enumerate(rows) if r is not None and r.masks is None)
             raise ValueError(
@@ -207,6 +205,11 @@ class BatchFiller:
                 BatchFill.FINISHED if row.is_finished() else 0
             )
         return BatchFill(flags, int(used), int(cold))
+
+
+def _fills_itself(masks: MaskCache | None) -> bool | None:
+    """What the kernel is given for a row that fills itself (None: no vocabulary)."""
+    return None if masks is None else _ROW_FILLS_ITSELF
 
 
 def _native_rows(masks: list[MaskCache | bool | None]) -> bool:

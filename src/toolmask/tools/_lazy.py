@@ -229,6 +229,9 @@ class LazyTurnMatcher(Matcher):
 
     __slots__ = ("_filter", "_ma", "_mb", "_run", "_store", "_units", "_v", "_wide")
 
+    #: the mask is block(T)'s checked against any(T)'s (and AND the filter's)
+    cached_by_state = False
+
     def __init__(self, store: _Store, filter: Matcher | None = None) -> None:
         self._store = store
         self._filter = filter
@@ -263,10 +266,6 @@ class LazyTurnMatcher(Matcher):
         """block(T)'s mask cache (None without a vocabulary): the mask is not its mask at
         :attr:`state` alone (:attr:`cached_by_state` is False)."""
         return self._mb.masks
-
-    @property
-    def cached_by_state(self) -> bool:
-        return False
 
     @property
     def n_accepted(self) -> int:
