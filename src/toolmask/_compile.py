@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolmask._cache import SHARED, CacheSet, LRUCache
 from toolmask._kernel import BackendName
-from toolmask._matcher import Matcher
+from toolmask._matcher import FilteredMatcher, Matcher, PlainMatcher
 from toolmask._pointer import json_pointer
 from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
@@ -458,9 +458,13 @@ class CompiledGrammar:
         return self.masks.index.vocab if self.masks is not None else None
 
     def matcher(self) -> Matcher:
-        """A fresh matcher at the start of the grammar (one per sequence). O(1)."""
+        """A fresh matcher at the start of the grammar (one per sequence): a
+        :class:`~toolmask._matcher.PlainMatcher`, run in lockstep with the filter's matcher (a
+        :class:`~toolmask._matcher.FilteredMatcher`) when the grammar is :meth:`restricted`.
+        O(1)."""
+        m = PlainMatcher(self.automaton, self.masks)
         f = self.filter
-        return Matcher(self.automaton, self.masks, f.matcher() if f is not None else None)
+        return m if f is None else FilteredMatcher(m, f.matcher())
 
     def memory(self) -> dict[str, int]:
         """Bytes this compiled grammar holds: ``automaton`` (positions, states and their

@@ -10,7 +10,9 @@
 * nothing compiles until a reply enters a tool's arguments; a schema that cannot compile
   raises naming its tool when it is entered;
 * the batch filler leaves lazy rows and filtered rows to the rows themselves (their masks are
-  not a state's cached mask).
+  not a state's cached mask);
+* a subset's turn as its own grammar (a plain matcher), as the turn over every tool and a name
+  filter (a filtered matcher) and lazily: the same masks and verdicts, token for token.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmask as tm
+from toolmask._matcher import FilteredMatcher, PlainMatcher
 from toolmask.errors import SchemaError
 from toolmask.grammar import Special
 from toolmask.tools import LazyTurnGrammar, LazyTurnMatcher, ToolTurn
@@ -222,3 +225,37 @@ def test_the_batch_filler_leaves_lazy_and_filtered_rows_to_themselves(
     for i, m in enumerate(rows):
         assert (out[i] == m.mask()).all(), i
     assert not (out[0] == out[1]).all()  # the subset's mask is narrower
+
+
+@pytest.mark.parametrize("fmt", PROPERTY_FORMATS)
+def test_plain_filtered_and_lazy_matchers_agree(qwen3_vocab: tm.Vocabulary, fmt: str) -> None:
+    """A subset's turn three ways, token for token through two calls and an EOS: its own
+    grammar compiled whole (a plain matcher), the turn over every tool run with the subset's
+    name filter (a filtered matcher) and the lazy turn with that filter. The same masks,
+    bytes, special tokens, forced bytes and verdicts; the batch filler's rows are the
+    matchers' own masks."""
+    sp = frozenset(qwen3_vocab.special.values())
+    choice = {"type": "allowed_tools", "mode": "required", "tools": NAMES[:3]}
+    turn = ToolTurn(TOOLS, fmt, choice, special_tokens=sp)
+    compiler = tm.GrammarCompiler()
+    with compiler.activate():
+        lazy = turn.compile(qwen3_vocab, lazy=True)
+        eager = turn.compile(qwen3_vocab, lazy=False)
+        whole = compiler.compile(turn.grammar(), qwen3_vocab)
+    rows = [whole.matcher(), eager.matcher(), lazy.matcher()]
+    assert [type(m) for m in rows] == [PlainMatcher, FilteredMatcher, LazyTurnMatcher]
+    out = np.zeros((len(rows), (qwen3_vocab.vocab_size + 31) // 32), dtype=np.int32)
+    calls = [(NAMES[0], VALID[NAMES[0]][0]), (NAMES[2], VALID[NAMES[2]][-1])]
+    ids = _token_ids(qwen3_vocab, render(turn.format, calls, special_tokens=sp))
+    for tid in [*ids, min(qwen3_vocab.eos_ids)]:
+        done = tm.mask.fill_batch(rows, out)
+        masks = [m.mask() for m in rows]
+        for i, m in enumerate(rows):
+            assert (out[i] == masks[i]).all(), (i, qwen3_vocab.token_bytes[tid])
+            assert bool(done.accepting[i]) == m.is_accepting()
+            assert bool(done.finished[i]) == m.is_finished()
+            assert (masks[i] == masks[0]).all(), (i, qwen3_vocab.token_bytes[tid])
+        for query in ("allowed_bytes", "allowed_specials", "is_accepting", "forced_bytes"):
+            assert len({getattr(m, query)() for m in rows}) == 1, query
+        assert [m.accept_token(tid) for m in rows] == [True] * len(rows)
+    assert all(m.stopped and m.is_finished() for m in rows)

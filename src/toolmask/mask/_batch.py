@@ -18,21 +18,27 @@ Without the kernel (``TOOLMASK_PURE_PYTHON=1`` at install, or ``TOOLMASK_BACKEND
 the same call fills the rows one after another on the calling thread, through each matcher's
 own methods.
 
-A row is anything with the :class:`BatchRow` members (``toolmask.Matcher`` is one), or None
-for a sequence without constraint (all ones, flags 0). A row whose matcher accepted an EOS
-(``stopped``) is all zeros and both accepting and finished, as its methods say.
+A row is anything with the :class:`BatchRow` members (every ``toolmask.Matcher`` is one), or
+None for a sequence without constraint (all ones, flags 0). A row whose allowed tokens are its
+mask cache's mask at its state (``cached_by_state``: a plain matcher) is read from that cache;
+any other row (a filtered or lazy matcher) fills itself (``fill_bitmask``). A row whose matcher
+accepted an EOS (``stopped``) is all zeros and both accepting and finished, as its methods say.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from toolmask._kernel import native_module
+
+if TYPE_CHECKING:
+    from toolmask.automaton import AutomatonState
+    from toolmask.mask._protocol import MaskCache
 
 __all__ = ["BatchFill", "BatchFiller", "BatchRow", "default_threads", "fill_batch"]
 
@@ -40,19 +46,28 @@ __all__ = ["BatchFill", "BatchFiller", "BatchRow", "default_threads", "fill_batc
 THREADS_ENV = "TOOLMASK_FILL_THREADS"
 #: the default cap: more threads than this rarely pay for a bitmask copy bound by memory
 MAX_DEFAULT_THREADS = 8
-#: a row the kernel left to the caller (its masks are the pure-Python reference's)
+#: a row the kernel left to the caller (its masks are the pure-Python reference's, or the row
+#: fills itself)
 _ROW_PYTHON = 0x80
+#: what the kernel is given for a row that fills itself: neither a mask cache (a row it reads)
+#: nor None (a row without constraint), so it leaves the row to the caller
+_ROW_FILLS_ITSELF = False
 
 
 class BatchRow(Protocol):
     """What :func:`fill_batch` reads from a row (``toolmask.Matcher`` provides all of it)."""
 
     @property
-    def masks(self) -> Any:
-        """The mask cache of the row's compiled grammar (None without a vocabulary)."""
+    def masks(self) -> MaskCache | None:
+        """The mask cache over the row's automaton (None without a vocabulary)."""
 
     @property
-    def state(self) -> Any:
+    def cached_by_state(self) -> bool:
+        """Whether the row's allowed tokens are :attr:`masks`' mask at :attr:`state` (else
+        the filler asks the row to :meth:`fill_bitmask` itself)."""
+
+    @property
+    def state(self) -> AutomatonState:
         """The current automaton state."""
 
     @property
@@ -151,7 +166,12 @@ class BatchFiller:
         if not isinstance(rows, list):
             rows = list(rows)
         n = len(rows)
-        masks = [None if r is None else r.masks for r in rows]
+        # per row, what the kernel reads: the mask cache of a row cached by state, None for
+        # no constraint (or no vocabulary, refused below), else a row that fills itself
+        masks = [
+            None if r is None else r.masks if r.cached_by_state else _fills_itself(r.masks)
+            for r in rows
+        ]
         if masks.count(None) != rows.count(None):
             bad = next(i for i, r in enumerate(rows) if r is not None and r.masks is None)
             raise ValueError(
@@ -187,7 +207,12 @@ class BatchFiller:
         return BatchFill(flags, int(used), int(cold))
 
 
-def _native_rows(masks: list[Any]) -> bool:
+def _fills_itself(masks: MaskCache | None) -> bool | None:
+    """What the kernel is given for a row that fills itself (None: no vocabulary)."""
+    return None if masks is None else _ROW_FILLS_ITSELF
+
+
+def _native_rows(masks: list[MaskCache | bool | None]) -> bool:
     """Whether any row's masks are the compiled kernel's (a process may hold both kernels):
     the rows say which path fills them, not the process's default."""
     try:

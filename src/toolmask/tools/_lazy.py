@@ -46,12 +46,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from toolmask._compile import CompiledGrammar, Matcher
+from toolmask._compile import CompiledGrammar
+from toolmask._matcher import FilteredMatcher, Matcher, PlainMatcher, forced_stepwise
 from toolmask.grammar import Grammar
 from toolmask.tools._grammar import LazyTurn
 
 if TYPE_CHECKING:
     from toolmask.automaton import Automaton, AutomatonState
+    from toolmask.mask import MaskCache
 
 __all__ = ["LazyTurnGrammar", "LazyTurnMatcher"]
 
@@ -217,23 +219,36 @@ class LazyTurnGrammar(CompiledGrammar):
 
 
 class LazyTurnMatcher(Matcher):
-    """A matcher of a :class:`LazyTurnGrammar` (see the module docstring): the same contract
-    as :class:`Matcher` (never raises on model output; one history unit per byte, token or
-    special token), except that entering an uncompiled tool's arguments compiles them first
-    and raises that tool's SchemaError / LimitError if its schema cannot be compiled."""
+    """A matcher of a :class:`LazyTurnGrammar` (see the module docstring), composed of the
+    plain matchers of block(T) and any(T) and, for a turn restricted by a filter, the filter's
+    matcher in lockstep with block(T)'s (a :class:`~toolmask._matcher.FilteredMatcher`). The
+    :class:`~toolmask._matcher.Matcher` contract (never raises on model output; one history
+    unit per byte, token or special token), except that entering an uncompiled tool's
+    arguments compiles them first and raises that tool's SchemaError / LimitError if its schema
+    cannot be compiled."""
 
-    __slots__ = ("_ff", "_ma", "_mb", "_scratch2", "_store", "_units", "_v")
+    __slots__ = ("_filter", "_ma", "_mb", "_run", "_store", "_units", "_v", "_wide")
+
+    #: the mask is block(T)'s checked against any(T)'s (and AND the filter's)
+    cached_by_state = False
 
     def __init__(self, store: _Store, filter: Matcher | None = None) -> None:
         self._store = store
-        self._ff = filter
-        self._v = store.latest
-        self._mb = self._v.block.matcher()
-        self._ma = self._v.any.matcher()
+        self._filter = filter
         #: accepted units, for replay: ("b", byte) | ("t", token id) | ("s", special text)
         self._units: list[tuple[str, Any]] = []
-        self._scratch2: npt.NDArray[np.int32] | None = None
-        self._scratch: npt.NDArray[np.int32] | None = None
+        self._wide: npt.NDArray[np.int32] | None = None
+        v = store.latest
+        self._use(v, PlainMatcher(v.block.automaton, v.block.masks))
+        self._ma = PlainMatcher(v.any.automaton, v.any.masks)
+
+    def _use(self, v: _Variant, mb: PlainMatcher) -> None:
+        """Run variant ``v`` with block(T)'s matcher ``mb`` (at the units accepted so far)."""
+        self._v = v
+        self._mb = mb
+        f = self._filter
+        #: what accepts units and answers for the turn: block(T)'s matcher, and the filter's
+        self._run: Matcher = mb if f is None else FilteredMatcher(mb, f)
 
     # -- views --------------------------------------------------------------------------------
     @property
@@ -247,10 +262,10 @@ class LazyTurnMatcher(Matcher):
         return self._mb.automaton
 
     @property
-    def masks(self) -> Any:
-        """Not a mask cache the batch filler may read by state: it leaves this row to
-        :meth:`fill_bitmask`."""
-        return self._FILLS_ITSELF if self._mb.masks is not None else None
+    def masks(self) -> MaskCache | None:
+        """block(T)'s mask cache (None without a vocabulary): the mask is not its mask at
+        :attr:`state` alone (:attr:`cached_by_state` is False)."""
+        return self._mb.masks
 
     @property
     def n_accepted(self) -> int:
@@ -271,9 +286,11 @@ class LazyTurnMatcher(Matcher):
 
     # -- compiling tools on the way --------------------------------------------------------------
     def _activate(self, names: frozenset[str]) -> None:
-        """Move to the variant with ``names`` compiled too and replay the accepted units."""
+        """Move to the variant with ``names`` compiled too and replay the accepted units into
+        its two matchers (the filter's, if any, is where it was)."""
         v = self._store.grow(self._v.tools | names)
-        mb, ma = v.block.matcher(), v.any.matcher()
+        mb = PlainMatcher(v.block.automaton, v.block.masks)
+        ma = PlainMatcher(v.any.automaton, v.any.masks)
         run: bytearray = bytearray()
         for kind, value in self._units:
             if kind == "b":
@@ -291,7 +308,8 @@ class LazyTurnMatcher(Matcher):
         if run:
             ok = mb.accept_bytes(run) and ma.accept_bytes(run)
             assert ok, "a lazy turn's replay failed"
-        self._v, self._mb, self._ma = v, mb, ma
+        self._use(v, mb)
+        self._ma = ma
 
     def _settle(self) -> None:
         """Compile the tools whose placeholders the current state allows (the invariant)."""
@@ -319,17 +337,10 @@ class LazyTurnMatcher(Matcher):
             return True
         self._settle()
         self._prepare(data, False)
-        mb, ma, f = self._mb, self._ma, self._ff
-        if f is not None and not f.accept_bytes(data):
+        if not self._run.accept_bytes(data):
             return False
-        if not mb.accept_bytes(data):
-            if f is not None:
-                f.rollback(len(data))
-            return False
-        if not ma.accept_bytes(data):  # pragma: no cover - any(T) holds block(T)
-            mb.rollback(len(data))
-            if f is not None:
-                f.rollback(len(data))
+        if not self._ma.accept_bytes(data):  # pragma: no cover - any(T) holds block(T)
+            self._run.rollback(len(data))
             return False
         self._units.extend(("b", b) for b in data)
         self._settle()
@@ -339,15 +350,10 @@ class LazyTurnMatcher(Matcher):
         if self.stopped or text in self._v.sentinels:
             return False
         self._settle()
-        mb, ma, f = self._mb, self._ma, self._ff
-        if not mb.accept_special(text):
+        if not self._run.accept_special(text):
             return False
-        if not ma.accept_special(text):  # pragma: no cover - any(T) holds block(T)
-            mb.rollback(1)
-            return False
-        if f is not None and not f.accept_special(text):
-            mb.rollback(1)
-            ma.rollback(1)
+        if not self._ma.accept_special(text):  # pragma: no cover - any(T) holds block(T)
+            self._run.rollback(1)
             return False
         self._units.append(("s", text))
         self._settle()
@@ -364,18 +370,13 @@ class LazyTurnMatcher(Matcher):
         idx = masks.index
         if 0 <= tid < idx.size and idx.text[tid]:
             self._prepare(idx.vocab.token_bytes[tid], True)
-        mb, ma, f = self._mb, self._ma, self._ff
-        if not mb.accept_token(tid):
+        if not self._run.accept_token(tid):
             return False
-        if not ma.accept_token(tid):  # pragma: no cover - any(T) holds block(T)
-            mb.rollback(1)
-            return False
-        if f is not None and not f.accept_token(tid):
-            mb.rollback(1)
-            ma.rollback(1)
+        if not self._ma.accept_token(tid):  # pragma: no cover - any(T) holds block(T)
+            self._run.rollback(1)
             return False
         self._units.append(("t", tid))
-        if not mb.stopped:
+        if not self._mb.stopped:
             self._settle()
         return True
 
@@ -384,47 +385,37 @@ class LazyTurnMatcher(Matcher):
             raise ValueError(f"cannot roll back {n} units: only {len(self._units)} accepted")
         if n == 0:
             return
-        self._mb.rollback(n)
+        self._run.rollback(n)
         self._ma.rollback(n)
-        if self._ff is not None:
-            self._ff.rollback(n)
         del self._units[-n:]
 
     def reset(self) -> None:
-        self._mb.reset()
+        self._run.reset()
         self._ma.reset()
-        if self._ff is not None:
-            self._ff.reset()
         self._units.clear()
 
     # -- queries --------------------------------------------------------------------------------
     def is_accepting(self) -> bool:
         self._settle()
-        if self._ff is not None and not self._ff.is_accepting():
-            return False
-        return self._mb.is_accepting()
+        return self._run.is_accepting()
 
     def is_finished(self) -> bool:
         if self.stopped:
             return True
         self._settle()
-        if self._ff is None:
-            return self._mb.is_finished()
-        return self.is_accepting() and not self.allowed_bytes() and not self.allowed_specials()
+        return self._run.is_finished()
 
     def allowed_bytes(self) -> int:
         if self.stopped:
             return 0
         self._settle()
-        own = self._mb.allowed_bytes()
-        return own & self._ff.allowed_bytes() if self._ff is not None else own
+        return self._run.allowed_bytes()
 
     def allowed_specials(self) -> frozenset[str]:
         if self.stopped:
             return frozenset()
         self._settle()
-        own = self._mb.allowed_specials()
-        return own & self._ff.allowed_specials() if self._ff is not None else own
+        return self._run.allowed_specials()
 
     def mask(self) -> npt.NDArray[np.int32]:
         out = np.empty(self._need_words(), dtype=np.int32)
@@ -441,7 +432,7 @@ class LazyTurnMatcher(Matcher):
 
     def fill_bitmask(self, out: npt.NDArray[np.int32], index: int | None = None) -> None:
         """The real turn's mask (see the module docstring): block(T)'s, checked against
-        any(T)'s once per pair of states."""
+        any(T)'s once per pair of states (and the filter's AND it, if any)."""
         words = self._need_words()
         target = out if index is None else out[index]
         if target.shape != (words,):
@@ -452,20 +443,22 @@ class LazyTurnMatcher(Matcher):
         self._settle()
         while True:
             mb, ma, v = self._mb, self._ma, self._v
-            mb.fill_bitmask(target)
             key = (mb.state, ma.state)
             if key in v.exact:
                 break
-            wide = self._scratch2
+            mb.fill_bitmask(target)
+            wide = self._wide
             if wide is None:
-                wide = self._scratch2 = np.empty(words, dtype=np.int32)
+                wide = self._wide = np.empty(words, dtype=np.int32)
             ma.fill_bitmask(wide)
             np.bitwise_and(wide, np.invert(target), out=wide)
             if not wide.any():
                 v.exact.add(key)
                 break
             bits = np.unpackbits(wide.view(np.uint8), bitorder="little")
-            token_bytes = self._mb.masks.index.vocab.token_bytes
+            masks = mb.masks
+            assert masks is not None
+            token_bytes = masks.index.vocab.token_bytes
             names: set[str] = set()
             for tid in np.flatnonzero(bits).tolist():
                 names |= v.reached(mb.state, token_bytes[tid], True)
@@ -474,18 +467,12 @@ class LazyTurnMatcher(Matcher):
                 v.exact.add(key)
                 break
             self._activate(frozenset(names))
-        f = self._ff
-        if f is not None:
-            scratch = self._scratch
-            if scratch is None:
-                scratch = self._scratch = np.empty(words, dtype=np.int32)
-            f.fill_bitmask(scratch)
-            np.bitwise_and(target, scratch, out=target)
+        self._run.fill_bitmask(target)
 
     def forced_bytes(self) -> bytes:
         if self.stopped:
             return b""
-        return self._forced_stepwise(self._mb.automaton.limits.max_forced_bytes)
+        return forced_stepwise(self, self._mb.automaton.limits.max_forced_bytes)
 
     def __repr__(self) -> str:
         return (
