@@ -122,18 +122,18 @@ def prose_rules(
     dfa = anything
     for t in fmt.parse_triggers(habits=habits):
         dfa = dfa.intersect(anything.concat(Dfa.literal(t)).concat(anything).complement())
-    if words:
-        ws = Dfa.literals(list(_WS_SET)).star()
-        for h in fmt.habits:
-            lead = _lead(h.open)
-            dfa = dfa.intersect(ws.concat(Dfa.literal(lead)).concat(anything).complement())
-        dfa = dfa.intersect(ws.complement())
     if at_start and fmt.block.bare_start:
         dfa = dfa.intersect(Dfa.literal(fmt.block.bare_start).concat(anything).complement())
+    # what the text may not start with, after whitespace
+    starts = [_lead(h.open) for h in fmt.habits] if words else []
     if at_start and fmt.reasoning.start:
+        starts.append(fmt.reasoning.start)
+    if starts or words:
         ws = Dfa.literals(list(_WS_SET)).star()
-        starts = ws.concat(Dfa.literal(fmt.reasoning.start)).concat(anything)
-        dfa = dfa.intersect(starts.complement())
+        for t in starts:
+            dfa = dfa.intersect(ws.concat(Dfa.literal(t)).concat(anything).complement())
+        if words:
+            dfa = dfa.intersect(ws.complement())
     return dfa_to_rules(dfa, name, encoding="raw")
 
 

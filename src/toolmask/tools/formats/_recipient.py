@@ -63,9 +63,8 @@ class RecipientMessages(CodecBase):
             return False
         if text.startswith(self.first, i):
             return True
-        j = i
         bare = re.escape(self.text) + "|" + _NAME + re.escape(self.sep) + r"[ \t]*\{"
-        return re.compile(bare).match(text, j) is not None
+        return re.compile(bare).match(text, i) is not None
 
     def may_start_bare(self, spec: FormatSpec, text: str, i: int) -> bool:
         if text[:i].strip():
