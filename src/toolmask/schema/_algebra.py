@@ -8,6 +8,12 @@ against a literal value exactly. Costs: intersections are pairwise over the alte
 each JSON type, and object alternatives that differ in one property's value are merged (so the
 count that ``Limits.max_alternatives`` bounds is what the grammar needs); string and number
 constraints are DFA products bounded by ``Limits.max_dfa_states``.
+
+Here: the lattice operations (meet, intersect, union, settle, split, the discriminator). The
+product of two alternatives of one JSON type is in :mod:`toolmask.schema._meets` and the
+complement in :mod:`toolmask.schema._complement`: free functions that take what they use (the
+limits; ``accepts`` for literal containers; the pointer that approximations are flagged at),
+which this class calls with its own.
 """
 
 from __future__ import annotations
@@ -18,40 +24,37 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal, TypeVar
+from functools import partial
+from typing import Any
 
 from toolmask.errors import LimitError, SchemaError
-from toolmask.grammar import Dfa
 from toolmask.limits import Limits
 from toolmask.schema import _langs
+from toolmask.schema._complement import complement
 from toolmask.schema._filter import literal_filter
 from toolmask.schema._formats import FORMATS
+from toolmask.schema._meets import arr_and, num_and, obj_and, str_and, top_identity
 from toolmask.schema._merge import (
     counted_alternatives,
     finite_strings,
     merge_alternatives,
     merge_regular,
-    number_lang,
 )
 from toolmask.schema._resolve import Locations
 from toolmask.schema._terms import (
-    BOTTOM,
     NO_FLAGS,
     SHAPE_BOTTOM,
     SHAPE_TOP,
-    TOP,
     ArrAlt,
     Flags,
     NumAlt,
     ObjAlt,
-    Prop,
-    Region,
     Shape,
     StrAlt,
     Term,
     canonical,
-    mk_and,
-    mk_not,
+    flag_over,
+    flag_under,
 )
 
 __all__ = ["ShapeAlgebra", "is_number", "join_flags", "to_decimal"]
@@ -95,17 +98,24 @@ class ShapeAlgebra:
         self.locs = locations
         self.accepts = locations.accepts
         self.deadline = time.monotonic() + limits.max_compile_seconds
+        # the products of two alternatives of one JSON type (``_meets``), bound once: they run
+        # per pair of alternatives
+        self._num_and = partial(num_and, limits=limits)
+        self._str_and = partial(str_and, limits=limits)
+        self._arr_and = partial(arr_and, accepts=self.accepts)
+        self._obj_and = partial(obj_and, accepts=self.accepts, limits=limits)
 
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
             raise LimitError("schema compilation took too long", limit="max_compile_seconds")
 
     def flag_over(self, pointer: str, keyword: str) -> Flags:
-        """Flags for a grammar that accepts more than the schema here (the validator must run)."""
-        return Flags(over=frozenset({(pointer, keyword)}))
+        """Flags for a grammar that accepts more than the schema here (the validator must run;
+        ``_terms.flag_over``)."""
+        return flag_over(pointer, keyword)
 
     def flag_under(self, pointer: str, keyword: str) -> Flags:
-        return Flags(under=frozenset({(pointer, keyword)}))
+        return flag_under(pointer, keyword)
 
     # -- meet, intersection, union ----------------------------------------------------------
     def meet(self, term: Term, shapes: list[Shape], terms: list[Term] | None = None) -> Shape:
@@ -139,9 +149,9 @@ class ShapeAlgebra:
     def intersect(self, a: Shape, b: Shape) -> Shape:
         """Intersection of two type splits (literal shapes are converted first)."""
         a, b = self.split(a), self.split(b)
-        if a is SHAPE_TOP and self._top_identity(b):
+        if a is SHAPE_TOP and top_identity(b, self.limits):
             return b  # what the pairwise products below give for TOP and b (the first meet)
-        if b is SHAPE_TOP and self._top_identity(a):
+        if b is SHAPE_TOP and top_identity(a, self.limits):
             return a
         flags = a.flags | b.flags
         nums = self._pairs(*self._narrowed(a.numbers, b.numbers), self._num_and)
@@ -158,53 +168,6 @@ class ShapeAlgebra:
             flags=flags | join_flags([f for _, f in nums + strs + arrs + objs]),
             pending=a.pending or b.pending,
         )
-
-    def _top_identity(self, s: Shape) -> bool:
-        """``intersect(SHAPE_TOP, s)`` is ``s`` itself: every alternative meets "any value of
-        its type" unchanged (the ``_*_and`` products with a TOP alternative copy the other
-        side, except where they normalise: a number DFA re-met with the integer spelling, a
-        string DFA that may be empty, literal containers, trailing prefix items equal to
-        ``items``, BOTTOM or empty regions, required BOTTOM properties, counts out of order),
-        no alternative repeats (the products are deduplicated) and there is at most one
-        object alternative (several are merged). O(alternatives + properties)."""
-        for n in s.numbers:
-            if n.dfa is not None:
-                return False
-        for x in s.strings:
-            if x.dfa is not None:
-                return False
-        for a in s.arrays:
-            if a.literal is not None or (a.prefix and a.prefix[-1] == a.items):
-                return False
-            if a.max_items is not None and a.min_items > a.max_items:
-                return False
-            if a.contains is None and (a.min_contains != 1 or a.max_contains is not None):
-                return False  # the product takes TOP's contains bounds then
-        if len(s.objects) > 1:
-            return False
-        for o in s.objects:
-            if o.literal is not None:
-                return False
-            if o.max_props is not None and o.min_props > o.max_props:
-                return False
-            if len({p.name for p in o.props}) != len(o.props):
-                return False
-            required = 0
-            for p in o.props:
-                if p.required:
-                    required += 1
-                    if p.value == BOTTOM:
-                        return False
-            if o.max_props is not None and required > o.max_props:
-                return False
-            for r in o.regions:
-                if r.value == BOTTOM or (r.keys is not None and r.keys.is_empty()):
-                    return False
-        cap = self.limits.max_alternatives
-        for alts in (s.numbers, s.strings, s.arrays):
-            if len(alts) > 1 and (len(set(alts)) != len(alts) or len(alts) > cap):
-                return False
-        return True
 
     def _pairs(
         self,
@@ -473,279 +436,10 @@ class ShapeAlgebra:
             flags=s.flags,
         )
 
-    # -- products of alternatives, one JSON type each ----------------------------------------------
-    def _num_and(self, a: NumAlt, b: NumAlt) -> tuple[NumAlt, Flags] | None:
-        integer = a.integer or b.integer
-        if a.is_any and b.is_any:
-            return NumAlt(None, integer), NO_FLAGS
-        # a range kept as regexes meets "any number" without its DFA (it is never empty; an
-        # integer range already holds integral values only)
-        for x, y in ((a, b), (b, a)):
-            if x.rng is not None and y.is_any and (x.integer or not integer):
-                return NumAlt(None, integer, x.rng), NO_FLAGS
-        da, db = a.lang(self.limits), b.lang(self.limits)
-        if da is not None and db is not None:
-            try:
-                d = _langs.dfa_and(da, db, self.limits)
-            except LimitError:
-                # products of remainder automata (multipleOf) past max_dfa_states: the grammar
-                # keeps one side, the post-decode validator checks the other
-                da = da if da.n_states <= db.n_states else db
-                return NumAlt(da, integer), self.flag_over("", "multipleOf")
-        else:
-            one = da if da is not None else db
-            assert one is not None
-            d = one
-        if integer and (da is None or db is None):
-            d = _langs.dfa_and(d, _langs.int_value(), self.limits)
-        if d.is_empty():
-            return None
-        return NumAlt(d, integer), NO_FLAGS
-
-    def _num_dfa(self, n: NumAlt) -> Dfa:
-        return number_lang(n, self.limits)
-
-    def _str_and(self, a: StrAlt, b: StrAlt) -> tuple[StrAlt, Flags] | None:
-        # a known format's language is never empty: it meets "any string" without its DFA
-        if a.is_any:
-            return (b, NO_FLAGS) if b.dfa is None or not b.dfa.is_empty() else None
-        if b.is_any or a == b:
-            return (a, NO_FLAGS) if a.dfa is None or not a.dfa.is_empty() else None
-        da, db = a.lang(self.limits), b.lang(self.limits)
-        assert da is not None and db is not None
-        try:
-            d = _langs.dfa_and(da, db, self.limits)
-        except LimitError:
-            # keep the smaller language in the grammar and leave the rest to the validator
-            return a, self.flag_over("", "pattern")
-        if d.is_empty():
-            return None
-        return StrAlt(d), NO_FLAGS
-
-    def _arr_and(self, a: ArrAlt, b: ArrAlt) -> tuple[ArrAlt, Flags] | None:
-        if a.literal is not None or b.literal is not None:
-            return _meet_literal(a, b, self._arr_accepts)
-        k = max(len(a.prefix), len(b.prefix))
-        prefix = tuple(mk_and(a.item_term(i), b.item_term(i)) for i in range(k))
-        items = mk_and(a.items, b.items)
-        lo = max(a.min_items, b.min_items)
-        hi = _min_opt(a.max_items, b.max_items)
-        if hi is not None and lo > hi:
-            return None
-        flags = NO_FLAGS
-        contains, cmin, cmax = a.contains, a.min_contains, a.max_contains
-        if b.contains is not None:
-            if contains is None:
-                contains, cmin, cmax = b.contains, b.min_contains, b.max_contains
-            elif contains == b.contains:
-                cmin, cmax = max(cmin, b.min_contains), _min_opt(cmax, b.max_contains)
-            else:
-                flags = self.flag_over("", "contains")
-        ev = -1 if -1 in (a.evaluated, b.evaluated) else max(a.evaluated, b.evaluated)
-        # trailing prefix positions equal to items can be folded
-        while prefix and prefix[-1] == items:
-            prefix = prefix[:-1]
-        return (
-            ArrAlt(prefix, items, lo, hi, contains, cmin, cmax, ev),
-            flags,
-        )
-
-    def _arr_accepts(self, a: ArrAlt, value: Any) -> bool:
-        if not isinstance(value, list):
-            return False
-        n = len(value)
-        if n < a.min_items or (a.max_items is not None and n > a.max_items):
-            return False
-        if not all(self.accepts(a.item_term(i), v) for i, v in enumerate(value)):
-            return False
-        if a.contains is not None:
-            c = sum(1 for v in value if self.accepts(a.contains, v))
-            if c < a.min_contains or (a.max_contains is not None and c > a.max_contains):
-                return False
-        return True
-
-    def _obj_and(self, a: ObjAlt, b: ObjAlt) -> tuple[ObjAlt, Flags] | None:
-        if a.literal is not None or b.literal is not None:
-            return _meet_literal(a, b, self._obj_accepts)
-        names = [p.name for p in a.props] + [p.name for p in b.props if a.prop(p.name) is None]
-        props: list[Prop] = []
-        for n in names:
-            pa, pb = self._prop_view(a, n), self._prop_view(b, n)
-            value = mk_and(pa.value, pb.value)
-            required = pa.required or pb.required
-            if value == BOTTOM and required:
-                return None
-            props.append(Prop(n, value, required, pa.evaluated or pb.evaluated))
-        regions: list[Region] = []
-        for ra in a.regions:
-            for rb in b.regions:
-                value = mk_and(ra.value, rb.value)
-                if value == BOTTOM:
-                    continue
-                keys = self._keys_and(ra.keys, rb.keys)
-                if keys is not None and keys.is_empty():
-                    continue
-                regions.append(Region(keys, value, ra.evaluated or rb.evaluated))
-        lo = max(a.min_props, b.min_props)
-        hi = _min_opt(a.max_props, b.max_props)
-        if hi is not None and lo > hi:
-            return None
-        if sum(1 for p in props if p.required) > (hi if hi is not None else math.inf):
-            return None
-        return ObjAlt(tuple(props), tuple(regions), lo, hi), NO_FLAGS
-
-    def _keys_and(self, x: Dfa | None, y: Dfa | None) -> Dfa | None:
-        if x is None:
-            return y
-        if y is None:
-            return x
-        return _langs.dfa_and(x, y, self.limits)
-
-    def _prop_view(self, o: ObjAlt, name: str) -> Prop:
-        """How ``o`` constrains key ``name``: declared, covered by a region, or forbidden."""
-        p = o.prop(name)
-        if p is not None:
-            return p
-        for r in o.regions:
-            if r.keys is None or r.keys.accepts(name):
-                return Prop(name, r.value, False, r.evaluated)
-        return Prop(name, BOTTOM, False, False)
-
-    def _obj_accepts(self, o: ObjAlt, value: Any) -> bool:
-        if not isinstance(value, dict):
-            return False
-        n = len(value)
-        if n < o.min_props or (o.max_props is not None and n > o.max_props):
-            return False
-        for p in o.props:
-            if p.name in value:
-                if not self.accepts(p.value, value[p.name]):
-                    return False
-            elif p.required:
-                return False
-        names = o.names()
-        for k, v in value.items():
-            if k in names:
-                continue
-            if not self.accepts(self._prop_view(o, k).value, v):
-                return False
-        return True
-
-    # -- complement --------------------------------------------------------------------------------
     def complement(self, s: Shape, term: Term) -> Shape:
-        flags = s.flags.swapped()
-        s = self.split(s)
-        # numbers
-        nums: tuple[NumAlt, ...]
-        if not s.numbers:
-            nums = (NumAlt(),)
-        elif any(n.is_any and not n.integer for n in s.numbers):
-            nums = ()
-        else:
-            try:
-                d = Dfa.union_all([self._num_dfa(n) for n in s.numbers], limits=self.limits)
-                comp = _langs.num_noexp().intersect(
-                    d.complement(limits=self.limits), limits=self.limits
-                )
-                nums = () if comp.is_empty() else (NumAlt(comp, False),)
-                flags = flags | self.flag_under(self.locs.pointer_of(term), "not")
-            except LimitError:  # past max_dfa_states: any number, the validator checks
-                nums = (NumAlt(),)
-                flags = flags | self.flag_over(self.locs.pointer_of(term), "not")
-        # strings
-        strs: tuple[StrAlt, ...]
-        if not s.strings:
-            strs = (StrAlt(),)
-        elif any(x.is_any for x in s.strings):
-            strs = ()
-        else:
-            try:
-                langs = [x.lang(self.limits) for x in s.strings]
-                d2 = Dfa.union_all([d for d in langs if d is not None], limits=self.limits)
-                c2 = d2.complement(limits=self.limits)
-                strs = () if c2.is_empty() else (StrAlt(c2),)
-            except LimitError:  # past max_dfa_states: any string, the validator checks
-                strs = (StrAlt(),)
-                flags = flags | self.flag_over(self.locs.pointer_of(term), "not")
-        arrs, f1 = self._container_complement(s.arrays, term, "arrays")
-        objs, f2 = self._container_complement(s.objects, term, "objects")
-        return Shape(
-            null=not s.null,
-            booleans=frozenset({True, False}) - s.booleans,
-            numbers=nums,
-            strings=strs,
-            arrays=arrs,
-            objects=objs,
-            flags=flags | f1 | f2,
-        )
-
-    def _container_complement(
-        self, alts: tuple[Any, ...], term: Term, field: Literal["arrays", "objects"]
-    ) -> tuple[tuple[Any, ...], Flags]:
-        """The complement, within arrays (or objects), of the union of ``alts``: the
-        intersection of the alternatives' complements; "any array/object" (flagged: the
-        validator checks) where one of them is not expressible."""
-        top = ArrAlt() if field == "arrays" else ObjAlt()
-        if not alts:
-            return (top,), NO_FLAGS
-        if any(a.is_top() for a in alts):
-            return (), NO_FLAGS
-        alt_complement = self._arr_alt_complement if field == "arrays" else self._obj_alt_complement
-        result: Shape | None = None
-        for a in alts:
-            comp: tuple[Any, ...] | None = alt_complement(a)
-            if comp is None:
-                return (top,), self.flag_over(self.locs.pointer_of(term), "not")
-            sh = Shape(arrays=comp) if field == "arrays" else Shape(objects=comp)
-            result = sh if result is None else self.intersect(result, sh)
-        assert result is not None
-        return getattr(result, field), result.flags
-
-    def _arr_alt_complement(self, a: ArrAlt) -> tuple[ArrAlt, ...] | None:
-        if a.literal is not None:
-            return None
-        out: list[ArrAlt] = []
-        if a.min_items > 0:
-            out.append(ArrAlt(max_items=a.min_items - 1))
-        if a.max_items is not None:
-            out.append(ArrAlt(min_items=a.max_items + 1))
-        for i, t in enumerate(a.prefix):
-            if t != TOP:
-                out.append(ArrAlt(prefix=(TOP,) * i + (mk_not(t),), min_items=i + 1))
-        if a.items == BOTTOM:
-            out.append(ArrAlt(min_items=len(a.prefix) + 1))
-        elif a.items != TOP:
-            if a.prefix:
-                return None
-            out.append(ArrAlt(contains=mk_not(a.items), min_contains=1))
-        if a.contains is not None:
-            if a.min_contains > 0:
-                out.append(
-                    ArrAlt(contains=a.contains, min_contains=0, max_contains=a.min_contains - 1)
-                )
-            if a.max_contains is not None:
-                out.append(ArrAlt(contains=a.contains, min_contains=a.max_contains + 1))
-        return tuple(out)
-
-    def _obj_alt_complement(self, o: ObjAlt) -> tuple[ObjAlt, ...] | None:
-        if o.literal is not None:
-            return None
-        for r in o.regions:
-            if r.value != TOP:
-                return None
-        if not (len(o.regions) == 1 and o.regions[0].keys is None):
-            return None  # some keys are forbidden: "has a forbidden key" is not expressible
-        out: list[ObjAlt] = []
-        for p in o.props:
-            if p.required:
-                out.append(ObjAlt(props=(Prop(p.name, BOTTOM, False, False),)))
-            if p.value != TOP:
-                out.append(ObjAlt(props=(Prop(p.name, mk_not(p.value), True, False),)))
-        if o.min_props > 0:
-            out.append(ObjAlt(max_props=o.min_props - 1))
-        if o.max_props is not None:
-            out.append(ObjAlt(min_props=o.max_props + 1))
-        return tuple(out)
+        """The complement of ``s``, the expansion of ``term`` (``_complement.complement``:
+        what it approximates is flagged at ``term``'s location)."""
+        return complement(self.split(s), self.locs.pointer_of(term), self.limits, self.intersect)
 
 
 def _is_literal(alt: Any) -> bool:
@@ -766,26 +460,3 @@ def _breadth(s: Shape) -> tuple[int, int, int]:
     deferred += sum(len(x.pat) for x in s.strings if x.pat is not None)
     deferred += sum(len(x.rng.rx) for x in s.numbers if x.rng is not None)
     return 0, alts, deferred + sum(d.n_states for d in dfas if d is not None)
-
-
-def _min_opt(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)
-
-
-_Container = TypeVar("_Container", ArrAlt, ObjAlt)
-
-
-def _meet_literal(
-    a: _Container, b: _Container, accepts: Callable[[_Container, Any], bool]
-) -> tuple[_Container, Flags] | None:
-    """The product of two array (or object) alternatives, one of them a literal: a literal
-    meets a literal iff they are equal, and another alternative iff it accepts the value."""
-    lit, other = (a, b) if a.literal is not None else (b, a)
-    if other.literal is not None:
-        return (lit, NO_FLAGS) if lit.literal == other.literal else None
-    assert lit.literal is not None
-    return (lit, NO_FLAGS) if accepts(other, json.loads(lit.literal)) else None

@@ -49,6 +49,8 @@ __all__ = [
     "StrAlt",
     "Term",
     "canonical",
+    "flag_over",
+    "flag_under",
     "mk_and",
     "mk_not",
     "mk_or",
@@ -187,6 +189,16 @@ class Flags:
 
 
 NO_FLAGS = Flags()
+
+
+def flag_over(pointer: str, keyword: str) -> Flags:
+    """Flags for a grammar that accepts more than the schema here (the validator must run)."""
+    return Flags(over=frozenset({(pointer, keyword)}))
+
+
+def flag_under(pointer: str, keyword: str) -> Flags:
+    """Flags for a grammar that rejects some values the schema accepts here."""
+    return Flags(under=frozenset({(pointer, keyword)}))
 
 
 @dataclass(frozen=True, slots=True)

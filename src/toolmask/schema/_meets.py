@@ -1,0 +1,287 @@
+"""The products of two alternatives of one JSON type: the per-kind meets that
+:meth:`ShapeAlgebra.intersect <toolmask.schema._algebra.ShapeAlgebra.intersect>` multiplies
+pairwise, and what they need (how an object alternative constrains one key, whether an array or
+object alternative accepts a literal value).
+
+Each product takes what it uses and nothing more: the limits (number and string products are DFA
+products bounded by ``Limits.max_dfa_states``; past it one side is kept and the result flagged
+``over``, for the validator) and, for literal containers (an enum's array or object values),
+``accepts``, which evaluates a term against a value exactly
+(:meth:`~toolmask.schema._resolve.Locations.accepts`). A product is ``(alternative, flags)``,
+or None when the two alternatives have no value in common.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from toolmask.errors import LimitError
+from toolmask.grammar import Dfa
+from toolmask.limits import Limits
+from toolmask.schema import _langs
+from toolmask.schema._terms import (
+    BOTTOM,
+    NO_FLAGS,
+    ArrAlt,
+    Flags,
+    NumAlt,
+    ObjAlt,
+    Prop,
+    Region,
+    Shape,
+    StrAlt,
+    Term,
+    flag_over,
+    mk_and,
+)
+
+__all__ = [
+    "Accepts",
+    "arr_accepts",
+    "arr_and",
+    "num_and",
+    "obj_accepts",
+    "obj_and",
+    "prop_view",
+    "str_and",
+    "top_identity",
+]
+
+#: whether a value is in a term's set, exactly (``Locations.accepts``)
+Accepts = Callable[[Term, Any], bool]
+
+
+def num_and(a: NumAlt, b: NumAlt, limits: Limits) -> tuple[NumAlt, Flags] | None:
+    integer = a.integer or b.integer
+    if a.is_any and b.is_any:
+        return NumAlt(None, integer), NO_FLAGS
+    # a range kept as regexes meets "any number" without its DFA (it is never empty; an
+    # integer range already holds integral values only)
+    for x, y in ((a, b), (b, a)):
+        if x.rng is not None and y.is_any and (x.integer or not integer):
+            return NumAlt(None, integer, x.rng), NO_FLAGS
+    da, db = a.lang(limits), b.lang(limits)
+    if da is not None and db is not None:
+        try:
+            d = _langs.dfa_and(da, db, limits)
+        except LimitError:
+            # products of remainder automata (multipleOf) past max_dfa_states: the grammar
+            # keeps one side, the post-decode validator checks the other
+            da = da if da.n_states <= db.n_states else db
+            return NumAlt(da, integer), flag_over("", "multipleOf")
+    else:
+        one = da if da is not None else db
+        assert one is not None
+        d = one
+    if integer and (da is None or db is None):
+        d = _langs.dfa_and(d, _langs.int_value(), limits)
+    if d.is_empty():
+        return None
+    return NumAlt(d, integer), NO_FLAGS
+
+
+def str_and(a: StrAlt, b: StrAlt, limits: Limits) -> tuple[StrAlt, Flags] | None:
+    # a known format's language is never empty: it meets "any string" without its DFA
+    if a.is_any:
+        return (b, NO_FLAGS) if b.dfa is None or not b.dfa.is_empty() else None
+    if b.is_any or a == b:
+        return (a, NO_FLAGS) if a.dfa is None or not a.dfa.is_empty() else None
+    da, db = a.lang(limits), b.lang(limits)
+    assert da is not None and db is not None
+    try:
+        d = _langs.dfa_and(da, db, limits)
+    except LimitError:
+        # keep the smaller language in the grammar and leave the rest to the validator
+        return a, flag_over("", "pattern")
+    if d.is_empty():
+        return None
+    return StrAlt(d), NO_FLAGS
+
+
+def arr_and(a: ArrAlt, b: ArrAlt, accepts: Accepts) -> tuple[ArrAlt, Flags] | None:
+    if a.literal is not None or b.literal is not None:
+        return _meet_literal(a, b, lambda alt, v: arr_accepts(alt, v, accepts))
+    k = max(len(a.prefix), len(b.prefix))
+    prefix = tuple(mk_and(a.item_term(i), b.item_term(i)) for i in range(k))
+    items = mk_and(a.items, b.items)
+    lo = max(a.min_items, b.min_items)
+    hi = _min_opt(a.max_items, b.max_items)
+    if hi is not None and lo > hi:
+        return None
+    flags = NO_FLAGS
+    contains, cmin, cmax = a.contains, a.min_contains, a.max_contains
+    if b.contains is not None:
+        if contains is None:
+            contains, cmin, cmax = b.contains, b.min_contains, b.max_contains
+        elif contains == b.contains:
+            cmin, cmax = max(cmin, b.min_contains), _min_opt(cmax, b.max_contains)
+        else:
+            flags = flag_over("", "contains")
+    ev = -1 if -1 in (a.evaluated, b.evaluated) else max(a.evaluated, b.evaluated)
+    # trailing prefix positions equal to items can be folded
+    while prefix and prefix[-1] == items:
+        prefix = prefix[:-1]
+    return (
+        ArrAlt(prefix, items, lo, hi, contains, cmin, cmax, ev),
+        flags,
+    )
+
+
+def arr_accepts(a: ArrAlt, value: Any, accepts: Accepts) -> bool:
+    if not isinstance(value, list):
+        return False
+    n = len(value)
+    if n < a.min_items or (a.max_items is not None and n > a.max_items):
+        return False
+    if not all(accepts(a.item_term(i), v) for i, v in enumerate(value)):
+        return False
+    if a.contains is not None:
+        c = sum(1 for v in value if accepts(a.contains, v))
+        if c < a.min_contains or (a.max_contains is not None and c > a.max_contains):
+            return False
+    return True
+
+
+def obj_and(a: ObjAlt, b: ObjAlt, accepts: Accepts, limits: Limits) -> tuple[ObjAlt, Flags] | None:
+    if a.literal is not None or b.literal is not None:
+        return _meet_literal(a, b, lambda alt, v: obj_accepts(alt, v, accepts))
+    names = [p.name for p in a.props] + [p.name for p in b.props if a.prop(p.name) is None]
+    props: list[Prop] = []
+    for n in names:
+        pa, pb = prop_view(a, n), prop_view(b, n)
+        value = mk_and(pa.value, pb.value)
+        required = pa.required or pb.required
+        if value == BOTTOM and required:
+            return None
+        props.append(Prop(n, value, required, pa.evaluated or pb.evaluated))
+    regions: list[Region] = []
+    for ra in a.regions:
+        for rb in b.regions:
+            value = mk_and(ra.value, rb.value)
+            if value == BOTTOM:
+                continue
+            keys = _keys_and(ra.keys, rb.keys, limits)
+            if keys is not None and keys.is_empty():
+                continue
+            regions.append(Region(keys, value, ra.evaluated or rb.evaluated))
+    lo = max(a.min_props, b.min_props)
+    hi = _min_opt(a.max_props, b.max_props)
+    if hi is not None and lo > hi:
+        return None
+    if sum(1 for p in props if p.required) > (hi if hi is not None else math.inf):
+        return None
+    return ObjAlt(tuple(props), tuple(regions), lo, hi), NO_FLAGS
+
+
+def _keys_and(x: Dfa | None, y: Dfa | None, limits: Limits) -> Dfa | None:
+    if x is None:
+        return y
+    if y is None:
+        return x
+    return _langs.dfa_and(x, y, limits)
+
+
+def prop_view(o: ObjAlt, name: str) -> Prop:
+    """How ``o`` constrains key ``name``: declared, covered by a region, or forbidden."""
+    p = o.prop(name)
+    if p is not None:
+        return p
+    for r in o.regions:
+        if r.keys is None or r.keys.accepts(name):
+            return Prop(name, r.value, False, r.evaluated)
+    return Prop(name, BOTTOM, False, False)
+
+
+def obj_accepts(o: ObjAlt, value: Any, accepts: Accepts) -> bool:
+    if not isinstance(value, dict):
+        return False
+    n = len(value)
+    if n < o.min_props or (o.max_props is not None and n > o.max_props):
+        return False
+    for p in o.props:
+        if p.name in value:
+            if not accepts(p.value, value[p.name]):
+                return False
+        elif p.required:
+            return False
+    names = o.names()
+    for k, v in value.items():
+        if k in names:
+            continue
+        if not accepts(prop_view(o, k).value, v):
+            return False
+    return True
+
+
+def top_identity(s: Shape, limits: Limits) -> bool:
+    """``intersect(SHAPE_TOP, s)`` is ``s`` itself: every alternative meets "any value of
+    its type" unchanged (the products above with a TOP alternative copy the other side,
+    except where they normalise: a number DFA re-met with the integer spelling, a string DFA
+    that may be empty, literal containers, trailing prefix items equal to ``items``, BOTTOM
+    or empty regions, required BOTTOM properties, counts out of order), no alternative
+    repeats (the products are deduplicated) and there is at most one object alternative
+    (several are merged). O(alternatives + properties)."""
+    for n in s.numbers:
+        if n.dfa is not None:
+            return False
+    for x in s.strings:
+        if x.dfa is not None:
+            return False
+    for a in s.arrays:
+        if a.literal is not None or (a.prefix and a.prefix[-1] == a.items):
+            return False
+        if a.max_items is not None and a.min_items > a.max_items:
+            return False
+        if a.contains is None and (a.min_contains != 1 or a.max_contains is not None):
+            return False  # the product takes TOP's contains bounds then
+    if len(s.objects) > 1:
+        return False
+    for o in s.objects:
+        if o.literal is not None:
+            return False
+        if o.max_props is not None and o.min_props > o.max_props:
+            return False
+        if len({p.name for p in o.props}) != len(o.props):
+            return False
+        required = 0
+        for p in o.props:
+            if p.required:
+                required += 1
+                if p.value == BOTTOM:
+                    return False
+        if o.max_props is not None and required > o.max_props:
+            return False
+        for r in o.regions:
+            if r.value == BOTTOM or (r.keys is not None and r.keys.is_empty()):
+                return False
+    cap = limits.max_alternatives
+    for alts in (s.numbers, s.strings, s.arrays):
+        if len(alts) > 1 and (len(set(alts)) != len(alts) or len(alts) > cap):
+            return False
+    return True
+
+
+def _min_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+_Container = TypeVar("_Container", ArrAlt, ObjAlt)
+
+
+def _meet_literal(
+    a: _Container, b: _Container, accepts: Callable[[_Container, Any], bool]
+) -> tuple[_Container, Flags] | None:
+    """The product of two array (or object) alternatives, one of them a literal: a literal
+    meets a literal iff they are equal, and another alternative iff it accepts the value."""
+    lit, other = (a, b) if a.literal is not None else (b, a)
+    if other.literal is not None:
+        return (lit, NO_FLAGS) if lit.literal == other.literal else None
+    assert lit.literal is not None
+    return (lit, NO_FLAGS) if accepts(other, json.loads(lit.literal)) else None
