@@ -45,14 +45,19 @@ def _chat(call: str, between: str = "", before: str = "", after: str = "") -> st
         "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}"
         "{% if m.reasoning_content %}{{ '<reason>' + m.reasoning_content + '</reason>\\n' }}"
         "{% endif %}{% if m.tool_calls %}" + before + "{% for c in m.tool_calls %}"
-        "{% if not loop.first %}{{ " + json.dumps(between) + " }}{% endif %}" + call + "{% endfor %}"
-        + after + "{% else %}{{ m.content }}{% endif %}{{ '<|im_end|>\\n' }}{% endfor %}"
+        "{% if not loop.first %}{{ "
+        + json.dumps(between)
+        + " }}{% endif %}"
+        + call
+        + "{% endfor %}"
+        + after
+        + "{% else %}{{ m.content }}{% endif %}{{ '<|im_end|>\\n' }}{% endfor %}"
         "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
     )
 
 
 _OBJECT = (
-    "'{\"name\": \"' + c.function.name + '\", \"arguments\": ' + (c.function.arguments | tojson)"
+    '\'{"name": "\' + c.function.name + \'", "arguments": \' + (c.function.arguments | tojson)'
     " + '}'"
 )
 _PY = (
@@ -60,7 +65,8 @@ _PY = (
     "{% if not loop.first %}{{ ', ' }}{% endif %}{{ k + '=' + (v | tojson) }}{% endfor %}{{ ')' }}"
 )
 _INVOKE = (
-    "{{ '<call name=\"' + c.function.name + '\">\\n' }}{% for k, v in c.function.arguments.items() %}"
+    "{{ '<call name=\"' + c.function.name + '\">\\n' }}"
+    "{% for k, v in c.function.arguments.items() %}"
     "{{ '<arg name=\"' + k + '\">' + (v | string) + '</arg>\\n' }}{% endfor %}{{ '</call>\\n' }}"
 )
 _LIST = "{{ m.tool_calls | map(attribute='function') | list | tojson(indent=4) }}"
@@ -78,14 +84,19 @@ TEMPLATES: dict[str, tuple[str, str]] = {
     ),
     "json keys reversed": (
         _chat(
-            "{{ '<%fn>{\"args\": ' + (c.function.arguments | tojson) + ', \"tool\": \"' "
+            '{{ \'<%fn>{"args": \' + (c.function.arguments | tojson) + \', "tool": "\' '
             "+ c.function.name + '\"}' }}",
             "\n",
         ),
         "JsonCalls",
     ),
     "json indented list": (
-        _chat("", "", "{{ '<acts>\\n' + (" + _LIST[3:-3] + ") + '\\n</acts>' }}{% if 0 %}", "{% endif %}"),
+        _chat(
+            "",
+            "",
+            "{{ '<acts>\\n' + (" + _LIST[3:-3] + ") + '\\n</acts>' }}{% if 0 %}",
+            "{% endif %}",
+        ),
         "JsonCalls",
     ),
     "python list": (_chat(_PY, ", ", "{{ '<<py>>[' }}", "{{ ']<</py>>' }}"), "PythonCalls"),
@@ -93,7 +104,11 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         _chat(_PY, "\n", "{{ '<actions>\\n' }}", "{{ '\\n</actions>' }}"),
         "PythonCalls",
     ),
-    "invoke tags": (_chat(_INVOKE, "", "{{ '<<calls>>\\n' }}", "{{ '<</calls>>' }}"), "InvokeParams"),
+    "python blocks": (_chat("{{ '<py>' }}" + _PY + "{{ '</py>' }}", "\n"), "PythonCalls"),
+    "invoke tags": (
+        _chat(_INVOKE, "", "{{ '<<calls>>\\n' }}", "{{ '<</calls>>' }}"),
+        "InvokeParams",
+    ),
 }
 
 
@@ -165,6 +180,12 @@ def test_the_generic_format_takes_and_reads_the_rendered_calls(name: str) -> Non
         assert (got.content.strip(), got.malformed, got.reasoning) == ("", (), case.reasoning)
         for size in (1, 3, 7):
             assert _streamed(fmt, case.text, is_open, size) == got
+        # the renderer writes the calls as the template does
+        rendered = FORMATS[fmt].render_calls([(n, a) for n, a in case.calls])
+        again = parse_turn(rendered, FORMATS[fmt], id_factory=sequential_call_id)
+        assert again.calls == got.calls, rendered
+        if not case.reasoning:
+            assert _takes(ToolTurn(_tools(), fmt, "required"), rendered), rendered
 
 
 @pytest.mark.parametrize("name", sorted(TEMPLATES))
@@ -213,9 +234,11 @@ def test_a_rendering_that_cannot_be_read_back_stays_on_functools(
 def test_a_family_format_comes_first() -> None:
     # Hermes' own shape: a generic format derived from it proves itself too, but the family
     # format is detected, and no generic format is tried
-    hermes = _chat(
-        "{{ '<tool_call>\\n' + " + _OBJECT + " + '\\n</tool_call>' }}", "\n"
-    ).replace("<reason>", "<think>").replace("</reason>", "</think>")
+    hermes = (
+        _chat("{{ '<tool_call>\\n' + " + _OBJECT + " + '\\n</tool_call>' }}", "\n")
+        .replace("<reason>", "<think>")
+        .replace("</reason>", "</think>")
+    )
     guess = detect_format(hermes)
     assert guess.name == "qwen3" and not any(is_generic(e.format) for e in guess.evidence)
     probe = probe_template(TemplateRenderer(hermes))

@@ -149,9 +149,11 @@ def _python_spans(text: str, calls: Sequence[Call]) -> Spans | None:
             return None
         end = _paren_end(text, m.end() - 1)
         got = read_calls(text[m.start() : end], listed=False, json_names=True) if end else None
-        if end is None or not isinstance(got, list) or [(c.name, c.args) for c in got] != [
-            (name, args)
-        ]:
+        if (
+            end is None
+            or not isinstance(got, list)
+            or [(c.name, c.args) for c in got] != [(name, args)]
+        ):
             return None
         out.append((m.start(), end))
         i = end

@@ -27,8 +27,8 @@ from toolmask.grammar import Node, choice, lit, seq
 from toolmask.tools.formats._kit import Kit
 from toolmask.tools.formats._read import (
     Block,
-    bad_block,
     Call,
+    bad_block,
     coerce_value,
     done,
     param_schema,
