@@ -189,15 +189,14 @@ NOTATIONS: dict[str, Callable[[str, Sequence[Call]], Spans | None]] = {
 }
 
 
-def _read(notation: str, case: ProbeCase, start: int) -> tuple[str, str | None, str] | None:
-    """The texts before, between and after the calls of ``case`` (from ``start``)."""
-    spans = NOTATIONS[notation](case.text[start:], case.calls)
+def _read(notation: str, case: ProbeCase) -> tuple[str, str | None, str] | None:
+    """The texts before, between (the first two) and after the calls of ``case``."""
+    text = case.text
+    spans = NOTATIONS[notation](text, case.calls)
     if not spans:
         return None
-    between = None
-    if len(spans) > 1:
-        between = case.text[start + spans[0][1] : start + spans[1][0]]
-    return case.text[start : start + spans[0][0]], between, case.text[start + spans[-1][1] :]
+    between = text[spans[0][1] : spans[1][0]] if len(spans) > 1 else None
+    return text[: spans[0][0]], between, text[spans[-1][1] :]
 
 
 def _derive(notation: str, probe: Probe) -> tuple[Derived, Reasoning] | None:
@@ -207,14 +206,14 @@ def _derive(notation: str, probe: Probe) -> tuple[Derived, Reasoning] | None:
     one = cases.get("one")
     if one is None:
         return None
-    got = _read(notation, one, 0)
+    got = _read(notation, one)
     if got is None:
         return None
     before, _, after = got
     between = None
     two = cases.get("two")
     if two is not None:
-        got2 = _read(notation, two, 0)
+        got2 = _read(notation, two)
         if got2 is None or (got2[0], got2[2]) != (before, after):
             return None
         between = got2[1]
@@ -290,7 +289,7 @@ def _layout(d: Derived, brackets: tuple[str, str]) -> tuple[BlockMarkers, Layout
     return None
 
 
-def _json_codecs(probe: Probe, d: Derived, layout: Layout) -> list[tuple[Codec, Values]]:
+def _json_codecs(probe: Probe, layout: Layout) -> list[tuple[Codec, Values]]:
     """The JSON codecs that may write the calls as rendered: the object's keys in the
     template's order, on one line or indented as ``tojson(indent=k)`` writes them."""
     one = next(c for c in probe.cases if c.name == "one")
@@ -321,7 +320,7 @@ def _json_codecs(probe: Probe, d: Derived, layout: Layout) -> list[tuple[Codec, 
     return out
 
 
-def _python_codecs(probe: Probe, d: Derived, layout: Layout) -> list[tuple[Codec, Values]]:
+def _python_codecs(probe: Probe, layout: Layout) -> list[tuple[Codec, Values]]:
     """The Python-call codecs: a list of calls in brackets, or calls one a block or one a
     separator; strings in the quotes the template writes."""
     one = next(c for c in probe.cases if c.name == "one")
@@ -334,7 +333,7 @@ def _python_codecs(probe: Probe, d: Derived, layout: Layout) -> list[tuple[Codec
     return [(PythonCalls(listed=False, notation=notation), Values())]
 
 
-def _xml_codecs(probe: Probe, d: Derived, layout: Layout) -> list[tuple[Codec, Values]]:
+def _xml_codecs(probe: Probe, layout: Layout) -> list[tuple[Codec, Values]]:
     """The invoke-tag codec with the tag names and the newline the rendering shows."""
     one = next(c for c in probe.cases if c.name == "one")
     m = _INVOKE.search(one.text)
@@ -347,7 +346,7 @@ def _xml_codecs(probe: Probe, d: Derived, layout: Layout) -> list[tuple[Codec, V
     return [(InvokeParams(invoke=m.group(1), param=p.group(2), nl=p.group(1)), Values())]
 
 
-_CODECS: dict[str, Callable[[Probe, Derived, Layout], list[tuple[Codec, Values]]]] = {
+_CODECS: dict[str, Callable[[Probe, Layout], list[tuple[Codec, Values]]]] = {
     "json": _json_codecs,
     "python": _python_codecs,
     "xml": _xml_codecs,
@@ -378,7 +377,7 @@ def derive_formats(probe: Probe) -> list[FormatSpec]:
             if layout.separator or layout.list_open:
                 continue
             layout = dataclasses.replace(layout, list_calls=True)
-        for codec, values in _CODECS[notation](probe, d, layout):
+        for codec, values in _CODECS[notation](probe, layout):
             try:
                 spec = FormatSpec(
                     GENERIC, codec, block, layout, reasoning, values,
