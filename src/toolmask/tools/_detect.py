@@ -39,6 +39,7 @@ from typing import Any
 
 from toolmask._compile import compile as compile_grammar
 from toolmask.errors import ChatTemplateError, LimitError, SchemaError, ToolmaskError
+from toolmask.tools._generic import derive_formats, describe, is_generic, register_generic
 from toolmask.tools._probe import PROBE_TOOLS, VARIANTS, Probe, ProbeCase, probe_template
 from toolmask.tools._spec import Tool
 from toolmask.tools._template import TemplateRenderer, TemplateSource
@@ -246,12 +247,15 @@ def _detect_template(source: TemplateSource) -> FormatGuess:
         return FormatGuess(FALLBACK, "fallback", warning=msg, template=where)
     first: tuple[Probe, tuple[FormatEvidence, ...]] | None = None
     seen_probe: Probe | None = None
+    rendered: list[Probe] = []
+    families = [f for f in FORMATS.values() if not is_generic(f.name)]
     for variant in VARIANTS:
         probe = probe_template(renderer, variant)
         seen_probe = seen_probe or probe
         if not probe.renders_calls:
             continue
-        evidence = tuple(prove_format(f, probe) for f in FORMATS.values())
+        rendered.append(probe)
+        evidence = tuple(prove_format(f, probe) for f in families)
         proven = _rank([e.format for e in evidence if e.proven], source.text)
         if proven:
             return FormatGuess(
@@ -261,6 +265,10 @@ def _detect_template(source: TemplateSource) -> FormatGuess:
             first = (probe, evidence)
     if first is not None:
         probe, evidence = first
+        generic, tried = _generic(rendered, evidence, where)
+        if generic is not None:
+            return generic
+        evidence += tried
         msg = _warn(
             f"the chat template {where} renders tool calls that no format reads back and takes "
             f"as its grammar; using {FALLBACK} (prompt-injected); pass --format NAME (fmt=) "
@@ -280,6 +288,34 @@ def _detect_template(source: TemplateSource) -> FormatGuess:
         "(prompt-injected); pass --format NAME (fmt=) to override"
     )
     return FormatGuess(FALLBACK, "no calls", (), (), seen_probe, warning=msg, template=where)
+
+
+def _generic(
+    probes: Sequence[Probe], evidence: tuple[FormatEvidence, ...], where: str
+) -> tuple[FormatGuess | None, tuple[FormatEvidence, ...]]:
+    """The generic format derived from the first probe whose rendering proves one
+    (:mod:`toolmask.tools._generic`), registered, as a guess with a warning that names its
+    markers; else None and the evidence of every derived format tried."""
+    tried: list[FormatEvidence] = []
+    for probe in probes:
+        for spec in derive_formats(probe):
+            if any(e.format == spec.name for e in tried):
+                continue
+            got = prove_format(spec, probe)
+            if not got.proven:
+                tried.append(got)
+                continue
+            spec = register_generic(spec)
+            msg = _warn(
+                f"the chat template {where} renders tool calls that no family format reads; "
+                f"using {spec.name}, a format derived from its rendering ({describe(spec)}) "
+                "and proven on its calls; pass --format NAME (fmt=) to override"
+            )
+            guess = FormatGuess(
+                spec.name, "template", (), (*evidence, got), probe, (spec.name,), msg, where
+            )
+            return guess, ()
+    return None, tuple(tried)
 
 
 @functools.lru_cache(maxsize=64)

@@ -215,9 +215,11 @@ class PythonCalls(CodecBase):
         ]
         if not self.listed:
             b, lay = spec.block, spec.layout
-            lines = lay.separator_text.join(parts)
-            inner = b.after_open + lay.list_open + lines + lay.list_close + b.before_close
-            return b.open + inner + b.close
+            blocks = [lay.separator_text.join(parts)] if lay.one_block else parts
+            inner = [
+                b.after_open + lay.list_open + x + lay.list_close + b.before_close for x in blocks
+            ]
+            return lay.block_sep.join(b.open + x + b.close for x in inner)
         listed = "[" + ", ".join(parts) + "]"
         return spec.block.open + listed + spec.block.close if self.wrap else listed
 

@@ -28,6 +28,7 @@ from toolmask.tools.formats._kit import Kit
 from toolmask.tools.formats._read import (
     Block,
     Call,
+    bad_block,
     coerce_value,
     done,
     param_schema,
@@ -278,9 +279,8 @@ def read_invokes(
     def wait(reason: str) -> Block:
         return Block("bad", n, reason=f"truncated: {reason}") if final else Block("pending")
 
-    def bad(reason: str, at: int) -> Block:
-        c = text.find(bad_end, at) if bad_end else -1
-        return Block("bad", c + len(bad_end) if c >= 0 else n, reason=reason)
+    def bad(reason: str, at: int) -> Block:  # to the next bad_end, undecided until then
+        return bad_block(text, at, bad_end, reason, final)
 
     def unfinished(rest: str, *words: str) -> bool:
         return any(w.startswith(rest) or (rest.startswith(w) and ">" not in rest) for w in words)

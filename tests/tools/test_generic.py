@@ -1,0 +1,249 @@
+"""The generic format: where no family format reads the calls a chat template renders,
+detection derives a format from the rendering itself and proves it like a family format.
+
+The templates here are written for these tests, each in a notation no family uses (its markers,
+its layout): JSON call objects one a block, a JSON list, objects back to back, keys in another
+order, an indented list, a Python list, Python calls one a line, invoke tags with other tag
+names, and a reasoning channel in markers of its own. Each must be detected as a generic format
+whose grammar takes the rendered bytes (one call and two, ``required`` and ``auto``, parallel
+calls off for one), whose parser gives the calls back (batch, and streamed in chunks), and that
+keeps a malformed or cut block in the content. A template whose calls cannot be read back stays
+on ``functools``; a template a family reads is never claimed (the vendored templates:
+``test_detect_templates.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+import toolmask as tm
+from toolmask.tools import (
+    FORMATS,
+    FormatGuess,
+    StreamParser,
+    ToolTurn,
+    detect_format,
+    detection_report,
+    parse_turn,
+    probe_template,
+    sequential_call_id,
+)
+from toolmask.tools._detect import FALLBACK, prove_format
+from toolmask.tools._generic import derive_formats, is_generic
+from toolmask.tools._probe import PROBE_TOOLS, ProbeCase
+from toolmask.tools._template import TemplateRenderer
+
+
+def _chat(call: str, between: str = "", before: str = "", after: str = "") -> str:
+    """ChatML whose assistant turn writes ``before``, each call (``call``, Jinja) joined by
+    ``between``, then ``after``; reasoning in ``<reason>`` tags when the message has it."""
+    return (
+        "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}"
+        "{% if m.reasoning_content %}{{ '<reason>' + m.reasoning_content + '</reason>\\n' }}"
+        "{% endif %}{% if m.tool_calls %}" + before + "{% for c in m.tool_calls %}"
+        "{% if not loop.first %}{{ "
+        + json.dumps(between)
+        + " }}{% endif %}"
+        + call
+        + "{% endfor %}"
+        + after
+        + "{% else %}{{ m.content }}{% endif %}{{ '<|im_end|>\\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+    )
+
+
+_OBJECT = (
+    '\'{"name": "\' + c.function.name + \'", "arguments": \' + (c.function.arguments | tojson)'
+    " + '}'"
+)
+_PY = (
+    "{{ c.function.name + '(' }}{% for k, v in c.function.arguments.items() %}"
+    "{% if not loop.first %}{{ ', ' }}{% endif %}{{ k + '=' + (v | tojson) }}{% endfor %}{{ ')' }}"
+)
+_INVOKE = (
+    "{{ '<call name=\"' + c.function.name + '\">\\n' }}"
+    "{% for k, v in c.function.arguments.items() %}"
+    "{{ '<arg name=\"' + k + '\">' + (v | string) + '</arg>\\n' }}{% endfor %}{{ '</call>\\n' }}"
+)
+_LIST = "{{ m.tool_calls | map(attribute='function') | list | tojson(indent=4) }}"
+
+#: template -> (the Jinja text, the codec the derived format must use)
+TEMPLATES: dict[str, tuple[str, str]] = {
+    "json blocks": (_chat("{{ '<<call>>' + " + _OBJECT + " + '<</call>>' }}", "\n"), "JsonCalls"),
+    "json list": (
+        _chat("{{ " + _OBJECT + " }}", ", ", "{{ '<calls>[' }}", "{{ ']</calls>' }}"),
+        "JsonCalls",
+    ),
+    "json back to back": (
+        _chat("{{ " + _OBJECT + " }}", "", "{{ '[[CALLS]]' }}", "{{ '[[/CALLS]]' }}"),
+        "JsonCalls",
+    ),
+    "json keys reversed": (
+        _chat(
+            '{{ \'<%fn>{"args": \' + (c.function.arguments | tojson) + \', "tool": "\' '
+            "+ c.function.name + '\"}' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    "json indented list": (
+        _chat(
+            "",
+            "",
+            "{{ '<acts>\\n' + (" + _LIST[3:-3] + ") + '\\n</acts>' }}{% if 0 %}",
+            "{% endif %}",
+        ),
+        "JsonCalls",
+    ),
+    "python list": (_chat(_PY, ", ", "{{ '<<py>>[' }}", "{{ ']<</py>>' }}"), "PythonCalls"),
+    "python lines": (
+        _chat(_PY, "\n", "{{ '<actions>\\n' }}", "{{ '\\n</actions>' }}"),
+        "PythonCalls",
+    ),
+    "python blocks": (_chat("{{ '<py>' }}" + _PY + "{{ '</py>' }}", "\n"), "PythonCalls"),
+    "invoke tags": (
+        _chat(_INVOKE, "", "{{ '<<calls>>\\n' }}", "{{ '<</calls>>' }}"),
+        "InvokeParams",
+    ),
+}
+
+
+def _tools() -> list[Any]:
+    return [tm.Tool.from_openai(t) for t in PROBE_TOOLS]
+
+
+def _guess(name: str) -> FormatGuess:
+    return detect_format(TEMPLATES[name][0])
+
+
+def _takes(turn: ToolTurn, text: str) -> bool:
+    m = tm.compile(turn.grammar()).matcher()
+    return m.accept_bytes(text.encode("utf-8")) and m.is_accepting()
+
+
+def _open(fmt: str, case: ProbeCase) -> bool:
+    return FORMATS[fmt].prompt_opens_reasoning(case.prompts[0])
+
+
+def _streamed(fmt: str, text: str, is_open: bool, size: int) -> tm.tools.ParsedTurn:
+    sp = StreamParser(FORMATS[fmt], reasoning_open=is_open, id_factory=sequential_call_id)
+    deltas = [d for i in range(0, len(text), size) for d in sp.feed(text[i : i + size])]
+    deltas += sp.finish()
+    args: dict[int, str] = {}
+    for d in deltas:
+        if d.index is not None:
+            args[d.index] = args.get(d.index, "") + (d.arguments or "")
+    assert [json.loads(args[i]) for i in sorted(args)] == [c.arguments for c in sp.result.calls]
+    return sp.result
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_detected_as_a_generic_format(name: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="toolmask.tools"):
+        guess = detect_format(TEMPLATES[name][0] + "{# " + name + " #}")  # not the cached one
+    assert is_generic(guess.name) and guess.confident, (str(guess), guess.warning)
+    assert guess.proven == (guess.name,)
+    fmt = FORMATS[guess.name]
+    assert type(fmt.codec).__name__ == TEMPLATES[name][1]
+    # the warning and the report name the format and the markers it was derived with
+    assert "derived from its rendering" in guess.warning and repr(fmt.block.open) in guess.warning
+    assert any(guess.warning in r.message for r in caplog.records)
+    report = detection_report(guess)
+    assert f"{guess.name}: PROVEN" in report and repr(fmt.block.open) in report
+    # the same rendering derives the same format
+    assert detect_format(TEMPLATES[name][0]).name == guess.name
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_the_generic_format_takes_and_reads_the_rendered_calls(name: str) -> None:
+    guess = _guess(name)
+    fmt = guess.name
+    assert guess.probe is not None and {c.name for c in guess.probe.cases} >= {"one", "two"}
+    for case in guess.probe.cases:
+        is_open = _open(fmt, case)
+        for mode in ("required", "auto"):
+            turn = ToolTurn(_tools(), fmt, mode, reasoning_open=is_open)
+            assert _takes(turn, case.text), f"{case.name}: {mode} refuses {case.text!r}"
+            assert not _takes(turn, case.text.replace("get_weather", "get_wether"))
+        if case.name != "two":
+            single = ToolTurn(
+                _tools(), fmt, "required", parallel_tool_calls=False, reasoning_open=is_open
+            )
+            assert _takes(single, case.text), f"{case.name}: one call, parallel off"
+        got = parse_turn(case.text, FORMATS[fmt], reasoning_open=is_open,
+                         id_factory=sequential_call_id)  # fmt: skip
+        assert [(c.name, c.arguments) for c in got.calls] == list(case.calls)
+        assert (got.content.strip(), got.malformed, got.reasoning) == ("", (), case.reasoning)
+        for size in (1, 3, 7):
+            assert _streamed(fmt, case.text, is_open, size) == got
+        # the renderer writes the calls as the template does
+        rendered = FORMATS[fmt].render_calls([(n, a) for n, a in case.calls])
+        again = parse_turn(rendered, FORMATS[fmt], id_factory=sequential_call_id)
+        assert again.calls == got.calls, rendered
+        if not case.reasoning:
+            assert _takes(ToolTurn(_tools(), fmt, "required"), rendered), rendered
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_a_malformed_or_cut_block_stays_in_the_content(name: str) -> None:
+    guess = _guess(name)
+    fmt = FORMATS[guess.name]
+    assert guess.probe is not None
+    one = next(c for c in guess.probe.cases if c.name == "one")
+    cut = one.text[: one.text.index("Paris") + 3]
+    broken = fmt.block.open + " {not a call( " + fmt.block.close
+    for text in (cut, "Let me see. " + broken):
+        got = parse_turn(text, fmt, id_factory=sequential_call_id)
+        assert got.calls == () and got.malformed, text
+        assert text.startswith(got.content.strip()) or got.content == text, (got.content, text)
+        assert got.malformed[-1].text in got.content
+        assert _streamed(guess.name, text, False, 3) == got
+
+
+def test_the_reasoning_channel_is_derived_from_its_markers() -> None:
+    guess = _guess("json blocks")
+    assert guess.probe is not None and "reasoning" in {c.name for c in guess.probe.cases}
+    fmt = FORMATS[guess.name]
+    assert (fmt.reasoning.start, fmt.reasoning.end) == ("<reason>", "</reason>")
+    assert "reasoning '<reason>' ... '</reason>'" in guess.warning
+
+
+def test_a_rendering_that_cannot_be_read_back_stays_on_functools(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # the markers are consistent, but string values are written unquoted: no notation reads
+    # the arguments back, so no generic format proves itself
+    unquoted = (
+        "{{ '<<call>>' + c.function.name + '(' }}{% for k, v in c.function.arguments.items() %}"
+        "{% if not loop.first %}{{ ', ' }}{% endif %}{{ k + '=' + (v | string) }}{% endfor %}"
+        "{{ ')<</call>>' }}"
+    )
+    with caplog.at_level(logging.WARNING, logger="toolmask.tools"):
+        guess = detect_format(_chat(unquoted, "\n"))
+    assert (guess.name, guess.source, guess.confident) == (FALLBACK, "fallback", False)
+    assert "no format reads" in guess.warning and "--format" in guess.warning
+    assert any(guess.warning in r.message for r in caplog.records)
+    assert not any(e.proven for e in guess.evidence)
+    assert not any(is_generic(n) for n in guess.proven)
+
+
+def test_a_family_format_comes_first() -> None:
+    # Hermes' own shape: a generic format derived from it proves itself too, but the family
+    # format is detected, and no generic format is tried
+    hermes = (
+        _chat("{{ '<tool_call>\\n' + " + _OBJECT + " + '\\n</tool_call>' }}", "\n")
+        .replace("<reason>", "<think>")
+        .replace("</reason>", "</think>")
+    )
+    guess = detect_format(hermes)
+    assert guess.name == "qwen3" and not any(is_generic(e.format) for e in guess.evidence)
+    probe = probe_template(TemplateRenderer(hermes))
+    derived = derive_formats(probe)
+    assert derived and prove_format(derived[0], probe).proven
+    # and a registered generic format is never tried as a family
+    generic = _guess("json blocks").name
+    assert not any(e.format == generic for e in detect_format(hermes + " ").evidence)
