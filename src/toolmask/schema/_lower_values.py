@@ -2,10 +2,11 @@
 their spellings), numbers, strings, declared keys and the colon after them, in the layout and
 the notation of the lowerer that asks.
 
-Free functions of a :class:`Lowering`, the part of :class:`~toolmask.schema._lower.Lowerer`
-they use: its options, its memo of strings, and its grammar bookkeeping (``define`` a rule, the
-``shared`` rules, a DFA's node, ``ref`` to a term's rule). The containers'
-(:mod:`._lower_containers`) take the same.
+Free functions of a :class:`Lowering`: the part of the :class:`~toolmask.schema._lower.Lowerer`
+that the lowering of one JSON type uses (its options, the rules defined so far, and its
+bookkeeping: ``define`` a rule, a ``fresh`` name, the ``shared`` rules, a DFA's node, ``ref`` to
+a term's rule). The arrays' and objects' lowering (:mod:`._lower_containers`) takes the same; a
+protocol, so that neither module imports the lowerer that imports them.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ class Lowering(Protocol):
     notation: Notation
     special_tokens: frozenset[str]
     limits: Limits
-    #: additionalProperties when absent; keys in any order
+    #: what a missing ``additionalProperties`` means
     addl_default: bool
+    #: an object's declared keys in any order
     any_order: bool
     #: the rules defined so far, by name
     rules: dict[str, Node]
