@@ -85,7 +85,8 @@ def compile_json_schema(
     """
     # the compiler's modules load with the first compilation (``import toolmask`` stays light)
     from toolmask.schema._compiler import SchemaCompiler
-    from toolmask.schema._lower import Layout, Lowerer
+    from toolmask.schema._layout import Layout
+    from toolmask.schema._lower import Lowerer
 
     _check_options(whitespace, notation, property_order)
     schema_json, resources_json = _read_documents(schema, resources, limits)
