@@ -12,13 +12,18 @@ toolmask does not implement are accepted only at their neutral value (:data:`NEU
 ignored. Any other field is rejected as OpenAI rejects it ("Unrecognized request argument").
 ``null`` means "not given" for every optional field.
 
-Cost: one ``json.loads`` of the body plus O(size of the request).
+Cost: one JSON read of the body plus O(size of the request); a ``tools`` array seen before
+(:class:`ToolLists`) is not read again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +40,7 @@ __all__ = [
     "APIError",
     "ChatRequest",
     "ResponseFormat",
+    "ToolLists",
     "parse_chat_request",
     "turn_spec",
 ]
@@ -130,6 +136,9 @@ class ChatRequest:
     #: the decoding mode (toolmask's extension, ``extra_body={"sampling": "exact"}``): one of
     #: :func:`toolmask.decoding.mode_names`; None: the server's (``serve --sampling``)
     sampling: str | None = None
+    #: the digest of the ``tools`` array's JSON text as the client sent it ("" when unknown:
+    #: a body given already parsed): the tool list's identity, without reading it again
+    tools_key: str = ""
 
     @property
     def thinking(self) -> bool:
@@ -508,11 +517,103 @@ NEUTRAL: dict[str, Callable[[Any], bool]] = {
 }
 
 
+class ToolLists:
+    """The tool lists of recent requests, by the digest of their ``tools`` JSON text (a bounded,
+    thread-safe LRU of ``size`` lists): a request that sends the same text as one before gets
+    the same :class:`Tool` objects, without reading (and checking) them again, and the layers
+    below find everything they keyed by those objects. The digest is one pass of blake2b over
+    the text: O(bytes), in C."""
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._lists: OrderedDict[str, tuple[Tool, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> tuple[Tool, ...] | None:
+        with self._lock:
+            hit = self._lists.get(key)
+            if hit is not None:
+                self._lists.move_to_end(key)
+            return hit
+
+    def put(self, key: str, tools: tuple[Tool, ...]) -> None:
+        with self._lock:
+            self._lists[key] = tools
+            while len(self._lists) > self.size:
+                self._lists.popitem(last=False)
+
+
+_DECODER = json.JSONDecoder()
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _members(text: str) -> tuple[dict[str, Any], dict[str, tuple[int, int]]] | None:
+    """The members of the JSON object ``text`` (as ``json.loads`` reads them: the last of two
+    equal keys wins) and the span of each value in ``text``; None when ``text`` is not one JSON
+    object or cannot be read this way (then ``json.loads`` says why)."""
+    ws = _WS.match
+    try:
+        i = ws(text, 0).end()
+        if text[i] != "{":
+            return None
+        i = ws(text, i + 1).end()
+        data: dict[str, Any] = {}
+        spans: dict[str, tuple[int, int]] = {}
+        if text[i] == "}":
+            i += 1
+        else:
+            while True:
+                if text[i] != '"':
+                    return None
+                key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+                i = ws(text, i).end()
+                if text[i] != ":":
+                    return None
+                i = ws(text, i + 1).end()
+                value, end = _DECODER.raw_decode(text, i)
+                data[key], spans[key] = value, (i, end)
+                i = ws(text, end).end()
+                if text[i] == "}":
+                    i += 1
+                    break
+                if text[i] != ",":
+                    return None
+                i = ws(text, i + 1).end()
+    except (ValueError, IndexError, RecursionError):
+        return None
+    return (data, spans) if ws(text, i).end() == len(text) else None
+
+
+def _read_body(body: bytes | str) -> tuple[Any, str, tuple[int, int] | None]:
+    """The JSON value of ``body``, its text, and the span of the top-level ``tools`` value
+    when there is one. Raises what ``json.loads(body)`` raises."""
+    text: str | None = None
+    if isinstance(body, str):
+        text = body
+    else:
+        try:
+            text = body.decode(json.detect_encoding(body), "surrogatepass")
+        except (UnicodeDecodeError, LookupError):
+            text = None
+    read = _members(text) if text is not None else None
+    if read is None or text is None:
+        return json.loads(body), "", None
+    data, spans = read
+    return data, text, spans.get("tools")
+
+
 def parse_chat_request(
-    body: bytes | str | Mapping[str, Any], *, limits: Limits = SERVER_LIMITS
+    body: bytes | str | Mapping[str, Any],
+    *,
+    limits: Limits = SERVER_LIMITS,
+    tool_lists: ToolLists | None = None,
 ) -> ChatRequest:
     """Validate a ``POST /v1/chat/completions`` body (raw bytes or already parsed JSON); the
     stop sequences within ``limits`` (``max_stop_sequences``, ``max_stop_chars``).
+
+    ``tool_lists``: the tool lists of earlier requests (:class:`ToolLists`); a body whose
+    ``tools`` text is one of them gets its tools from there, and :attr:`ChatRequest.tools_key`
+    is the digest of that text either way (for a body given as text or bytes).
 
     Raises :class:`APIError` (400) for malformed JSON, a body that is not an object, a missing
     ``model`` or ``messages``, a field of the wrong type or out of range, an unknown field, a
@@ -520,11 +621,13 @@ def parse_chat_request(
     without ``stream``, and a ``tool_choice`` that names unknown tools or needs tools that
     were not given. Never raises anything else on any input.
     """
+    span: tuple[int, int] | None = None
+    text = ""
     if isinstance(body, Mapping):
         data: Any = body
     else:
         try:
-            data = json.loads(body)
+            data, text, span = _read_body(body)
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise bad_request(
                 f"We could not parse the JSON body of your request ({e}). The body must be a "
@@ -537,6 +640,11 @@ def parse_chat_request(
             code="invalid_json",
         )
     values: dict[str, Any] = {}
+    known: tuple[Tool, ...] | None = None
+    if span is not None and data.get("tools") is not None:
+        digest = hashlib.blake2b(text[span[0] : span[1]].encode("utf-8", "surrogatepass"))
+        values["tools_key"] = digest.hexdigest()
+        known = tool_lists.get(values["tools_key"]) if tool_lists is not None else None
     max_completion: int | None = None
     for key, raw in data.items():
         if raw is None:
@@ -544,7 +652,12 @@ def parse_chat_request(
         entry = FIELDS.get(key)
         if entry is not None:
             attr, reader = entry
+            if key == "tools" and known is not None:
+                values[attr] = known
+                continue
             value = reader(raw)
+            if key == "tools" and tool_lists is not None and "tools_key" in values:
+                tool_lists.put(values["tools_key"], value)
             if key == "max_completion_tokens":
                 max_completion = value
             elif attr:

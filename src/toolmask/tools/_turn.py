@@ -188,7 +188,13 @@ class ToolTurn:
         return self.format.block_triggers()
 
     def prompt(self) -> str:
-        """The text that advertises every tool (see :meth:`FormatSpec.render_tools`)."""
+        """The text that advertises every tool (see :meth:`FormatSpec.render_tools`), made once
+        per turn and shared by the turns derived from it (it depends on the tools and the
+        format only)."""
+        return self._prompt
+
+    @functools.cached_property
+    def _prompt(self) -> str:
         return self.format.render_tools(self.tools)
 
     # -- grammar ----------------------------------------------------------------------------------
