@@ -219,6 +219,7 @@ class PlanCache:
                 reasoning=req.thinking,
                 reasoning_open=reasoning_open,
             )
+            base.prepare(self.compiler)  # its key and prompt, shared by the turns derived
             if req.tools_key:
                 with self._lock:
                     self._turns[key] = base

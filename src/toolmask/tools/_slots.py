@@ -17,13 +17,24 @@ bytes stand in the template's literals.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from toolmask.grammar import EMPTY, Bytes, Choice, Node, Repeat, RuleRef, Seq, Special, iter_nodes
+from toolmask.grammar import (
+    EMPTY,
+    Bytes,
+    Choice,
+    Node,
+    Repeat,
+    RuleRef,
+    Seq,
+    Special,
+    iter_nodes,
+    lit,
+    seq,
+)
 from toolmask.grammar import choice as make_choice
-from toolmask.grammar import lit, seq
 from toolmask.tools.formats import Kit
 
 __all__ = [
@@ -111,9 +122,9 @@ def mentions(nodes: Iterable[Node]) -> bool:
     text = SLOT_NAME
     for root in nodes:
         for n in iter_nodes(root):
-            if type(n) is Bytes and _SLOT in n.value:  # type: ignore[union-attr]
+            if type(n) is Bytes and _SLOT in n.value:
                 return True
-            if type(n) is Special and text in n.text:  # type: ignore[union-attr]
+            if type(n) is Special and text in n.text:
                 return True
     return False
 

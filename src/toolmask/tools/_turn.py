@@ -170,6 +170,16 @@ class ToolTurn:
             return self.tools
         return tuple(self.tools[self._index[n]] for n in choice.allowed)
 
+    def prepare(self, compiler: GrammarCompiler | None = None) -> ToolTurn:
+        """Read the tool list once in ``compiler``'s turn cache (default: the active one's):
+        the key its compiled turns are kept under, and the prompt. Every turn derived from
+        this one afterwards (:meth:`with_tool_choice`) shares both, so a server that keeps
+        one turn per tool list pays O(allowed names) per new ``tool_choice``. Returns
+        ``self``. O(tools) once."""
+        self._tools_key(turn_cache(compiler))
+        self.prompt()
+        return self
+
     def with_tool_choice(self, tool_choice: ToolChoiceLike) -> ToolTurn:
         """This turn with another ``tool_choice`` (a policy's next allowed set): the same tools,
         format and options, already checked, and the same cached key of the tool list, so the
