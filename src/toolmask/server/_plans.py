@@ -136,7 +136,7 @@ class PlanCache:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, Plan | APIError] = OrderedDict()
         #: the turn over each recent tool list (by its key and options), see :meth:`_turn`
-        self._turns: OrderedDict[tuple[Any, ...], ToolTurn] = OrderedDict()
+        self._turns: OrderedDict[tuple[Any, ...], tuple[Any, ToolTurn]] = OrderedDict()
         #: the tool lists of recent requests, for :func:`parse_chat_request`
         self.tool_lists = ToolLists()
         self.hits = 0
@@ -196,18 +196,15 @@ class PlanCache:
         new ``tool_choice`` over tools seen before is derived from it in O(allowed names),
         with its tool key and prompt), with the request's ``tool_choice``."""
         choice = req.tool_choice if req.tool_choice is not None else "auto"
-        key = (
-            req.tools_key,
-            tuple(map(id, req.tools)),
-            req.parallel_tool_calls,
-            req.thinking,
-            reasoning_open,
-        )
+        key = (req.tools_key, req.parallel_tool_calls, req.thinking, reasoning_open)
+        base: ToolTurn | None = None
         with self._lock:
-            base = self._turns.get(key) if req.tools_key else None
-            if base is not None:
+            hit = self._turns.get(key) if req.tools_key else None
+            # the turn holds the request's tuple of tools (the one parse_chat_request reuses
+            # for the same text), so an identity check says it is the same tool objects
+            if hit is not None and hit[0] is req.tools:
                 self._turns.move_to_end(key)
-        # keyed by the tools' ids too: the turn holds those objects, so no other can have them
+                base = hit[1]
         if base is None:
             base = ToolTurn(
                 req.tools,
@@ -222,7 +219,7 @@ class PlanCache:
             base.prepare(self.compiler)  # its key and prompt, shared by the turns derived
             if req.tools_key:
                 with self._lock:
-                    self._turns[key] = base
+                    self._turns[key] = (req.tools, base)
                     while len(self._turns) > self.size:
                         self._turns.popitem(last=False)
         return base.with_tool_choice(choice)
