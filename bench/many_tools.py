@@ -26,6 +26,12 @@ vocabulary from ``quicktok-v1`` as in ``bench/masks.py``, the native backend):
   every tool, first computation (cold) and again (warm); **subset name mask**: the same state
   on a subset turn (two cached masks and an AND);
 * **argument mask** (ms): inside the arguments of one tool (after ``"arguments": {``), warm;
+* **server** (ms): the server's time per request before the first token, over the same tools
+  (:func:`server_path`): the request body read (with the server's tool lists), its plan from a
+  ``PlanCache`` (its own compiler), the tool prompt, a matcher and the first mask at the name
+  position; **new subset**: a request whose ``allowed_tools`` the server has not seen (the
+  tools have: median of 5), **subset seen**: one it has (median of 20); the first request,
+  which compiles the tools, is in the JSON (``server_first_ms``);
 * **CPU** columns: the same spans in the process's CPU time (``time.process_time``), which a
   shared machine's load inflates far less than wall-clock;
 * **memory** (MB): the compiler's own account (``GrammarCompiler.memory()["total"]``: automata,
@@ -225,6 +231,7 @@ def worker(specs: list[dict[str, Any]], seed: int, eager: bool) -> dict[str, Any
         mem = compiler.memory()
         out["memory_mb"] = mem["total"] / 1e6
         out["rss_growth_mb"] = (_rss_kb() - rss0) / 1e3
+    out.update(server_path(specs, vocab, subsets, choice))
     out["eager_cold_cpu_ms"] = None
     if eager:  # every schema up front, in a compiler of its own (cold caches)
         other = tm.GrammarCompiler()
@@ -234,6 +241,55 @@ def worker(specs: list[dict[str, Any]], seed: int, eager: bool) -> dict[str, Any
             tm.ToolTurn(tools, FMT, "required", special_tokens=special).compile(vocab, lazy=False)
             out["eager_cold_ms"] = _ms(t0)
             out["eager_cold_cpu_ms"] = (time.process_time() - c0) * 1e3
+    return out
+
+
+def server_path(
+    specs: list[dict[str, Any]],
+    vocab: Any,
+    subsets: list[list[str]],
+    choice: Any,
+) -> dict[str, Any]:
+    """The server's time per request before the first token, for the same tools: the request
+    body (made by the client, not timed) read by ``parse_chat_request`` with the server's tool
+    lists, its plan from a ``PlanCache`` (its own compiler, server limits), the tool prompt,
+    a matcher and the first mask at the name position. A first request (the tools compiled),
+    then the new subsets, then subsets seen before."""
+    import numpy as np
+
+    import toolmask as tm
+    from toolmask.server._plans import PlanCache
+    from toolmask.server._protocol import parse_chat_request
+
+    plans = PlanCache(vocab, tm.SERVER_LIMITS)
+    plans.compiler.vocab_index(vocab)  # per vocabulary, not per request
+    bm = np.zeros((vocab.vocab_size + 31) // 32, dtype=np.int32)
+    msgs = [{"role": "user", "content": "Which tool?"}]
+
+    def body(sub: list[str]) -> bytes:
+        raw = {"model": "m", "messages": msgs, "tools": specs, "tool_choice": choice(sub)}
+        return json.dumps(raw).encode()
+
+    cpu: list[float] = []
+    # a server before tool lists were kept reads every request's tools (for a before/after run)
+    lists = {"tool_lists": plans.tool_lists} if hasattr(plans, "tool_lists") else {}
+
+    def request(raw: bytes) -> float:
+        t0, c0 = time.perf_counter(), time.process_time()
+        req = parse_chat_request(raw, limits=plans.limits, **lists)
+        plan = plans.get(req)
+        assert plan.tool_prompt and plan.compiled is not None
+        m = plan.compiled.matcher()
+        assert m.accept_special("<tool_call>") and m.accept_bytes(NAME_PREFIX)
+        m.fill_bitmask(bm)
+        cpu.append((time.process_time() - c0) * 1e3)
+        return _ms(t0)
+
+    out: dict[str, Any] = {"server_first_ms": request(body(subsets[0]))}
+    out["server_new_subset_ms"] = statistics.median(request(body(s)) for s in subsets[1:6])
+    out["server_new_subset_cpu_ms"] = statistics.median(cpu[1:])
+    seen = [body(subsets[i % 2]) for i in range(20)]
+    out["server_seen_subset_ms"] = statistics.median(request(raw) for raw in seen)
     return out
 
 
@@ -267,6 +323,9 @@ COLUMNS = [
     ("warm_subset_cpu_ms", "new subset, CPU (ms)", "{:.1f}"),
     ("switch_ms", "subset switch (ms)", "{:.2f}"),
     ("switch_new_turn_ms", "switch, new turn (ms)", "{:.2f}"),
+    ("server_new_subset_ms", "server, new subset (ms)", "{:.2f}"),
+    ("server_new_subset_cpu_ms", "server, new subset, CPU (ms)", "{:.2f}"),
+    ("server_seen_subset_ms", "server, subset seen (ms)", "{:.2f}"),
     ("name_mask_cold_ms", "name mask cold (ms)", "{:.2f}"),
     ("name_mask_warm_ms", "name mask warm (ms)", "{:.3f}"),
     ("subset_name_mask_warm_ms", "subset name mask warm (ms)", "{:.3f}"),

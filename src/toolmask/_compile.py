@@ -290,8 +290,9 @@ class TurnCache:
     once per object and kept (identity-checked) in ``tools.fingerprints``: the one
     serialisation every other key is made from (a tool's part, its schema's grammar, its
     validator, the turn over a list of tools). The named caches: ``schema_grammars``
-    (``Limits.max_schema_grammars``), ``parts`` (``max_tool_parts``), ``lists`` and ``turns``
-    (``max_compiled_turns``; turns measured as they grow), ``validators`` (``max_validators``),
+    (``Limits.max_schema_grammars``), ``parts`` (``max_tool_parts``), ``lists``, ``turns``
+    (``max_compiled_turns``; turns measured as they grow) and ``slots`` (the name slots of each
+    tool list's filters, ``max_compiled_turns``), ``validators`` (``max_validators``),
     ``sanitizers`` (``max_sanitizer_patterns``). Thread-safe as the caches are."""
 
     __slots__ = ("compiler",)
@@ -322,6 +323,10 @@ class TurnCache:
     @property
     def turns(self) -> LRUCache[Any, Any]:
         return self._cache("tools.turns", "max_compiled_turns", sizeof=_compiled_bytes)
+
+    @property
+    def slots(self) -> LRUCache[Any, Any]:
+        return self._cache("tools.name_slots", "max_compiled_turns")
 
     @property
     def validators(self) -> LRUCache[Any, Any]:

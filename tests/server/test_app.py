@@ -260,3 +260,33 @@ def test_no_grammar_plans_decode_freely_and_still_parse() -> None:
     rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
     json_req = _req([{"role": "user", "content": "hi"}], response_format=rf)
     assert free.get(json_req).compiled is not None
+
+
+def test_a_new_subset_of_a_tool_list_seen_before_derives_its_turn(plans: PlanCache) -> None:
+    """Requests that send the same tools (the same text) with other ``allowed_tools`` get
+    turns over the same tool objects, with one prompt; each plan matches what a fresh
+    PlanCache plans for it, byte by byte."""
+    import json
+
+    tools = [
+        {**TOOL, "function": {**TOOL["function"], "name": name}}
+        for name in ("get_weather", "get_time", "get_timezone", "search")
+    ]
+    msgs = [{"role": "user", "content": "hi"}]
+    fresh = PlanCache(plans.vocab, tm.SERVER_LIMITS)
+    turns = []
+    for allowed in (["get_time"], ["get_timezone", "search"], ["get_time"], ["search"]):
+        choice = {"type": "allowed_tools", "mode": "required", "tools": allowed}
+        body = json.dumps({"model": "m", "messages": msgs, "tools": tools, "tool_choice": choice})
+        req = parse_chat_request(body.encode(), tool_lists=plans.tool_lists)
+        plan = plans.get(req)
+        assert plan.turn is not None and plan.compiled is not None
+        turns.append(plan.turn)
+        alone = fresh.get(parse_chat_request(body.encode()))
+        assert alone.compiled is not None
+        for name in ("get_weather", "get_time", "get_timezone", "search"):
+            reply = f'<tool_call>\n{{"name": "{name}", "arguments": {{"city": "x"}}}}'.encode()
+            a, b = plan.compiled.matcher(), alone.compiled.matcher()
+            assert a.accept_bytes(reply) == b.accept_bytes(reply) == (name in allowed)
+    assert all(all(x is y for x, y in zip(t.tools, turns[0].tools, strict=True)) for t in turns)
+    assert len({t.prompt() for t in turns}) == 1

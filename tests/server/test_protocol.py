@@ -208,3 +208,78 @@ def test_allowed_tools_choice_is_checked_against_the_tools() -> None:
 def test_deeply_nested_json_body_is_a_400_not_a_crash() -> None:
     e = bad(b"[" * 100_000 + b"]" * 100_000)
     assert e.code == "invalid_json"
+
+
+# -- the tool list's identity from the body's own text ---------------------------------------------
+
+BODIES = [
+    b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}',
+    b' \n{ "model" :"m","messages":[{"role":"user","content":"a \\" b"}] ,"tools":[] }\r\n',
+    b'{"model": "m", "model": "n", "messages": []}',
+    b"{}",
+    b'{"a": {"b": [1, 2.5e3, null, true, "\\u00e9"]}, "c": NaN}',
+    b'\xef\xbb\xbf{"model": "m"}',
+    '{"model": "é", "x": "\U0001f600"}'.encode("utf-16"),
+    b'{"model": "m",}',
+    b'{"model" "m"}',
+    b'{"model": "m"} x',
+    b'["model"]',
+    b'{"model": "m"',
+    b'{"a": "\x01"}',
+    b"\xff\xfe\x00",
+    b"",
+]
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_the_body_reads_as_json_loads_reads_it(body: bytes) -> None:
+    """The reader that keeps the spans of the top-level values gives json.loads's value, or
+    raises json.loads's error."""
+    from toolmask.server._protocol import _read_body
+
+    try:
+        expected: Any = json.loads(body)
+    except (ValueError, RecursionError) as e:
+        with pytest.raises(type(e)):
+            _read_body(body)
+        return
+    data, text, span = _read_body(body)
+    assert json.dumps(data) == json.dumps(expected)
+    if span is not None:
+        assert json.loads(text[span[0] : span[1]]) == expected["tools"]
+
+
+def test_a_tool_list_sent_again_is_not_read_again() -> None:
+    from toolmask.server._protocol import ToolLists
+
+    lists = ToolLists(size=2)
+    tools = [TOOL, {**TOOL, "function": {**TOOL["function"], "name": "other"}}]
+    first = parse_chat_request(
+        json.dumps({"model": "m", "messages": MSG, "tools": tools}).encode(), tool_lists=lists
+    )
+    again = parse_chat_request(
+        json.dumps({"tools": tools, "messages": MSG + MSG, "model": "m"}).encode(),
+        tool_lists=lists,
+    )
+    assert first.tools_key and again.tools_key == first.tools_key
+    assert all(a is b for a, b in zip(first.tools, again.tools, strict=True))
+    other = parse_chat_request(
+        json.dumps({"model": "m", "messages": MSG, "tools": tools[:1]}).encode(), tool_lists=lists
+    )
+    assert other.tools_key != first.tools_key and len(other.tools) == 1
+    # without the lists, or for a body given parsed: the same tools, read again
+    plain = parse_chat_request(json.dumps({"model": "m", "messages": MSG, "tools": tools}))
+    assert plain.tools == first.tools and plain.tools_key == first.tools_key
+    parsed = parse_chat_request({"model": "m", "messages": MSG, "tools": tools})
+    assert parsed.tools == first.tools and parsed.tools_key == ""
+
+
+def test_a_bad_tool_list_is_refused_every_time() -> None:
+    from toolmask.server._protocol import ToolLists
+
+    lists = ToolLists()
+    body = json.dumps({"model": "m", "messages": MSG, "tools": [{"type": "function"}]}).encode()
+    for _ in range(2):
+        with pytest.raises(APIError) as e:
+            parse_chat_request(body, tool_lists=lists)
+        assert e.value.param == "tools[0]"

@@ -259,7 +259,7 @@ class ChatRoute:
         if eng.full:  # refused before the body is read or a grammar compiled: cheap under load
             raise busy(eng.reject())
         raw = await self._read_body(request)
-        req = parse_chat_request(raw, limits=self.limits)
+        req = parse_chat_request(raw, limits=self.limits, tool_lists=self.plans.tool_lists)
         if req.model not in self.names:
             raise self.unknown_model(req.model)
         if req.reasoning_budget is not None and not eng.supports_reasoning_budget:

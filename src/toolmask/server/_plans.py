@@ -34,7 +34,7 @@ from toolmask.errors import LimitError, SchemaError, ToolmaskError
 from toolmask.grammar import Grammar, Rule, choice
 from toolmask.limits import Limits
 from toolmask.schema import compile_json_schema
-from toolmask.server._protocol import APIError, ChatRequest, ResponseFormat
+from toolmask.server._protocol import APIError, ChatRequest, ResponseFormat, ToolLists
 from toolmask.tools import ToolError, ToolTurn, get_format, prefix_rules
 from toolmask.vocab import Vocabulary
 
@@ -103,8 +103,10 @@ class PlanCache:
 
     ``get(request)`` returns the cached :class:`Plan` or builds it (schema compilation, the
     automaton's initial state); raises the cached or fresh :class:`APIError` (400) for a tool or
-    response schema that cannot be compiled under the limits. Cost on a hit: one canonical JSON
-    dump of the tools and the response format.
+    response schema that cannot be compiled under the limits. Cost on a hit: a JSON dump of the
+    request's shape, its tools as their digest (:attr:`ChatRequest.tools_key`, made by
+    :func:`parse_chat_request` with :attr:`tool_lists`) when it has one; on a miss for a tool
+    list seen before, the turn over it derived for the new ``tool_choice``.
     """
 
     def __init__(
@@ -133,6 +135,10 @@ class PlanCache:
         self.compiler = GrammarCompiler(limits=limits)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, Plan | APIError] = OrderedDict()
+        #: the turn over each recent tool list (by its key and options), see :meth:`_turn`
+        self._turns: OrderedDict[tuple[Any, ...], tuple[Any, ToolTurn]] = OrderedDict()
+        #: the tool lists of recent requests, for :func:`parse_chat_request`
+        self.tool_lists = ToolLists()
         self.hits = 0
         self.misses = 0
         # load what a first compilation imports lazily (the format checkers, the validator
@@ -141,9 +147,11 @@ class PlanCache:
 
     @staticmethod
     def key(req: ChatRequest, reasoning_open: bool = False) -> str:
+        """The request's shape: its tools by :attr:`ChatRequest.tools_key` (the digest of
+        their JSON text) when the request has it, else serialised, and the rest as JSON."""
         return json.dumps(
             [
-                [t.to_openai() for t in req.tools],
+                req.tools_key or [t.to_openai() for t in req.tools],
                 req.tool_choice,
                 req.parallel_tool_calls,
                 req.response_format.key(),
@@ -183,19 +191,43 @@ class PlanCache:
     def _schema_options(self) -> dict[str, Any]:
         return {"limits": self.limits, "strict_formats": self.strict_formats}
 
-    def _build(self, req: ChatRequest, reasoning_open: bool = False) -> Plan:
-        turn: ToolTurn | None = None
-        if req.tools:
-            turn = ToolTurn(
+    def _turn(self, req: ChatRequest, reasoning_open: bool) -> ToolTurn:
+        """The request's turn: the turn over its tool list (kept per list and options, so a
+        new ``tool_choice`` over tools seen before is derived from it in O(allowed names),
+        with its tool key and prompt), with the request's ``tool_choice``."""
+        choice = req.tool_choice if req.tool_choice is not None else "auto"
+        key = (req.tools_key, req.parallel_tool_calls, req.thinking, reasoning_open)
+        base: ToolTurn | None = None
+        with self._lock:
+            hit = self._turns.get(key) if req.tools_key else None
+            # the turn holds the request's tuple of tools (the one parse_chat_request reuses
+            # for the same text), so an identity check says it is the same tool objects
+            if hit is not None and hit[0] is req.tools:
+                self._turns.move_to_end(key)
+                base = hit[1]
+        if base is None:
+            base = ToolTurn(
                 req.tools,
                 self.fmt,
-                req.tool_choice if req.tool_choice is not None else "auto",
+                "auto",
                 parallel_tool_calls=req.parallel_tool_calls,
                 special_tokens=self.special_tokens,
                 schema_options=self._schema_options(),
                 reasoning=req.thinking,
                 reasoning_open=reasoning_open,
             )
+            base.prepare(self.compiler)  # its key and prompt, shared by the turns derived
+            if req.tools_key:
+                with self._lock:
+                    self._turns[key] = (req.tools, base)
+                    while len(self._turns) > self.size:
+                        self._turns.popitem(last=False)
+        return base.with_tool_choice(choice)
+
+    def _build(self, req: ChatRequest, reasoning_open: bool = False) -> Plan:
+        turn: ToolTurn | None = None
+        if req.tools:
+            turn = self._turn(req, reasoning_open)
         rf = req.response_format
         json_grammar = self._json_grammar(rf) if rf.kind != "text" else None
         if turn is not None and json_grammar is None:

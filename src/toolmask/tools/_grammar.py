@@ -69,6 +69,16 @@ from toolmask.schema import json_ws
 from toolmask.tools._choice import ToolChoice
 from toolmask.tools._options import TurnOptions
 from toolmask.tools._parts import limits_of, parts_of, schema_grammar
+from toolmask.tools._slots import (
+    NAMES_RULE,
+    SLOT_INDEX,
+    SLOT_NAME,
+    NameSlots,
+    fill_slot,
+    mentions,
+    names_trie,
+    split_slot,
+)
 from toolmask.tools._spec import Tool
 from toolmask.tools.formats import FormatSpec, Kit, prefix_rules
 from toolmask.tools.formats._kit import indent_newlines
@@ -77,10 +87,12 @@ from toolmask.tools.formats._pieces import closer, list_close, list_open, opener
 __all__ = [
     "LAZY_SENTINEL",
     "LazyTurn",
+    "NameSlots",
     "build_call_grammar",
     "build_lazy_turn",
     "build_name_filter",
     "build_turn_grammar",
+    "name_slots",
     "prose_rules",
     "with_tool_parts",
 ]
@@ -277,6 +289,12 @@ class _AnyValueKit(Kit):
         options = {**self.options, "whitespace": "indent", "indent": indent}
         return self._shared(("indented", indent, depth), options, " " * (indent * depth))
 
+    def copy(self) -> _AnyValueKit:
+        other = super().copy()
+        assert isinstance(other, _AnyValueKit)
+        other._any = dict(self._any)
+        return other
+
 
 #: the text of the placeholder special token that stands for tool ``i``'s argument values in a
 #: lazy turn (:func:`build_lazy_turn`); no vocabulary holds it, so no token ever matches it
@@ -395,6 +413,9 @@ def build_name_filter(
     tool_choice: ToolChoice,
     options: TurnOptions = DEFAULT_OPTIONS,
     cache: TurnCache | None = None,
+    *,
+    slots: NameSlots | None = None,
+    chosen: Sequence[Tool] | None = None,
 ) -> Grammar:
     """The turn grammar of ``tool_choice`` with every argument value replaced by *any* JSON
     value (same layouts and notation): a filter that only decides which names may be called.
@@ -407,12 +428,105 @@ def build_name_filter(
     allowed tool and one shared any-value grammar per layout (formats that write parameters
     one by one keep each tool's parameter names). Same arguments as
     :func:`build_turn_grammar`.
+
+    ``slots`` (:func:`name_slots` of the tool list, in the same mode and options): the calls
+    of the tools whose filter call is the format's template with their name are one call,
+    the template, whose name is a choice of those names (the same language: the template
+    writes the name once on every path), so the grammar holds the envelope, the template and
+    the names, and costs O(allowed names) to build and to compile; the other tools keep their
+    own calls. ``chosen``: the callable tools in tool order, when the caller has them (else
+    read from ``tool_choice``, O(tools)).
     """
     cache = turn_cache() if cache is None else cache
     limits = limits_of(options.schema_options, cache)
+    if slots is None or not slots.names:
+        return _assemble(
+            tools, fmt, tool_choice, _named_calls, limits, options, cache, kit_kind=_AnyValueKit
+        )
+    chosen = _callable(tools, tool_choice) if chosen is None else chosen
     return _assemble(
-        tools, fmt, tool_choice, _named_calls, limits, options, cache, kit_kind=_AnyValueKit
+        tools,
+        fmt,
+        tool_choice,
+        _slotted_calls(slots),
+        limits,
+        options,
+        cache,
+        kit=slots.kit_copy(),
+        chosen=chosen,
     )
+
+
+def _slotted_calls(slots: NameSlots) -> _Calls:
+    """The calls of a subset's filter with ``slots``: the tools that fit the template are one
+    call, the template with the choice of their names (rule :data:`NAMES_RULE`); the others
+    their own (:func:`_named_calls`)."""
+
+    def calls(
+        tools: Sequence[Tool], kit: Kit, fmt: FormatSpec, k: int
+    ) -> tuple[list[Node], list[Rule]]:
+        inside = [t.name for t in tools if t.name in slots.names]
+        rest = [t for t in tools if t.name not in slots.names]
+        nodes, _ = _named_calls(rest, kit, fmt, k)
+        if inside:
+            if k == 0:
+                kit.add(NAMES_RULE, names_trie(inside))
+            nodes.insert(0, kit.add(f"tm_slot_{k}", slots.templates[k]))
+        return nodes, []
+
+    return calls
+
+
+def name_slots(
+    tools: Sequence[Tool],
+    fmt: FormatSpec,
+    mode: str,
+    options: TurnOptions = DEFAULT_OPTIONS,
+    cache: TurnCache | None = None,
+    any_turn: tuple[Grammar, Mapping[str, tuple[str, ...]]] | None = None,
+) -> NameSlots:
+    """The name slots of ``tools`` under ``mode`` (``auto`` / ``required``) for
+    :func:`build_name_filter` (see :mod:`toolmask.tools._slots`). ``any_turn``: the filter over
+    every tool in ``mode`` and each tool's call rules in it (a lazy turn's ``any`` grammar and
+    ``call_rules``), else it is built here. Cost: O(tools), once per tool list: the template
+    filled with each name and compared with the tool's call."""
+    cache = turn_cache() if cache is None else cache
+    count = _variant_count(fmt, mode)
+    kit = _kit(fmt, options, cache, kind=_AnyValueKit)
+    kits = _variant_kits(fmt, kit, options.schema_options, count)
+    slot_tool = Tool(SLOT_NAME)
+    raw = [
+        v.codec.call_grammar(v, slot_tool, SLOT_INDEX, v_kit)
+        for v, v_kit in zip(fmt.variants[:count], kits, strict=True)
+    ]
+    split = [split_slot(t) for t in raw]
+    nothing = NameSlots(kit, (), frozenset())
+    if any(t is None for t in split) or mentions(r.body for r in kit.rules):
+        return nothing
+    if any_turn is None:
+        limits = limits_of(options.schema_options, cache)
+        every = ToolChoice(mode)  # type: ignore[arg-type]  # a ToolChoice mode
+        grammar = _assemble(
+            tools, fmt, every, _named_calls, limits, options, cache, kit_kind=_AnyValueKit
+        )
+        rules = {t.name: tuple(_call_rule(i, k) for k in range(count)) for i, t in enumerate(tools)}
+        any_turn = (grammar, rules)
+    grammar, call_rules = any_turn
+    bodies = {r.name: r.body for r in grammar.rules}
+    # the templates' own rules (the any-value grammars) must be the turn's, under those names
+    if any(bodies.get(r.name) != r.body for r in kit.rules):
+        return nothing
+    names = frozenset(
+        t.name
+        for t in tools
+        if len(call_rules.get(t.name, ())) == count
+        and all(
+            bodies.get(rule) == fill_slot(raw[k], t.name)
+            for k, rule in enumerate(call_rules[t.name])
+        )
+    )
+    templates = tuple(t for t in split if t is not None)
+    return NameSlots(kit, templates, names)
 
 
 @dataclass(frozen=True)
@@ -514,6 +628,8 @@ def _assemble(
     cache: TurnCache,
     *,
     kit_kind: type[Kit] = Kit,
+    kit: Kit | None = None,
+    chosen: Sequence[Tool] | None = None,
 ) -> Grammar:
     if not fmt.has_grammar:
         raise ToolError(
@@ -522,9 +638,11 @@ def _assemble(
         )
     if options.parallel and not fmt.layout.parallel_calls:
         options = options.replace(parallel=False)
-    chosen = _callable(tools, tool_choice)
+    if chosen is None:
+        chosen = _callable(tools, tool_choice)
     mode = tool_choice.mode if chosen else "none"
-    kit = _kit(fmt, options, cache, kind=kit_kind)
+    if kit is None:
+        kit = _kit(fmt, options, cache, kind=kit_kind)
     head = _head(fmt, kit, options)
     call_refs: list[list[Node]] = []
     part_rules: list[Rule] = []

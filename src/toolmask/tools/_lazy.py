@@ -199,6 +199,11 @@ class LazyTurnGrammar(CompiledGrammar):
         """The tools whose argument grammars have been compiled (by any matcher so far)."""
         return self._store.latest.tools
 
+    @property
+    def lazy_turn(self) -> LazyTurn:
+        """The two grammars this turn was made from, before any tool was compiled."""
+        return self._store.base
+
     def restricted(self, filter: CompiledGrammar) -> CompiledGrammar:
         """This turn intersected with ``filter`` (see :meth:`CompiledGrammar.restricted`); the
         variants compiled so far are shared. O(1)."""

@@ -19,6 +19,7 @@ from toolmask.tools._grammar import (
     build_lazy_turn,
     build_name_filter,
     build_turn_grammar,
+    name_slots,
     with_tool_parts,
 )
 from toolmask.tools._lazy import LazyTurnGrammar
@@ -32,6 +33,7 @@ from toolmask.tools._parser import (
 )
 from toolmask.tools._parts import gc_paused, limits_of, tool_fingerprint
 from toolmask.tools._sanitize import sanitize_tool_output
+from toolmask.tools._slots import NameSlots
 from toolmask.tools._spec import Tool
 from toolmask.tools._validate import CallError, validate_call
 from toolmask.tools.formats import FormatSpec, get_format
@@ -168,6 +170,16 @@ class ToolTurn:
             return self.tools
         return tuple(self.tools[self._index[n]] for n in choice.allowed)
 
+    def prepare(self, compiler: GrammarCompiler | None = None) -> ToolTurn:
+        """Read the tool list once in ``compiler``'s turn cache (default: the active one's):
+        the key its compiled turns are kept under, and the prompt. Every turn derived from
+        this one afterwards (:meth:`with_tool_choice`) shares both, so a server that keeps
+        one turn per tool list pays O(allowed names) per new ``tool_choice``. Returns
+        ``self``. O(tools) once."""
+        self._tools_key(turn_cache(compiler))
+        self.prompt()
+        return self
+
     def with_tool_choice(self, tool_choice: ToolChoiceLike) -> ToolTurn:
         """This turn with another ``tool_choice`` (a policy's next allowed set): the same tools,
         format and options, already checked, and the same cached key of the tool list, so the
@@ -186,7 +198,13 @@ class ToolTurn:
         return self.format.block_triggers()
 
     def prompt(self) -> str:
-        """The text that advertises every tool (see :meth:`FormatSpec.render_tools`)."""
+        """The text that advertises every tool (see :meth:`FormatSpec.render_tools`), made once
+        per turn and shared by the turns derived from it (it depends on the tools and the
+        format only)."""
+        return self._prompt
+
+    @functools.cached_property
+    def _prompt(self) -> str:
         return self.format.render_tools(self.tools)
 
     # -- grammar ----------------------------------------------------------------------------------
@@ -271,10 +289,33 @@ class ToolTurn:
         filt: CompiledGrammar | None = turns.get(fkey)
         if filt is None:
             grammar = build_name_filter(
-                self.tools, self.format, self.tool_choice, self.options, cache
+                self.tools,
+                self.format,
+                self.tool_choice,
+                self.options,
+                cache,
+                slots=self._name_slots(cache, base, full, mode),
+                chosen=self.callable_tools,
             )
             filt = turns.put(fkey, _compile(cache, grammar, vocab, lim))
         return full.restricted(filt)
+
+    def _name_slots(
+        self, cache: TurnCache, base: tuple[Any, ...], full: CompiledGrammar, mode: str
+    ) -> NameSlots:
+        """The name slots of this tool list's filters in ``mode`` (:func:`name_slots`), made
+        once per turn over every tool (``base``) and kept in the turn cache: from the lazy
+        turn's ``any`` grammar when the turn is lazy."""
+        key = (base[0], mode)
+        slots: NameSlots | None = cache.slots.get(key)
+        if slots is None:
+            any_turn = None
+            if isinstance(full, LazyTurnGrammar):
+                lazy = full.lazy_turn
+                any_turn = (lazy.any, lazy.call_rules)
+            slots = name_slots(self.tools, self.format, mode, self.options, cache, any_turn)
+            cache.slots.put(key, slots)
+        return slots
 
     def _tools_key(self, cache: TurnCache) -> str:
         """A digest of everything the turn's grammar depends on but ``tool_choice`` (made once

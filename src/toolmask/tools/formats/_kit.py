@@ -13,6 +13,7 @@ Every rule the kit makes is collected in :attr:`Kit.rules`; rule names are uniqu
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -159,6 +160,15 @@ class Kit:
             self.layouts = (str(self.options.get("whitespace", "compact")),)
 
     # -- plumbing -------------------------------------------------------------------------------
+    def copy(self) -> Kit:
+        """This kit with its own copies of the rules made so far (and what they are cached
+        under), to add more rules to without changing this one. O(rules)."""
+        other = dataclasses.replace(self)
+        other.rules = list(self.rules)
+        other._names = set(self._names)
+        other._texts = dict(self._texts)
+        return other
+
     def add(self, name: str, body: Node) -> RuleRef:
         """Add rule ``name`` (unique within this kit) and return a reference to it."""
         if name in self._names:
