@@ -133,7 +133,7 @@ hostile = st.one_of(nested, wide, numbers, patterns)
 
 
 @settings(
-    max_examples=12,
+    max_examples=8,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
