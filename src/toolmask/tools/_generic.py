@@ -51,7 +51,7 @@ from toolmask.tools.formats import (
     register_format,
 )
 from toolmask.tools.formats._json import JsonCalls
-from toolmask.tools.formats._pythonic import PythonCalls, read_calls
+from toolmask.tools.formats._pythonic import PythonCalls, expression_end, read_calls
 from toolmask.tools.formats._read import json_end, loads
 from toolmask.tools.formats._xml import InvokeParams
 
@@ -120,25 +120,6 @@ def _roles(obj: Any, name: str, args: dict[str, Any]) -> tuple[tuple[str, str], 
     return roles if sorted(r for _, r in roles) == ["args", "name"] else None
 
 
-def _paren_end(text: str, i: int) -> int | None:
-    """The end of the parenthesised Python expression at ``text[i]`` (quote-aware)."""
-    depth, j, n = 0, i, len(text)
-    while j < n:
-        c = text[j]
-        if c in "'\"":
-            j += 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return None
-
-
 def _python_spans(text: str, calls: Sequence[Call]) -> Spans | None:
     """The Python calls ``NAME(key=value, ...)`` of each call."""
     out: Spans = []
@@ -147,7 +128,7 @@ def _python_spans(text: str, calls: Sequence[Call]) -> Spans | None:
         m = re.compile(rf"(?<![\w.]){re.escape(name)}\(").search(text, i)
         if m is None:
             return None
-        end = _paren_end(text, m.end() - 1)
+        end = expression_end(text, m.end() - 1)
         got = read_calls(text[m.start() : end], listed=False, json_names=True) if end else None
         if (
             end is None

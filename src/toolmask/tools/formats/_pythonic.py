@@ -33,13 +33,13 @@ from toolmask.tools.formats._kit import Kit
 from toolmask.tools.formats._read import Block, Call, done, is_value, python_value, skip_ws
 from toolmask.tools.formats._spec import Calls, CodecBase, FormatSpec, ToolLike
 
-__all__ = ["HOW", "PythonCalls", "read_calls"]
+__all__ = ["HOW", "PythonCalls", "expression_end", "read_calls"]
 
 #: how a Python list of calls is written (the tool prompt of the formats written in it)
 HOW = "[func_name1(param1=value1, param2=value2), func_name2()]"
 
 
-def _list_end(text: str, i: int) -> int | None:
+def expression_end(text: str, i: int) -> int | None:
     """End of the bracketed Python expression at ``text[i]`` (quote-aware), None if cut."""
     depth = 0
     j, n = i, len(text)
@@ -153,7 +153,7 @@ class PythonCalls(CodecBase):
             return self._read_lines(spec, text, i, final=final)
         if text[i] != "[":
             return Block("bad", i, reason="expected '['")
-        end = _list_end(text, i)
+        end = expression_end(text, i)
         if end is None:
             if final:
                 return Block("bad", len(text), reason="truncated: the list never closes")
