@@ -283,3 +283,9 @@ def test_a_bad_tool_list_is_refused_every_time() -> None:
         with pytest.raises(APIError) as e:
             parse_chat_request(body, tool_lists=lists)
         assert e.value.param == "tools[0]"
+    # each tool reads, the list does not (two tools of one name): not kept, refused again
+    twice = json.dumps({"model": "m", "messages": MSG, "tools": [TOOL, TOOL]}).encode()
+    for _ in range(2):
+        with pytest.raises(APIError) as e:
+            parse_chat_request(twice, tool_lists=lists)
+        assert e.value.param == "tools" and "two tools are called" in str(e.value)

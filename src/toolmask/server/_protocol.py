@@ -713,10 +713,6 @@ def parse_chat_request(
                 known = raw
                 continue
             value = reader(raw)
-            if key == "tools" and span is not None:
-                tools_text = text[span[0] : span[1]]
-                put = tool_lists.put if tool_lists is not None else None
-                values["tools_key"] = put(tools_text, value) if put else tools_digest(tools_text)
             if key == "max_completion_tokens":
                 max_completion = value
             elif attr:
@@ -754,6 +750,9 @@ def parse_chat_request(
     if known is None and len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise bad_request(f"Invalid 'tools': two tools are called {dup!r}.", "tools")
+    if known is None and span is not None:  # a list is kept once every check of it passed
+        read, lists = text[span[0] : span[1]], tool_lists
+        values["tools_key"] = lists.put(read, tools) if lists is not None else tools_digest(read)
     choice = values.get("tool_choice")
     if choice is not None:
         if not tools and choice not in ("none", "auto"):
