@@ -70,12 +70,14 @@ Call = tuple[str, dict[str, Any]]
 @dataclass(frozen=True, slots=True)
 class Derived:
     """What the rendering showed around the calls, one notation's reading: the text before
-    the first call, between two calls (``None``: one call only) and after the last."""
+    the first call, between two calls (``None``: one call only) and after the last; ``spans``:
+    where the ``one`` case's calls stand in its text."""
 
     notation: str
     before: str
     between: str | None
     after: str
+    spans: tuple[tuple[int, int], ...]
 
 
 def is_generic(name: str) -> bool:
@@ -170,14 +172,15 @@ NOTATIONS: dict[str, Callable[[str, Sequence[Call]], Spans | None]] = {
 }
 
 
-def _read(notation: str, case: ProbeCase) -> tuple[str, str | None, str] | None:
-    """The texts before, between (the first two) and after the calls of ``case``."""
+def _read(notation: str, case: ProbeCase) -> tuple[str, str | None, str, Spans] | None:
+    """The texts before, between (the first two) and after the calls of ``case``, and the
+    calls' spans."""
     text = case.text
     spans = NOTATIONS[notation](text, case.calls)
     if not spans:
         return None
     between = text[spans[0][1] : spans[1][0]] if len(spans) > 1 else None
-    return text[: spans[0][0]], between, text[spans[-1][1] :]
+    return text[: spans[0][0]], between, text[spans[-1][1] :], spans
 
 
 def _derive(notation: str, probe: Probe) -> tuple[Derived, Reasoning] | None:
@@ -190,7 +193,7 @@ def _derive(notation: str, probe: Probe) -> tuple[Derived, Reasoning] | None:
     got = _read(notation, one)
     if got is None:
         return None
-    before, _, after = got
+    before, _, after, spans = got
     between = None
     two = cases.get("two")
     if two is not None:
@@ -209,7 +212,7 @@ def _derive(notation: str, probe: Probe) -> tuple[Derived, Reasoning] | None:
         if not end:
             return None
         reasoning = Reasoning(start, end)
-    return Derived(notation, before, between, after), reasoning
+    return Derived(notation, before, between, after, tuple(spans)), reasoning
 
 
 # -- building the format ------------------------------------------------------------------------
@@ -270,14 +273,10 @@ def _layout(d: Derived, brackets: tuple[str, str]) -> tuple[BlockMarkers, Layout
     return None
 
 
-def _json_codecs(probe: Probe, layout: Layout) -> list[tuple[Codec, Values]]:
+def _json_codecs(one: ProbeCase, d: Derived, layout: Layout) -> list[tuple[Codec, Values]]:
     """The JSON codecs that may write the calls as rendered: the object's keys in the
     template's order, on one line or indented as ``tojson(indent=k)`` writes them."""
-    one = next(c for c in probe.cases if c.name == "one")
-    spans = _json_spans(one.text, one.calls)
-    if not spans:
-        return []
-    s, e = spans[0]
+    s, e = d.spans[0]
     obj = json.loads(one.text[s:e])
     roles = _roles(obj, *one.calls[0])
     if roles is None:
@@ -301,11 +300,10 @@ def _json_codecs(probe: Probe, layout: Layout) -> list[tuple[Codec, Values]]:
     return out
 
 
-def _python_codecs(probe: Probe, layout: Layout) -> list[tuple[Codec, Values]]:
+def _python_codecs(one: ProbeCase, d: Derived, layout: Layout) -> list[tuple[Codec, Values]]:
     """The Python-call codecs: a list of calls in brackets, or calls one a block or one a
     separator; strings in the quotes the template writes."""
-    one = next(c for c in probe.cases if c.name == "one")
-    double = '"' in "".join(one.text[s:e] for s, e in _python_spans(one.text, one.calls) or [])
+    double = '"' in "".join(one.text[s:e] for s, e in d.spans)
     notation = "python_json" if double else "python"
     if layout.list_open:
         if layout.list_open.strip(_WS) != "[" or layout.separator != ",":
@@ -314,9 +312,8 @@ def _python_codecs(probe: Probe, layout: Layout) -> list[tuple[Codec, Values]]:
     return [(PythonCalls(listed=False, notation=notation), Values())]
 
 
-def _xml_codecs(probe: Probe, layout: Layout) -> list[tuple[Codec, Values]]:
+def _xml_codecs(one: ProbeCase, d: Derived, layout: Layout) -> list[tuple[Codec, Values]]:
     """The invoke-tag codec with the tag names and the newline the rendering shows."""
-    one = next(c for c in probe.cases if c.name == "one")
     m = _INVOKE.search(one.text)
     if m is None:
         return []
@@ -327,7 +324,7 @@ def _xml_codecs(probe: Probe, layout: Layout) -> list[tuple[Codec, Values]]:
     return [(InvokeParams(invoke=m.group(1), param=p.group(2), nl=p.group(1)), Values())]
 
 
-_CODECS: dict[str, Callable[[Probe, Layout], list[tuple[Codec, Values]]]] = {
+_CODECS: dict[str, Callable[[ProbeCase, Derived, Layout], list[tuple[Codec, Values]]]] = {
     "json": _json_codecs,
     "python": _python_codecs,
     "xml": _xml_codecs,
@@ -358,7 +355,8 @@ def derive_formats(probe: Probe) -> list[FormatSpec]:
             if layout.separator or layout.list_open:
                 continue
             layout = dataclasses.replace(layout, list_calls=True)
-        for codec, values in _CODECS[notation](probe, layout):
+        one = next(c for c in probe.cases if c.name == "one")  # _derive found it
+        for codec, values in _CODECS[notation](one, d, layout):
             try:
                 spec = FormatSpec(
                     GENERIC, codec, block, layout, reasoning, values,
