@@ -219,6 +219,31 @@ def test_lazy_greedy_takes_what_the_fully_scored_branch_takes(seed: int, g: int)
     assert one.evaluated <= sum(len(s) for s in scored.seqs)
 
 
+@pytest.mark.parametrize("k", [1, 3, 8])
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("g", range(len(LAZY_GRAMMARS)))
+def test_lazy_top_k_is_the_fully_scored_top_k(k: int, seed: int, g: int) -> None:
+    """What a beam of width k takes from a branch: the k most probable alternatives, scored
+    exactly as the fully scored branch scores them, and every other alternative no more
+    probable than the k-th (so none of them could enter the beam)."""
+    scored, lazy = _both(Toy(seed=seed), LAZY_GRAMMARS[g])
+    one = lazy()
+    assert one.evaluate_top(k)
+    part = one.scored(partial=True)
+    assert part is not None
+    known = np.flatnonzero(np.isfinite(part.scores))
+    want = np.argsort(-scored.scores, kind="stable")[: min(k, len(scored.scores))]
+    assert set(want.tolist()) <= set(known.tolist())
+    np.testing.assert_allclose(part.scores[known], scored.scores[known], atol=1e-9)
+    kth = np.sort(scored.scores)[::-1][min(k, len(scored.scores)) - 1]
+    rest = np.setdiff1d(np.arange(len(scored.scores)), known)
+    assert (scored.scores[rest] <= kth + 1e-9).all()
+    assert one.evaluated <= 2 * one.trie_nodes
+    if rest.size:  # the full view needs every alternative
+        with pytest.raises(ValueError):
+            one.scored()
+
+
 @pytest.mark.parametrize("temperature", [1.0, 0.6])
 @pytest.mark.parametrize("g", range(len(LAZY_GRAMMARS)))
 def test_lazy_sampling_follows_the_fully_scored_distribution(temperature: float, g: int) -> None:

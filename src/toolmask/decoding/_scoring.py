@@ -448,15 +448,35 @@ class LazyBranch:
         self._refresh()
         return True
 
-    def scored(self) -> ScoredBranch | None:
+    def evaluate_top(self, k: int) -> bool:
+        """Evaluate alternatives, the largest bound first, until the ``k`` most probable are
+        known exactly (False: over the budget): every alternative not evaluated then has a
+        bound, so a probability, at most the ``k``-th best evaluated one's. What a beam of
+        width ``k`` needs from a branch; usually a few paths instead of the whole trie."""
+        while True:
+            live = np.isfinite(self._bound)
+            open_ = np.flatnonzero(~self._done & live)
+            if not open_.size:
+                return True
+            known = self._bound[self._done & live]
+            if known.size >= k and np.partition(known, known.size - k)[known.size - k] >= float(
+                self._bound[open_].max()
+            ):
+                return True
+            if not self._evaluate(int(open_[np.argmax(self._bound[open_])])):
+                return False
+
+    def scored(self, *, partial: bool = False) -> ScoredBranch | None:
         """The branch as :func:`score_branch` returns it, once :meth:`evaluate_all` has
-        scored every alternative (None: no alternative has any probability)."""
-        if not self._done.all():
+        scored every alternative (None: no alternative has any probability). ``partial``:
+        as far as it is scored (after :meth:`evaluate_top`), an alternative not evaluated
+        scored -inf."""
+        if not partial and not self._done.all():
             raise ValueError("scored() needs every alternative scored: call evaluate_all()")
         if not np.isfinite(self._bound.max()):
             return None
         p = self.prep
-        scores = self._bound.copy()
+        scores = np.where(self._done, self._bound, -np.inf)
         return ScoredBranch(
             p.alternatives, p.seqs, scores, self.passes, self.evaluated, list(self._last)
         )

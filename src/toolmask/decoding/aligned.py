@@ -228,13 +228,15 @@ class _Search:
             gen.branch_fallbacks += 1
 
     def branch(self, m: Matcher, tokens: list[int], row: np.ndarray) -> ScoredBranch | None:
-        """Beam search: the branch at this state with every alternative scored (None: no
-        branch, or over the budget, counted)."""
+        """Beam search: the branch at this state with its ``particles`` most probable
+        alternatives scored exactly (no other could enter the beam; the rest score -inf) (None:
+        no branch, or over the budget, counted)."""
         lazy = self.lazy(m, tokens, row)
         if lazy is None:
             return None
         before = lazy.passes, lazy.evaluated
-        scored = lazy.scored() if lazy.evaluate_all() else None
+        ok = lazy.evaluate_top(self.params.particles)
+        scored = lazy.scored(partial=True) if ok else None
         self._charged(lazy, *before, scored is not None)
         return scored
 
@@ -371,6 +373,8 @@ class _Search:
                 scored = self.branch(m, tokens, row)
                 if scored is not None:  # each alternative whole, its last token the best
                     for i, alt in enumerate(scored.alternatives):
+                        if not np.isfinite(scored.scores[i]):
+                            continue  # not evaluated: below the beam's width of this branch
                         ids = scored.seqs[i]
                         if not alt.end:
                             cand, lp = scored.last[i]
