@@ -43,7 +43,9 @@ class ProseMessages(CodecBase):
         return (self.prose_open,)
 
     def own_markers(self, spec: FormatSpec) -> tuple[str, ...]:
-        return (self.prose_open, self.prose_close)
+        # whitespace alone (HyperCLOVA X SEED's text message opens with a newline) is no
+        # control marker: tool output keeps its newlines
+        return tuple(m for m in (self.prose_open, self.prose_close, self.then) if m.strip())
 
     def read_block(
         self,

@@ -33,7 +33,7 @@ SPEC = FormatSpec(
     "hyperclovax_seed",
     ProseMessages(JsonEnvelope(), "\n", _END, then=_NEXT),
     BlockMarkers(" -> tool/function_call\n", _END),
-    Layout(list_open="[", list_close="]", separator=",", max_trailing_ws=0, close_at_end=True),
+    Layout(list_open="[", list_close="]", separator=",", close_at_end=True),
     Reasoning("/think\n", _END + _NEXT),
     template_markers=("<|im_start|>", _END, "<|stop|>", "<|endofturn|>"),
 )
