@@ -54,8 +54,8 @@ def prose_text(fmt: FormatSpec, prose: str, *, before_calls: bool) -> str:
     if fmt.name == "kimi_k3":
         return f"<|open|>response<|sep|>{prose}<|close|>response<|sep|>"
     start, end = prose_markers(fmt)
-    if start:
-        return start + prose + end
+    if start:  # then the next message's header where calls follow (HyperCLOVA X SEED)
+        return start + prose + end + (getattr(fmt.codec, "then", "") if before_calls else "")
     if fmt.name == "minimax_m3":  # its own turn grammar, plain prose
         return prose
     if fmt.name == "functionary_v32":  # a message to ``all``
@@ -81,7 +81,7 @@ def reasoning_text(fmt: FormatSpec, thought: str, *, opened: bool = False) -> st
         return f"{start}{thought}{fmt.reasoning_end}"
     if fmt.name == "muse_glimmer":
         return f" to=self<|message|>{thought}<|eom|><|start|>assistant"
-    if fmt.name == "minimax_m3":
+    if fmt.name in ("minimax_m3", "hyperclovax_seed"):  # the next message follows at once
         start = "" if opened else fmt.reasoning_start
         return f"{start}{thought}{fmt.reasoning_end}"
     if custom_turn(fmt) and not prose_markers(fmt)[0]:

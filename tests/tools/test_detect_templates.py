@@ -163,6 +163,7 @@ EXPECTED: dict[str, str] = {
     "vllm/tool_chat_template_xlam_llama.jinja": "xlam",
     "vllm/tool_chat_template_xlam_qwen.jinja": "xlam",
     "vllm-upstream/tool_chat_template_nemotron_json.jinja": "nemotron_v2",
+    "vllm-upstream/tool_chat_template_hyperclovax_seed_think_14b.jinja": "hyperclovax_seed",
     "vllm-upstream/tool_chat_template_minicpm3.jinja": "minicpm3",
     "vllm-upstream/tool_chat_template_olmo3.jinja": "olmo3",
     "vllm-upstream/tool_chat_template_qwen2_5_coder.jinja": "qwen25_coder",

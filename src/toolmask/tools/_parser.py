@@ -286,7 +286,12 @@ class _Scanner:
             st.items.append(_Item("prose", seg))
 
     def _bare_possible(self, st: _State) -> bool:
-        return bool(self.fmt.block.bare_start) and all(it.kind == "reasoning" for it in st.items)
+        return bool(self.fmt.block.bare_start) and self._at_start(st)
+
+    @staticmethod
+    def _at_start(st: _State) -> bool:
+        """Whether nothing but reasoning was read yet (the body of the reply starts here)."""
+        return all(it.kind == "reasoning" for it in st.items)
 
     def _find(self, text: str, pos: int, st: _State) -> tuple[int | None, bool]:
         self._found = self.fmt
@@ -297,6 +302,8 @@ class _Scanner:
         best: int | None = None
         for t in self.triggers:
             k = text.find(t, pos)
+            if k >= 0 and not t.strip(_WS) and (text[pos:k].strip(_WS) or not self._at_start(st)):
+                continue  # a marker of whitespace alone opens a message only where the body starts
             if k >= 0 and (best is None or k < best):
                 best = k
                 self._found = self.fmt.variant_for(t)  # a habit's opener: its own markers

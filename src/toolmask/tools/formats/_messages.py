@@ -24,11 +24,14 @@ __all__ = ["ProseMessages"]
 @dataclass(frozen=True, slots=True)
 class ProseMessages(CodecBase):
     """The calls written by ``calls``, the prose between ``prose_open`` and ``prose_close``
-    (see the module docstring)."""
+    (see the module docstring); ``then``: the text between a closed prose message and the calls
+    that follow it (the next message's header: HyperCLOVA X SEED's ``\n<|im_start|>assistant``;
+    ``""``: whitespace), read as a part of the prose message."""
 
     calls: Codec
     prose_open: str = ""
     prose_close: str = ""
+    then: str = ""
 
     def call_grammar(self, spec: FormatSpec, tool: ToolLike, index: int, kit: Kit) -> Node:
         return self.calls.call_grammar(spec, tool, index, kit)
@@ -40,7 +43,9 @@ class ProseMessages(CodecBase):
         return (self.prose_open,)
 
     def own_markers(self, spec: FormatSpec) -> tuple[str, ...]:
-        return (self.prose_open, self.prose_close)
+        # whitespace alone (HyperCLOVA X SEED's text message opens with a newline) is no
+        # control marker: tool output keeps its newlines
+        return tuple(m for m in (self.prose_open, self.prose_close, self.then) if m.strip())
 
     def read_block(
         self,
@@ -61,7 +66,13 @@ class ProseMessages(CodecBase):
         start = k + len(self.prose_open)
         c = text.find(self.prose_close, start) if self.prose_close else -1
         if c >= 0:
-            return Block("ok", c + len(self.prose_close), text_kind="prose", text=text[start:c])
+            end = c + len(self.prose_close)
+            rest = text[end : end + len(self.then)]
+            if self.then and rest == self.then:
+                end += len(self.then)
+            elif self.then and self.then.startswith(rest) and not final:
+                return Block("pending")
+            return Block("ok", end, text_kind="prose", text=text[start:c])
         if not final:
             return Block("pending")
         return Block("ok", len(text), text_kind="prose", text=text[start:])
@@ -114,7 +125,8 @@ class ProseMessages(CodecBase):
             call = kit.add("call", choice(*calls))
             blocks = kit.add("calls", self._blocks(spec, kit, call, parallel=parallel))
             if mode == "auto":
-                then = opt(seq(closed, opt(seq(ws, blocks)))) if self.prose_close else EMPTY
+                gap = lit(self.then) if self.then else ws
+                then = opt(seq(closed, opt(seq(gap, blocks)))) if self.prose_close else EMPTY
                 body = choice(EMPTY, seq(prose, then), blocks)
             else:
                 body = blocks

@@ -53,6 +53,7 @@ BUILTIN: tuple[str, ...] = (
     "hermes",
     "hunyuan_a13b",
     "hy3",
+    "hyperclovax_seed",
     "internlm2",
     "jamba",
     "kimi_k2",
