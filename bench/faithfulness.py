@@ -1,7 +1,7 @@
 """Where does the mask push the model off its own path? The distortion meter over BFCL questions.
 
-For each question and ``tool_choice`` mode, the embedded SmolLM2 decodes greedily under the turn
-grammar with ``meter=True``: at every step the model's unconstrained top-1 token, whether the
+For each question and ``tool_choice`` mode, a model (the embedded SmolLM2 unless ``--model``
+names a catalogued one or a GGUF) decodes greedily under the turn grammar with ``meter=True``: at every step the model's unconstrained top-1 token, whether the
 mask removed it, the probability mass removed, and the site of the turn (prose, envelope, key,
 value, separator, after a block, ...). The table ranks sites by how often the model's choice was
 removed, per mode; a *forced continuation* is a step where the model's top-1 was its
@@ -11,6 +11,7 @@ a call the grammar, not the model, asked for.
     python bench/faithfulness.py                         # the default grammar
     python bench/faithfulness.py --key-order schema      # keys in schema order, for comparison
     python bench/faithfulness.py --whitespace compact --label compact
+    python bench/faithfulness.py --model qwen2.5-coder-1.5b --label qwen15b   # a tool-trained model
 
 Writes ``bench/results/faithfulness[-LABEL].json``. Prompts are rendered as ``toolmask serve``
 renders them (the model's chat template, the tool prompt in the system message).
@@ -60,7 +61,10 @@ def choice_for(mode: str, q: _bfcl.Question) -> Any:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from toolmask.backends.llama_cpp import LlamaCpp
 
-    backend = LlamaCpp.default(n_ctx=4096, n_threads=args.threads)
+    from toolmask.models import TEST_MODEL, resolve_model
+
+    model = args.model or TEST_MODEL
+    backend = LlamaCpp(str(resolve_model(model)), n_ctx=4096, n_threads=args.threads)
     template = default_template(backend)
     special = backend.vocab.special.values()
     options: dict[str, Any] = {}
@@ -167,7 +171,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "label": args.label,
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}",
-        "model": "SmolLM2-135M-Instruct Q4_1 (llama.cpp), greedy",
+        "model": f"{model} (llama.cpp), greedy",
         "format": args.format,
         "argument_options": options or "format default",
         "questions": len(questions),
@@ -239,6 +243,9 @@ def main() -> int:
             "live_relevance",
             "live_irrelevance",
         ],
+    )
+    p.add_argument(
+        "--model", help="a catalogued model (toolmask models) or a GGUF path (default: SmolLM2)"
     )
     p.add_argument("--per-category", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
