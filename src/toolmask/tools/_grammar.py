@@ -225,12 +225,14 @@ def _kit(fmt: FormatSpec, turn: TurnOptions, cache: TurnCache, *, kind: type[Kit
 def _variant_count(fmt: FormatSpec, mode: str) -> int:
     """How many of ``fmt``'s variants (:attr:`FormatSpec.variants`) a turn under ``mode``
     writes calls in. A forced call (required, named, a subset) is written in the format's own
-    markers: the habits (a fence) are the model's way into a call it chose to make. Admitted
-    there, they take the model's path off the parallel calls it writes in the tags
-    (Qwen2.5-Coder-1.5B, BFCL dev parallel under required: one fenced call on each of 8 with
-    the fence admitted; two or more calls on 15 of 20 with the tags only; docs/performance.md).
-    So only ``auto`` builds the habits' calls."""
-    return len(fmt.variants) if mode == "auto" else 1
+    markers and the habits marked ``forced`` (those first): the others (a fence) are the
+    model's way into a call it chose to make. Admitted there, they take the model's path off
+    the parallel calls it writes in the tags (Qwen2.5-Coder-1.5B, BFCL dev parallel under
+    required: one fenced call on each of 8 with the fence admitted; two or more calls on 15 of
+    20 with the tags only; docs/performance.md). So only ``auto`` builds every habit's calls."""
+    if mode == "auto":
+        return len(fmt.variants)
+    return 1 + sum(1 for h in fmt.habits if h.forced)
 
 
 def _variant_kits(

@@ -57,15 +57,27 @@ def _accepts(compiled: tm.CompiledGrammar, text: str) -> bool:
     return m.accept_bytes(text.encode()) and m.is_accepting()
 
 
-def test_hermes_lists_the_fence_with_its_evidence() -> None:
-    (habit,) = HERMES.habits
-    assert (habit.open, habit.close) == ("```json", "```")
-    assert "Qwen2.5-Coder" in habit.evidence
-    assert HERMES.block_triggers() == ("<tool_call>", "```json")
-    assert ToolTurn(TOOLS, "hermes").triggers == ("<tool_call>", "```json")
-    own, fence = HERMES.variants
+def test_hermes_lists_its_habits_with_their_evidence() -> None:
+    tools, habit = HERMES.habits
+    assert (tools.open, tools.close, tools.forced) == ("<tools>", "</tools>", True)
+    assert (habit.open, habit.close, habit.forced) == ("```json", "```", False)
+    assert "Qwen2.5-Coder" in habit.evidence and "Qwen2.5-Coder" in tools.evidence
+    assert HERMES.block_triggers() == ("<tool_call>", "<tools>", "```json")
+    assert ToolTurn(TOOLS, "hermes").triggers == ("<tool_call>", "<tools>", "```json")
+    own, tags, fence = HERMES.variants
     assert own is HERMES and fence.block.open == "```json" and fence.habits == ()
     assert fence.argument_options["whitespace"] == "flexible"
+    assert tags.block.open == "<tools>" and tags.values == HERMES.values  # hermes' own layout
+
+
+def test_forced_habits_come_first() -> None:
+    fence, tools = HERMES.habits[1], HERMES.habits[0]
+    with pytest.raises(ValueError, match="forced habits must come first"):
+        dataclasses.replace(HERMES, habits=(fence, tools))
+
+
+def _tools_block(name: str, arguments: dict[str, Any]) -> str:
+    return "<tools>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tools>"
 
 
 def test_a_fenced_call_is_a_call() -> None:
@@ -93,22 +105,27 @@ def test_a_fenced_call_is_a_call() -> None:
     "choice", ["required", {"type": "function", "function": {"name": "get_weather"}}]
 )
 def test_a_forced_call_is_written_in_the_tags(choice: Any) -> None:
-    """The habits are the model's way into a call it chose to make; where the turn forces a
-    call, the grammar holds it to the format's own tags (with the fence admitted there,
-    Qwen2.5-Coder-1.5B took it and wrote one call where the tags led it to several). The
-    parser still reads a fenced call, whatever the turn's choice."""
+    """The fence is the model's way into a call it chose to make; where the turn forces a
+    call, the grammar holds it to the format's own tags and the habits marked ``forced``
+    (``<tools>``, where Qwen2.5-Coder-1.5B goes when its fence is not admitted): with the
+    fence admitted there, the model took it and wrote one call where the tags led it to
+    several. The parser still reads a fenced call, whatever the turn's choice."""
     turn = ToolTurn(TOOLS, "hermes", choice)
     compiled = tm.compile(turn.grammar())
     tags = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
     fence = fenced("get_weather", {"city": "Paris"})
-    assert _accepts(compiled, tags)
+    tools = _tools_block("get_weather", {"city": "Rome"})
+    assert _accepts(compiled, tags) and _accepts(compiled, tools)
+    assert _accepts(compiled, tools + "\n" + tags)  # parallel calls, in either markers
     assert not _accepts(compiled, fence)
     assert not _accepts(compiled, tags + "\n" + fence)
+    assert not _accepts(compiled, _tools_block("get_weather", {"city": "Rome", "x": 1}))
     assert [c.arguments for c in turn.parse(fence).calls] == [{"city": "Paris"}]
-    # and nothing of the fence is built: the rules are those of hermes without its habits
-    # (before: 202 rules where 103 are used, the fence's flexible-layout argument parts)
+    assert [c.arguments for c in turn.parse(tools).calls] == [{"city": "Rome"}]
+    # and nothing of the fence is built: the rules are those of hermes with its forced habit
+    # alone (before: 202 rules where 103 are used, the fence's flexible-layout argument parts)
     forced = [r.name for r in turn.grammar().rules]
-    bare = dataclasses.replace(HERMES, habits=())
+    bare = dataclasses.replace(HERMES, habits=HERMES.habits[:1])
     assert forced == [r.name for r in ToolTurn(TOOLS, bare, choice).grammar().rules]
     assert len(forced) < len(ToolTurn(TOOLS, "hermes", "auto").grammar().rules)
 

@@ -252,6 +252,10 @@ class Habit:
     values: Values | None = None
     #: where the habit was seen: the model, and the benchmark that showed it
     evidence: str = ""
+    #: the model writes it where the turn forces a call too (the distortion meter under
+    #: ``required`` shows the mask removing it), so forced turns admit it as well; such habits
+    #: come first in :attr:`FormatSpec.habits`
+    forced: bool = False
 
 
 @dataclass(frozen=True)
@@ -284,6 +288,9 @@ class FormatSpec:
         if self.habits:
             if self.layout.one_block:
                 raise ValueError(f"wire format {self.name!r}: habits need one call per block")
+            flags = [h.forced for h in self.habits]
+            if flags != sorted(flags, reverse=True):
+                raise ValueError(f"wire format {self.name!r}: forced habits must come first")
             starts = self.block_triggers()
             for x in starts:
                 for y in starts:

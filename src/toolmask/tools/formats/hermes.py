@@ -25,7 +25,9 @@ That is a :class:`~toolmask.tools.formats.Habit` of the family: the grammar admi
 wherever a block may start (with whitespace between JSON tokens, as a pretty-printer writes it),
 and the parser reads it as a call. The 0.5B also writes the call object bare, as the first thing
 in its reply; a reply may start with a bare block (no marker), and prose may not start with
-``{"name"``.
+``{"name"``. Where the turn forces a call (the fence is not admitted there), the model's next
+choice is ``<tools>\n{...}\n</tools>`` (vLLM's Qwen2.5-Coder markers): a second habit, admitted
+in forced turns too.
 """
 
 from __future__ import annotations
@@ -52,6 +54,18 @@ SPEC = FormatSpec(
     template_markers=CHATML_TOOLS,
     prompt=Prompt(section=qwen_tools),
     habits=(
+        # where a call is forced, the model's next choice after its fence (which a forced turn
+        # does not admit) is <tools>: the markers vLLM's Qwen2.5-Coder template writes
+        Habit(
+            "<tools>",
+            "</tools>",
+            after_open="\n",
+            before_close="\n",
+            evidence="Qwen2.5-Coder-1.5B-Instruct under tool_choice required on BFCL dev: the "
+            "distortion meter (bench/faithfulness.py --model qwen2.5-coder-1.5b) shows the mask "
+            "removing its <tools> opener on 8 of 10 replies (2026-11-29)",
+            forced=True,
+        ),
         Habit(
             "```json",
             "```",
