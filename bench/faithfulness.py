@@ -1,9 +1,10 @@
 """Where does the mask push the model off its own path? The distortion meter over BFCL questions.
 
 For each question and ``tool_choice`` mode, a model (the embedded SmolLM2 unless ``--model``
-names a catalogued one or a GGUF) decodes greedily under the turn grammar with ``meter=True``: at every step the model's unconstrained top-1 token, whether the
-mask removed it, the probability mass removed, and the site of the turn (prose, envelope, key,
-value, separator, after a block, ...). The table ranks sites by how often the model's choice was
+names a catalogued one or a GGUF) decodes greedily under the turn grammar with ``meter=True``:
+at every step the model's unconstrained top-1 token, whether the mask removed it, the
+probability mass removed, and the site of the turn (prose, envelope, key, value, separator,
+after a block, ...). The table ranks sites by how often the model's choice was
 removed, per mode; a *forced continuation* is a step where the model's top-1 was its
 end-of-turn token and the mask removed it (it had to keep writing), and a call *after* one is
 a call the grammar, not the model, asked for.
@@ -60,7 +61,6 @@ def choice_for(mode: str, q: _bfcl.Question) -> Any:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from toolmask.backends.llama_cpp import LlamaCpp
-
     from toolmask.models import TEST_MODEL, resolve_model
 
     model = args.model or TEST_MODEL

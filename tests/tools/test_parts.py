@@ -34,8 +34,10 @@ def _counts(c: tm.GrammarCompiler) -> dict[str, int]:
     return {k: m.get(k, 0) for k in ("compiled", "tools.parts", "tools.schema_grammars")}
 
 
-#: hermes' variants: its own tags, then its habit's fence (each with its own parts)
+#: hermes' variants: its own tags, then its habits' <tools> and fence (each with its own parts)
 VARIANTS = len(get_format("hermes").variants)
+#: their argument layouts (the tags' and <tools>' json.dumps spacing, the fence's pretty-printing)
+LAYOUTS = len({repr(sorted(v.argument_options.items())) for v in get_format("hermes").variants})
 
 
 def test_a_second_turn_over_the_same_tools_compiles_nothing_new() -> None:
@@ -56,7 +58,7 @@ def test_a_second_turn_over_the_same_tools_compiles_nothing_new() -> None:
         assert after["tools.parts"] == first["tools.parts"]
         # no tool schema compiled again; the filters' any-value grammar, once per layout (the
         # tags' json.dumps spacing, the fence's pretty-printing)
-        assert after["tools.schema_grammars"] == first["tools.schema_grammars"] + VARIANTS
+        assert after["tools.schema_grammars"] == first["tools.schema_grammars"] + LAYOUTS
         assert after["compiled"] == first["compiled"] + 1
         # another subset: its filter only
         other = {"type": "allowed_tools", "mode": "auto", "tools": NAMES[1:4]}
@@ -127,15 +129,16 @@ def test_a_tool_whose_schema_fails_is_named_with_its_pointer() -> None:
 
 
 def test_the_envelope_has_its_own_max_rules() -> None:
-    """Hermes' auto envelope has 29 rules (root, 24 of prose, which avoids the ```` ```json ````
-    fence and a bare ``{"name"`` start too, calls, bare_calls, call, h1_call); each tool's
-    part here 2, once per variant of the format (its tags, its fence)."""
+    """Hermes' auto envelope has 30 rules (root, 24 of prose, which avoids the ``<tools>`` and
+    ```` ```json ```` openers and a bare ``{"name"`` start too, calls, bare_calls, call,
+    h1_call, h2_call); each tool's part here 2, once per layout of the format's variants (its
+    tags, whose parts ``<tools>`` shares, and its fence)."""
     empty = {"type": "object", "properties": {}, "additionalProperties": False}
     tools = [{"name": f"t{i}", "parameters": empty} for i in range(20)]
-    fits = tm.Limits(max_rules=29)
-    assert len(ToolTurn(tools, "hermes", schema_options={"limits": fits}).grammar().rules) == 109
+    fits = tm.Limits(max_rules=30)
+    assert len(ToolTurn(tools, "hermes", schema_options={"limits": fits}).grammar().rules) == 110
     ToolTurn(tools, "hermes", schema_options={"limits": fits}).compile()
-    limits = tm.Limits(max_rules=28)
+    limits = tm.Limits(max_rules=29)
     with pytest.raises(LimitError, match="envelope") as info:
         ToolTurn(tools, "hermes", schema_options={"limits": limits}).compile()
     assert info.value.tool is None

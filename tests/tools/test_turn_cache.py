@@ -75,10 +75,11 @@ def test_a_tool_schema_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> No
         ToolTurn(tools, "hermes", "auto").compile()
     monkeypatch.setattr(json, "dumps", real)
     # the tool layer's canonical text once, and the schema stage's once per compile: the
-    # forced turns build hermes' own tags only (json.dumps spacing), ``auto`` adds each habit's
-    # (the ```json fence's pretty-printing)
+    # forced turns build hermes' own tags and its forced <tools> habit (both json.dumps
+    # spacing), ``auto`` adds the fence's pretty-printing
+    layouts = {repr(sorted(v.argument_options.items())) for v in get_format("hermes").variants}
     assert forced_only == 1 + 1
-    assert len(seen) == 1 + len(get_format("hermes").variants)
+    assert len(seen) == 1 + len(layouts)
 
 
 def test_a_turn_compiles_in_the_compiler_it_is_given() -> None:

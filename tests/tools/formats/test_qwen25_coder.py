@@ -34,10 +34,11 @@ def test_the_renderer_writes_what_the_grammar_takes() -> None:
 
 def test_only_its_own_tags() -> None:
     case = CASES["one"]
-    # the same object in Qwen's <tool_call> tags is hermes', and hermes refuses <tools>
+    # the same object in Qwen's <tool_call> tags is hermes'; hermes takes <tools> too, as the
+    # habit Qwen2.5-Coder shows where a call is forced (hermes.py), but qwen25_coder no tags
     hermes = case.reply.replace("<tools>", "<tool_call>").replace("</tools>", "</tool_call>")
     assert not takes("qwen25_coder", case, hermes) and takes("hermes", case, hermes)
-    assert not takes("hermes", case, case.reply)
+    assert takes("hermes", case, case.reply)
     assert parse("qwen25_coder", case, hermes).calls == ()
     # prose before the calls under auto only
     reply = "Let me check.\n" + case.reply
