@@ -349,6 +349,18 @@ def _call_rule(i: int, k: int) -> str:
     return f"call_{i}" if k == 0 else f"h{k}_call_{i}"
 
 
+def _shares_calls(fmt: FormatSpec, k: int) -> bool:
+    """Whether variant ``k`` of ``fmt`` writes its calls as the format's own (a habit with
+    other markers only, :attr:`FormatSpec.calls_as`): its blocks hold the format's call
+    rules, not rules of their own."""
+    return k > 0 and fmt.variants[k].calls_as is fmt
+
+
+def _call_rules(fmt: FormatSpec, i: int, count: int) -> tuple[str, ...]:
+    """The rules of callable tool ``i``'s call in the first ``count`` variants of ``fmt``."""
+    return tuple(_call_rule(i, 0 if _shares_calls(fmt, k) else k) for k in range(count))
+
+
 def _real_calls(limits: Any, cache: TurnCache) -> _Calls:
     """Each tool's cached part (:func:`toolmask.tools._parts.tool_part`)."""
 
@@ -511,7 +523,7 @@ def name_slots(
         grammar = _assemble(
             tools, fmt, every, _named_calls, limits, options, cache, kit_kind=_AnyValueKit
         )
-        rules = {t.name: tuple(_call_rule(i, k) for k in range(count)) for i, t in enumerate(tools)}
+        rules = {t.name: _call_rules(fmt, i, count) for i, t in enumerate(tools)}
         any_turn = (grammar, rules)
     grammar, call_rules = any_turn
     bodies = {r.name: r.body for r in grammar.rules}
@@ -573,7 +585,7 @@ def build_lazy_turn(
         grammars[1],
         {LAZY_SENTINEL.format(i): t.name for i, t in enumerate(chosen)},
         {
-            t.name: tuple(_call_rule(i, k) for k in range(_variant_count(fmt, tool_choice.mode)))
+            t.name: _call_rules(fmt, i, _variant_count(fmt, tool_choice.mode))
             for i, t in enumerate(chosen)
         },
     )
@@ -652,6 +664,9 @@ def _assemble(
         count = _variant_count(fmt, mode)
         kits = _variant_kits(fmt, kit, options.schema_options, count)
         for k, (v, v_kit) in enumerate(zip(fmt.variants[:count], kits, strict=True)):
+            if _shares_calls(fmt, k):  # the format's own calls between other markers
+                call_refs.append(call_refs[0])
+                continue
             refs, rules = calls_of(chosen, v_kit, v, k)
             call_refs.append(refs)
             # a habit whose calls are written as the format's own shares their parts
@@ -705,10 +720,12 @@ def _envelope(
         if not reasoning_open:
             alts.append(prose_first)
         return (Rule("root", choice(*alts)), *out, *kit.rules)
-    calls = [
-        kit.add("call" if k == 0 else f"h{k}_call", choice(*refs))
-        for k, refs in enumerate(call_refs)
-    ]
+    calls: list[Node] = []
+    for k, refs in enumerate(call_refs):
+        if k and refs is call_refs[0]:  # a habit around the format's own calls: their rule
+            calls.append(calls[0])
+        else:
+            calls.append(kit.add("call" if k == 0 else f"h{k}_call", choice(*refs)))
     tail: Node = EMPTY
     if fmt.layout.prose_after_calls:
         tail, rules = prose_rules(fmt, at_start=False, name="prose_t")

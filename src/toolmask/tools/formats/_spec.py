@@ -277,6 +277,9 @@ class FormatSpec:
     prompt: Prompt = field(default=Prompt())
     has_grammar: bool = True
     habits: tuple[Habit, ...] = ()
+    #: a habit's variant (:attr:`variants`) whose calls are written as the format's own: that
+    #: format, whose call parts it shares (None: its own)
+    calls_as: FormatSpec | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         b = self.block
@@ -352,7 +355,10 @@ class FormatSpec:
                 h.open, h.close, after_open=h.after_open, before_close=h.before_close
             )
             values = self.values if h.values is None else h.values
-            out.append(dataclasses.replace(self, block=markers, values=values, habits=()))
+            home = self if h.values is None else None
+            out.append(
+                dataclasses.replace(self, block=markers, values=values, habits=(), calls_as=home)
+            )
         return tuple(out)
 
     def variant_for(self, trigger: str) -> FormatSpec:
