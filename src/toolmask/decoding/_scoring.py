@@ -248,34 +248,38 @@ class _Rows:
             if key not in self.rows:
                 self.rows[key] = block[k]
 
-    def score(self, prep: _Prepared, i: int) -> tuple[float, bool, tuple[np.ndarray, np.ndarray]]:
+    def score(
+        self, prep: _Prepared, i: int, start: int = 0, known: float = 0.0
+    ) -> tuple[float, bool, tuple[np.ndarray, np.ndarray], int]:
         """Alternative ``i``'s log-probability from the rows held: ``(log p, complete,
-        last)``. Incomplete (a row on its path not evaluated yet): the sum of the factors
-        known, an upper bound, since each missing factor is a log-probability. ``last``: the
-        tokens its last token stands for and their log-probabilities (empty for an end)."""
+        last, factors)``. Incomplete (a row on its path not evaluated yet): the sum of the
+        ``factors`` known, an upper bound, since each missing factor is a log-probability.
+        ``last``: the tokens its last token stands for and their log-probabilities (empty for
+        an end). ``start`` / ``known``: the factors an earlier call summed (rows are only ever
+        added, so a later call goes on from there, with the same sum)."""
         alt, ids = prep.alternatives[i], prep.seqs[i]
         full = len(ids) if alt.end else len(ids) - 1
-        total = 0.0
+        total = known
         empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
-        for k in range(full):
+        for k in range(start, full):
             key = tuple(ids[:k])
             if key not in self.rows:
-                return total, False, empty
+                return total, False, empty, k
             total += float(self.log_softmax(key, ids[k]))
         key = tuple(ids[:full])
         if key not in self.rows:
-            return total, False, empty
+            return total, False, empty, full
         if alt.end:
             exits = prep.exits[i]
             kept = self.log_softmax(key, exits) if exits is not None else np.zeros(0)
             mass = float(np.exp(kept).sum()) if kept.size else 0.0
             total += float(np.log1p(-min(mass, 1.0))) if mass < 1.0 else -np.inf
-            return total, True, empty
+            return total, True, empty, full
         cand = prep.last_sets[i]
         lp = self.log_softmax(key, cand)
         top = float(lp.max()) if lp.size else -np.inf
         total += top + float(np.log(np.exp(lp - top).sum())) if lp.size else -np.inf
-        return total, True, (cand, lp)
+        return total, True, (cand, lp), full
 
 
 def score_branch(
@@ -378,6 +382,8 @@ class LazyBranch:
         self._last: list[tuple[np.ndarray, np.ndarray]] = [
             (np.zeros(0, dtype=np.int64), np.zeros(0))
         ] * n
+        #: per alternative: the factors summed so far and their sum (where a re-score goes on)
+        self._from: list[tuple[int, float]] = [(0, 0.0)] * n
         #: positions of the alternatives' token trie: what scoring all of them at once costs
         self.trie_nodes = len(_trie([prep.path(i) for i in range(n)])[0])
         self._refresh()
@@ -403,8 +409,14 @@ class LazyBranch:
         return cls(prep, logits_many=logits_many, context=context, row=row, max_tokens=max_tokens)
 
     def _refresh(self) -> None:
+        """Re-score the open alternatives from where each stopped (O(open alternatives) plus
+        the factors the new rows give, not their whole paths again)."""
         for i in np.flatnonzero(~self._done):
-            self._bound[i], self._done[i], self._last[i] = self._rows.score(self.prep, int(i))
+            j = int(i)
+            at, known = self._from[j]
+            bound, done, last, at = self._rows.score(self.prep, j, at, known)
+            self._bound[j], self._done[j], self._last[j] = bound, done, last
+            self._from[j] = (at, bound)
 
     def _evaluate(self, i: int) -> bool:
         """Evaluate alternative ``i``'s missing rows in one call (False: over the budget).
