@@ -382,8 +382,9 @@ class LazyBranch:
         self._last: list[tuple[np.ndarray, np.ndarray]] = [
             (np.zeros(0, dtype=np.int64), np.zeros(0))
         ] * n
-        #: per alternative: the factors summed so far and their sum (where a re-score goes on)
-        self._from: list[tuple[int, float]] = [(0, 0.0)] * n
+        #: per open alternative: how many of its factors its bound sums (a re-score goes on
+        #: from there)
+        self._at = [0] * n
         #: positions of the alternatives' token trie: what scoring all of them at once costs
         self.trie_nodes = len(_trie([prep.path(i) for i in range(n)])[0])
         self._refresh()
@@ -413,10 +414,8 @@ class LazyBranch:
         the factors the new rows give, not their whole paths again)."""
         for i in np.flatnonzero(~self._done):
             j = int(i)
-            at, known = self._from[j]
-            bound, done, last, at = self._rows.score(self.prep, j, at, known)
-            self._bound[j], self._done[j], self._last[j] = bound, done, last
-            self._from[j] = (at, bound)
+            got = self._rows.score(self.prep, j, self._at[j], float(self._bound[j]))
+            self._bound[j], self._done[j], self._last[j], self._at[j] = got
 
     def _evaluate(self, i: int) -> bool:
         """Evaluate alternative ``i``'s missing rows in one call (False: over the budget).

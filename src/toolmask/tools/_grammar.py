@@ -611,16 +611,12 @@ def with_tool_parts(
     # the variants the turn's mode writes calls in (_variant_count): one rule each
     count = max((len(r) for r in call_rules.values()), default=1)
     kits = _variant_kits(fmt, kit, options.schema_options, count)
-    own: list[Node] = []
     for k, (v, v_kit) in enumerate(zip(fmt.variants[:count], kits, strict=True)):
+        if _shares_calls(fmt, k):  # its call rules are the format's own (_call_rules)
+            continue
         parts = parts_of(v, tools, v_kit, limits, cache)
         swap.update((call_rules[p.name][k], p.entry) for p in parts)
-        entries: list[Node] = [p.entry for p in parts]
-        if k == 0:
-            own = entries
-        # a habit whose calls are written as the format's own shares their parts
-        if k == 0 or entries != own:
-            added += [r for p in parts for r in p.rules]
+        added += [r for p in parts for r in p.rules]
     rules = [Rule(r.name, swap[r.name]) if r.name in swap else r for r in grammar.rules]
     rules += added
     return Grammar(tuple(rules), grammar.start, grammar.checks)
@@ -669,9 +665,7 @@ def _assemble(
                 continue
             refs, rules = calls_of(chosen, v_kit, v, k)
             call_refs.append(refs)
-            # a habit whose calls are written as the format's own shares their parts
-            if k == 0 or refs != call_refs[0]:
-                part_rules += rules
+            part_rules += rules
     envelope = _envelope(fmt, kit, mode, call_refs, head, options)
     if len(envelope) > limits.max_rules:
         raise LimitError(
@@ -722,7 +716,7 @@ def _envelope(
         return (Rule("root", choice(*alts)), *out, *kit.rules)
     calls: list[Node] = []
     for k, refs in enumerate(call_refs):
-        if k and refs is call_refs[0]:  # a habit around the format's own calls: their rule
+        if _shares_calls(fmt, k):  # a habit around the format's own calls: their rule
             calls.append(calls[0])
         else:
             calls.append(kit.add("call" if k == 0 else f"h{k}_call", choice(*refs)))

@@ -108,9 +108,7 @@ def tool_part(fmt: FormatSpec, tool: Tool, kit: Kit, limits: Limits, cache: Turn
     docstring). Raises SchemaError / LimitError naming the tool (``e.tool``) when its
     parameters cannot be compiled or its part has more than ``limits.max_rules`` rules.
     Cost on a miss: the tool's schema compilation (cached by schema and options) and the
-    format's call grammar around it; on a hit: a dictionary lookup. A habit's variant whose
-    calls are the format's own (:attr:`FormatSpec.calls_as`) gets the format's part."""
-    fmt = fmt.calls_as or fmt
+    format's call grammar around it; on a hit: a dictionary lookup."""
     fp = tool_fingerprint(tool, cache)
     kit_key = _kit_key(fmt, kit)
     parts = cache.parts

@@ -277,8 +277,8 @@ class FormatSpec:
     prompt: Prompt = field(default=Prompt())
     has_grammar: bool = True
     habits: tuple[Habit, ...] = ()
-    #: a habit's variant (:attr:`variants`) whose calls are written as the format's own: that
-    #: format, whose call parts it shares (None: its own)
+    #: a habit's variant (:attr:`variants`) whose calls are written as the format's own (the
+    #: same values): that format, whose call rules and parts its blocks hold (None: its own)
     calls_as: FormatSpec | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -355,7 +355,7 @@ class FormatSpec:
                 h.open, h.close, after_open=h.after_open, before_close=h.before_close
             )
             values = self.values if h.values is None else h.values
-            home = self if h.values is None else None
+            home = self if values == self.values else None
             out.append(
                 dataclasses.replace(self, block=markers, values=values, habits=(), calls_as=home)
             )
