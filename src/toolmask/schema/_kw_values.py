@@ -198,7 +198,9 @@ def _finish_numbers(site: Site, acc: _Numbers) -> Shape | None:
             limits=c.limits,
         )
         return only({"numbers": () if d.is_empty() else (NumAlt(d, integer),), "flags": flags})
-    return only({"numbers": () if d.is_empty() else (NumAlt(d, integer),)})
+    # multipleOf alone: the alternative says so, for the meets (NumAlt.mult)
+    k = mult[0] if len(mult) == 1 and lo is None and hi is None else None
+    return only({"numbers": () if d.is_empty() else (NumAlt(d, integer, mult=k),)})
 
 
 # -- strings ----------------------------------------------------------------------------------

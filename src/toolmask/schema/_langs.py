@@ -10,6 +10,7 @@ JSON escapes.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -44,6 +45,8 @@ __all__ = [
     "dfa_and",
     "int_plain",
     "int_value",
+    "lcm",
+    "multiples_dfa",
     "num_noexp",
     "number_literal_dfa",
     "number_range_dfa",
@@ -128,6 +131,31 @@ def number_range_dfa(
     for k in multiple_of:
         d = d.intersect(multiple_of_dfa(k, integer_only=integer), limits=limits)
     return d
+
+
+def lcm(a: Decimal, b: Decimal) -> Decimal:
+    """The least common multiple of two positive decimals: a number is a multiple of both iff
+    it is a multiple of this one. With ``s`` the larger count of fraction digits, both are
+    integers times ``10**-s``, and so is their least common multiple."""
+    s = max(-int(x.normalize().as_tuple().exponent) for x in (a, b))
+    s = max(s, 0)
+    scale = Decimal(10) ** s
+    ia, ib = int(a * scale), int(b * scale)
+    return (Decimal(ia * ib // math.gcd(ia, ib)) / scale).normalize()
+
+
+def multiples_dfa(k: Decimal, *, integer: bool, limits: Limits = DEFAULT_LIMITS) -> Dfa:
+    """The exponent-free spellings of the multiples of ``k`` (integers only with ``integer``):
+    what ``{"multipleOf": k}`` alone compiles to."""
+    return number_range_dfa(
+        integer=integer,
+        lo=None,
+        lo_excl=False,
+        hi=None,
+        hi_excl=False,
+        multiple_of=(k,),
+        limits=limits,
+    )
 
 
 @dataclass(frozen=True, slots=True)
