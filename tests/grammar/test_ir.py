@@ -76,6 +76,26 @@ def test_grammar_invariants() -> None:
         Grammar((Rule("root", RuleRef("b")),))
 
 
+def test_with_rule_replaces_one_body_and_checks_it() -> None:
+    g = Grammar(
+        (Rule("root", seq(lit("a"), RuleRef("x"))), Rule("x", lit("b")), Rule("y", lit("c")))
+    )
+    h = g.with_rule("x", choice(lit("d"), RuleRef("y")))
+    assert h == Grammar(
+        (
+            Rule("root", seq(lit("a"), RuleRef("x"))),
+            Rule("x", choice(lit("d"), RuleRef("y"))),
+            Rule("y", lit("c")),
+        )
+    )
+    assert h["x"].body == choice(lit("d"), RuleRef("y")) and g["x"].body == lit("b")
+    assert h.rule_names == g.rule_names and h.start == g.start
+    with pytest.raises(GrammarError, match="undefined rule"):
+        g.with_rule("x", RuleRef("nowhere"))
+    with pytest.raises(GrammarError, match="not defined"):
+        g.with_rule("z", lit("e"))
+
+
 def test_printing_and_hashing() -> None:
     g = Grammar(
         (

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -86,6 +87,29 @@ def test_a_filter_with_slots_allows_what_the_filter_call_by_call_allows(
         for c in (calls, two):
             verdict = _walk(plain, slotted, render(turn.format, c))
             assert verdict[0] == verdict[1], (name, c)
+
+
+@pytest.mark.parametrize("mode", ["auto", "required"])
+@pytest.mark.parametrize("fmt", ["hermes", "llama3_json", "kimi_k2", "mistral"])
+def test_a_subset_over_the_same_slots_is_the_shell_with_its_names(fmt: str, mode: str) -> None:
+    """The second and later subsets over one list's slots are the first filter with its
+    choice of names replaced: the same grammar, rule for rule, as one written from scratch."""
+    turn = ToolTurn(TOOLS, fmt, mode)
+    compiler = tm.GrammarCompiler()
+    cache = compiler.turns
+    with compiler.activate():
+        slots = name_slots(turn.tools, turn.format, mode, turn.options, cache)
+        assert slots.names
+        subsets = [NAMES[1:4], NAMES[:1], NAMES[2:], list(reversed(NAMES[::2]))]
+        for i, allowed in enumerate(subsets):
+            sub = turn.with_tool_choice({"type": "allowed_tools", "mode": mode, "tools": allowed})
+            args = (sub.tools, sub.format, sub.tool_choice, sub.options, cache)
+            fresh = dataclasses.replace(slots, shells={})  # nothing written over it yet
+            want = build_name_filter(*args, slots=fresh)
+            got = build_name_filter(*args, slots=slots)
+            assert len(slots.shells) == 1
+            assert got == want, (i, allowed)
+            assert got.rules == want.rules and got.hint == want.hint
 
 
 def test_the_slots_of_a_lazy_turn_are_those_built_from_the_tools() -> None:

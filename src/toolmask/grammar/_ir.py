@@ -283,26 +283,25 @@ class Grammar:
         # string's DFA, a key tree), so this is O(distinct node objects), not O(tree size)
         seen: set[int] = set()
         for r in self.rules:
-            stack: list[Node] = [r.body]
-            while stack:
-                n = stack.pop()
-                if type(n) is Seq or type(n) is Choice:
-                    for it in n.items:
-                        if type(it) is Bytes or type(it) is ByteClass:
-                            continue
-                        if type(it) is RuleRef:
-                            if it.name not in by_name:
-                                raise _undefined(r.name, it.name)
-                        elif id(it) not in seen:
-                            seen.add(id(it))
-                            stack.append(it)
-                elif type(n) is Repeat:
-                    if id(n.item) not in seen:
-                        seen.add(id(n.item))
-                        stack.append(n.item)
-                elif type(n) is RuleRef and n.name not in by_name:
-                    raise _undefined(r.name, n.name)
+            _check_refs(r, by_name, seen)
         object.__setattr__(self, "_by_name", by_name)
+
+    def with_rule(self, name: str, body: Node) -> Grammar:
+        """This grammar with the body of its rule ``name`` replaced by ``body``: the same
+        invariants, checked on ``body`` alone (the other rules were checked when this grammar
+        was made), so the cost is O(rules) to copy the tuple plus O(nodes of ``body``): a
+        tool turn's name filter changes its choice of names this way (``NameSlots``)."""
+        if name not in self._by_name:
+            raise GrammarError(f"rule {name!r} is not defined")
+        rule = Rule(name, body)
+        _check_refs(rule, self._by_name, set())
+        g = object.__new__(Grammar)
+        object.__setattr__(g, "rules", tuple(rule if r.name == name else r for r in self.rules))
+        object.__setattr__(g, "start", self.start)
+        object.__setattr__(g, "checks", self.checks)
+        object.__setattr__(g, "hint", self.hint)
+        object.__setattr__(g, "_by_name", {**self._by_name, name: rule})
+        return g
 
     # -- access -------------------------------------------------------------------------------
     def __getitem__(self, name: str) -> Rule:
@@ -435,6 +434,30 @@ def trusted_grammar(
     object.__setattr__(g, "checks", checks)
     object.__setattr__(g, "_by_name", by_name)
     return g
+
+
+def _check_refs(rule: Rule, by_name: Mapping[str, Rule], seen: set[int]) -> None:
+    """Raise when a :class:`RuleRef` in ``rule`` names no rule of ``by_name``; node objects in
+    ``seen`` were checked already (and those checked here are added)."""
+    stack: list[Node] = [rule.body]
+    while stack:
+        n = stack.pop()
+        if type(n) is Seq or type(n) is Choice:
+            for it in n.items:
+                if type(it) is Bytes or type(it) is ByteClass:
+                    continue
+                if type(it) is RuleRef:
+                    if it.name not in by_name:
+                        raise _undefined(rule.name, it.name)
+                elif id(it) not in seen:
+                    seen.add(id(it))
+                    stack.append(it)
+        elif type(n) is Repeat:
+            if id(n.item) not in seen:
+                seen.add(id(n.item))
+                stack.append(n.item)
+        elif type(n) is RuleRef and n.name not in by_name:
+            raise _undefined(rule.name, n.name)
 
 
 def _undefined(rule: str, ref: str) -> GrammarError:

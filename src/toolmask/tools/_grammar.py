@@ -458,7 +458,14 @@ def build_name_filter(
             tools, fmt, tool_choice, _named_calls, limits, options, cache, kit_kind=_AnyValueKit
         )
     chosen = _callable(tools, tool_choice) if chosen is None else chosen
-    return _assemble(
+    names = slots.names
+    fits = bool(chosen) and all(t.name in names for t in chosen)
+    key = (tool_choice.mode, options, limits)
+    if fits:
+        shell = slots.shells.get(key)
+        if shell is not None:  # the same filter but for the choice of names
+            return shell.with_rule(NAMES_RULE, names_trie(t.name for t in chosen))
+    grammar = _assemble(
         tools,
         fmt,
         tool_choice,
@@ -469,6 +476,9 @@ def build_name_filter(
         kit=slots.kit_copy(),
         chosen=chosen,
     )
+    if fits:
+        slots.shells[key] = grammar
+    return grammar
 
 
 def _slotted_calls(slots: NameSlots) -> _Calls:

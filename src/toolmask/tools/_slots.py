@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from toolmask.grammar import (
     EMPTY,
     Bytes,
     Choice,
+    Grammar,
     Node,
     Repeat,
     RuleRef,
@@ -173,6 +175,11 @@ class NameSlots:
     kit: Kit
     templates: tuple[Node, ...]
     names: frozenset[str]
+    #: a filter already written over these slots, per mode, options and limits: a subset
+    #: whose tools all fit the templates differs from it in :data:`NAMES_RULE` alone, so its
+    #: filter is that grammar with the rule replaced (:meth:`Grammar.with_rule`), not built
+    #: again (see :func:`~toolmask.tools._grammar.build_name_filter`)
+    shells: dict[tuple[Any, ...], Grammar] = field(default_factory=dict, compare=False, repr=False)
 
     def kit_copy(self) -> Kit:
         """A kit holding the templates' rules, to write a subset's filter in."""
