@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -272,6 +273,29 @@ def test_a_tool_list_sent_again_is_not_read_again() -> None:
     assert plain.tools == first.tools and plain.tools_key == first.tools_key
     parsed = parse_chat_request({"model": "m", "messages": MSG, "tools": tools})
     assert parsed.tools == first.tools and parsed.tools_key == ""
+
+
+def test_a_parsed_body_finds_its_tools_in_the_lists_too() -> None:
+    """A body handed over parsed (the vLLM processors' turn specs: a new dict each request)
+    is written as text when it has tools, so the same tools are the same objects and key;
+    a value JSON text cannot hold (NaN) is read as it is, and refused as before."""
+    from toolmask.server._protocol import ToolLists
+
+    lists = ToolLists()
+    tools = [TOOL, {**TOOL, "function": {**TOOL["function"], "name": "other"}}]
+    sent = parse_chat_request(
+        json.dumps({"model": "m", "messages": MSG, "tools": tools}).encode(), tool_lists=lists
+    )
+    for _ in range(2):
+        body = json.loads(json.dumps({"model": "m", "messages": MSG, "tools": tools}))
+        parsed = parse_chat_request(body, tool_lists=lists)
+        assert parsed.tools_key == sent.tools_key
+        assert all(a is b for a, b in zip(parsed.tools, sent.tools, strict=True))
+    bad = {**TOOL, "function": {**TOOL["function"], "name": "nan_max"}}
+    bad["function"]["parameters"] = {"type": "number", "maximum": math.nan}
+    with pytest.raises(APIError) as e:
+        parse_chat_request({"model": "m", "messages": MSG, "tools": [bad]}, tool_lists=lists)
+    assert e.value.param is not None and e.value.param.startswith("tools[0]")
 
 
 def test_a_bad_tool_list_is_refused_every_time() -> None:

@@ -48,6 +48,7 @@ from toolmask.server._protocol import (
     APIError,
     ChatRequest,
     ResponseFormat,
+    ToolLists,
     parse_chat_request,
     turn_spec,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "ResponseFormat",
     "ServerDefaults",
     "TextStream",
+    "ToolLists",
     "create_app",
     "parse_chat_request",
     "token_budget",

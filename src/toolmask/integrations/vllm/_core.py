@@ -39,7 +39,14 @@ from toolmask import CompiledGrammar, Matcher
 from toolmask.limits import SERVER_LIMITS, Limits
 from toolmask.mask import BatchFill, BatchFiller
 from toolmask.sampling import apply_bitmask
-from toolmask.server import SPEC_FIELDS, APIError, ChatRequest, PlanCache, parse_chat_request
+from toolmask.server import (
+    SPEC_FIELDS,
+    APIError,
+    ChatRequest,
+    PlanCache,
+    ToolLists,
+    parse_chat_request,
+)
 from toolmask.tools import FORMATS
 from toolmask.vocab import Vocabulary
 
@@ -115,11 +122,17 @@ def read_spec(extra_args: Mapping[str, Any] | None) -> TurnSpec | None:
     body: dict[str, Any] = {"model": "-", "messages": [{"role": "user", "content": "-"}]}
     body.update({k: raw[k] for k in _REQUEST_FIELDS if k in raw})
     try:
-        req = parse_chat_request(body)
+        # with the tool lists of earlier specs: the same tools (a new dict from every request)
+        # are the same Tool objects and key, so the planner's turn over them is reused and a
+        # new subset costs its filter, not a reading of every tool
+        req = parse_chat_request(body, tool_lists=_TOOL_LISTS)
     except APIError as e:
         raise ValueError(f"extra_args.{EXTRA_ARGS_KEY}: {e.message}") from None
     return TurnSpec(req, FORMATS[fmt].name if fmt is not None else None, opens)
 
+
+#: the tool lists of recent specs (their JSON text), shared by every processor in the process
+_TOOL_LISTS = ToolLists()
 
 _BYTE_VOCAB: Vocabulary | None = None
 
