@@ -31,7 +31,10 @@ vocabulary from ``quicktok-v1`` as in ``bench/masks.py``, the native backend):
   ``PlanCache`` (its own compiler), the tool prompt, a matcher and the first mask at the name
   position; **new subset**: a request whose ``allowed_tools`` the server has not seen (the
   tools have: median of 5), **subset seen**: one it has (median of 20); the first request,
-  which compiles the tools, is in the JSON (``server_first_ms``);
+  which compiles the tools, is in the JSON (``server_first_ms``); **vLLM spec, new subset**:
+  the same request handed over already parsed, as the vLLM processors get a turn spec (a new
+  dict each request), read with the same tool lists and planned (median of 5; no prompt or
+  mask: vLLM renders the prompt, its mask is the server's);
 * **CPU** columns: the same spans in the process's CPU time (``time.process_time``), which a
   shared machine's load inflates far less than wall-clock;
 * **memory** (MB): the compiler's own account (``GrammarCompiler.memory()["total"]``: automata,
@@ -231,7 +234,8 @@ def worker(specs: list[dict[str, Any]], seed: int, eager: bool) -> dict[str, Any
         mem = compiler.memory()
         out["memory_mb"] = mem["total"] / 1e6
         out["rss_growth_mb"] = (_rss_kb() - rss0) / 1e3
-    out.update(server_path(specs, vocab, subsets, choice))
+    fresh = [rng.sample(names, k) for _ in range(5)]  # for the spec path: plans not made yet
+    out.update(server_path(specs, vocab, subsets, choice, fresh))
     out["eager_cold_cpu_ms"] = None
     if eager:  # every schema up front, in a compiler of its own (cold caches)
         other = tm.GrammarCompiler()
@@ -249,6 +253,7 @@ def server_path(
     vocab: Any,
     subsets: list[list[str]],
     choice: Any,
+    fresh: list[list[str]],
 ) -> dict[str, Any]:
     """The server's time per request before the first token, for the same tools: the request
     body (made by the client, not timed) read by ``parse_chat_request`` with the server's tool
@@ -290,6 +295,17 @@ def server_path(
     out["server_new_subset_cpu_ms"] = statistics.median(cpu[1:])
     seen = [body(subsets[i % 2]) for i in range(20)]
     out["server_seen_subset_ms"] = statistics.median(request(raw) for raw in seen)
+
+    # the vLLM processors' path: the same request handed over parsed (a turn spec, a new
+    # dict each time), read with the same tool lists, its plan (no prompt: vLLM renders it)
+    def spec_request(sub: list[str]) -> float:
+        parsed = json.loads(body(sub))  # made by the engine, not timed
+        t0 = time.perf_counter()
+        plan = plans.get(parse_chat_request(parsed, limits=plans.limits, **lists))
+        assert plan.compiled is not None
+        return _ms(t0)
+
+    out["spec_new_subset_ms"] = statistics.median(spec_request(s) for s in fresh)
     return out
 
 
@@ -326,6 +342,7 @@ COLUMNS = [
     ("server_new_subset_ms", "server, new subset (ms)", "{:.2f}"),
     ("server_new_subset_cpu_ms", "server, new subset, CPU (ms)", "{:.2f}"),
     ("server_seen_subset_ms", "server, subset seen (ms)", "{:.2f}"),
+    ("spec_new_subset_ms", "vLLM spec, new subset (ms)", "{:.1f}"),
     ("name_mask_cold_ms", "name mask cold (ms)", "{:.2f}"),
     ("name_mask_warm_ms", "name mask warm (ms)", "{:.3f}"),
     ("subset_name_mask_warm_ms", "subset name mask warm (ms)", "{:.3f}"),
