@@ -200,6 +200,28 @@ def test_tool_choice_parsing() -> None:
         ToolChoice.parse("required", [])
 
 
+def test_allowed_tools_in_tool_order_once_each_whatever_their_spelling() -> None:
+    def allowed(*tools: object, mode: str = "required") -> ToolChoice:
+        body = {"type": "allowed_tools", "mode": mode, "tools": list(tools)}
+        return ToolChoice.parse(body, NAMES)
+
+    order = tuple(n for n in NAMES if n in {"calculate", "get_weather", "get_time"})
+    assert allowed("get_time", "calculate", "get_weather", "calculate").allowed == order
+    mixed = allowed(
+        {"type": "function", "function": {"name": "get_time"}},
+        {"type": "function", "name": "calculate"},
+        "get_weather",
+        "get_weather",
+    )
+    assert mixed.allowed == order
+    assert allowed("calculate").allowed == ("calculate",)
+    assert allowed(mode="auto").allowed == ()
+    with pytest.raises(ToolError, match=r"unknown tools \['nope', 'nada'\]"):
+        allowed("calculate", "nope", "nada")
+    with pytest.raises(ToolError, match="no tool can be called"):
+        allowed()
+
+
 def test_tool_turn_accepts_mixed_inputs_and_rejects_duplicates() -> None:
     turn = ToolTurn([get_weather, OPENAI_TOOLS[5]])
     assert [t.name for t in turn.tools] == ["get_weather", "get_time"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Literal, TypeAlias
 
 from toolmask.errors import ToolError
@@ -70,13 +71,18 @@ class ToolChoice:
         if index is None:
             index = {n: i for i, n in enumerate(tool_names)}
         if choice.allowed is not None:
-            unknown = [n for n in choice.allowed if n not in index]
-            if unknown:
+            # (set operations in C: a policy's subset of hundreds of names is parsed per step)
+            # the names in tool order, once each (lookups and the sort of their positions in
+            # C: a policy's subset of hundreds of names is parsed on every step)
+            try:
+                at = sorted(set(_items(index, choice.allowed)))
+            except KeyError:
+                unknown = [n for n in choice.allowed if n not in index]
                 raise ToolError(
                     f"tool_choice names unknown tools {unknown}; the tools are {list(tool_names)}",
                     where="tool_choice",
-                )
-            choice = cls(choice.mode, tuple(sorted(set(choice.allowed), key=index.__getitem__)))
+                ) from None
+            choice = cls(choice.mode, _items(tool_names, at))
         nothing = not index if choice.allowed is None else not choice.allowed
         if choice.mode == "required" and nothing:
             raise ToolError(
@@ -96,6 +102,15 @@ class ToolChoice:
 
 #: what ``ToolTurn(tool_choice=...)`` accepts
 ToolChoiceLike: TypeAlias = str | Mapping[str, Any] | ToolChoice
+
+
+def _items(seq: Any, keys: Sequence[Any]) -> tuple[Any, ...]:
+    """``tuple(seq[k] for k in keys)``, the lookups in C (``operator.itemgetter``)."""
+    if not keys:
+        return ()
+    if len(keys) == 1:
+        return (seq[keys[0]],)
+    return itemgetter(*keys)(seq)  # type: ignore[no-any-return]
 
 
 def _function_name(obj: object) -> str:
@@ -124,6 +139,8 @@ def _parse_allowed(value: Mapping[str, Any]) -> ToolChoice:
     tools = body.get("tools")
     if not isinstance(tools, list):
         raise ToolError("allowed_tools needs a list of tools", where="tool_choice")
+    if set(map(type, tools)) <= {str}:  # plain names (checked in C)
+        return ToolChoice(mode, tuple(tools))
     return ToolChoice(mode, tuple(_function_name(t) for t in tools))
 
 

@@ -168,7 +168,18 @@ class ToolTurn:
             return ()
         if choice.allowed is None:
             return self.tools
-        return tuple(self.tools[self._index[n]] for n in choice.allowed)
+        return tuple(map(self.tools.__getitem__, map(self._index.__getitem__, choice.allowed)))
+
+    @property
+    def _callable_names(self) -> tuple[str, ...]:
+        """The names of :attr:`callable_tools`, in tool order, without making them: what the
+        compile cache keys a subset's filter by (``allowed`` is kept in tool order)."""
+        choice = self.tool_choice
+        if choice.mode == "none":
+            return ()
+        if choice.allowed is None:
+            return self._names
+        return choice.allowed
 
     def prepare(self, compiler: GrammarCompiler | None = None) -> ToolTurn:
         """Read the tool list once in ``compiler``'s turn cache (default: the active one's):
@@ -267,8 +278,8 @@ class ToolTurn:
         cache: TurnCache,
     ) -> CompiledGrammar:
         lim = limits if limits is not None else limits_of(self.schema_options, cache)
-        mode = self.tool_choice.mode if self.callable_tools else "none"
-        names = tuple(t.name for t in self.callable_tools)
+        names = self._callable_names
+        mode = self.tool_choice.mode if names else "none"
         turns = cache.turns
         vkey = vocab.fingerprint if vocab is not None else None
         if lazy is None:
