@@ -236,22 +236,22 @@ BODIES = [
 def test_the_body_reads_as_json_loads_reads_it(body: bytes) -> None:
     """The reader that keeps the spans of the top-level values gives json.loads's value, or
     raises json.loads's error."""
-    from toolmask.server._protocol import _read_body
+    from toolmask.server._body import read_body
 
     try:
         expected: Any = json.loads(body)
     except (ValueError, RecursionError) as e:
         with pytest.raises(type(e)):
-            _read_body(body)
+            read_body(body)
         return
-    data, text, span = _read_body(body)
+    data, text, span = read_body(body)
     assert json.dumps(data) == json.dumps(expected)
     if span is not None:
         assert json.loads(text[span[0] : span[1]]) == expected["tools"]
 
 
 def test_a_tool_list_sent_again_is_not_read_again() -> None:
-    from toolmask.server._protocol import ToolLists
+    from toolmask.server import ToolLists
 
     lists = ToolLists(size=2)
     tools = [TOOL, {**TOOL, "function": {**TOOL["function"], "name": "other"}}]
@@ -279,7 +279,7 @@ def test_a_parsed_body_finds_its_tools_in_the_lists_too() -> None:
     """A body handed over parsed (the vLLM processors' turn specs: a new dict each request)
     is written as text when it has tools, so the same tools are the same objects and key;
     a value JSON text cannot hold (NaN) is read as it is, and refused as before."""
-    from toolmask.server._protocol import ToolLists
+    from toolmask.server import ToolLists
 
     lists = ToolLists()
     tools = [TOOL, {**TOOL, "function": {**TOOL["function"], "name": "other"}}]
@@ -299,7 +299,7 @@ def test_a_parsed_body_finds_its_tools_in_the_lists_too() -> None:
 
 
 def test_a_bad_tool_list_is_refused_every_time() -> None:
-    from toolmask.server._protocol import ToolLists
+    from toolmask.server import ToolLists
 
     lists = ToolLists()
     body = json.dumps({"model": "m", "messages": MSG, "tools": [{"type": "function"}]}).encode()

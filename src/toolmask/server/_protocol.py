@@ -19,13 +19,8 @@ Cost: one JSON read of the body plus O(size of the request); a ``tools`` array s
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import json
 import math
-import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +28,7 @@ from typing import Any
 from toolmask.agent import Message
 from toolmask.decoding import mode_names
 from toolmask.limits import SERVER_LIMITS, Limits
+from toolmask.server._body import KnownTools, ToolLists, read_body, tools_digest
 from toolmask.tools import Tool, ToolCall, ToolChoice, ToolError
 
 __all__ = [
@@ -521,148 +517,6 @@ NEUTRAL: dict[str, Callable[[Any], bool]] = {
 }
 
 
-@dataclass(frozen=True)
-class KnownTools:
-    """A ``tools`` value the server has read before: its digest and its tools."""
-
-    key: str
-    tools: tuple[Tool, ...]
-
-    @functools.cached_property
-    def names(self) -> tuple[str, ...]:
-        return tuple(t.name for t in self.tools)
-
-    @functools.cached_property
-    def index(self) -> dict[str, int]:
-        """Tool name -> its position (the names were checked unique when first read)."""
-        return {t.name: i for i, t in enumerate(self.tools)}
-
-
-class ToolLists:
-    """The tool lists of recent requests (a bounded, thread-safe LRU of ``size`` lists), each
-    kept with its JSON text as the client sent it and that text's digest. Reading a body, the
-    server compares the text at the ``tools`` value with the texts it holds (those that start
-    the same way): the same text is the same JSON value, so its :class:`Tool` objects are
-    reused without parsing or checking the tools again, and the layers below find everything
-    they keyed by those objects. Cost: a comparison of the text (O(bytes), in C)."""
-
-    #: how many characters of a text index it (a comparison is made only where they agree)
-    PREFIX = 64
-
-    def __init__(self, size: int = 64) -> None:
-        self.size = size
-        self._lists: OrderedDict[str, tuple[str, KnownTools]] = OrderedDict()
-        self._by_prefix: dict[str, list[str]] = {}
-        self._lock = threading.Lock()
-
-    def match(self, text: str, at: int) -> tuple[KnownTools, int] | None:
-        """The list whose text stands in ``text`` at ``at``, and where that text ends."""
-        with self._lock:
-            for key in self._by_prefix.get(text[at : at + self.PREFIX], ()):
-                known, hit = self._lists[key]
-                if text.startswith(known, at):
-                    self._lists.move_to_end(key)
-                    return hit, at + len(known)
-        return None
-
-    def put(self, text: str, tools: tuple[Tool, ...]) -> str:
-        """Keep ``tools``, read from ``text``; their key (the text's digest)."""
-        key = tools_digest(text)
-        with self._lock:
-            if key not in self._lists:
-                self._by_prefix.setdefault(text[: self.PREFIX], []).append(key)
-            self._lists[key] = (text, KnownTools(key, tools))
-            self._lists.move_to_end(key)
-            while len(self._lists) > self.size:
-                old, (old_text, _) = self._lists.popitem(last=False)
-                same = self._by_prefix[old_text[: self.PREFIX]]
-                same.remove(old)
-                if not same:
-                    del self._by_prefix[old_text[: self.PREFIX]]
-        return key
-
-
-def tools_digest(text: str) -> str:
-    """The key of a ``tools`` value's JSON text: its blake2b digest."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-_DECODER = json.JSONDecoder()
-_WS = re.compile(r"[ \t\n\r]*")
-
-
-def _skip(text: str, i: int) -> int:
-    """The first position at or after ``i`` that is not JSON whitespace."""
-    m = _WS.match(text, i)
-    return m.end() if m is not None else i
-
-
-#: a reader of the known value at a top-level member: (text, position) -> (value, end) | None
-Known = Callable[[str, int], "tuple[KnownTools, int] | None"]
-
-
-def _members(
-    text: str, known: Known | None = None
-) -> tuple[dict[str, Any], dict[str, tuple[int, int]]] | None:
-    """The members of the JSON object ``text`` (as ``json.loads`` reads them: the last of two
-    equal keys wins) and the span of each value in ``text``; None when ``text`` is not one JSON
-    object or cannot be read this way (then ``json.loads`` says why). ``known``: where it
-    recognises the ``tools`` value, that value is its :class:`KnownTools`, not parsed."""
-    try:
-        i = _skip(text, 0)
-        if text[i] != "{":
-            return None
-        i = _skip(text, i + 1)
-        data: dict[str, Any] = {}
-        spans: dict[str, tuple[int, int]] = {}
-        if text[i] == "}":
-            i += 1
-        else:
-            while True:
-                if text[i] != '"':
-                    return None
-                key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
-                i = _skip(text, i)
-                if text[i] != ":":
-                    return None
-                i = _skip(text, i + 1)
-                hit = known(text, i) if known is not None and key == "tools" else None
-                value, end = hit if hit is not None else _DECODER.raw_decode(text, i)
-                data[key], spans[key] = value, (i, end)
-                i = _skip(text, end)
-                if text[i] == "}":
-                    i += 1
-                    break
-                if text[i] != ",":
-                    return None
-                i = _skip(text, i + 1)
-    except (ValueError, IndexError, RecursionError):
-        return None
-    return (data, spans) if _skip(text, i) == len(text) else None
-
-
-def _read_body(
-    body: bytes | str, tool_lists: ToolLists | None = None
-) -> tuple[Any, str, tuple[int, int] | None]:
-    """The JSON value of ``body`` (its ``tools`` a :class:`KnownTools` where ``tool_lists``
-    holds their text), its text, and the span of the top-level ``tools`` value when there is
-    one. Raises what ``json.loads(body)`` raises."""
-    text: str | None = None
-    if isinstance(body, str):
-        text = body
-    else:
-        try:
-            text = body.decode(json.detect_encoding(body), "surrogatepass")
-        except (UnicodeDecodeError, LookupError):
-            text = None
-    known = tool_lists.match if tool_lists is not None else None
-    read = _members(text, known) if text is not None else None
-    if read is None or text is None:
-        return json.loads(body), "", None
-    data, spans = read
-    return data, text, spans.get("tools")
-
-
 def parse_chat_request(
     body: bytes | str | Mapping[str, Any],
     *,
@@ -694,7 +548,7 @@ def parse_chat_request(
         data: Any = body
     else:
         try:
-            data, text, span = _read_body(body, tool_lists)
+            data, text, span = read_body(body, tool_lists)
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise bad_request(
                 f"We could not parse the JSON body of your request ({e}). The body must be a "
