@@ -100,10 +100,11 @@ def _multiples_and(a: NumAlt, b: NumAlt, integer: bool, limits: Limits) -> tuple
             _langs.multiples_dfa(k, integer=integer, limits=limits), integer, mult=k
         ), NO_FLAGS
     except LimitError:
-        k = a.mult if a.dfa.n_states <= b.dfa.n_states else b.mult
-        return NumAlt(
-            _langs.multiples_dfa(k, integer=integer, limits=limits), integer, mult=k
-        ), flag_over("", "multipleOf")
+        keep = a if a.dfa.n_states <= b.dfa.n_states else b
+        if keep.integer != integer:  # its integral multiples
+            k = a.mult if keep is a else b.mult
+            keep = NumAlt(_langs.multiples_dfa(k, integer=integer, limits=limits), integer, mult=k)
+        return keep, flag_over("", "multipleOf")
 
 
 def str_and(a: StrAlt, b: StrAlt, limits: Limits) -> tuple[StrAlt, Flags] | None:

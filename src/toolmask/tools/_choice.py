@@ -71,7 +71,6 @@ class ToolChoice:
         if index is None:
             index = {n: i for i, n in enumerate(tool_names)}
         if choice.allowed is not None:
-            # (set operations in C: a policy's subset of hundreds of names is parsed per step)
             # the names in tool order, once each (lookups and the sort of their positions in
             # C: a policy's subset of hundreds of names is parsed on every step)
             try:
