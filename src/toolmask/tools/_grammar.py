@@ -43,7 +43,6 @@ sees text) never finds a call that the grammar did not mean.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,14 +51,12 @@ from toolmask._compile import TurnCache, turn_cache
 from toolmask.errors import LimitError, SchemaError, ToolError
 from toolmask.grammar import (
     EMPTY,
-    Dfa,
     Grammar,
     Node,
     Rule,
     RuleRef,
     Special,
     choice,
-    dfa_to_rules,
     lit,
     opt,
     seq,
@@ -67,6 +64,7 @@ from toolmask.grammar import (
 )
 from toolmask.schema import json_ws
 from toolmask.tools._choice import ToolChoice
+from toolmask.tools._fences import prose_rules, quoted_names
 from toolmask.tools._options import TurnOptions
 from toolmask.tools._parts import limits_of, parts_of, schema_grammar
 from toolmask.tools._slots import (
@@ -97,7 +95,6 @@ __all__ = [
     "with_tool_parts",
 ]
 
-_WS_SET = " \t\r\n"
 
 #: the options of a turn nobody set any of
 DEFAULT_OPTIONS = TurnOptions()
@@ -107,53 +104,6 @@ TURN_HINT = (
     "this is a tool turn's whole grammar: ToolTurn.compile(vocab) compiles it per tool, each "
     "tool's arguments on first use, and takes thousands of tools"
 )
-
-
-def prose_rules(
-    fmt: FormatSpec,
-    *,
-    at_start: bool,
-    name: str = "prose",
-    habits: bool = True,
-    words: bool = False,
-) -> tuple[Node, tuple[Rule, ...]]:
-    """Free text that contains none of ``fmt``'s parse triggers (rules named ``<name>_s<i>``;
-    ``habits=False``: the habits' openers are plain text, for a turn without calls).
-
-    ``words`` (a turn that must answer in words: ``TurnOptions.habit_prose=False``): the text
-    may not start (after whitespace) with a habit opener's leading punctuation (```` ``` ````
-    of ```` ```json ````: a model set on its fence would write only that and stop), and it
-    holds at least one byte that is not whitespace.
-
-    With ``at_start``: a format whose blocks may start bare (``{`` at the start of the reply)
-    also may not start with ``bare_start``, and a format with a reasoning channel may not start
-    with its open marker (after whitespace), which the parser would read as reasoning. Cost: a
-    DFA of about the triggers' total length in states.
-    """
-    anything = Dfa.any_string()
-    dfa = anything
-    for t in fmt.parse_triggers(habits=habits):
-        dfa = dfa.intersect(anything.concat(Dfa.literal(t)).concat(anything).complement())
-    if at_start and fmt.block.bare_start:
-        dfa = dfa.intersect(Dfa.literal(fmt.block.bare_start).concat(anything).complement())
-    # what the text may not start with, after whitespace
-    starts = [_lead(h.open) for h in fmt.habits] if words else []
-    if at_start and fmt.reasoning.start:
-        starts.append(fmt.reasoning.start)
-    if starts or words:
-        ws = Dfa.literals(list(_WS_SET)).star()
-        for t in starts:
-            dfa = dfa.intersect(ws.concat(Dfa.literal(t)).concat(anything).complement())
-        if words:
-            dfa = dfa.intersect(ws.complement())
-    return dfa_to_rules(dfa, name, encoding="raw")
-
-
-def _lead(opener: str) -> str:
-    """An opener's leading punctuation (```` ``` ```` of ```` ```json ````), or the whole
-    opener where it starts with a letter or digit."""
-    m = re.match(r"[^0-9A-Za-z]+", opener)
-    return m.group(0) if m else opener
 
 
 def _ws(fmt: FormatSpec) -> Node:
@@ -676,7 +626,10 @@ def _assemble(
             refs, rules = calls_of(chosen, v_kit, v, k)
             call_refs.append(refs)
             part_rules += rules
-    envelope = _envelope(fmt, kit, mode, call_refs, head, options)
+    # a fence is prose unless it names a tool of the turn: any of them (_fences)
+    named = fmt.prose_openers or fmt.block.bare_named
+    names = quoted_names(t.name for t in tools) if mode == "auto" and named else False
+    envelope = _envelope(fmt, kit, mode, call_refs, head, options, names)
     if len(envelope) > limits.max_rules:
         raise LimitError(
             f"the turn's envelope has {len(envelope)} rules (more than {limits.max_rules})",
@@ -692,9 +645,11 @@ def _envelope(
     call_refs: list[list[Node]],
     head: Node | None,
     options: TurnOptions,
+    names: frozenset[str] | bool | None = False,
 ) -> tuple[Rule, ...]:
     """Everything but the parts: prose, reasoning, blocks, and the choice of a call
-    (``call_refs``: the callable tools' call nodes in each variant of the format)."""
+    (``call_refs``: the callable tools' call nodes in each variant of the format; ``names``:
+    the turn's tool names a fence's call names, :func:`prose_rules`)."""
     parallel, reasoning_open = options.parallel, options.reasoning_open
     own = call_refs[0] if call_refs else []
     custom = fmt.codec.turn_grammar(
@@ -710,11 +665,13 @@ def _envelope(
         # with no call to make, a habit's opener is plain text (unless the turn says not)
         habits = mode != "none" or not options.habit_prose
         words = mode == "none" and not options.habit_prose
-        prose_first, rules = prose_rules(fmt, at_start=True, habits=habits, words=words)
+        prose_first, rules = prose_rules(
+            fmt, at_start=True, habits=habits, words=words, names=names
+        )
         out.extend(rules)
         if head is not None:
             prose_after, rules = prose_rules(
-                fmt, at_start=False, name="prose_r", habits=habits, words=words
+                fmt, at_start=False, name="prose_r", habits=habits, words=words, names=names
             )
             out.extend(rules)
     if mode == "none":

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmask.tools._fences import Verdict, head_verdict, quoted_names
 from toolmask.tools.formats import Block as _Block
 from toolmask.tools.formats import Call as _Call
 from toolmask.tools.formats import FormatSpec
@@ -189,6 +190,13 @@ class _Scanner:
         self.schemas = schemas
         #: the variant of the format whose block :meth:`_find` found last (a habit's or its own)
         self._found = fmt
+        #: the trigger :meth:`_find` found last
+        self._trigger = ""
+        #: the tools' names a call's head names (:meth:`_head`, read on first use)
+        self._names: frozenset[str] | None = None
+        self._names_read = False
+        #: :meth:`_find` met a bare block's start whose head may still name a tool
+        self._bare_pending = False
 
     def reasoning(self, text: str, st: _State, *, final: bool) -> _Pending | None:
         """The reasoning channel at the start of the reply: opened by the prompt
@@ -244,7 +252,15 @@ class _Scanner:
                 return pending
         while True:
             pos = st.pos
-            k, bare = self._find(text, pos, st)
+            k, bare = self._find(text, pos, st, final=final)
+            while k is not None and not bare and self._trigger in self.fmt.prose_openers:
+                verdict = self._head(text, k + len(self._trigger), final=final)
+                if verdict == "call":
+                    break
+                if verdict == "pending":  # held from the fence until its head says
+                    safe = text[pos:k].rstrip(_WS)
+                    return _Pending(safe.lstrip(_WS) if st.after_block else safe, [], -1)
+                k, bare = self._find(text, pos, st, final=final, after=k + len(self._trigger))
             if k is None:
                 seg = text[pos:]
                 if final:
@@ -252,7 +268,9 @@ class _Scanner:
                     st.pos = len(text)
                     return None
                 at = _skip_ws(text, pos)
-                if self._bare_possible(st) and self.fmt.codec.may_start_bare(self.fmt, text, at):
+                if self._bare_pending or (
+                    self._bare_possible(st) and self.fmt.codec.may_start_bare(self.fmt, text, at)
+                ):
                     return _Pending("", [], -1)  # may still become a bare block
                 hold = self._held(seg)
                 safe = seg[: len(seg) - hold].rstrip(_WS)
@@ -293,21 +311,45 @@ class _Scanner:
         """Whether nothing but reasoning was read yet (the body of the reply starts here)."""
         return all(it.kind == "reasoning" for it in st.items)
 
-    def _find(self, text: str, pos: int, st: _State) -> tuple[int | None, bool]:
+    def _find(
+        self, text: str, pos: int, st: _State, *, final: bool, after: int | None = None
+    ) -> tuple[int | None, bool]:
+        """The first block's start at or after ``pos`` (``after``: look for triggers from there
+        on, past a fence that is prose), and whether it is a bare block."""
         self._found = self.fmt
-        if self._bare_possible(st):
+        self._bare_pending = False
+        if after is None and self._bare_possible(st):
             i = _skip_ws(text, pos)
             if self.fmt.codec.starts_bare(self.fmt, text, i):
-                return i, True
+                if not self.fmt.block.bare_named:
+                    return i, True
+                verdict = self._head(text, i, final=final)
+                if verdict == "call":
+                    return i, True
+                self._bare_pending = verdict == "pending"
+                if self._bare_pending:
+                    return None, False
         best: int | None = None
         for t in self.triggers:
-            k = text.find(t, pos)
+            k = text.find(t, pos if after is None else after)
             if k >= 0 and not t.strip(_WS) and (text[pos:k].strip(_WS) or not self._at_start(st)):
                 continue  # a marker of whitespace alone opens a message only where the body starts
             if k >= 0 and (best is None or k < best):
                 best = k
+                self._trigger = t
                 self._found = self.fmt.variant_for(t)  # a habit's opener: its own markers
         return best, False
+
+    def _head(self, text: str, i: int, *, final: bool) -> Verdict:
+        """Whether the text from ``i`` (a prose habit's fence after its opener, or a bare block
+        of a ``bare_named`` format) is a call: its head names a tool
+        (:mod:`toolmask.tools._fences`; any name when the tools are not known or too many)."""
+        head = self.fmt.codec.call_head(self.fmt)
+        assert head is not None  # checked by FormatSpec
+        if not self._names_read:
+            self._names = None if self.schemas is None else quoted_names(self.schemas)
+            self._names_read = True
+        return head_verdict(text, i, head, self._names, final=final)
 
     def _held(self, seg: str) -> int:
         """Length of the longest suffix of ``seg`` that is a proper prefix of a trigger."""

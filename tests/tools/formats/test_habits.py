@@ -15,7 +15,9 @@ calls. Hermes has one, Qwen2.5-Coder's fenced, pretty-printed JSON block, as the
 
 The grammar admits it wherever a block may start (and only there: never under ``none``), the
 parser and the stream parser read it as a call, the lazy turn and a subset's name filter agree
-with the eager turn on it, and the call inside is held to its tool's schema like any other.
+with the eager turn on it, and the call inside is held to its tool's schema like any other. The
+same fence holds any JSON a reply shows: it is a call only where its head names a tool of the
+turn (``Habit.prose``); anything else in it is prose, in the grammar and in the parser.
 """
 
 from __future__ import annotations
@@ -144,15 +146,81 @@ def test_the_call_inside_a_fence_is_held_to_its_schema() -> None:
     good = fenced("get_weather", {"city": "Paris", "unit": "celsius"})
     assert _accepts(compiled, good)
     for bad in (
-        fenced("get_wether", {"city": "Paris"}),  # no such tool
         fenced("get_weather", {"city": "Paris", "country": "FR"}),  # undeclared key
         fenced("get_weather", {"city": "Paris", "unit": "kelvin"}),  # not in the enum
         fenced("get_weather", {"unit": "celsius"}),  # the required key left out
         fenced("search_web", {"query": "x", "limit": 0}),  # below the minimum
-        "```json\n[" + fenced("get_weather", {"city": "Paris"})[8:-4] + "]\n```",  # a list
-        '```json\n{\n  "x": 1\n}\n```',  # not a call object
+        '```json\n{"name": "get_weather"}\n```',  # a tool named, then no arguments
     ):
         assert not _accepts(compiled, bad), bad
+
+
+#: fences that name no tool of the turn: JSON a reply shows, prose in grammar and parser
+PROSE_FENCES = (
+    '```json\n{\n  "name": "Alice",\n  "age": 30\n}\n```',  # a name that is no tool's
+    fenced("get_wether", {"city": "Paris"}),  # no such tool: not forced into one
+    fenced("get_weather_v2", {"city": "Paris"}),  # a tool's name is only a prefix of it
+    "```json\n[" + fenced("get_weather", {"city": "Paris"})[8:-4] + "]\n```",  # a list
+    '```json\n{\n  "x": 1\n}\n```',  # not a call object
+    "```json\n```",  # empty
+)
+
+
+@pytest.mark.parametrize("text", PROSE_FENCES)
+def test_a_fence_that_names_no_tool_is_prose(text: str) -> None:
+    """A fence is a call only where its head names a tool of the turn (``Habit.prose``,
+    toolmask.tools._fences): the JSON a model shows the user is not turned into a call to a
+    tool it never meant, in the grammar (the mask) or the parser, batch or streamed."""
+    turn = ToolTurn(TOOLS, "hermes", "auto")
+    compiled = tm.compile(turn.grammar())
+    for reply in (text, "Here it is:\n" + text + "\nDone.", text + "\n" + text):
+        assert _accepts(compiled, reply), reply
+        parsed = turn.parse(reply)
+        assert parsed.calls == () and parsed.malformed == () and parsed.content == reply
+        for size in (1, 3, 7):
+            sp = turn.stream_parser()
+            streamed = ""
+            for i in range(0, len(reply), size):
+                streamed += "".join(d.content or "" for d in sp.feed(reply[i : i + size]))
+            streamed += "".join(d.content or "" for d in sp.finish())
+            assert sp.result == parsed and streamed == reply
+    # a call after such a fence is still a call, held to its schema
+    call = fenced("get_weather", {"city": "Paris"})
+    assert _accepts(compiled, text + "\n" + call)
+    parsed = turn.parse(text + "\n" + call)
+    assert parsed.content == text and [c.name for c in parsed.calls] == ["get_weather"]
+    assert not _accepts(compiled, text + "\n" + fenced("get_weather", {"town": "Paris"}))
+
+
+def test_a_fence_commits_where_its_head_names_a_tool() -> None:
+    """Byte for byte: until the name's closing quote both readings stay open, so the mask
+    offers both; from there on the fence is a call and the mask holds it to the schema."""
+    turn = ToolTurn(TOOLS, "hermes", "auto")
+    compiled = tm.compile(turn.grammar())
+    m = compiled.matcher()
+    assert m.accept_bytes(b'```json\n{ "name" :  "get_weather')
+    assert m.allowed_bytes() & (1 << ord('"')) and m.allowed_bytes() & (1 << ord("_"))
+    assert m.accept_bytes(b'"')
+    assert not m.allowed_bytes() & (1 << ord("}"))  # a call now: its arguments must follow
+    # a fence cut inside a call's head is prose; cut after the head, a malformed call
+    assert turn.parse('```json\n{"name": "get_wea').content == '```json\n{"name": "get_wea'
+    cut = turn.parse('```json\n{"name": "get_weather", "arguments": {"ci')
+    assert cut.calls == () and len(cut.malformed) == 1
+
+
+def test_past_the_names_budget_any_name_makes_a_fence_a_call() -> None:
+    """Over :data:`~toolmask.tools._fences.MAX_NAME_BYTES` of names, the prose grammar does
+    not hold a trie of them: any name in a fence's head makes it a call (and the grammar then
+    holds it to a real tool); other JSON in a fence is prose as below the budget."""
+    from toolmask.tools._fences import MAX_NAME_BYTES
+
+    many = [tm.Tool(f"tool_number_{i:04d}", {"type": "object"}) for i in range(80)]
+    assert sum(len(t.name) + 2 for t in many) > MAX_NAME_BYTES
+    turn = ToolTurn(many, "hermes", "auto")
+    compiled = tm.compile(turn.grammar())
+    assert not _accepts(compiled, '```json\n{"name": "Alice", "age": 30}\n```')
+    assert _accepts(compiled, '```json\n{"x": 1}\n```')
+    assert _accepts(compiled, '```json\n{"name": "tool_number_0007", "arguments": {}}\n```')
 
 
 def test_under_none_a_fence_is_prose() -> None:
@@ -186,12 +254,12 @@ def test_under_none_the_turn_may_keep_the_fence_out_of_the_prose() -> None:
     assert _accepts(plain, "```") and _accepts(plain, "")
 
 
-def test_a_fence_that_holds_no_call_is_kept_as_content() -> None:
+def test_a_fence_whose_call_is_malformed_is_kept_as_content() -> None:
     turn = ToolTurn(TOOLS, "hermes", "auto")
-    text = 'Example: ```json\n{"x": 1}\n```'
+    text = 'Example: ```json\n{"name": "get_weather", "arguments": {"city": }}\n```'
     parsed = turn.parse(text)
     assert parsed.calls == () and parsed.content == text
-    assert parsed.malformed[0].text == '```json\n{"x": 1}\n```'
+    assert parsed.malformed[0].text == text[len("Example: ") :]
 
 
 def test_the_stream_parser_reads_fences_like_the_parser() -> None:
@@ -282,7 +350,8 @@ def test_habits_are_checked_when_a_format_is_made() -> None:
 def test_a_reply_may_start_with_the_bare_call_object() -> None:
     """Qwen2.5-Coder-0.5B's other habit: the call object itself, first in the reply, with no
     marker (``tests/server/test_default_model.py`` sees it through the server). Then more
-    blocks may follow; prose may not start with ``{"name"`` but may start with ``{``."""
+    blocks may follow; prose may not start with a call's head naming a tool, but may start
+    with ``{``."""
     turn = ToolTurn(TOOLS, "hermes", "auto")
     compiled = tm.compile(turn.grammar())
     bare = '{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}'
@@ -294,9 +363,45 @@ def test_a_reply_may_start_with_the_bare_call_object() -> None:
     then = bare + "\n" + fenced("search_web", {"query": "x"})
     assert _accepts(compiled, then)
     assert [c.name for c in turn.parse(then).calls] == ["get_weather", "search_web"]
-    assert not _accepts(compiled, '{"name": "nope", "arguments": {}}')
+    # a tool the turn does not have: the reply is prose (BlockMarkers.bare_named, below)
+    assert _accepts(compiled, '{"name": "nope", "arguments": {}}')
+    assert turn.parse('{"name": "nope", "arguments": {}}').calls == ()
     # bare only at the start: later, the same object is prose
     assert _accepts(compiled, "Sure. " + bare)
     assert turn.parse("Sure. " + bare).calls == ()
     assert _accepts(compiled, '{"a": 1} is a JSON object.')
     assert turn.parse('{"a": 1} is a JSON object.').calls == ()
+
+
+@pytest.mark.parametrize(
+    ("reply", "names"),
+    [
+        ('{"name": "Alice", "age": 30}', []),  # a JSON answer: no tool is named
+        ('{"name": "get_weather_v2", "arguments": {}}', []),  # no such tool
+        ('{"city": "Paris"}', []),
+        ('{"name": "get_weather", "arguments": {"city": "Paris"}}', ["get_weather"]),
+        ('{ "name" : "search_web", "arguments": {"query": "x"}}', None),  # a head, not in layout
+    ],
+)
+def test_a_bare_reply_is_a_call_only_where_it_names_a_tool(
+    reply: str, names: list[str] | None
+) -> None:
+    """Hermes' bare block (Qwen2.5-Coder-0.5B starts a reply with the call object itself,
+    ``BlockMarkers.bare_named``): a reply that is a JSON object is a call only where its head
+    names a tool of the turn, as a fence is; else it is the answer, word for word."""
+    turn = ToolTurn(TOOLS, "hermes", "auto")
+    compiled = tm.compile(turn.grammar())
+    parsed = turn.parse(reply)
+    if names is None:  # a call's head in a layout the bare block does not take: refused
+        assert not _accepts(compiled, reply)
+        return
+    assert _accepts(compiled, reply)
+    assert [c.name for c in parsed.calls] == names
+    assert parsed.content == ("" if names else reply) and parsed.malformed == ()
+    for size in (1, 3, 7):
+        sp = turn.stream_parser()
+        for i in range(0, len(reply), size):
+            sp.feed(reply[i : i + size])
+        sp.finish()
+        got = sp.result
+        assert (got.content, [c.name for c in got.calls]) == (parsed.content, names)

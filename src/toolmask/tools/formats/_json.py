@@ -151,6 +151,9 @@ class JsonEnvelope(CodecBase):
             lit("}"),
         )
 
+    def call_head(self, spec: FormatSpec) -> tuple[str, ...] | None:
+        return ("{", json.dumps(self.name_key), ":")
+
     # -- what the model writes ------------------------------------------------------------------
     def render_calls(self, spec: FormatSpec, calls: Calls) -> str:
         """One block per call joined by ``block_sep``, or all calls in one block for list

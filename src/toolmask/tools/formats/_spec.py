@@ -91,8 +91,11 @@ class BlockMarkers:
     of the reply (after reasoning and whitespace) with this text (``{`` for Llama 3's JSON
     calls; ``""``: it may not). ``overlaps``: the trigger may overlap itself (Functionary
     v3.2's ``>>>``), only for a codec that builds its own turn and keeps the text before a
-    trigger from ending with the start of another. Other markers a family's models write
-    around the same calls are its :class:`Habit` s (:attr:`FormatSpec.habits`)."""
+    trigger from ending with the start of another. ``bare_named``: a bare block is a call only
+    where its head names a tool of the turn (the codec's :meth:`Codec.call_head`, as a prose
+    :class:`Habit`'s fence): a reply that is a JSON object answering the user stays prose. Other
+    markers a family's models write around the same calls are its :class:`Habit` s
+    (:attr:`FormatSpec.habits`)."""
 
     open: str = ""
     close: str = ""
@@ -102,6 +105,7 @@ class BlockMarkers:
     extra_triggers: tuple[str, ...] = ()
     bare_start: str = ""
     overlaps: bool = False
+    bare_named: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +260,11 @@ class Habit:
     #: ``required`` shows the mask removing it), so forced turns admit it as well; such habits
     #: come first in :attr:`FormatSpec.habits`
     forced: bool = False
+    #: the opener also starts prose (a code fence, which models write around any code): the
+    #: block is a call only from where its call's head names a tool of the turn (the codec's
+    #: :meth:`Codec.call_head`, then the name); a fence holding anything else is prose, in the
+    #: grammar (``auto``) and in the parser. Never ``forced`` (a forced turn has no prose)
+    prose: bool = False
 
 
 @dataclass(frozen=True)
@@ -288,12 +297,20 @@ class FormatSpec:
             raise ValueError(f"wire format {self.name!r}: trigger {t!r} overlaps itself")
         if b.trigger and not b.trigger.startswith(b.open):
             raise ValueError(f"wire format {self.name!r}: trigger must start with the open marker")
+        if b.bare_named and not (b.bare_start and self.codec.call_head(self)):
+            raise ValueError(f"wire format {self.name!r}: bare_named needs a bare start and a head")
         if self.habits:
             if self.layout.one_block:
                 raise ValueError(f"wire format {self.name!r}: habits need one call per block")
             flags = [h.forced for h in self.habits]
             if flags != sorted(flags, reverse=True):
                 raise ValueError(f"wire format {self.name!r}: forced habits must come first")
+            for h in self.habits:
+                if h.prose and (h.forced or self.codec.call_head(self) is None):
+                    raise ValueError(
+                        f"wire format {self.name!r}: habit {h.open!r} opens prose, so it needs a "
+                        "codec with a call head and may not be forced"
+                    )
             starts = self.block_triggers()
             for x in starts:
                 for y in starts:
@@ -360,6 +377,11 @@ class FormatSpec:
                 dataclasses.replace(self, block=markers, values=values, habits=(), calls_as=home)
             )
         return tuple(out)
+
+    @cached_property
+    def prose_openers(self) -> frozenset[str]:
+        """The openers of the habits that also start prose (:attr:`Habit.prose`)."""
+        return frozenset(h.open for h in self.habits if h.prose)
 
     def variant_for(self, trigger: str) -> FormatSpec:
         """The variant (:attr:`variants`) whose block a parse trigger opens: a habit's for its
@@ -494,6 +516,12 @@ class Codec(Protocol):
         """Marker texts of the codec's own (for detection and the sanitizer)."""
         ...
 
+    def call_head(self, spec: FormatSpec) -> tuple[str, ...] | None:
+        """The texts a call starts with before its name, any JSON whitespace around each
+        (``{``, ``"name"``, ``:`` for a JSON envelope); the name follows as a JSON string.
+        None: the codec has none (its calls cannot be told from prose by their head)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class CodecBase:
@@ -524,6 +552,9 @@ class CodecBase:
 
     def own_markers(self, spec: FormatSpec) -> tuple[str, ...]:
         return ()
+
+    def call_head(self, spec: FormatSpec) -> tuple[str, ...] | None:
+        return None
 
 
 def builds_own_turn(spec: FormatSpec) -> bool:

@@ -50,6 +50,9 @@ SPEC = FormatSpec(
         # it ({"name": "get_weather", "arguments": {...}}; toolmask serve, auto, greedy: see
         # tests/server/test_default_model.py): a bare block at the start of the reply
         bare_start='{"name"',
+        # ... only where it names a tool: a reply that is a JSON object ({"name": "Alice", ...})
+        # answers the user
+        bare_named=True,
     ),
     template_markers=CHATML_TOOLS,
     prompt=Prompt(section=qwen_tools),
@@ -74,6 +77,8 @@ SPEC = FormatSpec(
             # a pretty-printer's layout: up to 12 whitespace bytes between JSON tokens covers
             # the envelope and four levels of indented arguments
             values=Values(whitespace="flexible", max_whitespace=12),
+            # the same fence holds any JSON it shows the user: a call only where it names a tool
+            prose=True,
             evidence="Qwen2.5-Coder-0.5B and -1.5B-Instruct under tool_choice auto, unconstrained, "
             "on BFCL dev (bench/quality.py, toolmask-free): every call it wrote (2026-11-29)",
         ),
