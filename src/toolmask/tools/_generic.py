@@ -491,6 +491,12 @@ def describe(spec: FormatSpec) -> str:
     b, lay, r = spec.block, spec.layout, spec.reasoning
     kind = type(spec.codec).__name__
     parts = [f"{kind} calls", f"open {b.open!r}", f"close {b.close!r}"]
+    c = spec.codec
+    if isinstance(c, JsonCalls):  # the call object's keys, and how the arguments are written
+        inner = ", ".join(k for k, _ in c.function_keys)
+        keys = [f"{k} {{{inner}}}" if role == "function" else k for k, role in c.call_keys]
+        args = " (arguments as a JSON string)" if c.args_string else ""
+        parts.append(f"keys {', '.join(keys)}{args}")
     if lay.list_open:
         parts.append(f"list {lay.list_open!r} ... {lay.list_close!r}")
     if lay.one_block:
