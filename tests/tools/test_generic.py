@@ -3,12 +3,16 @@ detection derives a format from the rendering itself and proves it like a family
 
 The templates here are written for these tests, each in a notation no family uses (its markers,
 its layout): JSON call objects one a block, a JSON list, objects back to back, keys in another
-order, an indented list, a Python list, Python calls one a line, invoke tags with other tag
-names, and a reasoning channel in markers of its own. Each must be detected as a generic format
-whose grammar takes the rendered bytes (one call and two, ``required`` and ``auto``, parallel
-calls off for one), whose parser gives the calls back (batch, and streamed in chunks), and that
-keeps a malformed or cut block in the content. A template whose calls cannot be read back stays
-on ``functools``; a template a family reads is never claimed (the vendored templates:
+order, an indented list, objects with an id and ``"type": "function"``, OpenAI's tool-call
+objects (on one line, indented), arguments as a JSON string, a Python list, Python calls one a
+line or one a block, invoke tags with other tag names (in one block, one a block), function
+tags (``<function=NAME>``, values on their own lines or tight), calls separated by ``;\n``,
+`` <and> ``, ``, `` and `` && ``, and a reasoning channel in markers of its own. Each must be
+detected as a generic format whose grammar takes the rendered bytes (one call and two,
+``required`` and ``auto``, parallel calls off for one), whose parser gives the calls back (batch,
+and streamed in chunks), whose renderer writes the template's bytes (its own call ids aside),
+and that keeps a malformed or cut block in the content. A template whose calls cannot be read
+back stays on ``functools``; a template a family reads is never claimed (the vendored templates:
 ``test_detect_templates.py``).
 """
 
@@ -34,8 +38,9 @@ from toolmask.tools import (
 )
 from toolmask.tools._detect import FALLBACK, prove_format
 from toolmask.tools._generic import derive_formats, is_generic
-from toolmask.tools._probe import PROBE_TOOLS, ProbeCase
+from toolmask.tools._probe import PROBE_TOOLS, ProbeCase, probe_call_id
 from toolmask.tools._template import TemplateRenderer
+from toolmask.tools.formats._kit import escape_in_string
 
 
 def _chat(call: str, between: str = "", before: str = "", after: str = "") -> str:
@@ -69,7 +74,20 @@ _INVOKE = (
     "{% for k, v in c.function.arguments.items() %}"
     "{{ '<arg name=\"' + k + '\">' + (v | string) + '</arg>\\n' }}{% endfor %}{{ '</call>\\n' }}"
 )
+_FUNCTION = (
+    "{{ '<function=' + c.function.name + '>\\n' }}{% for k, v in c.function.arguments.items() %}"
+    "{{ '<parameter=' + k + '>' + SEP + (v if v is string else v | tojson) + SEP "
+    "+ '</parameter>\\n' }}{% endfor %}{{ '</function>' }}"
+)
 _LIST = "{{ m.tool_calls | map(attribute='function') | list | tojson(indent=4) }}"
+_ARGS_TEXT = "(c.function.arguments | tojson | tojson)"  # the arguments as a JSON string
+
+
+def _whole(before: str, after: str) -> str:
+    """A template that writes the message's calls at once (a filter of ``m.tool_calls``)
+    between ``before`` and ``after`` (Jinja expressions)."""
+    return _chat("", "", "{{ " + before + " }}{% if 0 %}", "{% endif %}{{ " + after + " }}")
+
 
 #: template -> (the Jinja text, the codec the derived format must use)
 TEMPLATES: dict[str, tuple[str, str]] = {
@@ -108,6 +126,68 @@ TEMPLATES: dict[str, tuple[str, str]] = {
     "invoke tags": (
         _chat(_INVOKE, "", "{{ '<<calls>>\\n' }}", "{{ '<</calls>>' }}"),
         "InvokeParams",
+    ),
+    "invoke blocks": (
+        _chat("{{ '<<call>>\\n' }}" + _INVOKE + "{{ '<</call>>' }}", "\n"),
+        "InvokeParams",
+    ),
+    # Qwen3-Coder's function tags in markers of their own
+    "function tags": (
+        _chat(
+            "{{ '<<fn>>\\n' }}" + _FUNCTION.replace("SEP", "'\\n'") + "{{ '\\n<</fn>>' }}",
+            "\n",
+        ),
+        "FunctionParams",
+    ),
+    "function tags tight, one block": (
+        _chat(_FUNCTION.replace("SEP", "''"), "\n", "{{ '[[fns]]\\n' }}", "{{ '\\n[[/fns]]' }}"),
+        "FunctionParams",
+    ),
+    # separators of any text between the calls of a block
+    "json separated": (
+        _chat("{{ " + _OBJECT + " }}", ";\n", "{{ '<<calls>>\\n' }}", "{{ '\\n<</calls>>' }}"),
+        "JsonCalls",
+    ),
+    "json long separator": (
+        _chat("{{ " + _OBJECT + " }}", " <and> ", "{{ '<<calls>>' }}", "{{ '<</calls>>' }}"),
+        "JsonCalls",
+    ),
+    "python separated": (_chat(_PY, ", ", "{{ '<<py>>' }}", "{{ '<</py>>' }}"), "PythonCalls"),
+    "python long separator": (
+        _chat(_PY, " && ", "{{ '<<py>>' }}", "{{ '<</py>>' }}"),
+        "PythonCalls",
+    ),
+    # OpenAI's tool-call objects, as the client gave them: an id, "type", the nested function
+    "openai objects": (_whole("'<<tc>>' + (m.tool_calls | tojson)", "'<</tc>>'"), "JsonCalls"),
+    "openai objects indented": (
+        _whole("'<calls>\\n' + (m.tool_calls | tojson(indent=2))", "'\\n</calls>'"),
+        "JsonCalls",
+    ),
+    "json id and type keys": (
+        _chat(
+            "{{ '<<call>>' + ({'id': c.id, 'type': 'function', 'name': c.function.name, "
+            "'arguments': c.function.arguments} | tojson) + '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    "json arguments as a string": (
+        _chat(
+            '{{ \'<<call>>{"name": "\' + c.function.name + \'", "arguments": \' + '
+            + _ARGS_TEXT
+            + " + '}<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    "openai objects, arguments as a string": (
+        _chat(
+            "{{ '<<call>>' + ({'id': c.id, 'type': 'function', 'function': {'name': "
+            "c.function.name, 'arguments': (c.function.arguments | tojson)}} | tojson) "
+            "+ '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
     ),
 }
 
@@ -169,6 +249,8 @@ def test_the_generic_format_takes_and_reads_the_rendered_calls(name: str) -> Non
             turn = ToolTurn(_tools(), fmt, mode, reasoning_open=is_open)
             assert _takes(turn, case.text), f"{case.name}: {mode} refuses {case.text!r}"
             assert not _takes(turn, case.text.replace("get_weather", "get_wether"))
+            lazy = turn.compile(lazy=True).matcher()  # the tools compiled as the reply enters them
+            assert lazy.accept_bytes(case.text.encode("utf-8")) and lazy.is_accepting()
         if case.name != "two":
             single = ToolTurn(
                 _tools(), fmt, "required", parallel_tool_calls=False, reasoning_open=is_open
@@ -180,12 +262,28 @@ def test_the_generic_format_takes_and_reads_the_rendered_calls(name: str) -> Non
         assert (got.content.strip(), got.malformed, got.reasoning) == ("", (), case.reasoning)
         for size in (1, 3, 7):
             assert _streamed(fmt, case.text, is_open, size) == got
-        # the renderer writes the calls as the template does
+        # the renderer writes the calls as the template does (its own ids where the template
+        # writes the ids it was given)
         rendered = FORMATS[fmt].render_calls([(n, a) for n, a in case.calls])
         again = parse_turn(rendered, FORMATS[fmt], id_factory=sequential_call_id)
-        assert again.calls == got.calls, rendered
+        assert _named(again) == _named(got), rendered
         if not case.reasoning:
-            assert _takes(ToolTurn(_tools(), fmt, "required"), rendered), rendered
+            assert rendered == _with_render_ids(guess, case), rendered
+            for mode in ("required", "auto"):
+                assert _takes(ToolTurn(_tools(), fmt, mode), rendered), rendered
+
+
+def _named(turn: tm.tools.ParsedTurn) -> list[tuple[str, dict[str, Any]]]:
+    return [(c.name, c.arguments) for c in turn.calls]
+
+
+def _with_render_ids(guess: FormatGuess, case: ProbeCase) -> str:
+    """The case's text with the ids the probe gave its calls replaced by the renderer's."""
+    assert guess.probe is not None
+    text = case.text
+    for i, (name, _) in enumerate(case.calls):
+        text = text.replace(json.dumps(probe_call_id(guess.probe.variant, name, i)), f'"call_{i}"')
+    return text
 
 
 @pytest.mark.parametrize("name", sorted(TEMPLATES))
@@ -247,3 +345,48 @@ def test_a_family_format_comes_first() -> None:
     # and a registered generic format is never tried as a family
     generic = _guess("json blocks").name
     assert not any(e.format == generic for e in detect_format(hermes + " ").evidence)
+
+
+@pytest.mark.parametrize(
+    "name", ["json arguments as a string", "openai objects, arguments as a string"]
+)
+def test_arguments_in_a_json_string_are_the_schema_s_json_escaped(name: str) -> None:
+    # the string's contents are the arguments' JSON as json.dumps writes it, escaped as
+    # json.dumps escapes a string: quotes, backslashes, control characters, any other text
+    fmt = FORMATS[_guess(name).name]
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    city = 'Pa"ris\\ \n\t\x01 é ☃ \U0001f600'
+    text = fmt.render_calls([("get_weather", {"city": city, "days": 3})])
+    assert '\\"city\\": \\"Pa\\\\\\"ris\\\\\\\\ \\\\n\\\\t\\\\u0001 é' in text, text
+    assert _takes(turn, text), text
+    got = parse_turn(text, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_weather", {"city": city, "days": 3})]
+    # what the schema refuses, inside the string as outside: a string for the integer, a
+    # missing required key, a key it does not declare; and the arguments as an object
+    for bad in (
+        {"city": "Paris", "days": "3"},
+        {"city": "Paris"},
+        {"city": "P", "days": 1, "x": 1},
+    ):
+        assert not _takes(turn, fmt.render_calls([("get_weather", bad)])), bad
+    unquoted = text.replace(json.dumps(json.dumps({"city": city, "days": 3}, ensure_ascii=False),
+                                       ensure_ascii=False),
+                            json.dumps({"city": city, "days": 3}, ensure_ascii=False))  # fmt: skip
+    assert unquoted != text and not _takes(turn, unquoted)
+    # a needless escape is not json.dumps' text (the grammar writes canonical JSON)
+    assert not _takes(turn, text.replace('Pa\\\\\\"ris', "Pa\\\\u0022ris"))
+
+
+def test_escape_in_string_writes_what_json_dumps_writes() -> None:
+    grammar = tm.Grammar.from_json_schema({"type": "array", "items": {"type": "string"}})
+    quoted = escape_in_string(grammar)
+    values = [[], ["a"], ['"\\/\b\f\n\r\t\x00\x1f\x7f', "é☃\U0001f600"], ["x", ""]]
+    for v in values:
+        m = tm.compile(quoted).matcher()
+        text = json.dumps(v, ensure_ascii=False, separators=(",", ":"))  # the grammar's layout
+        inner = json.dumps(text, ensure_ascii=False)[1:-1]
+        assert m.accept_bytes(inner.encode("utf-8")) and m.is_accepting(), inner
+        # the text unescaped is refused where escaping changes it
+        raw = tm.compile(quoted).matcher()
+        taken = raw.accept_bytes(text.encode("utf-8")) and raw.is_accepting()
+        assert taken == (inner == text), text

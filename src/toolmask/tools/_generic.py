@@ -6,23 +6,29 @@ for formats built from the rendering itself, the way llama.cpp builds a parser f
 template's output, and proves each the same way a family format is proven. The derivation:
 
 1. **Find the calls.** Each call notation of :data:`NOTATIONS` looks for the probe's calls in
-   the rendered text, in order: a JSON object whose values are the call's name and arguments
-   (its keys, in the template's order, give the roles), a Python call
-   ``NAME(key=value, ...)``, an XML invoke tag ``<TAG name="NAME">`` holding one
-   ``<PTAG name="KEY">VALUE</PTAG>`` per argument. Where a notation finds them, the text around
-   them is literal bytes: before the first call (``one``'s and ``two``'s must agree), after the
-   last (the same), and between two calls.
+   the rendered text, in order: a JSON object that is exactly the call (:func:`_shape`: its
+   keys, in the template's order, give the roles: the name, the arguments as an object or as
+   a JSON string holding their JSON, the probe's call id, the text ``"function"``, or OpenAI's
+   nested ``"function": {name, arguments}`` object), a Python call ``NAME(key=value, ...)``,
+   an XML invoke tag ``<TAG name="NAME">`` holding one ``<PTAG name="KEY">VALUE</PTAG>`` per
+   argument, a function tag ``<function=NAME>`` holding one ``<parameter=KEY>VALUE
+   </parameter>`` per argument (Qwen3-Coder's notation). Where a notation finds them, the text
+   around them is literal bytes: before the first call (``one``'s and ``two``'s must agree),
+   after the last (the same), and between two calls.
 2. **Read the layout from the between-text.** The closer, whitespace, then the opener again:
    one call per block, blocks repeated. Whitespace only: the calls of one block back to back.
-   Anything else: the calls of one block with that separator; brackets right around the calls
-   (``[`` ... ``]``) are a list (a JSON array, a Python list).
+   Anything else: the calls of one block with that text between two (any text: ``;\n``,
+   `` <and> ``); a comma with brackets right around the calls (``[`` ... ``]``) is a list (a
+   JSON array, a Python list).
 3. **Build a frozen** :class:`~toolmask.tools.formats.FormatSpec` on the notation's codec
    (:class:`~toolmask.tools.formats._json.JsonCalls`,
    :class:`~toolmask.tools.formats._pythonic.PythonCalls`,
-   :class:`~toolmask.tools.formats._xml.InvokeParams`), its markers the literal texts found,
+   :class:`~toolmask.tools.formats._xml.InvokeParams`,
+   :class:`~toolmask.tools.formats._xml.FunctionParams`), its markers the literal texts found,
    the reasoning channel's markers the texts around the probe's reasoning where the template
-   renders it. Its name is ``generic_`` and a digest of the data (the same rendering, the same
-   name).
+   renders it. A call id the template writes is any JSON string in the grammar (the model
+   makes ids up; the renderer writes ``call_<i>``), ``"function"`` a literal. Its name is
+   ``generic_`` and a digest of the data (the same rendering, the same name).
 
 A derived format needs a non-blank opener (prose must be told from a call) and is never
 registered until detection proved it (:func:`register_generic`); detection never tries a
@@ -39,7 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolmask.tools._probe import PROBE_REASONING, Probe, ProbeCase
+from toolmask.tools._probe import PROBE_REASONING, Probe, ProbeCase, probe_call_id
 from toolmask.tools.formats import (
     FORMATS,
     BlockMarkers,
@@ -53,7 +59,7 @@ from toolmask.tools.formats import (
 from toolmask.tools.formats._json import JsonCalls
 from toolmask.tools.formats._pythonic import PythonCalls, expression_end, read_calls
 from toolmask.tools.formats._read import json_end, loads
-from toolmask.tools.formats._xml import InvokeParams
+from toolmask.tools.formats._xml import FunctionParams, InvokeParams
 
 __all__ = ["GENERIC", "NOTATIONS", "Derived", "derive_formats", "is_generic", "register_generic"]
 
@@ -94,18 +100,18 @@ def register_generic(spec: FormatSpec) -> FormatSpec:
 # -- finding the calls -------------------------------------------------------------------------
 
 
-def _json_spans(text: str, calls: Sequence[Call]) -> Spans | None:
-    """The JSON objects holding each call (its name and its arguments among its values)."""
+def _json_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
+    """The JSON objects holding each call (see :func:`_shape`)."""
     out: Spans = []
     i = 0
-    for name, args in calls:
+    for (name, args), cid in zip(calls, ids, strict=True):
         while True:
             i = text.find("{", i)
             if i < 0:
                 return None
             end = json_end(text, i)
             obj = loads(text[i:end])[0] if end is not None else None
-            if end is not None and _roles(obj, name, args) is not None:
+            if end is not None and _shape(obj, name, args, cid) is not None:
                 out.append((i, end))
                 i = end
                 break
@@ -113,16 +119,73 @@ def _json_spans(text: str, calls: Sequence[Call]) -> Spans | None:
     return out
 
 
-def _roles(obj: Any, name: str, args: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
-    """The call object's keys in order with their roles (``name``, ``args``), or None when
-    ``obj`` is not exactly the call."""
-    if not isinstance(obj, dict) or len(obj) != 2:
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """A JSON call object's keys in the template's order with their roles (``name``, ``args``,
+    ``id``, ``type``: the text ``"function"``, ``function``: a nested object whose keys are
+    :attr:`function_keys`), as :class:`~toolmask.tools.formats._json.JsonCalls` takes them;
+    ``args_string``: the arguments are a JSON string holding their JSON text."""
+
+    call_keys: tuple[tuple[str, str], ...]
+    function_keys: tuple[tuple[str, str], ...] = ()
+    args_string: bool = False
+
+
+def _role(value: Any, name: str, args: dict[str, Any], cid: str) -> tuple[str, bool]:
+    """The role of one value of a call object (``""``: none), and whether it is the
+    arguments written as a JSON string."""
+    if value == name:
+        return "name", False
+    if value == args:
+        return "args", False
+    if isinstance(value, str) and value.lstrip(_WS).startswith("{"):
+        decoded, err = loads(value)
+        if err is None and decoded == args:
+            return "args", True
+    if cid and value == cid:
+        return "id", False
+    return ("type", False) if value == "function" else ("", False)
+
+
+def _shape(obj: Any, name: str, args: dict[str, Any], cid: str) -> _Shape | None:
+    """How the JSON value ``obj`` holds the call: each key's role, once each (the name and the
+    arguments, directly or in one nested object of those two keys only; an id, the probe
+    call's ``cid``, and ``"function"`` at most once), or None when it is not exactly the
+    call."""
+    if not isinstance(obj, dict):
         return None
-    roles = tuple((k, "name" if v == name else "args" if v == args else "") for k, v in obj.items())
-    return roles if sorted(r for _, r in roles) == ["args", "name"] else None
+    keys: list[tuple[str, str]] = []
+    inner: _Shape | None = None
+    quoted = False
+    for key, value in obj.items():
+        role, as_text = _role(value, name, args, cid)
+        if not role and cid and inner is None:  # OpenAI's nested function object
+            inner = _shape(value, name, args, "")
+            role = "function" if inner is not None and len(inner.call_keys) == 2 else ""
+        if not role:
+            return None
+        keys.append((key, role))
+        quoted = quoted or as_text
+    roles = [r for _, r in keys if r != "function"]
+    if inner is not None:
+        quoted = inner.args_string
+        roles += ["args", "name"]
+    if tuple(sorted(roles)) not in _ROLE_SETS:
+        return None
+    inner_keys = inner.call_keys if inner is not None else ()
+    return _Shape(tuple(keys), inner_keys, quoted)
 
 
-def _python_spans(text: str, calls: Sequence[Call]) -> Spans | None:
+#: the roles a call object may hold (sorted): the name and the arguments, an id, the type
+_ROLE_SETS = {
+    ("args", "name"),
+    ("args", "id", "name"),
+    ("args", "name", "type"),
+    ("args", "id", "name", "type"),
+}
+
+
+def _python_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
     """The Python calls ``NAME(key=value, ...)`` of each call."""
     out: Spans = []
     i = 0
@@ -144,15 +207,27 @@ def _python_spans(text: str, calls: Sequence[Call]) -> Spans | None:
 
 
 _INVOKE = re.compile(r'<([A-Za-z_][\w:.-]*) name="([^"<>]+)">')
+_FUNCTION = re.compile(r"<(function)=([^>\n]+)>")
 
 
-def _invoke_spans(text: str, calls: Sequence[Call]) -> Spans | None:
-    """The invoke tags ``<TAG name="NAME">...</TAG>`` of each call (read by the codec itself
-    when the format is proven: here only the tags are found)."""
+def _invoke_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
+    """The invoke tags ``<TAG name="NAME">...</TAG>`` of each call."""
+    return _tag_spans(_INVOKE, text, calls)
+
+
+def _function_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
+    """The function tags ``<function=NAME>...</function>`` of each call."""
+    return _tag_spans(_FUNCTION, text, calls)
+
+
+def _tag_spans(tag: re.Pattern[str], text: str, calls: Sequence[Call]) -> Spans | None:
+    """The tags ``tag`` finds (its groups: the tag's name, the call's name) up to their close
+    tags, one for each call (read by the codec itself when the format is proven: here only
+    the tags are found)."""
     out: Spans = []
     i = 0
     for name, _ in calls:
-        m = next((m for m in _INVOKE.finditer(text, i) if m.group(2) == name), None)
+        m = next((m for m in tag.finditer(text, i) if m.group(2) == name), None)
         if m is None:
             return None
         close = f"</{m.group(1)}>"
@@ -164,19 +239,27 @@ def _invoke_spans(text: str, calls: Sequence[Call]) -> Spans | None:
     return out
 
 
-#: notation -> the finder of its calls in a rendered text
-NOTATIONS: dict[str, Callable[[str, Sequence[Call]], Spans | None]] = {
+#: notation -> the finder of its calls in a rendered text (given the calls and their ids)
+NOTATIONS: dict[str, Callable[[str, Sequence[Call], Sequence[str]], Spans | None]] = {
     "json": _json_spans,
     "python": _python_spans,
     "xml": _invoke_spans,
+    "function": _function_spans,
 }
 
 
-def _read(notation: str, case: ProbeCase) -> tuple[str, str | None, str, Spans] | None:
+def _ids(probe: Probe, case: ProbeCase) -> list[str]:
+    """The ids the probe gave the calls of ``case``."""
+    return [probe_call_id(probe.variant, n, i) for i, (n, _) in enumerate(case.calls)]
+
+
+def _read(
+    notation: str, probe: Probe, case: ProbeCase
+) -> tuple[str, str | None, str, Spans] | None:
     """The texts before, between (the first two) and after the calls of ``case``, and the
     calls' spans."""
     text = case.text
-    spans = NOTATIONS[notation](text, case.calls)
+    spans = NOTATIONS[notation](text, case.calls, _ids(probe, case))
     if not spans:
         return None
     between = text[spans[0][1] : spans[1][0]] if len(spans) > 1 else None
@@ -190,14 +273,14 @@ def _derive(notation: str, probe: Probe) -> tuple[Derived, Reasoning] | None:
     one = cases.get("one")
     if one is None:
         return None
-    got = _read(notation, one)
+    got = _read(notation, probe, one)
     if got is None:
         return None
     before, _, after, spans = got
     between = None
     two = cases.get("two")
     if two is not None:
-        got2 = _read(notation, two)
+        got2 = _read(notation, probe, two)
         if got2 is None or (got2[0], got2[2]) != (before, after):
             return None
         between = got2[1]
@@ -267,27 +350,35 @@ def _layout(d: Derived, brackets: tuple[str, str]) -> tuple[BlockMarkers, Layout
         if block_sep.strip(_WS) or len(d.between) < len(first) + len(last):
             return None
         return markers, Layout(block_sep=block_sep, max_trailing_ws=max(ws, len(block_sep)))
-    if len(mid) == 1:
-        layout = Layout(separator=mid, separator_text=d.between, max_trailing_ws=ws)
-        return markers, layout
-    return None
+    layout = Layout(separator=mid, separator_text=d.between, max_trailing_ws=ws)
+    return markers, layout
 
 
-def _json_codecs(one: ProbeCase, d: Derived, layout: Layout) -> list[tuple[Codec, Values]]:
+def _json_codecs(
+    probe: Probe, one: ProbeCase, d: Derived, layout: Layout
+) -> list[tuple[Codec, Values]]:
     """The JSON codecs that may write the calls as rendered: the object's keys in the
-    template's order, on one line or indented as ``tojson(indent=k)`` writes them."""
+    template's order (an id any JSON string, the type the text ``"function"``, the function
+    object nested), the arguments an object or a JSON string, on one line or indented as
+    ``tojson(indent=k)`` writes them."""
     s, e = d.spans[0]
-    obj = json.loads(one.text[s:e])
-    roles = _roles(obj, *one.calls[0])
-    if roles is None:
+    body = one.text[s:e]
+    shape = _shape(json.loads(body), *one.calls[0], _ids(probe, one)[0])
+    if shape is None:
         return []
     listed = bool(layout.list_open)
-    body = one.text[s:e]
     args = one.calls[0][1]
+    if shape.args_string:  # the arguments' own text, decoded
+        body = _args_text(json.loads(body), shape)
     compact = json.dumps(args, separators=(",", ":")) in body and json.dumps(args) != "{}"
     values = Values(whitespace="compact") if compact else Values()
-    if "\n" not in body:
-        return [(JsonCalls(call_keys=roles, json_list=listed), values)]
+    has_id = any(r == "id" for _, r in shape.call_keys)
+    flat = JsonCalls(
+        call_keys=shape.call_keys, function_keys=shape.function_keys,
+        args_string=shape.args_string, id_shape="string" if has_id else "", json_list=listed,
+    )  # fmt: skip
+    if "\n" not in one.text[s:e]:
+        return [(flat, values)]
     # tojson(indent=k): the keys k x (depth + 1) spaces in, the object depth levels down
     first = body.split("\n", 1)[1]
     spaces = len(first) - len(first.lstrip(" "))
@@ -295,16 +386,29 @@ def _json_codecs(one: ProbeCase, d: Derived, layout: Layout) -> list[tuple[Codec
     for depth in (1, 0) if listed else (0,):
         indent = spaces // (depth + 1)
         if indent and indent * (depth + 1) == spaces:
-            codec = JsonCalls(call_keys=roles, indent=indent, depth=depth, json_list=listed)
+            codec = dataclasses.replace(flat, indent=indent, depth=depth)
             out.append((codec, values))
     return out
 
 
-def _python_codecs(one: ProbeCase, d: Derived, layout: Layout) -> list[tuple[Codec, Values]]:
+def _args_text(obj: dict[str, Any], shape: _Shape) -> str:
+    """The arguments string of the call object ``obj`` of this shape."""
+    keys = dict(shape.call_keys)
+    if shape.function_keys:
+        obj = obj[next(k for k, r in keys.items() if r == "function")]
+        keys = dict(shape.function_keys)
+    text: str = obj[next(k for k, r in keys.items() if r == "args")]
+    return text
+
+
+def _python_codecs(
+    probe: Probe, one: ProbeCase, d: Derived, layout: Layout
+) -> list[tuple[Codec, Values]]:
     """The Python-call codecs: a list of calls in brackets, or calls one a block or one a
-    separator; strings in the quotes the template writes."""
+    separator; values as the template writes them (in double quotes: JSON values, as
+    ``tojson`` writes them; else Python literals)."""
     double = '"' in "".join(one.text[s:e] for s, e in d.spans)
-    notation = "python_json" if double else "python"
+    notation = "json" if double else "python"  # tojson's values, or Python's
     if layout.list_open:
         if layout.list_open.strip(_WS) != "[" or layout.separator != ",":
             return []
@@ -312,7 +416,9 @@ def _python_codecs(one: ProbeCase, d: Derived, layout: Layout) -> list[tuple[Cod
     return [(PythonCalls(listed=False, notation=notation), Values())]
 
 
-def _xml_codecs(one: ProbeCase, d: Derived, layout: Layout) -> list[tuple[Codec, Values]]:
+def _xml_codecs(
+    probe: Probe, one: ProbeCase, d: Derived, layout: Layout
+) -> list[tuple[Codec, Values]]:
     """The invoke-tag codec with the tag names and the newline the rendering shows."""
     m = _INVOKE.search(one.text)
     if m is None:
@@ -324,12 +430,23 @@ def _xml_codecs(one: ProbeCase, d: Derived, layout: Layout) -> list[tuple[Codec,
     return [(InvokeParams(invoke=m.group(1), param=p.group(2), nl=p.group(1)), Values())]
 
 
-_CODECS: dict[str, Callable[[ProbeCase, Derived, Layout], list[tuple[Codec, Values]]]] = {
+def _function_codecs(
+    probe: Probe, one: ProbeCase, d: Derived, layout: Layout
+) -> list[tuple[Codec, Values]]:
+    """The function-tag codec, its values against their tags or on lines of their own."""
+    s, e = d.spans[0]
+    p = re.search(r"<parameter=[^>\n]+>(\n?)", one.text[s:e])
+    return [(FunctionParams(tight=p is None or not p.group(1)), Values())]
+
+
+_CodecsOf = Callable[[Probe, ProbeCase, Derived, Layout], list[tuple[Codec, Values]]]
+_CODECS: dict[str, _CodecsOf] = {
     "json": _json_codecs,
     "python": _python_codecs,
     "xml": _xml_codecs,
+    "function": _function_codecs,
 }
-_BRACKETS = {"json": ("[", "]"), "python": ("[", "]"), "xml": ("", "")}
+_BRACKETS = {"json": ("[", "]"), "python": ("[", "]"), "xml": ("", ""), "function": ("", "")}
 
 
 def _named(spec: FormatSpec) -> FormatSpec:
@@ -351,12 +468,13 @@ def derive_formats(probe: Probe) -> list[FormatSpec]:
         if shape is None:
             continue
         block, layout = shape
-        if notation == "xml":  # invoke tags sit in the block's markers, one a line
+        if notation in ("xml", "function"):  # tags in the block's markers, one a line
             if layout.separator or layout.list_open:
                 continue
-            layout = dataclasses.replace(layout, list_calls=True)
+            if notation == "xml" and (not layout.parallel_calls or layout.one_block):
+                layout = dataclasses.replace(layout, list_calls=True)  # else one a block
         one = next(c for c in probe.cases if c.name == "one")  # _derive found it
-        for codec, values in _CODECS[notation](one, d, layout):
+        for codec, values in _CODECS[notation](probe, one, d, layout):
             try:
                 spec = FormatSpec(
                     GENERIC, codec, block, layout, reasoning, values,
@@ -373,6 +491,12 @@ def describe(spec: FormatSpec) -> str:
     b, lay, r = spec.block, spec.layout, spec.reasoning
     kind = type(spec.codec).__name__
     parts = [f"{kind} calls", f"open {b.open!r}", f"close {b.close!r}"]
+    c = spec.codec
+    if isinstance(c, JsonCalls):  # the call object's keys, and how the arguments are written
+        inner = ", ".join(k for k, _ in c.function_keys)
+        keys = [f"{k} {{{inner}}}" if role == "function" else k for k, role in c.call_keys]
+        args = " (arguments as a JSON string)" if c.args_string else ""
+        parts.append(f"keys {', '.join(keys)}{args}")
     if lay.list_open:
         parts.append(f"list {lay.list_open!r} ... {lay.list_close!r}")
     if lay.one_block:

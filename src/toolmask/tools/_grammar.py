@@ -79,7 +79,7 @@ from toolmask.tools._slots import (
 )
 from toolmask.tools._spec import Tool
 from toolmask.tools.formats import FormatSpec, Kit, prefix_rules
-from toolmask.tools.formats._kit import indent_newlines
+from toolmask.tools.formats._kit import escape_in_string, indent_newlines
 from toolmask.tools.formats._pieces import closer, list_close, list_open, opener, separator
 
 __all__ = [
@@ -208,19 +208,32 @@ class _AnyValueKit(Kit):
 
     _any: dict[tuple[Any, ...], Node] = field(default_factory=dict)
 
-    def _shared(self, key: tuple[Any, ...], options: Mapping[str, Any], pad: str = "") -> Node:
+    def _shared(
+        self, key: tuple[Any, ...], options: Mapping[str, Any], pad: str = "", quoted: bool = False
+    ) -> Node:
         hit = self._any.get(key)
         if hit is None:
             grammar = self.schema_grammar({}, {**options, "additional_properties_default": True})
             if pad:
                 grammar = indent_newlines(grammar, pad)
+            if quoted:
+                grammar = escape_in_string(grammar)
             hit, rules = prefix_rules(grammar, f"any{len(self._any)}_")
             for r in rules:
                 self.add(r.name, r.body)
+            hit = seq(lit('"'), hit, lit('"')) if quoted else hit
             self._any[key] = hit
         return hit
 
-    def json(self, schema: Any, prefix: str, notation: str = "json", *, at: str = "") -> Node:
+    def json(
+        self,
+        schema: Any,
+        prefix: str,
+        notation: str = "json",
+        *,
+        at: str = "",
+        quoted: bool = False,
+    ) -> Node:
         extra: dict[str, Any] = {}
         if notation != "json":
             from toolmask.schema import GEMMA_QUOTE
@@ -231,7 +244,9 @@ class _AnyValueKit(Kit):
             }
         alts = [
             self._shared(
-                ("json", notation, layout), {**self.options, **extra, "whitespace": layout}
+                ("json", notation, layout, quoted),
+                {**self.options, **extra, "whitespace": layout},
+                quoted=quoted,
             )
             for layout in self.layouts
         ]
@@ -266,7 +281,7 @@ class _SentinelKit(Kit):
     def _sentinel(self) -> Node:
         return Special(LAZY_SENTINEL.format(self.tool))
 
-    def json(self, schema: Any, prefix: str, notation: str = "json", *, at: str = "") -> Node:
+    def json(self, *args: Any, **kwargs: Any) -> Node:  # every JSON value: the placeholder
         return self._sentinel()
 
     def json_indented(self, schema: Any, prefix: str, *, indent: int, depth: int) -> Node:

@@ -48,6 +48,7 @@ __all__ = [
     "Probe",
     "ProbeCase",
     "Variant",
+    "probe_call_id",
     "probe_template",
 ]
 
@@ -219,7 +220,8 @@ def _tools() -> list[dict[str, Any]]:
     return json.loads(json.dumps(PROBE_TOOLS))  # type: ignore[no-any-return]
 
 
-def _call_id(variant: Variant, name: str, i: int) -> str:
+def probe_call_id(variant: Variant, name: str, i: int) -> str:
+    """The id the probe gives its ``i``-th call (named ``name``) under ``variant``."""
     if variant.ids == "functions":
         return f"functions.{name}:{i}"
     return f"call{i:04d}{'abcdefghij'[i % 10]}"  # 9 alphanumerics, as Mistral requires
@@ -233,7 +235,7 @@ def _assistant(
         "content": variant.content,
         "tool_calls": [
             {
-                "id": _call_id(variant, name, i),
+                "id": probe_call_id(variant, name, i),
                 "type": "function",
                 "function": {
                     "name": name,
@@ -253,7 +255,7 @@ def _results(variant: Variant, calls: Sequence[tuple[str, Mapping[str, Any]]]) -
     return [
         {
             "role": "tool",
-            "tool_call_id": _call_id(variant, name, i),
+            "tool_call_id": probe_call_id(variant, name, i),
             "name": name,
             "content": PROBE_RESULT.format(i=i),
         }

@@ -28,9 +28,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolmask.grammar import Node, byte_class, choice, lit, opt, repeat, seq
+from toolmask.grammar import (
+    ANY_CHAR,
+    Node,
+    byte_class,
+    choice,
+    encode_charset,
+    lit,
+    opt,
+    repeat,
+    seq,
+)
 from toolmask.schema import json_ws
-from toolmask.tools.formats._kit import Kit
+from toolmask.tools.formats._kit import Kit, escape_node
 from toolmask.tools.formats._read import (
     Block,
     Call,
@@ -47,7 +57,9 @@ __all__ = ["ID_SHAPES", "JsonCalls", "JsonEnvelope", "close_block", "json_object
 
 #: the shapes of the ids templates write in calls: the grammar of each and how the renderer
 #: writes the ``i``-th call's id (Command R7B counts the calls of the conversation, Solar Open
-#: writes the id it was given: an OpenAI-style token, Mistral nine letters or digits)
+#: writes the id it was given: an OpenAI-style token, Mistral nine letters or digits; a
+#: template that writes the id it was given, of no known shape: any JSON string of 1 to 64
+#: characters, the formats derived from a rendering)
 ID_SHAPES: dict[str, tuple[Node, str]] = {
     "digits": (repeat(byte_class((0x30, 0x39)), 1, 6), "{i}"),
     "token": (
@@ -55,6 +67,7 @@ ID_SHAPES: dict[str, tuple[Node, str]] = {
         "call_{i}",
     ),
     "alnum9": (repeat(byte_class((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)), 9, 9), "{i:09d}"),
+    "string": (repeat(escape_node(encode_charset(ANY_CHAR)), 1, 64), "call_{i}"),
 }
 
 
@@ -297,7 +310,11 @@ class JsonCalls(CodecBase):
     ``indent``: 0 = ``json.dumps`` on one line, k = ``tojson(indent=k)`` with the object
     ``depth`` levels down in its block's JSON (1 inside a list); ``flat_too``: the grammar also
     admits the object on one line (Granite); ``id_shape``: the shape of the id the template
-    writes (:data:`ID_SHAPES`); ``json_list``: the calls of a block are one JSON array."""
+    writes (:data:`ID_SHAPES`); ``json_list``: the calls of a block are one JSON array;
+    ``args_string``: the arguments are written as a JSON string holding their JSON text
+    (OpenAI's ``"arguments": "{\\"city\\": \\"Paris\\"}"``), the grammar the arguments'
+    grammar escaped inside it (:func:`~toolmask.tools.formats._kit.escape_in_string`). A
+    ``"type"`` role is the text ``"function"`` wherever it sits."""
 
     call_keys: tuple[tuple[str, str], ...] = (("name", "name"), ("arguments", "args"))
     name_as_key: bool = False
@@ -307,6 +324,7 @@ class JsonCalls(CodecBase):
     id_shape: str = ""
     json_list: bool = False
     function_keys: tuple[tuple[str, str], ...] = ()
+    args_string: bool = False
 
     def _key(self, role: str) -> str:
         keys = (*self.call_keys, *self.function_keys)
@@ -336,7 +354,10 @@ class JsonCalls(CodecBase):
 
     # -- grammar ----------------------------------------------------------------------------------
     def arguments_node(self, tool: ToolLike, index: int, kit: Kit) -> Node:
-        """The arguments grammar: the kit's layouts, or the template's indentation."""
+        """The arguments grammar: the kit's layouts, or the template's indentation; in a JSON
+        string (:attr:`args_string`), the kit's layouts escaped."""
+        if self.args_string:
+            return kit.json(tool.parameters, f"a{index}s_", quoted=True)
         if self.indent:
             return kit.json_indented(
                 tool.parameters, f"a{index}i_", indent=self.indent, depth=self._args_depth
@@ -346,7 +367,7 @@ class JsonCalls(CodecBase):
     def call_grammar(self, spec: FormatSpec, tool: ToolLike, index: int, kit: Kit) -> Node:
         """The call object: the keys of :attr:`call_keys` in order, laid out as the template
         lays it out (:func:`json_object`); with :attr:`flat_too` also on one line."""
-        if not self.flat_too:
+        if not self.flat_too or self.args_string:
             return self._object(tool, self.arguments_node(tool, index, kit), self.indent)
         flat = self._object(tool, kit.json(tool.parameters, f"a{index}_"), 0)
         return choice(flat, self._object(tool, self.arguments_node(tool, index, kit), self.indent))
@@ -356,12 +377,15 @@ class JsonCalls(CodecBase):
             pairs = [(tool.name, args)]
         else:
             depth = self.depth if indent else 0
-            values = {"name": lit(json.dumps(tool.name, ensure_ascii=False)), "args": args}
+            values = {
+                "name": lit(json.dumps(tool.name, ensure_ascii=False)),
+                "args": args,
+                "type": lit('"function"'),
+            }
             if self.id_shape:
                 values["id"] = seq(lit('"'), ID_SHAPES[self.id_shape][0], lit('"'))
             if self.function_keys:
                 inner = [(key, values[role]) for key, role in self.function_keys]
-                values["type"] = lit('"function"')
                 values["function"] = json_object(inner, indent=indent, depth=depth + 1)
             pairs = [(key, values[role]) for key, role in self.call_keys]
         return json_object(pairs, indent=indent, depth=self.depth if indent else 0)
@@ -369,7 +393,9 @@ class JsonCalls(CodecBase):
     # -- what the model writes --------------------------------------------------------------------
     def render_one(self, spec: FormatSpec, name: str, arguments: object, index: int) -> str:
         """The ``index``-th call of a block as the grammar writes it."""
-        if self.indent:
+        if self.args_string:
+            args = json.dumps(spec.values.dump(arguments), ensure_ascii=False)
+        elif self.indent:
             args = json.dumps(arguments, ensure_ascii=False, indent=self.indent)
             args = args.replace("\n", "\n" + " " * (self.indent * self._args_depth))
         else:
@@ -378,11 +404,11 @@ class JsonCalls(CodecBase):
             pairs = [(name, args)]
         else:
             values = {"name": json.dumps(name, ensure_ascii=False), "args": args}
+            values["type"] = '"function"'
             if self.id_shape:
                 values["id"] = json.dumps(ID_SHAPES[self.id_shape][1].format(i=index))
             if self.function_keys:
                 inner = [(key, values[role]) for key, role in self.function_keys]
-                values["type"] = '"function"'
                 values["function"] = _dumps_object(inner, self.indent, self.depth + 1)
             pairs = [(key, values[role]) for key, role in self.call_keys]
         return _dumps_object(pairs, self.indent, self.depth)
@@ -457,7 +483,16 @@ class JsonCalls(CodecBase):
                 j = skip_ws(text, end)
                 if j >= n and not final:
                     return Block("pending")  # another call may follow
-                if j >= n or text[j] != "{":
+                sep = lay.separator.strip(" \t\r\n")
+                if sep:  # the separator's text, then the next call
+                    if not text.startswith(sep, j):
+                        if not final and sep.startswith(text[j:]):
+                            return Block("pending")
+                        break
+                    j = skip_ws(text, j + len(sep))
+                    if j >= n:
+                        return cut("after a separator")
+                elif j >= n or text[j] != "{":
                     break
                 i = j
         calls: list[Call] = []

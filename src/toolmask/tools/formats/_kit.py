@@ -52,6 +52,8 @@ __all__ = [
     "Kit",
     "SchemaGrammar",
     "compile_arguments",
+    "escape_in_string",
+    "escape_node",
     "indent_newlines",
     "marker_node",
     "with_defs",
@@ -120,6 +122,64 @@ def indent_newlines(grammar: Grammar, pad: str) -> Grammar:
     return Grammar(rules, grammar.start, grammar.checks)
 
 
+#: what ``json.dumps`` writes for each byte it escapes inside a JSON string
+_STRING_ESCAPES: dict[int, bytes] = {
+    0x22: b'\\"',
+    0x5C: b"\\\\",
+    0x08: b"\\b",
+    0x0C: b"\\f",
+    0x0A: b"\\n",
+    0x0D: b"\\r",
+    0x09: b"\\t",
+    **{b: b"\\u%04x" % b for b in range(0x20) if b not in (0x08, 0x0C, 0x0A, 0x0D, 0x09)},
+}
+_ESCAPED_MASK = sum(1 << b for b in _STRING_ESCAPES)
+
+
+def escape_in_string(grammar: Grammar) -> Grammar:
+    """``grammar`` with every text it admits written as the inside of a JSON string, the way
+    ``json.dumps`` (``ensure_ascii=False``) escapes it: ``"`` as ``\\"``, ``\\`` as ``\\\\``,
+    control characters as their short escapes or ``\\u00XX``, every other byte as it is. The
+    arguments of OpenAI's tool-call objects, ``"arguments": "{\\"city\\": \\"Paris\\"}"``, are
+    the arguments' JSON grammar so escaped, between quotes. Exact: the escaping is a bijection
+    byte string -> byte string, so the grammar admits the escaped text of exactly the texts
+    ``grammar`` admits. A ``Special`` node cannot sit inside a string: it raises ValueError.
+    Cost: O(grammar size)."""
+    memo: dict[int, Node] = {}
+    rules = tuple(Rule(r.name, escape_node(r.body, memo)) for r in grammar.rules)
+    return Grammar(rules, grammar.start, grammar.checks)
+
+
+def escape_node(node: Node, memo: dict[int, Node] | None = None) -> Node:
+    """``node`` with its bytes escaped as :func:`escape_in_string` says (``memo``: the nodes
+    already escaped, by id, shared between the rules of one grammar). O(node size)."""
+    memo = {} if memo is None else memo
+
+    def esc(node: Node) -> Node:
+        hit = memo.get(id(node))
+        if hit is not None:
+            return hit
+        out: Node
+        if isinstance(node, Bytes):
+            out = Bytes(b"".join(_STRING_ESCAPES.get(b, bytes((b,))) for b in node.value))
+        elif isinstance(node, ByteClass):
+            plain = ByteClass(node.mask & ~_ESCAPED_MASK)
+            escaped = [lit(_STRING_ESCAPES[b]) for b in node.bytes() if b in _STRING_ESCAPES]
+            out = node if not escaped else choice(*([plain] if plain.mask else []), *escaped)
+        elif isinstance(node, Seq | Choice):
+            out = type(node)(tuple(esc(i) for i in node.items))
+        elif isinstance(node, Repeat):
+            out = Repeat(esc(node.item), node.min, node.max)
+        elif isinstance(node, Special):
+            raise ValueError(f"escape_in_string: the marker {node.text!r} inside a string")
+        else:
+            out = node
+        memo[id(node)] = out
+        return out
+
+    return esc(node)
+
+
 def with_defs(schema: Any, root: Any) -> dict[str, Any]:
     """A parameter's subschema ``schema`` to compile on its own: a copy that carries the tool
     schema ``root``'s ``$defs`` / ``definitions``, so that its ``$ref`` s resolve."""
@@ -186,13 +246,23 @@ class Kit:
         return json_ws(hi, lo)
 
     # -- values -----------------------------------------------------------------------------------
-    def json(self, schema: Any, prefix: str, notation: str = "json", *, at: str = "") -> Node:
+    def json(
+        self,
+        schema: Any,
+        prefix: str,
+        notation: str = "json",
+        *,
+        at: str = "",
+        quoted: bool = False,
+    ) -> Node:
         """The JSON grammar of ``schema`` in every admitted layout (rules ``prefix...``);
         ``notation`` ``"python"`` / ``"gemma"`` / ``"functiongemma"`` spells the values
         otherwise (see :mod:`toolmask.schema._notation`), its markers special where the
         vocabulary says.
         ``at``: the JSON pointer of ``schema`` in the tool's parameters when it is a part of
-        them (one parameter), so that a SchemaError or LimitError points into the parameters."""
+        them (one parameter), so that a SchemaError or LimitError points into the parameters.
+        ``quoted``: the JSON text written as a JSON string (:func:`escape_in_string`, between
+        ``"`` and ``"``), as OpenAI's tool-call objects write their arguments."""
         alts: list[Node] = []
         extra: dict[str, Any] = {}
         if notation != "json":
@@ -208,10 +278,12 @@ class Kit:
             except (SchemaError, LimitError) as e:
                 e.within(at)
                 raise
+            if quoted:
+                grammar = escape_in_string(grammar)
             entry, rules = prefix_rules(grammar, name)
             for r in rules:
                 self.add(r.name, r.body)
-            alts.append(entry)
+            alts.append(seq(lit('"'), entry, lit('"')) if quoted else entry)
         return choice(*alts)
 
     def json_indented(self, schema: Any, prefix: str, *, indent: int, depth: int) -> Node:

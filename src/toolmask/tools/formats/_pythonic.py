@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import json
 import keyword
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -158,7 +159,7 @@ class PythonCalls(CodecBase):
             if final:
                 return Block("bad", len(text), reason="truncated: the list never closes")
             return Block("pending")
-        calls = read_calls(text[i:end])
+        calls = read_calls(text[i:end], json_names=self.notation != "python")
         j = skip_ws(text, end)
         if not bare:
             if text.startswith(b.close, j):
@@ -183,7 +184,13 @@ class PythonCalls(CodecBase):
             body = body[len(fence_open) :]
         if fence_close and body.endswith(fence_close):
             body = body[: len(body) - len(fence_close)]
-        calls = read_calls(body, listed=False, json_names=self.notation != "python")
+        sep = spec.layout.separator.strip(" \t\r\n")  # else calls one a line
+        names = self.notation != "python"
+        calls = (
+            _read_separated(body, sep, names)
+            if sep
+            else read_calls(body, listed=False, json_names=names)
+        )
         end = j + len(close)
         if isinstance(calls, str):
             return Block("bad", end, reason=calls)
@@ -228,6 +235,31 @@ class PythonCalls(CodecBase):
         if self.notation == "json" or (self.notation == "python_json" and not isinstance(v, str)):
             return json.dumps(v, ensure_ascii=False)
         return repr(v)
+
+
+_CALL_START = re.compile(r"[A-Za-z_][\w.]*\(")
+
+
+def _read_separated(body: str, sep: str, json_names: bool) -> list[Call] | str:
+    """The calls of ``body``, ``NAME(...)`` each, with ``sep`` between two (whitespace
+    around it), or why it is not that."""
+    calls: list[Call] = []
+    i, n = 0, len(body)
+    while True:
+        m = _CALL_START.match(body, i)
+        end = expression_end(body, m.end() - 1) if m else None
+        if end is None:
+            return "expected NAME(key=value, ...)"
+        got = read_calls(body[i:end], listed=False, json_names=json_names)
+        if isinstance(got, str):
+            return got
+        calls += got
+        i = skip_ws(body, end)
+        if i >= n:
+            return calls
+        if not body.startswith(sep, i):
+            return f"expected {sep!r} between two calls"
+        i = skip_ws(body, i + len(sep))
 
 
 def _items(args: object) -> list[tuple[str, object]]:

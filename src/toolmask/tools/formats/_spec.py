@@ -114,8 +114,10 @@ class Layout:
 
     ``list_open`` / ``list_close``: brackets around the calls of one block (``[`` / ``]``);
     ``list_optional``: they may be left out, and then a block holds one call (Phi-4-mini).
-    ``separator``: the character between calls inside one block (``""``: one call per block,
-    blocks repeat, joined by ``block_sep`` when rendered), written as ``separator_text``.
+    ``separator``: the text between calls inside one block, whitespace aside (``""``: one call
+    per block, blocks repeat, joined by ``block_sep`` when rendered; one character for the
+    codecs that read a list of calls, :class:`~toolmask.tools.formats._json.JsonEnvelope`),
+    written as ``separator_text``.
     ``list_calls``: one block holds every call of the turn, each call with its own markers and
     nothing between them (Kimi's and DeepSeek's sections). ``max_trailing_ws``: whitespace
     bytes after the last block (and between blocks); ``max_inner_ws``: before the first block

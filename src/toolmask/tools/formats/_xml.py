@@ -113,7 +113,7 @@ def read_functions(
         if f is None:
             if _unfinished_tag(text[skip_ws(text, pos) :], "<function="):
                 return wait("the reply ends before a function's name")
-            return Block("bad", _end_of(text, pos, close), reason="expected <function=NAME>")
+            return bad_block(text, pos, close, "expected <function=NAME>", final)
         name = f.group(1).strip()
         args: dict[str, Any] = {}
         p = f.end()
@@ -126,7 +126,7 @@ def read_functions(
             if m is None:
                 if any(_unfinished_tag(text[j:], w) for w in _NEXT):
                     return wait("the reply ends inside a function")
-                return Block("bad", _end_of(text, p, close), reason="expected <parameter=NAME>")
+                return bad_block(text, p, close, "expected <parameter=NAME>", final)
             key = m.group(1).strip()
             q = m.end()
             while True:  # the first value end that the structure confirms
@@ -152,7 +152,7 @@ def read_functions(
         if text.startswith("<function=", j):
             pos = j
             continue
-        if j >= n or (not final and close.startswith(text[j:])):
+        if j >= n or (not final and any(w.startswith(text[j:]) for w in (close, "<function="))):
             if final:
                 return calls, p  # a bare function at the end of the reply
             return Block("pending")
@@ -164,16 +164,11 @@ def _unfinished_tag(rest: str, tag: str) -> bool:
     return tag.startswith(rest) or (rest.startswith(tag) and not re.search("[>\n]", rest))
 
 
-def _end_of(text: str, pos: int, close: str) -> int:
-    """Where a malformed block ends: after the next ``close``, else at the end of the text."""
-    c = text.find(close, pos)
-    return c + len(close) if c >= 0 else len(text)
-
-
 @dataclass(frozen=True, slots=True)
 class FunctionParams(CodecBase):
     """``<function=NAME>\\n`` then the parameters, then ``</function>``, inside the block's
-    markers (one call per block). ``tight``: a value sits against its tags
+    markers (one call per block; with ``list_calls``, every call of the turn in one block, one
+    after the other). ``tight``: a value sits against its tags
     (``<parameter=K>V</parameter>\\n``, Seed-OSS), else on its own line
     (``<parameter=K>\\nV\\n</parameter>\\n``); ``python``: non-string values are written as
     Python literals (Jinja's ``string``), JSON admitted too."""
@@ -237,9 +232,12 @@ class FunctionParams(CodecBase):
                 f"<parameter={k}>{pad}{self._text(spec, v)}{pad}</parameter>\n"
                 for k, v in _arguments(arguments).items()
             )
-            body = f"<function={name}>\n{params}</function>"
-            out.append(b.open + b.after_open + body + b.before_close + b.close)
-        return spec.layout.block_sep.join(out)
+            out.append(f"<function={name}>\n{params}</function>")
+        if spec.layout.list_calls:
+            out = [spec.layout.separator_text.join(out)]
+        return spec.layout.block_sep.join(
+            b.open + b.after_open + body + b.before_close + b.close for body in out
+        )
 
     def _text(self, spec: FormatSpec, v: object) -> str:
         if self.python:
@@ -353,8 +351,9 @@ class InvokeParams(CodecBase):
     newline are wrapped in CDATA (MiniCPM 5).
 
     With ``list_calls`` the block's markers hold every call of the turn, each ``<invoke>`` on
-    its own line (MiniMax-M2); else the block's opener is the start of the invoke tag itself
-    (``<function name="``) and a block is one call (MiniCPM 5)."""
+    its own line (MiniMax-M2); else a block is one call: where the block's opener is the start
+    of the invoke tag itself (``<function name="``, MiniCPM 5), that tag; else the invoke tag
+    between the block's markers, blocks repeated (the formats derived from a rendering)."""
 
     invoke: str = "invoke"
     param: str = "parameter"
@@ -373,7 +372,7 @@ class InvokeParams(CodecBase):
         schemas: Mapping[str, Any] | None,
     ) -> Block:
         b = spec.block
-        one = not spec.layout.list_calls  # the block is one call: its opener is the trigger
+        one = self._opens_invoke(spec)  # the block is one call: its opener is the trigger
         got = read_invokes(
             text, k if one else k + len(b.open), invoke=self.invoke, param=self.param,
             close="" if one else b.close, cdata=self.cdata, final=final, schemas=schemas,
@@ -383,6 +382,10 @@ class InvokeParams(CodecBase):
             return got
         calls, end = got
         return Block("ok", end, calls)
+
+    def _opens_invoke(self, spec: FormatSpec) -> bool:
+        """Whether a block is one call whose opener is the start of the invoke tag."""
+        return not spec.layout.list_calls and spec.block.open.startswith(f"<{self.invoke} ")
 
     def string_node(self, kit: Kit) -> Node:
         """A raw string value: any text without the parameter's close tag; with CDATA, text
@@ -420,7 +423,7 @@ class InvokeParams(CodecBase):
     def call_grammar(self, spec: FormatSpec, tool: ToolLike, index: int, kit: Kit) -> Node:
         if spec.layout.list_calls:
             return seq(self.invoke_node(tool, index, kit), lit("\n"))
-        return self.invoke_node(tool, index, kit, whole=False)
+        return self.invoke_node(tool, index, kit, whole=not self._opens_invoke(spec))
 
     def value_text(self, spec: FormatSpec, v: object) -> str:
         """A value as the template writes it."""
@@ -443,4 +446,8 @@ class InvokeParams(CodecBase):
         if spec.layout.list_calls:
             body = "".join(self.invoke_text(spec, n, a) + "\n" for n, a in calls)
             return f"{b.open}{b.after_open}{body}{b.close}"
-        return spec.layout.block_sep.join(self.invoke_text(spec, n, a) for n, a in calls)
+        inner = (self.invoke_text(spec, n, a) for n, a in calls)
+        if self._opens_invoke(spec):
+            return spec.layout.block_sep.join(inner)
+        around = b.open + b.after_open, b.before_close + b.close
+        return spec.layout.block_sep.join(around[0] + x + around[1] for x in inner)
