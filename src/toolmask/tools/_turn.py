@@ -205,7 +205,8 @@ class ToolTurn:
     @property
     def triggers(self) -> tuple[str, ...]:
         """Texts whose appearance starts a call (for engines with lazy grammars): the format's
-        trigger, then its habits' openers."""
+        trigger, then its habits' openers (a fence too, which the turn's own grammar leaves as
+        prose where it names no tool: a literal trigger cannot say that)."""
         return self.format.block_triggers()
 
     def prompt(self) -> str:
