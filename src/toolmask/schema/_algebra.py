@@ -180,6 +180,8 @@ class ShapeAlgebra:
         multiply and are bounded apart (:meth:`_literals_checked`); the other alternatives are
         bounded by ``max_alternatives``, or by the larger side when the other has one
         alternative (a product with one alternative is a filter, not a multiplication)."""
+        if not xs or not ys:
+            return []  # a type one side does not allow (the usual case: one type per shape)
         out: dict[Any, Flags] = {}
         cap = self._product_cap(xs, ys)
         merged_at = cap
