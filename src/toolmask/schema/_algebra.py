@@ -153,6 +153,12 @@ class ShapeAlgebra:
             return b  # what the pairwise products below give for TOP and b (the first meet)
         if b is SHAPE_TOP and top_identity(a, self.limits):
             return a
+        # a bare ``type`` (each of its types' "any value" alternative) meets a shape that TOP
+        # leaves unchanged: the products below keep that shape's alternatives of those types
+        if _types_only(a, b) and top_identity(b, self.limits):
+            return _of_types(b, a)
+        if _types_only(b, a) and top_identity(a, self.limits):
+            return _of_types(a, b)
         flags = a.flags | b.flags
         nums = self._pairs(*self._narrowed(a.numbers, b.numbers), self._num_and)
         strs = self._pairs(*self._narrowed(a.strings, b.strings), self._str_and)
@@ -442,6 +448,45 @@ class ShapeAlgebra:
         """The complement of ``s``, the expansion of ``term`` (``_complement.complement``:
         what it approximates is flagged at ``term``'s location)."""
         return complement(self.split(s), self.locs.pointer_of(term), self.limits, self.intersect)
+
+
+def _types_only(s: Shape, other: Shape) -> bool:
+    """Whether each JSON type ``s`` allows holds only that type's alternative of
+    ``SHAPE_TOP`` (any value of it), as ``{"type": ...}`` gives, with no flags and nothing
+    pending; ``"integer"`` (any integer) counts where every number alternative of ``other``
+    is an integer one (its product with any integer is then itself)."""
+    return (
+        s.literals is None
+        and not s.pending
+        and s.flags == NO_FLAGS
+        and (
+            not s.numbers
+            or s.numbers == SHAPE_TOP.numbers
+            or (s.numbers == _ANY_INTEGER and all(n.integer for n in other.numbers))
+        )
+        and (not s.strings or s.strings == SHAPE_TOP.strings)
+        and (not s.arrays or s.arrays == SHAPE_TOP.arrays)
+        and (not s.objects or s.objects == SHAPE_TOP.objects)
+    )
+
+
+_ANY_INTEGER = (NumAlt(None, True),)
+
+
+def _of_types(s: Shape, types: Shape) -> Shape:
+    """``intersect(s, types)`` for a ``types`` that :func:`_types_only` accepts and an ``s``
+    that ``top_identity`` accepts: ``s``'s alternatives of the types ``types`` allows (each
+    product with a TOP alternative is the alternative itself)."""
+    return Shape(
+        null=s.null and types.null,
+        booleans=s.booleans & types.booleans,
+        numbers=s.numbers if types.numbers else (),
+        strings=s.strings if types.strings else (),
+        arrays=s.arrays if types.arrays else (),
+        objects=s.objects if types.objects else (),
+        flags=s.flags,
+        pending=s.pending,
+    )
 
 
 def _is_literal(alt: Any) -> bool:
