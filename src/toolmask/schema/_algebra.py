@@ -138,13 +138,13 @@ class ShapeAlgebra:
         # product small, where multiplying wide ones first can pass max_dfa_states for nothing.
         # Shapes that declare object properties keep their order (it is the key order the
         # grammar emits) and come last; the others declare none, so moving them changes no order
-        for s in sorted(shapes, key=_breadth):
+        for s in sorted(shapes, key=_breadth) if len(shapes) > 1 else shapes:
             out = self.intersect(out, s)
             if out.is_empty():
-                return replace(SHAPE_BOTTOM, flags=flags | out.flags)
+                return SHAPE_BOTTOM.flagged(flags | out.flags)
         # out.flags holds what the pairwise intersections added (a product that hit a cap and
         # was left to the validator): dropping them would let an invalid value through
-        return replace(out, flags=flags | out.flags)
+        return out.flagged(flags | out.flags)
 
     def intersect(self, a: Shape, b: Shape) -> Shape:
         """Intersection of two type splits (literal shapes are converted first)."""

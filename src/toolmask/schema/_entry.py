@@ -169,7 +169,7 @@ def _read_documents(
                 pointer=None if uri else ptr,  # a pointer into a resource is in the message
             )
     try:
-        schema_json = json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)
+        schema_json = _SCHEMA_JSON.encode(schema)
     except (TypeError, ValueError) as e:
         raise SchemaError(f"the schema is not JSON: {e}") from e
     if len(schema_json.encode()) > limits.max_schema_bytes:
@@ -179,6 +179,10 @@ def _read_documents(
     resources_json = json.dumps(dict(resources or {}), ensure_ascii=False) if resources else ""
     return schema_json, resources_json
 
+
+#: ``json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)``'s encoder, made
+#: once (json.dumps makes one per call for options other than its defaults)
+_SCHEMA_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=False, allow_nan=False)
 
 #: keys whose presence makes compile_json_schema crawl the registry up front
 _CRAWL_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef", "$defs", "definitions")
