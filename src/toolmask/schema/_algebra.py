@@ -501,9 +501,19 @@ def _breadth(s: Shape) -> tuple[int, int, int]:
     if any(o.props for o in s.objects):
         return 1, 0, 0
     alts = len(s.numbers) + len(s.strings) + len(s.arrays) + len(s.objects)
-    dfas = [x.dfa for x in s.numbers] + [x.dfa for x in s.strings]
-    # a format or range whose DFA is not built counts by its regex's length (a proxy, for order)
-    deferred = sum(len(FORMATS[x.fmt].regex or "") for x in s.strings if x.fmt is not None)
-    deferred += sum(len(x.pat) for x in s.strings if x.pat is not None)
-    deferred += sum(len(x.rng.rx) for x in s.numbers if x.rng is not None)
-    return 0, alts, deferred + sum(d.n_states for d in dfas if d is not None)
+    # automaton states; a format or range whose DFA is not built counts by its regex's length
+    # (a proxy, for order)
+    size = 0
+    for n in s.numbers:
+        if n.dfa is not None:
+            size += n.dfa.n_states
+        if n.rng is not None:
+            size += len(n.rng.rx)
+    for x in s.strings:
+        if x.dfa is not None:
+            size += x.dfa.n_states
+        if x.fmt is not None:
+            size += len(FORMATS[x.fmt].regex or "")
+        if x.pat is not None:
+            size += len(x.pat)
+    return 0, alts, size

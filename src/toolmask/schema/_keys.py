@@ -202,8 +202,9 @@ def _other_keys_body(
                 alts.append(EMPTY)
                 size += 1
             # what choice() gives: no alternative is a choice, a single byte or a duplicate
-            node = built[v] = Choice(tuple(alts))
-            sizes[id(node)] = size
+            tree: Node = Choice(tuple(alts))
+            built[v] = tree
+            sizes[id(tree)] = size
             continue
         off, used = _off_trie(tuple(order))
         uses |= used
@@ -214,8 +215,8 @@ def _other_keys_body(
             alts.append(seq(_json_char_lit(cp), sub))
         if v not in ends:
             alts.append(EMPTY)
-        node = built[v] = choice(*alts)
-        sizes[id(node)] = _count(node, sizes)
+        tree = built[v] = choice(*alts)
+        sizes[id(tree)] = _count(tree, sizes)
     root = built[0]
     assert root is not None
     return ((root, frozenset(uses)), sizes[id(root)])
