@@ -244,12 +244,8 @@ def _range_node(rx: str, integer: bool, cap: int, max_nesting: int) -> Node | No
     generators' syntax is read (digits, ``-``, ``\.``, ``[a-b]``, ``(?:...)``, ``|``, ``?``,
     ``*``, ``+``, ``{n}``, ``{n,}``); anything else, an NFA bound past ``cap`` or groups
     nested deeper than ``max_nesting`` (the checks ``parse_full_match`` makes, computed as it
-    does) gives None and the caller parses, which raises. O(len(rx)): one pass, an integer
-    range's node being the items before the tail's (what parsing ``rx`` less the tail gives:
-    the same terms, and an NFA bound no larger than the whole's)."""
-    n = len(rx)
-    pos = 0
-    depth = 0
+    does) gives None and the caller parses, which raises. One pass, O(len(rx))."""
+    n, pos, depth = len(rx), 0, 0
     # the items of the last top-level alternative read, and where its last item starts
     top_items: list[Node] = []
     last_start = -1
@@ -354,7 +350,8 @@ def _range_node(rx: str, integer: bool, cap: int, max_nesting: int) -> Node | No
         return choice(*alts) if not integer else None
     if not integer:
         return alts[0]
-    # an integer range ends in the (?:\.0+)? tail: the node is the items before it
+    # an integer range ends in the (?:\.0+)? tail: the node is the items before it (what
+    # reading rx less the tail gives: the same terms, within a bound no larger than rx's)
     if not rx.endswith(_FRACTION):
         return None
     if len(top_items) > 1 and last_start == n - len(_FRACTION):
