@@ -521,6 +521,13 @@ def seq(*items: Node) -> Node:
 
 def choice(*items: Node) -> Node:
     """Alternation, flattened and de-duplicated (order kept); NOTHING branches dropped."""
+    if len(items) == 1:
+        # one alternative that is not a choice: itself, unless it is the empty class (what
+        # the loop below gives, without hashing the alternative's tree)
+        one = items[0]
+        tp = type(one)
+        if tp is not Choice and (tp is not ByteClass or one.mask != 0):  # type: ignore[union-attr]
+            return one
     flat: list[Node] = []
     seen: set[Node] = set()
     singles = 0  # alternatives of one byte (a class or a one-byte literal)

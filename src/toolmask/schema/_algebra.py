@@ -138,13 +138,13 @@ class ShapeAlgebra:
         # product small, where multiplying wide ones first can pass max_dfa_states for nothing.
         # Shapes that declare object properties keep their order (it is the key order the
         # grammar emits) and come last; the others declare none, so moving them changes no order
-        for s in sorted(shapes, key=_breadth):
+        for s in sorted(shapes, key=_breadth) if len(shapes) > 1 else shapes:
             out = self.intersect(out, s)
             if out.is_empty():
-                return replace(SHAPE_BOTTOM, flags=flags | out.flags)
+                return SHAPE_BOTTOM.flagged(flags | out.flags)
         # out.flags holds what the pairwise intersections added (a product that hit a cap and
         # was left to the validator): dropping them would let an invalid value through
-        return replace(out, flags=flags | out.flags)
+        return out.flagged(flags | out.flags)
 
     def intersect(self, a: Shape, b: Shape) -> Shape:
         """Intersection of two type splits (literal shapes are converted first)."""
@@ -153,6 +153,12 @@ class ShapeAlgebra:
             return b  # what the pairwise products below give for TOP and b (the first meet)
         if b is SHAPE_TOP and top_identity(a, self.limits):
             return a
+        # a bare ``type`` (each of its types' "any value" alternative) meets a shape that TOP
+        # leaves unchanged: the products below keep that shape's alternatives of those types
+        if _types_only(a, b) and top_identity(b, self.limits):
+            return _of_types(b, a)
+        if _types_only(b, a) and top_identity(a, self.limits):
+            return _of_types(a, b)
         flags = a.flags | b.flags
         nums = self._pairs(*self._narrowed(a.numbers, b.numbers), self._num_and)
         strs = self._pairs(*self._narrowed(a.strings, b.strings), self._str_and)
@@ -180,6 +186,8 @@ class ShapeAlgebra:
         multiply and are bounded apart (:meth:`_literals_checked`); the other alternatives are
         bounded by ``max_alternatives``, or by the larger side when the other has one
         alternative (a product with one alternative is a filter, not a multiplication)."""
+        if not xs or not ys:
+            return []  # a type one side does not allow (the usual case: one type per shape)
         out: dict[Any, Flags] = {}
         cap = self._product_cap(xs, ys)
         merged_at = cap
@@ -442,6 +450,45 @@ class ShapeAlgebra:
         return complement(self.split(s), self.locs.pointer_of(term), self.limits, self.intersect)
 
 
+def _types_only(s: Shape, other: Shape) -> bool:
+    """Whether each JSON type ``s`` allows holds only that type's alternative of
+    ``SHAPE_TOP`` (any value of it), as ``{"type": ...}`` gives, with no flags and nothing
+    pending; ``"integer"`` (any integer) counts where every number alternative of ``other``
+    is an integer one (its product with any integer is then itself)."""
+    return (
+        s.literals is None
+        and not s.pending
+        and s.flags == NO_FLAGS
+        and (
+            not s.numbers
+            or s.numbers == SHAPE_TOP.numbers
+            or (s.numbers == _ANY_INTEGER and all(n.integer for n in other.numbers))
+        )
+        and (not s.strings or s.strings == SHAPE_TOP.strings)
+        and (not s.arrays or s.arrays == SHAPE_TOP.arrays)
+        and (not s.objects or s.objects == SHAPE_TOP.objects)
+    )
+
+
+_ANY_INTEGER = (NumAlt(None, True),)
+
+
+def _of_types(s: Shape, types: Shape) -> Shape:
+    """``intersect(s, types)`` for a ``types`` that :func:`_types_only` accepts and an ``s``
+    that ``top_identity`` accepts: ``s``'s alternatives of the types ``types`` allows (each
+    product with a TOP alternative is the alternative itself)."""
+    return Shape(
+        null=s.null and types.null,
+        booleans=s.booleans & types.booleans,
+        numbers=s.numbers if types.numbers else (),
+        strings=s.strings if types.strings else (),
+        arrays=s.arrays if types.arrays else (),
+        objects=s.objects if types.objects else (),
+        flags=s.flags,
+        pending=s.pending,
+    )
+
+
 def _is_literal(alt: Any) -> bool:
     """Whether ``alt`` is a literal container (an enum's array or object value)."""
     return getattr(alt, "literal", None) is not None
@@ -454,9 +501,19 @@ def _breadth(s: Shape) -> tuple[int, int, int]:
     if any(o.props for o in s.objects):
         return 1, 0, 0
     alts = len(s.numbers) + len(s.strings) + len(s.arrays) + len(s.objects)
-    dfas = [x.dfa for x in s.numbers] + [x.dfa for x in s.strings]
-    # a format or range whose DFA is not built counts by its regex's length (a proxy, for order)
-    deferred = sum(len(FORMATS[x.fmt].regex or "") for x in s.strings if x.fmt is not None)
-    deferred += sum(len(x.pat) for x in s.strings if x.pat is not None)
-    deferred += sum(len(x.rng.rx) for x in s.numbers if x.rng is not None)
-    return 0, alts, deferred + sum(d.n_states for d in dfas if d is not None)
+    # automaton states; a format or range whose DFA is not built counts by its regex's length
+    # (a proxy, for order)
+    size = 0
+    for n in s.numbers:
+        if n.dfa is not None:
+            size += n.dfa.n_states
+        if n.rng is not None:
+            size += len(n.rng.rx)
+    for x in s.strings:
+        if x.dfa is not None:
+            size += x.dfa.n_states
+        if x.fmt is not None:
+            size += len(FORMATS[x.fmt].regex or "")
+        if x.pat is not None:
+            size += len(x.pat)
+    return 0, alts, size

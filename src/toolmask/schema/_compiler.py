@@ -169,10 +169,11 @@ class SchemaCompiler(ShapeAlgebra):
             )
         if ptr.count("/") > self.limits.max_schema_depth:
             raise LimitError("schema nesting too deep", limit="max_schema_depth", pointer=ptr)
-        for kw in schema:
-            info = KEYWORDS.get(kw)
-            if info is not None and info.enforcement == "unsupported":
-                self.unsupported(ptr, kw, info.note)
+        if not _UNSUPPORTED.isdisjoint(schema):
+            for kw in schema:
+                info = KEYWORDS.get(kw)
+                if info is not None and info.enforcement == "unsupported":
+                    self.unsupported(ptr, kw, info.note)
 
         if "enum" in schema or "const" in schema:
             return self._literals_at(loc, schema, ptr)
@@ -300,6 +301,9 @@ def _single_applicator(schema: dict[str, Any]) -> bool:
     n += "if" in schema and ("then" in schema or "else" in schema)
     return n <= 1 and "unevaluatedProperties" not in schema and "unevaluatedItems" not in schema
 
+
+#: the keywords the compiler refuses (or, lenient, leaves to the validator)
+_UNSUPPORTED = frozenset(k for k, info in KEYWORDS.items() if info.enforcement == "unsupported")
 
 #: the keywords beside ``enum`` that :meth:`SchemaCompiler._literals_at` checks itself
 _ENUM_SIBLINGS = frozenset(

@@ -169,7 +169,7 @@ def _read_documents(
                 pointer=None if uri else ptr,  # a pointer into a resource is in the message
             )
     try:
-        schema_json = json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)
+        schema_json = _SCHEMA_JSON.encode(schema)
     except (TypeError, ValueError) as e:
         raise SchemaError(f"the schema is not JSON: {e}") from e
     if len(schema_json.encode()) > limits.max_schema_bytes:
@@ -180,6 +180,10 @@ def _read_documents(
     return schema_json, resources_json
 
 
+#: ``json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)``'s encoder, made
+#: once (json.dumps makes one per call for options other than its defaults)
+_SCHEMA_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=False, allow_nan=False)
+
 #: keys whose presence makes compile_json_schema crawl the registry up front
 _CRAWL_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef", "$defs", "definitions")
 
@@ -188,23 +192,23 @@ def _too_deep(doc: Any, cap: int) -> list[str | int] | None:
     """The path to a value of ``doc`` that objects and arrays nest more than ``cap`` deep above
     (the root container is at depth 0, a value of its member at depth 1), or None when there is
     none. Iterative: it runs before anything recursive reads the document. O(size)."""
-    # a path is a linked list (key, parent path), so a step costs O(1) whatever the depth
+    # a path is a linked list (key, parent path), so a step costs O(1) whatever the depth;
+    # only containers are pushed (a scalar nests nothing)
+    if not isinstance(doc, (dict, list)):
+        return None
     stack: list[tuple[Any, int, Any]] = [(doc, 0, None)]
     while stack:
         node, depth, path = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.items()
-        elif isinstance(node, list):
-            children = enumerate(node)
-        else:
-            continue
         if depth > cap:
             keys: list[str | int] = []
             while path is not None:
                 key, path = path
                 keys.append(key)
             return keys[::-1]
-        stack.extend((child, depth + 1, (key, path)) for key, child in children)
+        children = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in children:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1, (key, path)))
     return None
 
 

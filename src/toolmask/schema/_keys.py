@@ -12,6 +12,7 @@ from toolmask.grammar import (
     CharSet,
     Choice,
     Node,
+    Repeat,
     RuleRef,
     Seq,
     choice,
@@ -126,21 +127,42 @@ def other_keys_body(names: frozenset[str], max_nodes: int) -> tuple[Node, frozen
     return _other_keys_body(names, max_nodes)[0]
 
 
-def _key_tree_bytes(v: tuple[tuple[Node, frozenset[str]] | None]) -> int:
-    return 64 if v[0] is None else node_bytes(v[0][0])
+def _key_tree_bytes(v: tuple[tuple[Node, frozenset[str]] | None, int]) -> int:
+    # the tree's node count comes with it (counted as it is built): what node_bytes counts
+    return 64 if v[0] is None else 96 * v[1]
+
+
+def _count(node: Node, known: dict[int, int]) -> int:
+    """What ``node_bytes(node) // 96`` counts, taking the count of a node in ``known`` (by
+    id) from there instead of walking it."""
+    n = 0
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        k = known.get(id(x))
+        if k is not None:
+            n += k
+            continue
+        n += 1
+        t = type(x)
+        if t is Seq or t is Choice:
+            stack.extend(x.items)  # type: ignore[union-attr]
+        elif t is Repeat:
+            stack.append(x.item)  # type: ignore[union-attr]
+    return n
 
 
 @memo("schema.key_trees", limit="max_memo_entries", entry_bytes=_key_tree_bytes)
 def _other_keys_body(
     names: frozenset[str], max_nodes: int
-) -> tuple[tuple[Node, frozenset[str]] | None]:
+) -> tuple[tuple[Node, frozenset[str]] | None, int]:
     if any(len(name) > _MAX_TREE_NAME for name in names):
-        return (None,)
+        return (None, 0)
     children: list[dict[int, int]] = [{}]
     ends: set[int] = set()
     for name in names:
         if len(children) >= max_nodes:
-            return (None,)
+            return (None, 0)
         node = 0
         for ch in name:
             cp = ord(ch)
@@ -152,6 +174,8 @@ def _other_keys_body(
             node = nxt
         ends.add(node)
     built: list[Node | None] = [None] * len(children)
+    #: each built node's count of nodes (as node_bytes counts them), by id for _count
+    sizes: dict[int, int] = {}
     uses: set[str] = set()
     rest, esc_ref, mb_ref = RuleRef(KEY_REST), RuleRef(KEY_REST_ESC), RuleRef(KEY_REST_MB)
     # children have larger numbers than their parent: build from the last node back
@@ -168,14 +192,19 @@ def _other_keys_body(
             alts: list[Node] = [Seq((_plain_node(pmask), rest))] if pmask else []
             alts += (esc_ref, mb_ref)
             uses |= _ALL_KEY_RULES
+            size = 3 + (3 if pmask else 0)  # the choice, its off-trie alternatives
             for cp in order:
                 sub = built[kids[cp]]
                 assert type(sub) is Choice  # every node has two alternatives or more
                 alts.append(Seq((_PLAIN_LITS[cp], sub)))
+                size += 2 + sizes[id(sub)]
             if v not in ends:
                 alts.append(EMPTY)
+                size += 1
             # what choice() gives: no alternative is a choice, a single byte or a duplicate
-            built[v] = Choice(tuple(alts))
+            tree: Node = Choice(tuple(alts))
+            built[v] = tree
+            sizes[id(tree)] = size
             continue
         off, used = _off_trie(tuple(order))
         uses |= used
@@ -186,7 +215,8 @@ def _other_keys_body(
             alts.append(seq(_json_char_lit(cp), sub))
         if v not in ends:
             alts.append(EMPTY)
-        built[v] = choice(*alts)
+        tree = built[v] = choice(*alts)
+        sizes[id(tree)] = _count(tree, sizes)
     root = built[0]
     assert root is not None
-    return ((root, frozenset(uses)),)
+    return ((root, frozenset(uses)), sizes[id(root)])

@@ -193,7 +193,7 @@ def _finish_objects(site: Site, acc: _Objects) -> Shape | None:
     out = Shape(objects=(parts[0],))
     for p in parts[1:]:
         out = c.intersect(out, Shape(objects=(p,)))
-    return replace(SHAPE_TOP, objects=out.objects, flags=out.flags)
+    return only({"objects": out.objects, "flags": out.flags})
 
 
 def _key_regions(c: Expander, pats: list[tuple[Dfa, Term]]) -> list[tuple[Dfa | None, list[Term]]]:

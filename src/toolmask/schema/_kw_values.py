@@ -52,20 +52,27 @@ def _type(site: Site, acc: _One) -> None:
     for x in types:
         if x not in _TYPES:
             raise SchemaError(f"unknown type {x!r}", pointer=ptr, keyword="type")
-    ts = set(types)
-    nums: tuple[NumAlt, ...] = ()
-    if "number" in ts:
-        nums = (NumAlt(),)
-    elif "integer" in ts:
-        nums = (NumAlt(None, True),)
-    acc.shape = Shape(
-        null="null" in ts,
-        booleans=frozenset({True, False}) if "boolean" in ts else frozenset(),
-        numbers=nums,
-        strings=(StrAlt(),) if "string" in ts else (),
-        arrays=(ArrAlt(),) if "array" in ts else (),
-        objects=(ObjAlt(),) if "object" in ts else (),
-    )
+    ts = frozenset(types)
+    shape = _TYPE_SHAPES.get(ts)
+    if shape is None:
+        nums: tuple[NumAlt, ...] = ()
+        if "number" in ts:
+            nums = (NumAlt(),)
+        elif "integer" in ts:
+            nums = (NumAlt(None, True),)
+        shape = _TYPE_SHAPES[ts] = Shape(
+            null="null" in ts,
+            booleans=frozenset({True, False}) if "boolean" in ts else frozenset(),
+            numbers=nums,
+            strings=(StrAlt(),) if "string" in ts else (),
+            arrays=(ArrAlt(),) if "array" in ts else (),
+            objects=(ObjAlt(),) if "object" in ts else (),
+        )
+    acc.shape = shape
+
+
+#: the shape of each set of type names (at most 2**7, made on first use: shapes are values)
+_TYPE_SHAPES: dict[frozenset[str], Shape] = {}
 
 
 def _format(site: Site, acc: _One) -> None:

@@ -244,10 +244,11 @@ def _range_node(rx: str, integer: bool, cap: int, max_nesting: int) -> Node | No
     generators' syntax is read (digits, ``-``, ``\.``, ``[a-b]``, ``(?:...)``, ``|``, ``?``,
     ``*``, ``+``, ``{n}``, ``{n,}``); anything else, an NFA bound past ``cap`` or groups
     nested deeper than ``max_nesting`` (the checks ``parse_full_match`` makes, computed as it
-    does) gives None and the caller parses, which raises. O(len(rx))."""
-    n = len(rx)
-    pos = 0
-    depth = 0
+    does) gives None and the caller parses, which raises. One pass, O(len(rx))."""
+    n, pos, depth = len(rx), 0, 0
+    # the items of the last top-level alternative read, and where its last item starts
+    top_items: list[Node] = []
+    last_start = -1
 
     def disjunction() -> tuple[list[Node], int] | None:
         # the alternatives (each a node and its NFA bound) and, for more than one, RAlt's bound
@@ -268,11 +269,13 @@ def _range_node(rx: str, integer: bool, cap: int, max_nesting: int) -> Node | No
         return alts, (size if len(alts) == 1 else total)
 
     def alternative() -> tuple[Node, int] | None:
-        nonlocal pos
+        nonlocal pos, top_items, last_start
         items: list[Node] = []
         total = 2
         last = 0
+        start = pos
         while pos < n and rx[pos] not in "|)":
+            start = pos
             got = term()
             if got is None:
                 return None
@@ -281,6 +284,8 @@ def _range_node(rx: str, integer: bool, cap: int, max_nesting: int) -> Node | No
             total += last
         if not items:
             return None
+        if depth == 0:
+            top_items, last_start = items, start
         return seq(*items), (last if len(items) == 1 else total)
 
     def term() -> tuple[Node, int] | None:
@@ -345,9 +350,12 @@ def _range_node(rx: str, integer: bool, cap: int, max_nesting: int) -> Node | No
         return choice(*alts) if not integer else None
     if not integer:
         return alts[0]
-    # an integer range ends in the (?:\.0+)? tail: the node is the items before it
+    # an integer range ends in the (?:\.0+)? tail: the node is the items before it (what
+    # reading rx less the tail gives: the same terms, within a bound no larger than rx's)
     if not rx.endswith(_FRACTION):
         return None
+    if len(top_items) > 1 and last_start == n - len(_FRACTION):
+        return seq(*top_items[:-1])
     return _range_node(rx[: -len(_FRACTION)], False, cap, max_nesting)
 
 

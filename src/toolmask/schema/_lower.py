@@ -164,17 +164,8 @@ class Lowerer:
         if name not in self.rules:
             if name == "string":
                 body = seq(lit('"'), star(any_json_string_char()), lit('"'))
-            elif name == "integer":
-                body = seq(
-                    opt(lit("-")), choice(lit("0"), seq(byte_class((0x31, 0x39)), star(_DIGIT)))
-                )
             else:
-                body = seq(
-                    opt(lit("-")),
-                    choice(lit("0"), seq(byte_class((0x31, 0x39)), star(_DIGIT))),
-                    opt(seq(lit("."), plus(_DIGIT))),
-                    opt(seq(byte_class(0x65, 0x45), opt(byte_class(0x2B, 0x2D)), plus(_DIGIT))),
-                )
+                body = _INTEGER if name == "integer" else _NUMBER
             self.define(name, body)
         return RuleRef(name)
 
@@ -222,5 +213,13 @@ class Lowerer:
 
 
 _DIGIT = byte_class((0x30, 0x39))
+#: the bodies of the shared ``integer`` and ``number`` rules (JSON's spellings)
+_INTEGER = seq(opt(lit("-")), choice(lit("0"), seq(byte_class((0x31, 0x39)), star(_DIGIT))))
+_NUMBER = seq(
+    opt(lit("-")),
+    choice(lit("0"), seq(byte_class((0x31, 0x39)), star(_DIGIT))),
+    opt(seq(lit("."), plus(_DIGIT))),
+    opt(seq(byte_class(0x65, 0x45), opt(byte_class(0x2B, 0x2D)), plus(_DIGIT))),
+)
 #: literal sets up to this many bytes of JSON text are written where they are used, not as a rule
 _INLINE_LITERAL = 64

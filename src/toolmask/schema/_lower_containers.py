@@ -250,8 +250,11 @@ def _region_key(lw: Lowering, keys: Dfa | None, names: list[str]) -> Node:
         tree = other_keys_body(frozenset(names), lw.limits.max_dfa_states) if json_keys else None
         if tree is not None:
             body, uses = tree
-            for name in sorted(uses - lw.rules.keys()):
-                lw.define(name, key_rest_rules()[name])
+            missing = sorted(uses - lw.rules.keys())
+            if missing:
+                bodies = key_rest_rules()
+                for name in missing:
+                    lw.define(name, bodies[name])
             return seq(lit('"'), body, lit('"'))
         d = _langs.not_names(frozenset(names))
     else:

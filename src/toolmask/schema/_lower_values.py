@@ -183,10 +183,14 @@ def text_string(lw: Lowering, dfa: Dfa | None) -> Node:
     return node
 
 
+#: ``json.dumps(..., ensure_ascii=False)``'s encoder, made once
+_UTF8_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
 def declared_key(lw: Lowering, name: str) -> Node:
     """A declared key, in the notation."""
     if lw.notation.name == "json":
-        return lit(json.dumps(name, ensure_ascii=False))
+        return lit(_UTF8_JSON.encode(name))  # json.dumps(name, ensure_ascii=False)
     if lw.notation.name == "gemma":  # bare, else quoted (the reader takes both)
         if gemma_key_dfa(None).accepts(name):
             return lit(name)

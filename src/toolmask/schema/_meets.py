@@ -172,10 +172,14 @@ def arr_accepts(a: ArrAlt, value: Any, accepts: Accepts) -> bool:
 def obj_and(a: ObjAlt, b: ObjAlt, accepts: Accepts, limits: Limits) -> tuple[ObjAlt, Flags] | None:
     if a.literal is not None or b.literal is not None:
         return _meet_literal(a, b, lambda alt, v: obj_accepts(alt, v, accepts))
-    names = [p.name for p in a.props] + [p.name for p in b.props if a.prop(p.name) is None]
+    # each side's properties by name (the first of a name, as ObjAlt.prop finds it)
+    a_props = {p.name: p for p in reversed(a.props)}
+    b_props = {p.name: p for p in reversed(b.props)}
+    names = [p.name for p in a.props] + [p.name for p in b.props if p.name not in a_props]
     props: list[Prop] = []
     for n in names:
-        pa, pb = prop_view(a, n), prop_view(b, n)
+        pa = a_props.get(n) or _region_view(a, n)
+        pb = b_props.get(n) or _region_view(b, n)
         value = mk_and(pa.value, pb.value)
         required = pa.required or pb.required
         if value == BOTTOM and required:
@@ -213,6 +217,11 @@ def prop_view(o: ObjAlt, name: str) -> Prop:
     p = o.prop(name)
     if p is not None:
         return p
+    return _region_view(o, name)
+
+
+def _region_view(o: ObjAlt, name: str) -> Prop:
+    """How ``o`` constrains key ``name`` that it does not declare (:func:`prop_view`)."""
     for r in o.regions:
         if r.keys is None or r.keys.accepts(name):
             return Prop(name, r.value, False, r.evaluated)

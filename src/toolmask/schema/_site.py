@@ -6,7 +6,7 @@ one part shape of a location, with :func:`keyword_parts` applying a table to a l
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -91,7 +91,11 @@ def nonneg_int(v: Any, pointer: str, keyword: str) -> int:
 
 def only(shape_kw: dict[str, Any]) -> Shape:
     """SHAPE_TOP with one type's alternatives replaced."""
-    return replace(SHAPE_TOP, **shape_kw)
+    return Shape(**{**_TOP_FIELDS, **shape_kw})
+
+
+#: SHAPE_TOP's fields, by name (what ``dataclasses.replace(SHAPE_TOP, ...)`` starts from)
+_TOP_FIELDS: dict[str, Any] = {f.name: getattr(SHAPE_TOP, f.name) for f in fields(Shape)}
 
 
 A = TypeVar("A")

@@ -19,7 +19,7 @@ some values the schema accepts, e.g. exponent spellings of bounded numbers). Com
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -122,6 +122,13 @@ Term: TypeAlias = Const | Loc | And | Or | Not
 
 
 def mk_and(*terms: Term) -> Term:
+    if len(terms) == 2:
+        # a term and TOP: the term (every And is built here, so it is already in normal form)
+        x, y = terms
+        if type(y) is Const and y.value:
+            return x
+        if type(x) is Const and x.value:
+            return y
     items: set[Term] = set()
     for t in terms:
         if t == BOTTOM:
@@ -391,7 +398,22 @@ class Shape:
     def with_flags(self, flags: Flags) -> Shape:
         if not flags.over and not flags.under:
             return self
-        return replace(self, flags=self.flags | flags)
+        return self.flagged(self.flags | flags)
+
+    def flagged(self, flags: Flags) -> Shape:
+        """This shape with ``flags`` for its flags (``dataclasses.replace(self, flags=...)``,
+        written out: it runs for every location's meet)."""
+        return Shape(
+            self.literals,
+            self.null,
+            self.booleans,
+            self.numbers,
+            self.strings,
+            self.arrays,
+            self.objects,
+            flags,
+            self.pending,
+        )
 
     def is_empty(self) -> bool:
         if self.literals is not None:
@@ -419,4 +441,9 @@ SHAPE_BOTTOM = Shape()
 
 def canonical(value: Any) -> str:
     """Canonical JSON text of a value: compact, keys in their given order, UTF-8 kept."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _CANONICAL.encode(value)
+
+
+#: what ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``
+#: encodes with (made once: json.dumps makes an encoder per call for non-default options)
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
