@@ -57,14 +57,15 @@ def test_a_tool_schema_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> No
     ]
     params = tools[0].parameters
     seen: list[str] = []
-    real = json.dumps
+    real = json.JSONEncoder.encode
 
-    def counting(obj: Any, *args: Any, **kw: Any) -> str:
+    # every serialisation, json.dumps and encoders made once alike, goes through encode
+    def counting(self: json.JSONEncoder, obj: Any) -> str:
         if obj is params or (isinstance(obj, list) and any(x is params for x in obj)):
             seen.append("x")
-        return real(obj, *args, **kw)
+        return real(self, obj)
 
-    monkeypatch.setattr(json, "dumps", counting)
+    monkeypatch.setattr(json.JSONEncoder, "encode", counting)
     one = {"type": "function", "function": {"name": "get_time"}}
     with tm.GrammarCompiler().activate():
         ToolTurn(tools, "hermes", "required").compile()
@@ -73,7 +74,7 @@ def test_a_tool_schema_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> No
         ToolTurn(tools, "qwen3", "auto").compile()
         forced_only = len(seen)
         ToolTurn(tools, "hermes", "auto").compile()
-    monkeypatch.setattr(json, "dumps", real)
+    monkeypatch.setattr(json.JSONEncoder, "encode", real)
     # the tool layer's canonical text once, and the schema stage's once per compile: the
     # forced turns build hermes' own tags and its forced <tools> habit (both json.dumps
     # spacing), ``auto`` adds the fence's pretty-printing
