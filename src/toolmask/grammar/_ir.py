@@ -49,6 +49,7 @@ __all__ = [
     "iter_nodes",
     "lit",
     "node_bytes",
+    "node_count",
     "opt",
     "plus",
     "printer",
@@ -603,17 +604,29 @@ def iter_nodes(node: Node) -> Iterator[Node]:
 def node_bytes(node: Node) -> int:
     """An estimate of the bytes an IR tree holds (a node and its slots, about 96 bytes each;
     shared subtrees are counted once per use). O(tree size)."""
+    return 96 * node_count(node)
+
+
+def node_count(node: Node, known: Mapping[int, int] | None = None) -> int:
+    """The nodes of an IR tree, shared subtrees once per use (what :func:`node_bytes` counts);
+    ``known``: counts of subtrees already counted, by ``id``, taken from there instead of
+    walking them again. O(tree size)."""
     n = 0
     stack: list[Node] = [node]
     while stack:
         x = stack.pop()
+        if known is not None:
+            k = known.get(id(x))
+            if k is not None:
+                n += k
+                continue
         n += 1
         t = type(x)
         if t is Seq or t is Choice:
             stack.extend(x.items)  # type: ignore[union-attr]
         elif t is Repeat:
             stack.append(x.item)  # type: ignore[union-attr]
-    return 96 * n
+    return n
 
 
 # -- printing helpers ---------------------------------------------------------------------------

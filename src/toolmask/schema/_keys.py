@@ -12,12 +12,12 @@ from toolmask.grammar import (
     CharSet,
     Choice,
     Node,
-    Repeat,
     RuleRef,
     Seq,
     choice,
     lit,
     node_bytes,
+    node_count,
     seq,
     star,
 )
@@ -132,26 +132,6 @@ def _key_tree_bytes(v: tuple[tuple[Node, frozenset[str]] | None, int]) -> int:
     return 64 if v[0] is None else 96 * v[1]
 
 
-def _count(node: Node, known: dict[int, int]) -> int:
-    """What ``node_bytes(node) // 96`` counts, taking the count of a node in ``known`` (by
-    id) from there instead of walking it."""
-    n = 0
-    stack = [node]
-    while stack:
-        x = stack.pop()
-        k = known.get(id(x))
-        if k is not None:
-            n += k
-            continue
-        n += 1
-        t = type(x)
-        if t is Seq or t is Choice:
-            stack.extend(x.items)  # type: ignore[union-attr]
-        elif t is Repeat:
-            stack.append(x.item)  # type: ignore[union-attr]
-    return n
-
-
 @memo("schema.key_trees", limit="max_memo_entries", entry_bytes=_key_tree_bytes)
 def _other_keys_body(
     names: frozenset[str], max_nodes: int
@@ -174,7 +154,7 @@ def _other_keys_body(
             node = nxt
         ends.add(node)
     built: list[Node | None] = [None] * len(children)
-    #: each built node's count of nodes (as node_bytes counts them), by id for _count
+    #: each built node's count of nodes (as node_bytes counts them), by id for node_count
     sizes: dict[int, int] = {}
     uses: set[str] = set()
     rest, esc_ref, mb_ref = RuleRef(KEY_REST), RuleRef(KEY_REST_ESC), RuleRef(KEY_REST_MB)
@@ -216,7 +196,7 @@ def _other_keys_body(
         if v not in ends:
             alts.append(EMPTY)
         tree = built[v] = choice(*alts)
-        sizes[id(tree)] = _count(tree, sizes)
+        sizes[id(tree)] = node_count(tree, sizes)
     root = built[0]
     assert root is not None
     return ((root, frozenset(uses)), sizes[id(root)])
