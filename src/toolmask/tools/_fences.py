@@ -32,17 +32,31 @@ from typing import Literal
 
 from toolmask.grammar import Dfa, Node, Rule, dfa_to_rules
 from toolmask.tools.formats import FormatSpec
+from toolmask.tools.formats._read import WS, skip_ws, string_end
 
-__all__ = ["MAX_NAME_BYTES", "Verdict", "head_dfa", "head_verdict", "prose_rules", "quoted_names"]
+__all__ = [
+    "MAX_NAME_BYTES",
+    "Names",
+    "Verdict",
+    "head_dfa",
+    "head_verdict",
+    "prose_rules",
+    "quoted_names",
+]
 
 #: the most bytes of quoted names the prose grammar holds a trie of (about 60 tools of twenty
 #: characters; past it, any name makes a fence a call)
 MAX_NAME_BYTES = 1024
 
-_WS = " \t\r\n"
-_WS_SET = _WS
-
 Verdict = Literal["call", "prose", "pending"]
+#: the turn's tools' names for a call's head (:func:`quoted_names`), or False: not given
+Names = frozenset[str] | None | Literal[False]
+
+
+@functools.cache
+def _ws_star() -> Dfa:
+    """Any run of JSON whitespace."""
+    return Dfa.literals(list(WS)).star()
 
 
 def quoted_names(names: Iterable[str]) -> frozenset[str] | None:
@@ -58,7 +72,7 @@ def quoted_names(names: Iterable[str]) -> frozenset[str] | None:
 def head_dfa(head: tuple[str, ...], names: frozenset[str] | None) -> Dfa:
     """The texts that make a fence a call: whitespace, each of ``head`` with whitespace after
     it, then one of ``names`` (quoted; None: the opening quote of any name)."""
-    ws = Dfa.literals(list(_WS)).star()
+    ws = _ws_star()
     dfa = ws
     for piece in head:
         dfa = dfa.concat(Dfa.literal(piece)).concat(ws)
@@ -72,32 +86,27 @@ def head_verdict(
     """Whether the fence whose opener ends at ``text[i]`` is a call (its text from ``i`` starts
     with a head naming one of ``names``, as :func:`head_dfa`), prose (it cannot), or, when the
     text may still grow (not ``final``), pending."""
-    n = len(text)
     for piece in head:
-        while i < n and text[i] in _WS:
-            i += 1
+        i = skip_ws(text, i)
         got = text[i : i + len(piece)]
         if got != piece:
             return "pending" if not final and piece.startswith(got) else "prose"
         i += len(piece)
-    while i < n and text[i] in _WS:
-        i += 1
-    if i == n:
+    i = skip_ws(text, i)
+    if i == len(text):
         return "prose" if final else "pending"
     if text[i] != '"':
         return "prose"
     if names is None:
         return "call"
     # the name: a JSON string up to its closing quote, compared as the grammar writes it
-    j = i + 1
-    while j < n and text[j] != '"':
-        j += 2 if text[j] == "\\" else 1
-    if j >= n:
+    j = string_end(text, i)
+    if j is None:
         rest = text[i:]
         if final or not any(q.startswith(rest) for q in names):
             return "prose"
         return "pending"
-    return "call" if text[i : j + 1] in names else "prose"
+    return "call" if text[i:j] in names else "prose"
 
 
 # -- the prose of a turn ----------------------------------------------------------------------
@@ -108,7 +117,7 @@ def prose_rules(
     name: str = "prose",
     habits: bool = True,
     words: bool = False,
-    names: frozenset[str] | bool | None = False,
+    names: Names = False,
 ) -> tuple[Node, tuple[Rule, ...]]:
     """Free text that contains none of ``fmt``'s parse triggers (rules named ``<name>_s<i>``;
     ``habits=False``: the habits' openers are plain text, for a turn without calls).
@@ -132,32 +141,31 @@ def prose_rules(
 
 
 @functools.lru_cache(maxsize=128)
-def _prose_dfa(
-    fmt: FormatSpec, at_start: bool, habits: bool, words: bool, names: frozenset[str] | bool | None
-) -> Dfa:
+def _prose_dfa(fmt: FormatSpec, at_start: bool, habits: bool, words: bool, names: Names) -> Dfa:
     anything = Dfa.any_string()
     dfa = anything
-    fences = fmt.prose_openers if habits and names is not False else frozenset()
+    # a call's head naming one of the names, where the format has openers that need it
+    named: Dfa | None = None
+    if names is not False and (fmt.prose_openers or fmt.block.bare_named):
+        head = fmt.codec.call_head(fmt)
+        assert head is not None  # checked by FormatSpec
+        named = head_dfa(head, names)
     for t in fmt.parse_triggers(habits=habits):
         banned = Dfa.literal(t)
-        if t in fences:  # prose unless a call's head follows (a fence around any code)
-            head = fmt.codec.call_head(fmt)
-            assert head is not None and names is not True  # checked by FormatSpec
-            banned = banned.concat(head_dfa(head, names))
+        if named is not None and habits and t in fmt.prose_openers:
+            banned = banned.concat(named)  # prose unless a call's head follows (a fence)
         dfa = dfa.intersect(anything.concat(banned).concat(anything).complement())
     if at_start and fmt.block.bare_start:
         bare = Dfa.literal(fmt.block.bare_start)
-        if fmt.block.bare_named and names is not False:  # a call only where it names a tool
-            head = fmt.codec.call_head(fmt)
-            assert head is not None and names is not True  # checked by FormatSpec
-            bare = head_dfa(head, names)
+        if named is not None and fmt.block.bare_named:  # a call only where it names a tool
+            bare = named
         dfa = dfa.intersect(bare.concat(anything).complement())
     # what the text may not start with, after whitespace
     starts = [_lead(h.open) for h in fmt.habits] if words else []
     if at_start and fmt.reasoning.start:
         starts.append(fmt.reasoning.start)
     if starts or words:
-        ws = Dfa.literals(list(_WS_SET)).star()
+        ws = _ws_star()
         for t in starts:
             dfa = dfa.intersect(ws.concat(Dfa.literal(t)).concat(anything).complement())
         if words:

@@ -64,7 +64,7 @@ from toolmask.grammar import (
 )
 from toolmask.schema import json_ws
 from toolmask.tools._choice import ToolChoice
-from toolmask.tools._fences import prose_rules, quoted_names
+from toolmask.tools._fences import Names, prose_rules, quoted_names
 from toolmask.tools._options import TurnOptions
 from toolmask.tools._parts import limits_of, parts_of, schema_grammar
 from toolmask.tools._slots import (
@@ -642,8 +642,9 @@ def _assemble(
             call_refs.append(refs)
             part_rules += rules
     # a fence is prose unless it names a tool of the turn: any of them (_fences)
-    named = fmt.prose_openers or fmt.block.bare_named
-    names = quoted_names(t.name for t in tools) if mode == "auto" and named else False
+    names: Names = False
+    if mode == "auto" and (fmt.prose_openers or fmt.block.bare_named):
+        names = quoted_names(t.name for t in tools)
     envelope = _envelope(fmt, kit, mode, call_refs, head, options, names)
     if len(envelope) > limits.max_rules:
         raise LimitError(
@@ -660,7 +661,7 @@ def _envelope(
     call_refs: list[list[Node]],
     head: Node | None,
     options: TurnOptions,
-    names: frozenset[str] | bool | None = False,
+    names: Names = False,
 ) -> tuple[Rule, ...]:
     """Everything but the parts: prose, reasoning, blocks, and the choice of a call
     (``call_refs``: the callable tools' call nodes in each variant of the format; ``names``:

@@ -44,6 +44,7 @@ __all__ = [
     "regex_calls",
     "schema_types",
     "skip_ws",
+    "string_end",
 ]
 
 WS = " \t\r\n"
@@ -129,16 +130,23 @@ def json_end(text: str, i: int) -> int | None:
         c = m.group()
         j = m.end()
         if c == '"':
-            s = _STRING_REST.match(text, j)
-            if s is None:
+            end = string_end(text, j - 1)
+            if end is None:
                 return None
-            j = s.end()
+            j = end
         elif c in "{[":
             depth += 1
         else:
             depth -= 1
             if depth == 0:
                 return j
+
+
+def string_end(text: str, i: int) -> int | None:
+    """End (exclusive, after the closing quote) of the JSON string whose opening quote is at
+    ``text[i]``, or None when the text ends first. Reads escapes; does not validate them."""
+    m = _STRING_REST.match(text, i + 1)
+    return None if m is None else m.end()
 
 
 def _reject_constant(name: str) -> object:
