@@ -24,7 +24,7 @@ import toolmask as tm
 from toolmask.grammar import Grammar, Rule, RuleRef, choice, lit, repeat, seq
 from toolmask.tools import FORMATS, LazyTurnGrammar, Tool, ToolTurn, get_format
 from toolmask.tools._grammar import build_name_filter, name_slots
-from toolmask.tools._slots import SLOT_NAME, names_trie, split_slot
+from toolmask.tools._slots import SLOT_NAME, names_choice, split_slot
 
 from .completions import render
 from .test_parts import _walk
@@ -37,9 +37,12 @@ def _byte_grammar(node: tm.grammar.Node) -> tm.CompiledGrammar:
     return tm.GrammarCompiler().compile(Grammar((Rule("root", node),)))
 
 
-def test_the_trie_of_names_is_the_choice_of_the_names() -> None:
-    names = ["get", "get_x", "get_xy", "gel", "a", "ab", "b-c", "zz9"]
-    trie = _byte_grammar(names_trie(names))
+@pytest.mark.parametrize("count", [3, 8, 60])
+def test_the_choice_of_names_accepts_exactly_the_names(count: int) -> None:
+    # 8 and more: both automaton builders read the choice as its trie
+    base = ["get", "get_x", "get_xy", "gel", "a", "ab", "b-c", "zz9"]
+    names = (base + [f"get_x{i}" for i in range(count)])[:count]
+    trie = _byte_grammar(names_choice(reversed(names)))
     flat = _byte_grammar(choice(*(lit(n) for n in names)))
     texts = {n[:i] + x for n in names for i in range(len(n) + 1) for x in ("", "_", "y", "x")}
     for text in sorted(texts):

@@ -227,6 +227,103 @@ static int64_t py_to_bound(PyObject *o) {
     return (int64_t)v;
 }
 
+/* A choice of at least LIT_TRIE_MIN literals (and nothing else) is read as its trie: common
+ * prefixes once, then a choice of what follows, a group of at most LIT_TRIE_GROUP literals below
+ * one prefix as a choice of their rests (the same language; the literals sorted and made
+ * unique). The automaton then holds one branch per distinct next byte instead of one per
+ * literal: a choice of hundreds of names or enum values costs O(branches) per step. The
+ * reference builder reads such a choice the same way (grammar.passes.literal_tries), so both
+ * backends build the same positions. */
+#define LIT_TRIE_MIN 8
+#define LIT_TRIE_GROUP 4
+
+typedef struct {
+    const uint8_t *p;
+    int32_t len;
+} LitRef;
+
+static int lit_cmp(const void *a, const void *b) {
+    const LitRef *x = a, *y = b;
+    int32_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->p, y->p, (size_t)n) : 0;
+    if (c) return c;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+static int32_t lit_bytes(IR *ir, const uint8_t *p, int32_t len) {
+    Node n;
+    memset(&n, 0, sizeof(n));
+    n.kind = K_BYTES;
+    n.b = len;
+    return ir_intern(ir, n, NULL, p, NULL);
+}
+
+static int32_t lit_group(IR *ir, uint8_t kind, const int32_t *kids, int32_t k) {
+    Node n;
+    memset(&n, 0, sizeof(n));
+    n.kind = kind;
+    n.b = k;
+    return ir_intern(ir, n, kids, NULL, NULL);
+}
+
+/* the trie of lits[lo, hi) past their first depth bytes (sorted, distinct, hi - lo >= 1) */
+static int32_t lit_trie(IR *ir, const LitRef *lits, int32_t lo, int32_t hi, int32_t depth) {
+    const LitRef *first = &lits[lo], *last = &lits[hi - 1];
+    if (hi - lo == 1) return lit_bytes(ir, first->p + depth, first->len - depth);
+    int32_t k = depth, m = first->len < last->len ? first->len : last->len;
+    while (k < m && first->p[k] == last->p[k]) k++;
+    int32_t alts[257], na = 0, node;
+    if (hi - lo <= LIT_TRIE_GROUP) {
+        for (int32_t i = lo; i < hi; i++) alts[na++] = lit_bytes(ir, lits[i].p + k, lits[i].len - k);
+    } else {
+        int32_t i = lo;
+        if (first->len == k) { /* a literal ends here (sorted: the shortest comes first) */
+            alts[na++] = lit_bytes(ir, first->p, 0);
+            i++;
+        }
+        while (i < hi) {
+            int32_t j = i + 1;
+            while (j < hi && lits[j].p[k] == lits[i].p[k]) j++;
+            alts[na++] = lit_trie(ir, lits, i, j, k);
+            i = j;
+        }
+    }
+    node = lit_group(ir, K_CHOICE, alts, na);
+    if (k == depth) return node;
+    int32_t pair[2] = {lit_bytes(ir, first->p + depth, k - depth), node};
+    return lit_group(ir, K_SEQ, pair, 2);
+}
+
+/* kids[0, n) read as a choice: its trie when they are at least LIT_TRIE_MIN literals, else -1 */
+static int32_t ir_literal_choice(IR *ir, const int32_t *kids, int32_t n) {
+    if (n < LIT_TRIE_MIN) return -1;
+    int64_t total = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const Node *o = &ir->nodes.a[kids[i]];
+        if (o->kind != K_BYTES) return -1;
+        total += o->b;
+    }
+    /* the literals copied out of the pool: interning the trie's nodes may move it */
+    uint8_t *buf = tm_xmalloc((size_t)total);
+    LitRef *lits = tm_xmalloc((size_t)n * sizeof(LitRef));
+    int64_t at = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const Node *o = &ir->nodes.a[kids[i]];
+        memcpy(buf + at, ir->bpool.a + o->a, (size_t)o->b);
+        lits[i].p = buf + at;
+        lits[i].len = o->b;
+        at += o->b;
+    }
+    qsort(lits, (size_t)n, sizeof(LitRef), lit_cmp);
+    int32_t u = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (u == 0 || lit_cmp(&lits[u - 1], &lits[i]) != 0) lits[u++] = lits[i];
+    int32_t id = lit_trie(ir, lits, 0, u, 0);
+    free(lits);
+    free(buf);
+    return id;
+}
+
 typedef struct {
     PyObject *obj;   /* borrowed: kept alive by its parent (or the grammar) */
     PyObject *items; /* new reference for SEQ/CHOICE, else NULL */
@@ -404,7 +501,8 @@ static int32_t flat_tree(IR *ir, FlatCtx *cx, PyObject *root) {
                 id = ir_intern(ir, n, NULL, NULL, NULL);
             } else {
                 n.b = f->n;
-                id = ir_intern(ir, n, kids, NULL, NULL);
+                id = f->kind == K_CHOICE ? ir_literal_choice(ir, kids, f->n) : -1;
+                if (id < 0) id = ir_intern(ir, n, kids, NULL, NULL);
             }
             imap_put(&cx->memo, (uint64_t)(uintptr_t)f->obj, id);
             cx->kidstack.n = f->kbase;

@@ -7,6 +7,7 @@ from toolmask.automaton._dfa import LazyDFA
 from toolmask.automaton._nfa import LazyNFA
 from toolmask.automaton._runtime import PythonAutomaton
 from toolmask.grammar import Grammar
+from toolmask.grammar.passes import literal_tries
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["build_automaton"]
@@ -23,7 +24,9 @@ def build_automaton(grammar: Grammar, *, limits: Limits = DEFAULT_LIMITS) -> Pyt
 
     Small non-recursive rules and rules referenced once are inlined into their callers, groups
     of rules that reference each other only in tail position become one regular DFA, and the
-    remaining references become call edges (tail calls push nothing).
+    remaining references become call edges (tail calls push nothing). A choice of many
+    literals is read as its trie (:func:`~toolmask.grammar.passes.literal_tries`), as the
+    compiled kernel reads it.
 
     Raises GrammarError on left recursion (the message names the cycle) and LimitError when
     ``limits`` caps rules, unrolled repetitions or compile time, or when building the initial
@@ -33,7 +36,7 @@ def build_automaton(grammar: Grammar, *, limits: Limits = DEFAULT_LIMITS) -> Pyt
     Cost: O(size of the reachable grammar) with a small constant, plus O(size of the cyclic
     components); the rest is paid per position on first use (see ``PythonAutomaton``).
     """
-    analysis = Analysis(grammar, limits)
+    analysis = Analysis(literal_tries(grammar), limits)
     automaton = PythonAutomaton(LazyDFA(LazyNFA(analysis, limits), limits), limits)
     analysis.deadline.check()
     return automaton

@@ -287,15 +287,19 @@ class Grammar:
             _check_refs(r, by_name, seen)
         object.__setattr__(self, "_by_name", by_name)
 
-    def with_rule(self, name: str, body: Node) -> Grammar:
+    def with_rule(self, name: str, body: Node, *, refs: bool = True) -> Grammar:
         """This grammar with the body of its rule ``name`` replaced by ``body``: the same
         invariants, checked on ``body`` alone (the other rules were checked when this grammar
         was made), so the cost is O(rules) to copy the tuple plus O(nodes of ``body``): a
-        tool turn's name filter changes its choice of names this way (``NameSlots``)."""
+        tool turn's name filter changes its choice of names this way (``NameSlots``).
+        ``refs=False``: the caller made ``body`` without rule references (a trie of names),
+        so it is not walked for them (the kernel still refuses an undefined rule when the
+        grammar is compiled)."""
         if name not in self._by_name:
             raise GrammarError(f"rule {name!r} is not defined")
         rule = Rule(name, body)
-        _check_refs(rule, self._by_name, set())
+        if refs:
+            _check_refs(rule, self._by_name, set())
         g = object.__new__(Grammar)
         object.__setattr__(g, "rules", tuple(rule if r.name == name else r for r in self.rules))
         object.__setattr__(g, "start", self.start)

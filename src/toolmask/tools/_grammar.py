@@ -74,7 +74,7 @@ from toolmask.tools._slots import (
     NameSlots,
     fill_slot,
     mentions,
-    names_trie,
+    names_choice,
     split_slot,
 )
 from toolmask.tools._spec import Tool
@@ -429,7 +429,7 @@ def build_name_filter(
     if fits:
         shell = slots.shells.get(key)
         if shell is not None:  # the same filter but for the choice of names
-            return shell.with_rule(NAMES_RULE, names_trie(t.name for t in chosen))
+            return shell.with_rule(NAMES_RULE, names_choice(t.name for t in chosen), refs=False)
     grammar = _assemble(
         tools,
         fmt,
@@ -459,7 +459,7 @@ def _slotted_calls(slots: NameSlots) -> _Calls:
         nodes, _ = _named_calls(rest, kit, fmt, k)
         if inside:
             if k == 0:
-                kit.add(NAMES_RULE, names_trie(inside))
+                kit.add(NAMES_RULE, names_choice(inside))
             nodes.insert(0, kit.add(f"tm_slot_{k}", slots.templates[k]))
         return nodes, []
 

@@ -17,13 +17,11 @@ bytes stand in the template's literals.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolmask.grammar import (
-    EMPTY,
     Bytes,
     Choice,
     Grammar,
@@ -46,7 +44,7 @@ __all__ = [
     "NameSlots",
     "fill_slot",
     "mentions",
-    "names_trie",
+    "names_choice",
     "split_slot",
 ]
 
@@ -131,37 +129,17 @@ def mentions(nodes: Iterable[Node]) -> bool:
     return False
 
 
-def names_trie(names: Iterable[str]) -> Node:
-    """The choice of ``names`` written as a trie: common prefixes once, then a choice of what
-    follows (the same language as a choice of the literals). The automaton's positions in it
-    hold one branch per distinct next byte, not one per name, so a name filter's first steps
-    into the names cost O(branches), not O(names). O(total bytes of the names), sorted once;
-    its nodes are made directly (each literal and choice is already what the smart
-    constructors would keep)."""
+def names_choice(names: Iterable[str]) -> Node:
+    """The choice of ``names`` as literals, sorted and unique: both automaton builders read a
+    choice of many literals as its trie (:func:`~toolmask.grammar.passes.literal_tries`), so
+    the automaton's positions in it hold one branch per distinct next byte, not one per name,
+    and a name filter's first steps into the names cost O(branches). Making it costs a sort
+    and one literal per name; it holds no rule reference (:meth:`Grammar.with_rule` may skip
+    that check)."""
     items = sorted({n.encode() for n in names})
-
-    def build(lo: int, hi: int, depth: int) -> Node:
-        first = items[lo]
-        if hi - lo == 1:
-            return Bytes(first[depth:])
-        last = items[hi - 1]
-        k, n = depth, min(len(first), len(last))
-        while k < n and first[k] == last[k]:
-            k += 1
-        alts: list[Node] = []
-        i = lo
-        if len(first) == k:  # a name ends here (sorted: the shortest comes first)
-            alts.append(EMPTY)
-            i += 1
-        while i < hi:
-            b = items[i][k]
-            j = hi if b == 255 else bisect_left(items, items[i][:k] + bytes((b + 1,)), i + 1, hi)
-            alts.append(build(i, j, k))
-            i = j
-        node = Choice(tuple(alts))
-        return node if k == depth else Seq((Bytes(first[depth:k]), node))
-
-    return build(0, len(items), 0) if items else make_choice()
+    if len(items) == 1:
+        return Bytes(items[0])
+    return Choice(tuple(map(Bytes, items)))
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 * :func:`remove_dead_rules` (``dead_rules``) drops rules unreachable from the start rule,
 * :func:`inline_rules` (``inline``) inlines non-recursive rules referenced exactly once,
 * :func:`fuse` (``fuse``) flattens and fuses nodes locally,
-* :func:`utf8_classes` (``utf8_classes``) canonicalises UTF-8 encoded code-point classes.
+* :func:`utf8_classes` (``utf8_classes``) canonicalises UTF-8 encoded code-point classes,
+* :func:`literal_tries` (``literal_trie``) reads a choice of many literals as its trie (what both
+  automaton builders do; not part of :func:`simplify`).
 
 The fixpoint over rules the passes share (``_walk``: :func:`node_prop` / :func:`rules_fixpoint`
 with :data:`NULLABLE` and :data:`PRODUCTIVE`, :func:`nullable_rules`) is public too: the
@@ -23,13 +25,23 @@ from toolmask.grammar.passes._walk import (
 from toolmask.grammar.passes.dead_rules import remove_dead_rules
 from toolmask.grammar.passes.fuse import fuse
 from toolmask.grammar.passes.inline import inline_rules
+from toolmask.grammar.passes.literal_trie import (
+    LITERAL_TRIE_GROUP,
+    LITERAL_TRIE_MIN,
+    literal_trie,
+    literal_tries,
+)
 from toolmask.grammar.passes.utf8_classes import utf8_classes
 
 __all__ = [
+    "LITERAL_TRIE_GROUP",
+    "LITERAL_TRIE_MIN",
     "NULLABLE",
     "PRODUCTIVE",
     "fuse",
     "inline_rules",
+    "literal_trie",
+    "literal_tries",
     "node_prop",
     "nullable_rules",
     "remove_dead_rules",
