@@ -27,6 +27,7 @@ from toolmask.grammar._ir import (
     seq,
 )
 from toolmask.grammar.passes import (
+    LITERAL_TRIE_DEPTH,
     LITERAL_TRIE_GROUP,
     LITERAL_TRIE_MIN,
     literal_trie,
@@ -141,3 +142,18 @@ def test_both_builders_make_the_same_positions() -> None:
         r, n = ref.advance_bytes(ref.initial, t), nat.advance_bytes(nat.initial, t)
         assert (r is None) == (n is None) and r is not None and n is not None
         assert ref.is_accepting(r) == nat.is_accepting(n)
+
+
+def test_a_chain_of_prefixes_nests_no_deeper_than_the_cap() -> None:
+    # each literal a prefix of the next: one branch point per literal, past the cap a choice
+    words = [b"x" * i for i in range(1, 3 * LITERAL_TRIE_DEPTH)]
+    trie = literal_trie(words)
+    depth, node = 0, trie
+    while isinstance(node, (Seq, Choice)):
+        depth += 1
+        node = node.items[-1]
+    assert depth <= 2 * LITERAL_TRIE_DEPTH + 2
+    a = build_automaton(single(seq(Choice(tuple(map(Bytes, words))), lit("!"))))
+    for i in range(3 * LITERAL_TRIE_DEPTH + 2):
+        s = a.advance_bytes(a.initial, b"x" * i + b"!")
+        assert (s is not None and a.is_accepting(s)) == (1 <= i < 3 * LITERAL_TRIE_DEPTH), i

@@ -236,6 +236,9 @@ static int64_t py_to_bound(PyObject *o) {
  * backends build the same positions. */
 #define LIT_TRIE_MIN 8
 #define LIT_TRIE_GROUP 4
+/* branch points nested at most this deep (below, the rests are one choice): the IR stays shallow
+ * for every reader that recurses on it */
+#define LIT_TRIE_DEPTH 48
 
 typedef struct {
     const uint8_t *p;
@@ -266,15 +269,20 @@ static int32_t lit_group(IR *ir, uint8_t kind, const int32_t *kids, int32_t k) {
     return ir_intern(ir, n, kids, NULL, NULL);
 }
 
-/* the trie of lits[lo, hi) past their first depth bytes (sorted, distinct, hi - lo >= 1) */
-static int32_t lit_trie(IR *ir, const LitRef *lits, int32_t lo, int32_t hi, int32_t depth) {
+/* the trie of lits[lo, hi) past their first depth bytes (sorted, distinct, hi - lo >= 1), level
+ * branch points deep */
+static int32_t lit_trie(IR *ir, const LitRef *lits, int32_t lo, int32_t hi, int32_t depth,
+                        int32_t level) {
     const LitRef *first = &lits[lo], *last = &lits[hi - 1];
     if (hi - lo == 1) return lit_bytes(ir, first->p + depth, first->len - depth);
     int32_t k = depth, m = first->len < last->len ? first->len : last->len;
     while (k < m && first->p[k] == last->p[k]) k++;
     int32_t alts[257], na = 0, node;
-    if (hi - lo <= LIT_TRIE_GROUP) {
-        for (int32_t i = lo; i < hi; i++) alts[na++] = lit_bytes(ir, lits[i].p + k, lits[i].len - k);
+    if (hi - lo <= LIT_TRIE_GROUP || level >= LIT_TRIE_DEPTH) { /* the rests, one choice */
+        int32_t *rests = hi - lo <= 257 ? alts : tm_xmalloc((size_t)(hi - lo) * sizeof(int32_t));
+        for (int32_t i = lo; i < hi; i++) rests[na++] = lit_bytes(ir, lits[i].p + k, lits[i].len - k);
+        node = lit_group(ir, K_CHOICE, rests, na);
+        if (rests != alts) free(rests);
     } else {
         int32_t i = lo;
         if (first->len == k) { /* a literal ends here (sorted: the shortest comes first) */
@@ -284,11 +292,11 @@ static int32_t lit_trie(IR *ir, const LitRef *lits, int32_t lo, int32_t hi, int3
         while (i < hi) {
             int32_t j = i + 1;
             while (j < hi && lits[j].p[k] == lits[i].p[k]) j++;
-            alts[na++] = lit_trie(ir, lits, i, j, k);
+            alts[na++] = lit_trie(ir, lits, i, j, k, level + 1);
             i = j;
         }
+        node = lit_group(ir, K_CHOICE, alts, na);
     }
-    node = lit_group(ir, K_CHOICE, alts, na);
     if (k == depth) return node;
     int32_t pair[2] = {lit_bytes(ir, first->p + depth, k - depth), node};
     return lit_group(ir, K_SEQ, pair, 2);
@@ -318,7 +326,7 @@ static int32_t ir_literal_choice(IR *ir, const int32_t *kids, int32_t n) {
     int32_t u = 0;
     for (int32_t i = 0; i < n; i++)
         if (u == 0 || lit_cmp(&lits[u - 1], &lits[i]) != 0) lits[u++] = lits[i];
-    int32_t id = lit_trie(ir, lits, 0, u, 0);
+    int32_t id = lit_trie(ir, lits, 0, u, 0, 0);
     free(lits);
     free(buf);
     return id;

@@ -26,6 +26,7 @@ from toolmask.grammar.passes.dead_rules import remove_dead_rules
 from toolmask.grammar.passes.fuse import fuse
 from toolmask.grammar.passes.inline import inline_rules
 from toolmask.grammar.passes.literal_trie import (
+    LITERAL_TRIE_DEPTH,
     LITERAL_TRIE_GROUP,
     LITERAL_TRIE_MIN,
     literal_trie,
@@ -34,6 +35,7 @@ from toolmask.grammar.passes.literal_trie import (
 from toolmask.grammar.passes.utf8_classes import utf8_classes
 
 __all__ = [
+    "LITERAL_TRIE_DEPTH",
     "LITERAL_TRIE_GROUP",
     "LITERAL_TRIE_MIN",
     "NULLABLE",

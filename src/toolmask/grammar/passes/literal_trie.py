@@ -16,21 +16,31 @@ from collections.abc import Iterable
 
 from toolmask.grammar._ir import EMPTY, Bytes, Choice, Grammar, Node, Repeat, Rule, Seq
 
-__all__ = ["LITERAL_TRIE_GROUP", "LITERAL_TRIE_MIN", "literal_trie", "literal_tries"]
+__all__ = [
+    "LITERAL_TRIE_DEPTH",
+    "LITERAL_TRIE_GROUP",
+    "LITERAL_TRIE_MIN",
+    "literal_trie",
+    "literal_tries",
+]
 
 #: the fewest literal alternatives a choice needs to be read as its trie
 LITERAL_TRIE_MIN = 8
 #: at most this many literals below a common prefix stay a choice of their rests
 LITERAL_TRIE_GROUP = 4
+#: branch points nested at most this deep; below, the rests are one choice (the same
+#: language): the IR stays shallow for every reader that recurses on it
+LITERAL_TRIE_DEPTH = 48
 
 
 def literal_trie(values: Iterable[bytes]) -> Node:
     """The trie of ``values`` (sorted and made unique; see the module docstring): a
     :class:`Bytes` for one value, :class:`Choice` / :class:`Seq` nodes made directly (no
-    smart constructor merges them), the empty choice for none. O(total bytes)."""
+    smart constructor merges them), the empty choice for none. O(total bytes); recursion at
+    most :data:`LITERAL_TRIE_DEPTH` deep."""
     items = sorted(set(values))
 
-    def build(lo: int, hi: int, depth: int) -> Node:
+    def build(lo: int, hi: int, depth: int, level: int) -> Node:
         first = items[lo]
         if hi - lo == 1:
             return Bytes(first[depth:])
@@ -39,7 +49,7 @@ def literal_trie(values: Iterable[bytes]) -> Node:
         while k < n and first[k] == last[k]:
             k += 1
         alts: list[Node] = []
-        if hi - lo <= LITERAL_TRIE_GROUP:
+        if hi - lo <= LITERAL_TRIE_GROUP or level >= LITERAL_TRIE_DEPTH:
             alts = [Bytes(items[i][k:]) for i in range(lo, hi)]
         else:
             i = lo
@@ -51,12 +61,12 @@ def literal_trie(values: Iterable[bytes]) -> Node:
                 j = i + 1
                 while j < hi and items[j][k] == b:
                     j += 1
-                alts.append(build(i, j, k))
+                alts.append(build(i, j, k, level + 1))
                 i = j
         node = Choice(tuple(alts))
         return node if k == depth else Seq((Bytes(first[depth:k]), node))
 
-    return build(0, len(items), 0) if items else Choice(())
+    return build(0, len(items), 0, 0) if items else Choice(())
 
 
 def _literals(items: tuple[Node, ...]) -> bool:
