@@ -277,9 +277,9 @@ static int32_t lit_trie(IR *ir, const LitRef *lits, int32_t lo, int32_t hi, int3
     if (hi - lo == 1) return lit_bytes(ir, first->p + depth, first->len - depth);
     int32_t k = depth, m = first->len < last->len ? first->len : last->len;
     while (k < m && first->p[k] == last->p[k]) k++;
-    int32_t alts[257], na = 0, node;
+    int32_t alts[257] = {0}, na = 0, node; /* zeroed: gcc cannot see that na > 0 */
     if (hi - lo <= LIT_TRIE_GROUP || level >= LIT_TRIE_DEPTH) { /* the rests, one choice */
-        int32_t *rests = hi - lo <= 257 ? alts : tm_xmalloc((size_t)(hi - lo) * sizeof(int32_t));
+        int32_t *rests = hi - lo <= 257 ? alts : tm_xcalloc((size_t)(hi - lo), sizeof(int32_t));
         for (int32_t i = lo; i < hi; i++) rests[na++] = lit_bytes(ir, lits[i].p + k, lits[i].len - k);
         node = lit_group(ir, K_CHOICE, rests, na);
         if (rests != alts) free(rests);
