@@ -17,7 +17,7 @@ vocabulary from ``quicktok-v1`` as in ``bench/masks.py``, the native backend):
 * **warm new subset** (ms): tools seen before, a new ``allowed_tools`` subset of N/10 tools
   (random, seeded): ``turn.with_tool_choice`` (what an agent policy does), ``compile`` (the
   turn over every tool is cached; the subset's name filter is built and compiled), a matcher,
-  and the first mask at the name position (median of 5 new subsets);
+  and the first mask at the name position (median of 20 new subsets);
 * **switch** (ms): back and forth between two subsets seen before: ``with_tool_choice``,
   ``compile`` (cache hits), a matcher and the mask at the name position (median of 20);
   **switch, new turn**: the same from a new ``ToolTurn`` over the tool list (what a server
@@ -30,7 +30,7 @@ vocabulary from ``quicktok-v1`` as in ``bench/masks.py``, the native backend):
   (:func:`server_path`): the request body read (with the server's tool lists), its plan from a
   ``PlanCache`` (its own compiler), the tool prompt, a matcher and the first mask at the name
   position; **new subset**: a request whose ``allowed_tools`` the server has not seen (the
-  tools have: median of 5), **subset seen**: one it has (median of 20); the first request,
+  tools have: median of 20), **subset seen**: one it has (median of 20); the first request,
   which compiles the tools, is in the JSON (``server_first_ms``); **vLLM spec, new subset**:
   the same request handed over already parsed, as the vLLM processors get a turn spec (a new
   dict each request), read with the same tool lists and planned (median of 5; no prompt or
@@ -199,7 +199,7 @@ def worker(specs: list[dict[str, Any]], seed: int, eager: bool) -> dict[str, Any
         def choice(sub: list[str]) -> dict[str, Any]:
             return {"type": "allowed_tools", "mode": "required", "tools": sub}
 
-        subsets = [rng.sample(names, k) for _ in range(7)]
+        subsets = [rng.sample(names, k) for _ in range(22)]
         t0 = time.perf_counter()
         c = turn.with_tool_choice(choice(subsets[0])).compile(vocab)
         sm = at_name(c)
@@ -211,7 +211,7 @@ def worker(specs: list[dict[str, Any]], seed: int, eager: bool) -> dict[str, Any
         out["subset_name_mask_warm_ms"] = _ms(t0)
         news: list[float] = []
         news_cpu: list[float] = []
-        for sub in subsets[1:6]:
+        for sub in subsets[1:21]:
             t0, c0 = time.perf_counter(), time.process_time()
             at_name(turn.with_tool_choice(choice(sub)).compile(vocab)).fill_bitmask(bm)
             news.append(_ms(t0))
@@ -291,7 +291,7 @@ def server_path(
         return _ms(t0)
 
     out: dict[str, Any] = {"server_first_ms": request(body(subsets[0]))}
-    out["server_new_subset_ms"] = statistics.median(request(body(s)) for s in subsets[1:6])
+    out["server_new_subset_ms"] = statistics.median(request(body(s)) for s in subsets[1:21])
     out["server_new_subset_cpu_ms"] = statistics.median(cpu[1:])
     seen = [body(subsets[i % 2]) for i in range(20)]
     out["server_seen_subset_ms"] = statistics.median(request(raw) for raw in seen)

@@ -292,7 +292,7 @@ class Grammar:
         invariants, checked on ``body`` alone (the other rules were checked when this grammar
         was made), so the cost is O(rules) to copy the tuple plus O(nodes of ``body``): a
         tool turn's name filter changes its choice of names this way (``NameSlots``).
-        ``refs=False``: the caller made ``body`` without rule references (a trie of names),
+        ``refs=False``: the caller made ``body`` without rule references (a choice of names),
         so it is not walked for them (the kernel still refuses an undefined rule when the
         grammar is compiled)."""
         if name not in self._by_name:
