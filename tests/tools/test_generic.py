@@ -61,6 +61,30 @@ def _chat(call: str, between: str = "", before: str = "", after: str = "") -> st
     )
 
 
+def _thinking(call: str, between: str, history: str) -> str:
+    """ChatML whose generation prompt opens a ``<reason>`` channel (the reply starts inside
+    it); the history writes the last assistant turn's reasoning ``always`` (an empty channel
+    where there is none), only where the message ``has`` it, or ``never`` (its text cut at
+    ``</reason>``, as DeepSeek R1's template does)."""
+    channel = "'<reason>\\n' + (m.reasoning_content or '') + '\\n</reason>\\n\\n'"
+    shown = {
+        "always": "{% if loop.last %}{{ " + channel + " }}{% endif %}",
+        "has": "{% if m.reasoning_content %}{{ " + channel + " }}{% endif %}",
+        "never": "",
+    }[history]
+    text = _chat(call, between)
+    for old, new in (
+        ("{% if m.reasoning_content %}{{ '<reason>' + m.reasoning_content + '</reason>\\n' }}"
+         "{% endif %}", shown),
+        ("{{ m.content }}", "{{ (m.content or '').split('</reason>')[-1] }}"),
+        ("'<|im_start|>assistant\\n' }}{% endif %}",
+         "'<|im_start|>assistant\\n<reason>\\n' }}{% endif %}"),
+    ):  # fmt: skip
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
 _OBJECT = (
     '\'{"name": "\' + c.function.name + \'", "arguments": \' + (c.function.arguments | tojson)'
     " + '}'"
@@ -189,6 +213,19 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         ),
         "JsonCalls",
     ),
+    # a reasoning channel the generation prompt opens: the reply starts inside it
+    "reasoning opened by the prompt": (
+        _thinking("{{ '<<call>>' + " + _OBJECT + " + '<</call>>' }}", "\n", "always"),
+        "JsonCalls",
+    ),
+    "reasoning opened by the prompt, shown where given": (
+        _thinking("{{ '<<py>>' }}" + _PY + "{{ '<</py>>' }}", "\n", "has"),
+        "PythonCalls",
+    ),
+    "reasoning opened by the prompt, dropped from the history": (
+        _thinking("{{ '<<call>>' + " + _OBJECT + " + '<</call>>' }}", "\n", "never"),
+        "JsonCalls",
+    ),
 }
 
 
@@ -206,6 +243,14 @@ def _takes(turn: ToolTurn, text: str) -> bool:
 
 
 def _open(fmt: str, case: ProbeCase) -> bool:
+    """Whether the reasoning channel is open where the case's text starts: as the first of
+    the prompts it may continue leaves it that reads the calls back (a template that drops
+    reasoning from the history renders the turn after the assistant header alone)."""
+    for prompt in case.prompts:
+        is_open = FORMATS[fmt].prompt_opens_reasoning(prompt)
+        got = parse_turn(case.text, FORMATS[fmt], reasoning_open=is_open)
+        if [(c.name, c.arguments) for c in got.calls] == list(case.calls):
+            return is_open
     return FORMATS[fmt].prompt_opens_reasoning(case.prompts[0])
 
 
@@ -268,7 +313,7 @@ def test_the_generic_format_takes_and_reads_the_rendered_calls(name: str) -> Non
         again = parse_turn(rendered, FORMATS[fmt], id_factory=sequential_call_id)
         assert _named(again) == _named(got), rendered
         if not case.reasoning:
-            assert rendered == _with_render_ids(guess, case), rendered
+            assert rendered == _with_render_ids(guess, case, is_open), rendered
             for mode in ("required", "auto"):
                 assert _takes(ToolTurn(_tools(), fmt, mode), rendered), rendered
 
@@ -277,10 +322,14 @@ def _named(turn: tm.tools.ParsedTurn) -> list[tuple[str, dict[str, Any]]]:
     return [(c.name, c.arguments) for c in turn.calls]
 
 
-def _with_render_ids(guess: FormatGuess, case: ProbeCase) -> str:
-    """The case's text with the ids the probe gave its calls replaced by the renderer's."""
+def _with_render_ids(guess: FormatGuess, case: ProbeCase, is_open: bool = False) -> str:
+    """The case's text with the ids the probe gave its calls replaced by the renderer's, and
+    without the empty reasoning channel it starts with where the prompt opened one."""
     assert guess.probe is not None
     text = case.text
+    end = FORMATS[guess.name].reasoning.end
+    if is_open and text.lstrip().startswith(end):
+        text = text.lstrip()[len(end) :].lstrip()
     for i, (name, _) in enumerate(case.calls):
         text = text.replace(json.dumps(probe_call_id(guess.probe.variant, name, i)), f'"call_{i}"')
     return text
@@ -390,3 +439,48 @@ def test_escape_in_string_writes_what_json_dumps_writes() -> None:
         raw = tm.compile(quoted).matcher()
         taken = raw.accept_bytes(text.encode("utf-8")) and raw.is_accepting()
         assert taken == (inner == text), text
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in sorted(TEMPLATES) if n.startswith("reasoning opened by the prompt")]
+)
+def test_a_reasoning_channel_the_generation_prompt_opens(name: str) -> None:
+    # the prompt ends with <reason>: the reply starts inside the channel, closes it, then
+    # calls or answers; the channel's close is the marker after the reasoning text (or, where
+    # the history drops reasoning, the paired close tag the template's own text cuts at)
+    guess = _guess(name)
+    fmt = FORMATS[guess.name]
+    assert guess.probe is not None
+    assert (fmt.reasoning.start, fmt.reasoning.end) == ("<reason>", "</reason>")
+    assert fmt.prompt_opens_reasoning(guess.probe.prompt)
+    call = fmt.render_calls([("get_weather", {"city": "Paris", "days": 3})])
+    thought = "I should look it up.\n</reason>\n\n"
+    prose = thought + "It will be sunny, I think."
+    for mode, texts in (("required", [thought + call]), ("auto", [thought + call, prose])):
+        turn = ToolTurn(_tools(), fmt.name, mode, reasoning_open=True)
+        for text in texts:
+            assert _takes(turn, text), (mode, text)
+        # the channel must be closed before a call: a call inside it is reasoning text
+        assert not _takes(turn, call), (mode, call)
+    got = parse_turn(thought + call, fmt, reasoning_open=True, id_factory=sequential_call_id)
+    assert _named(got) == [("get_weather", {"city": "Paris", "days": 3})]
+    assert (got.reasoning, got.content.strip()) == ("I should look it up.", "")
+    assert _streamed(guess.name, thought + call, True, 3) == got
+    # prose is not a call: it stays the content, the reasoning read apart
+    said = parse_turn(prose, fmt, reasoning_open=True, id_factory=sequential_call_id)
+    assert (said.calls, said.content.strip()) == ((), "It will be sunny, I think.")
+    assert said.reasoning == "I should look it up."
+    # a prompt that leaves the channel closed (the history's assistant header) reads the
+    # call with no reasoning
+    header = ToolTurn(_tools(), fmt.name, "required", reasoning_open=False)
+    assert _takes(header, call)
+
+
+def test_a_prompt_opener_without_a_close_in_sight_derives_no_channel() -> None:
+    # the history drops reasoning and the template never writes the close tag: nothing shows
+    # where the channel ends, so the derived format has no reasoning channel
+    text = TEMPLATES["reasoning opened by the prompt, dropped from the history"][0]
+    text = text.replace("(m.content or '').split('</reason>')[-1]", "m.content")
+    assert "</reason>" not in text
+    fmt = FORMATS[detect_format(text).name]
+    assert is_generic(fmt.name) and (fmt.reasoning.start, fmt.reasoning.end) == ("", "")

@@ -26,7 +26,12 @@ template's output, and proves each the same way a family format is proven. The d
    :class:`~toolmask.tools.formats._xml.InvokeParams`,
    :class:`~toolmask.tools.formats._xml.FunctionParams`), its markers the literal texts found,
    the reasoning channel's markers the texts around the probe's reasoning where the template
-   renders it. A call id the template writes is any JSON string in the grammar (the model
+   renders it. Where the generation prompt ends with a marker (``<think>\n``) and the
+   reasoning starts the reply, the prompt opens the channel: its opener is that marker, its
+   close the marker right after the reasoning text (a case may start with the channel empty,
+   ``\n</think>\n\n``, which is not part of the calls' texts); a template that drops reasoning
+   from the history shows no close, and the opener's paired tag (``</think>``) is taken only
+   where the template's own text holds it. A call id the template writes is any JSON string in the grammar (the model
    makes ids up; the renderer writes ``call_<i>``), ``"function"`` a literal. Its name is
    ``generic_`` and a digest of the data (the same rendering, the same name).
 
@@ -254,36 +259,98 @@ def _ids(probe: Probe, case: ProbeCase) -> list[str]:
 
 
 def _read(
-    notation: str, probe: Probe, case: ProbeCase
+    notation: str, probe: Probe, case: ProbeCase, skip: str = ""
 ) -> tuple[str, str | None, str, Spans] | None:
     """The texts before, between (the first two) and after the calls of ``case``, and the
-    calls' spans."""
+    calls' spans; ``skip``: the close of a reasoning channel the prompt opened, which a case
+    may start with (the channel left empty), not part of the calls' texts."""
     text = case.text
     spans = NOTATIONS[notation](text, case.calls, _ids(probe, case))
     if not spans:
         return None
+    start = 0
+    rest = text.lstrip(_WS)
+    if skip and rest.startswith(skip):
+        start = len(text) - len(rest) + len(skip)
+        if start > spans[0][0]:
+            return None
     between = text[spans[0][1] : spans[1][0]] if len(spans) > 1 else None
-    return text[: spans[0][0]], between, text[spans[-1][1] :], spans
+    return text[start : spans[0][0]], between, text[spans[-1][1] :], spans
 
 
-def _derive(notation: str, probe: Probe) -> tuple[Derived, Reasoning] | None:
+#: a marker a generation prompt may end with, opening the reasoning channel: a tag or a
+#: bracketed word (``<think>``, ``[THINK]``, ``<|begin_of_thought|>``)
+_MARKER = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
+
+
+def _opener(prompt: str) -> str:
+    """The marker the generation prompt ends with (whitespace aside), or ``""``."""
+    body = prompt.rstrip(_WS)
+    m = next((m for m in _MARKER.finditer(body) if m.end() == len(body)), None)
+    return m.group() if m is not None else ""
+
+
+def _closer(opener: str) -> str:
+    """The close tag that pairs with ``opener`` (``<think>``: ``</think>``; ``[THINK]``:
+    ``[/THINK]``), or ``""`` for a marker without that shape."""
+    if re.fullmatch(r"<[A-Za-z_][\w:.-]*>", opener):
+        return "</" + opener[1:]
+    if re.fullmatch(r"\[[A-Za-z_][\w:.-]*\]", opener):
+        return "[/" + opener[1:]
+    return ""
+
+
+def _prompt_channel(probe: Probe, one: ProbeCase, source: str) -> Reasoning | None:
+    """The reasoning channel the generation prompt opens, where it ends with a marker (see
+    :func:`_opener`): its close is the marker the ``reasoning`` case writes right after the
+    reasoning text, which starts the reply; without that case (the template drops reasoning
+    from the history), the opener's paired close tag where the template's own text holds it
+    (DeepSeek R1 cuts the history's reasoning at ``</think>``); None when the prompt opens no
+    channel this way."""
+    opener = _opener(probe.prompt)
+    if not opener:
+        return None
+    r = next((c for c in probe.cases if c.name == "reasoning"), None)
+    if r is None:
+        close = _closer(opener)
+        return Reasoning(opener, close) if close and close in source else None
+    k = r.text.find(PROBE_REASONING)
+    if k < 0 or r.text[:k].strip(_WS):
+        return None  # the reply writes its own opener: not a channel the prompt opened
+    tail = r.text[k + len(PROBE_REASONING) :].lstrip(_WS)
+    m = _MARKER.match(tail)
+    if m is None or m.group() == opener:
+        return None
+    after = tail[m.end() :].lstrip(_WS)
+    calls = one.text.lstrip(_WS)
+    if calls.startswith(m.group()):  # the case shows the channel empty, then the calls
+        calls = calls[m.end() :].lstrip(_WS)
+    return Reasoning(opener, m.group()) if after == calls else None
+
+
+def _derive(notation: str, probe: Probe, source: str = "") -> tuple[Derived, Reasoning] | None:
     """The texts the ``one`` and ``two`` cases show around the calls (they must agree), and
-    the reasoning channel the ``reasoning`` case shows (none without that case)."""
+    the reasoning channel the ``reasoning`` case shows (none without that case), or the one
+    the generation prompt opens (:func:`_prompt_channel`; ``source``: the template's text)."""
     cases = {c.name: c for c in probe.cases}
     one = cases.get("one")
     if one is None:
         return None
-    got = _read(notation, probe, one)
+    opened = _prompt_channel(probe, one, source)
+    skip = opened.end if opened is not None else ""
+    got = _read(notation, probe, one, skip)
     if got is None:
         return None
     before, _, after, spans = got
     between = None
     two = cases.get("two")
     if two is not None:
-        got2 = _read(notation, probe, two)
+        got2 = _read(notation, probe, two, skip)
         if got2 is None or (got2[0], got2[2]) != (before, after):
             return None
         between = got2[1]
+    if opened is not None:
+        return Derived(notation, before, between, after, tuple(spans)), opened
     reasoning = Reasoning()
     r = cases.get("reasoning")
     if r is not None:
@@ -455,12 +522,14 @@ def _named(spec: FormatSpec) -> FormatSpec:
     return dataclasses.replace(spec, name=f"{GENERIC}_{digest}")
 
 
-def derive_formats(probe: Probe) -> list[FormatSpec]:
+def derive_formats(probe: Probe, source: str = "") -> list[FormatSpec]:
     """The formats the probe's rendering shows, one per notation that finds the calls (see the
-    module docstring), not yet proven. O(notations x rendered text)."""
+    module docstring), not yet proven; ``source``: the template's text (where it names the
+    close of a reasoning channel its generation prompt opens). O(notations x rendered
+    text)."""
     out: list[FormatSpec] = []
     for notation in NOTATIONS:
-        got = _derive(notation, probe)
+        got = _derive(notation, probe, source)
         if got is None:
             continue
         d, reasoning = got
