@@ -40,6 +40,7 @@ from toolmask.tools._detect import FALLBACK, prove_format
 from toolmask.tools._generic import derive_formats, is_generic
 from toolmask.tools._probe import PROBE_TOOLS, ProbeCase, probe_call_id
 from toolmask.tools._template import TemplateRenderer
+from toolmask.tools.formats._json import JsonCalls
 from toolmask.tools.formats._kit import escape_in_string
 
 
@@ -210,6 +211,25 @@ TEMPLATES: dict[str, tuple[str, str]] = {
             "c.function.name, 'arguments': (c.function.arguments | tojson)}} | tojson) "
             "+ '<</call>>' }}",
             "\n",
+        ),
+        "JsonCalls",
+    ),
+    # keys of constant text besides "type", and ids that count the calls of the message
+    "json constant key, counter ids": (
+        _chat(
+            "{{ '<<call>>' + ({'kind': 'tool_use', 'id': 'call_' ~ loop.index0, 'name': "
+            "c.function.name, 'arguments': c.function.arguments} | tojson) + '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    "json index ids in a list": (
+        _chat(
+            "{{ ({'index': loop.index0, 'tool': c.function.name, 'params': c.function.arguments, "
+            "'source': 'model'} | tojson) }}",
+            ", ",
+            "{{ '<calls>[' }}",
+            "{{ ']</calls>' }}",
         ),
         "JsonCalls",
     ),
@@ -484,3 +504,44 @@ def test_a_prompt_opener_without_a_close_in_sight_derives_no_channel() -> None:
     assert "</reason>" not in text
     fmt = FORMATS[detect_format(text).name]
     assert is_generic(fmt.name) and (fmt.reasoning.start, fmt.reasoning.end) == ("", "")
+
+
+def test_constant_keys_and_counter_ids_are_told_apart() -> None:
+    # "kind" is the same text in every call: a constant the grammar writes; "id" counts the
+    # calls: "call_" then any number (a counter over the conversation passes the message's)
+    fmt = FORMATS[_guess("json constant key, counter ids").name]
+    codec = fmt.codec
+    assert isinstance(codec, JsonCalls)
+    assert (codec.constants, codec.id_shape, codec.id_prefix) == (
+        (("kind", "tool_use"),),
+        "counter",
+        "call_",
+    )
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    text = fmt.render_calls([("get_weather", {"city": "Paris", "days": 3})])
+    assert '"kind": "tool_use", "id": "call_0"' in text and _takes(turn, text), text
+    assert _takes(turn, text.replace('"call_0"', '"call_17"'))
+    for bad in ('"call_x"', '"id_0"', '""'):
+        assert not _takes(turn, text.replace('"call_0"', bad)), bad
+    assert not _takes(turn, text.replace('"tool_use"', '"tool_result"'))
+    got = parse_turn(text.replace('"call_0"', '"call_17"'), fmt)
+    assert [(c.id, c.name) for c in got.calls] == [("call_17", "get_weather")]
+    # an integer index: bare digits, not a string
+    listed = FORMATS[_guess("json index ids in a list").name]
+    assert isinstance(listed.codec, JsonCalls) and listed.codec.id_shape == "index"
+    turn = ToolTurn(_tools(), listed.name, "required")
+    text = listed.render_calls([("get_time", {"city": "Oslo"}), ("get_time", {"city": "Rome"})])
+    assert '"index": 1, "tool": "get_time"' in text and _takes(turn, text), text
+    assert not _takes(turn, text.replace('"index": 1', '"index": "1"'))
+
+
+def test_a_key_that_neither_stays_nor_counts_derives_nothing() -> None:
+    # a key whose text changes from call to call without counting them (the call's name
+    # again, in upper case) is neither a constant nor an id: no JSON format is derived
+    shout = _chat(
+        "{{ '<<call>>' + ({'tag': c.function.name | upper, 'name': c.function.name, "
+        "'arguments': c.function.arguments} | tojson) + '<</call>>' }}",
+        "\n",
+    )
+    probe = probe_template(TemplateRenderer(shout))
+    assert not any(isinstance(f.codec, JsonCalls) for f in derive_formats(probe))

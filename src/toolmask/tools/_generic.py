@@ -9,7 +9,9 @@ template's output, and proves each the same way a family format is proven. The d
    the rendered text, in order: a JSON object that is exactly the call (:func:`_shape`: its
    keys, in the template's order, give the roles: the name, the arguments as an object or as
    a JSON string holding their JSON, the probe's call id, the text ``"function"``, or OpenAI's
-   nested ``"function": {name, arguments}`` object), a Python call ``NAME(key=value, ...)``,
+   nested ``"function": {name, arguments}`` object; any other key a string the same in every
+   call of the message, a constant, or an id that counts its calls, ``"call_0"``, ``"call_1"``
+   or ``0``, ``1``: :func:`_settle`), a Python call ``NAME(key=value, ...)``,
    an XML invoke tag ``<TAG name="NAME">`` holding one ``<PTAG name="KEY">VALUE</PTAG>`` per
    argument, a function tag ``<function=NAME>`` holding one ``<parameter=KEY>VALUE
    </parameter>`` per argument (Qwen3-Coder's notation). Where a notation finds them, the text
@@ -106,8 +108,18 @@ def register_generic(spec: FormatSpec) -> FormatSpec:
 
 
 def _json_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
-    """The JSON objects holding each call (see :func:`_shape`)."""
+    """The JSON objects holding each call (see :func:`_shape`), their keys the same in every
+    call (:func:`_settle`)."""
+    got = _json_objects(text, calls, ids)
+    return got[0] if got is not None else None
+
+
+def _json_objects(
+    text: str, calls: Sequence[Call], ids: Sequence[str]
+) -> tuple[Spans, _Keys] | None:
+    """The JSON objects holding each call and the keys they settle on."""
     out: Spans = []
+    shapes: list[_Shape] = []
     i = 0
     for (name, args), cid in zip(calls, ids, strict=True):
         while True:
@@ -116,24 +128,88 @@ def _json_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans |
                 return None
             end = json_end(text, i)
             obj = loads(text[i:end])[0] if end is not None else None
-            if end is not None and _shape(obj, name, args, cid) is not None:
+            shape = _shape(obj, name, args, cid) if end is not None else None
+            if end is not None and shape is not None:
                 out.append((i, end))
+                shapes.append(shape)
                 i = end
                 break
             i += 1
-    return out
+    keys = _settle(shapes)
+    return (out, keys) if keys is not None else None
 
 
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """A JSON call object's keys in the template's order with their roles (``name``, ``args``,
     ``id``, ``type``: the text ``"function"``, ``function``: a nested object whose keys are
-    :attr:`function_keys`), as :class:`~toolmask.tools.formats._json.JsonCalls` takes them;
-    ``args_string``: the arguments are a JSON string holding their JSON text."""
+    :attr:`function_keys`; ``other``: a key of no such role, its value in :attr:`others`),
+    as :class:`~toolmask.tools.formats._json.JsonCalls` takes them; ``args_string``: the
+    arguments are a JSON string holding their JSON text."""
 
     call_keys: tuple[tuple[str, str], ...]
     function_keys: tuple[tuple[str, str], ...] = ()
     args_string: bool = False
+    others: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    """The keys of a message's call objects, settled over its calls (:func:`_settle`): their
+    roles (the ``other`` ones now ``const`` or ``id``), the constant strings and the id's
+    shape (``string``: the id the client gave; ``counter``: :attr:`id_prefix` and the call's
+    index; ``index``: the index as an integer; ``""``: no id)."""
+
+    call_keys: tuple[tuple[str, str], ...]
+    function_keys: tuple[tuple[str, str], ...]
+    args_string: bool
+    constants: tuple[tuple[str, str], ...] = ()
+    id_shape: str = ""
+    id_prefix: str = ""
+
+
+def _counter(values: Sequence[Any]) -> tuple[str, str] | None:
+    """The id shape and prefix of values that count the calls (``"call_0"``, ``"call_1"``, or
+    ``0``, ``1``), or None. Strings count only over two calls or more (one ``"v0"`` is as
+    much a constant)."""
+    n = len(values)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return ("index", "") if list(values) == list(range(n)) else None
+    if n < 2 or not all(isinstance(v, str) for v in values) or not values[0].endswith("0"):
+        return None
+    prefix = values[0][:-1]
+    return ("counter", prefix) if list(values) == [f"{prefix}{i}" for i in range(n)] else None
+
+
+def _settle(shapes: Sequence[_Shape]) -> _Keys | None:
+    """The keys every call object of a message shares: the same keys and roles in every
+    call; a key of no known role a string the same in every call (a constant) or a counter
+    of the calls (the id, where the call gave none); None when they disagree."""
+    first = shapes[0]
+    head = (first.call_keys, first.function_keys, first.args_string)
+    if any((s.call_keys, s.function_keys, s.args_string) != head for s in shapes):
+        return None
+    has_id = any(r == "id" for _, r in first.call_keys)
+    keys: list[tuple[str, str]] = []
+    constants: list[tuple[str, str]] = []
+    id_shape, prefix = ("string" if has_id else ""), ""
+    for key, role in first.call_keys:
+        if role != "other":
+            keys.append((key, role))
+            continue
+        values = [dict(s.others)[key] for s in shapes]
+        counts = _counter(values)
+        if counts is not None and not id_shape:
+            (id_shape, prefix), role = counts, "id"
+        elif isinstance(values[0], str) and all(v == values[0] for v in values):
+            constants.append((key, values[0]))
+            role = "const"
+        else:
+            return None
+        keys.append((key, role))
+    return _Keys(
+        tuple(keys), first.function_keys, first.args_string, tuple(constants), id_shape, prefix
+    )
 
 
 def _role(value: Any, name: str, args: dict[str, Any], cid: str) -> tuple[str, bool]:
@@ -160,6 +236,7 @@ def _shape(obj: Any, name: str, args: dict[str, Any], cid: str) -> _Shape | None
     if not isinstance(obj, dict):
         return None
     keys: list[tuple[str, str]] = []
+    others: list[tuple[str, Any]] = []
     inner: _Shape | None = None
     quoted = False
     for key, value in obj.items():
@@ -167,18 +244,21 @@ def _shape(obj: Any, name: str, args: dict[str, Any], cid: str) -> _Shape | None
         if not role and cid and inner is None:  # OpenAI's nested function object
             inner = _shape(value, name, args, "")
             role = "function" if inner is not None and len(inner.call_keys) == 2 else ""
+        if not role and cid and isinstance(value, str | int) and not isinstance(value, bool):
+            role = "other"  # a constant or a counter, as the message's calls settle it
+            others.append((key, value))
         if not role:
             return None
         keys.append((key, role))
         quoted = quoted or as_text
-    roles = [r for _, r in keys if r != "function"]
+    roles = [r for _, r in keys if r not in ("function", "other")]
     if inner is not None:
         quoted = inner.args_string
         roles += ["args", "name"]
     if tuple(sorted(roles)) not in _ROLE_SETS:
         return None
     inner_keys = inner.call_keys if inner is not None else ()
-    return _Shape(tuple(keys), inner_keys, quoted)
+    return _Shape(tuple(keys), inner_keys, quoted, tuple(others))
 
 
 #: the roles a call object may hold (sorted): the name and the arguments, an id, the type
@@ -431,18 +511,22 @@ def _json_codecs(
     s, e = d.spans[0]
     body = one.text[s:e]
     shape = _shape(json.loads(body), *one.calls[0], _ids(probe, one)[0])
-    if shape is None:
+    # the keys over the most calls a message shows (a counter is told from a constant there)
+    case = next((c for c in probe.cases if c.name == "two"), one)
+    got = _json_objects(case.text, case.calls, _ids(probe, case))
+    if shape is None or got is None:
         return []
+    keys = got[1]
     listed = bool(layout.list_open)
     args = one.calls[0][1]
     if shape.args_string:  # the arguments' own text, decoded
         body = _args_text(json.loads(body), shape)
     compact = json.dumps(args, separators=(",", ":")) in body and json.dumps(args) != "{}"
     values = Values(whitespace="compact") if compact else Values()
-    has_id = any(r == "id" for _, r in shape.call_keys)
     flat = JsonCalls(
-        call_keys=shape.call_keys, function_keys=shape.function_keys,
-        args_string=shape.args_string, id_shape="string" if has_id else "", json_list=listed,
+        call_keys=keys.call_keys, function_keys=keys.function_keys, args_string=keys.args_string,
+        id_shape=keys.id_shape, json_list=listed, constants=keys.constants,
+        id_prefix=keys.id_prefix,
     )  # fmt: skip
     if "\n" not in one.text[s:e]:
         return [(flat, values)]
@@ -563,7 +647,13 @@ def describe(spec: FormatSpec) -> str:
     c = spec.codec
     if isinstance(c, JsonCalls):  # the call object's keys, and how the arguments are written
         inner = ", ".join(k for k, _ in c.function_keys)
-        keys = [f"{k} {{{inner}}}" if role == "function" else k for k, role in c.call_keys]
+        const = dict(c.constants)
+        keys = [
+            f"{k} {{{inner}}}" if role == "function" else f"{k} {const[k]!r}" if k in const else k
+            for k, role in c.call_keys
+        ]
+        if c.id_shape in ("counter", "index"):
+            keys.append(f"ids counting the calls ({c.id_prefix!r} and the index)")
         args = " (arguments as a JSON string)" if c.args_string else ""
         parts.append(f"keys {', '.join(keys)}{args}")
     if lay.list_open:
