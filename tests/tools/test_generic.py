@@ -182,6 +182,16 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         _chat(_PY, " && ", "{{ '<<py>>' }}", "{{ '<</py>>' }}"),
         "PythonCalls",
     ),
+    # text between blocks of one call each: the closer, the text and the opener separate
+    # the calls of one block
+    "json blocks, a rule between": (
+        _chat("{{ '<<call>>' + " + _OBJECT + " + '<</call>>' }}", "\n---\n"),
+        "JsonCalls",
+    ),
+    "python blocks, a word between": (
+        _chat("{{ '<py>' }}" + _PY + "{{ '</py>' }}", " then "),
+        "PythonCalls",
+    ),
     # OpenAI's tool-call objects, as the client gave them: an id, "type", the nested function
     "openai objects": (_whole("'<<tc>>' + (m.tool_calls | tojson)", "'<</tc>>'"), "JsonCalls"),
     "openai objects indented": (
@@ -545,3 +555,20 @@ def test_a_key_that_neither_stays_nor_counts_derives_nothing() -> None:
     )
     probe = probe_template(TemplateRenderer(shout))
     assert not any(isinstance(f.codec, JsonCalls) for f in derive_formats(probe))
+
+
+@pytest.mark.parametrize("name", ["json blocks, a rule between", "python blocks, a word between"])
+def test_text_between_blocks_separates_calls_and_nothing_else(name: str) -> None:
+    # the closer, the text between and the opener again separate two calls; the same text
+    # followed by prose is no call: one call, the rest content
+    fmt = FORMATS[_guess(name).name]
+    sep = fmt.layout.separator_text
+    assert sep.strip() not in ("", fmt.block.close, fmt.block.open), sep
+    assert sep.startswith(fmt.block.close) and sep.endswith(fmt.block.open)
+    one = fmt.render_calls([("get_time", {"city": "Oslo"})])
+    sep_text = sep[len(fmt.block.close) : len(sep) - len(fmt.block.open)]
+    text = one + sep_text + "and that is all."
+    got = parse_turn(text, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_time", {"city": "Oslo"})] and not got.malformed, got
+    assert got.content.strip() == (sep_text + "and that is all.").strip()
+    assert _streamed(fmt.name, text, False, 2) == got

@@ -18,7 +18,8 @@ template's output, and proves each the same way a family format is proven. The d
    around them is literal bytes: before the first call (``one``'s and ``two``'s must agree),
    after the last (the same), and between two calls.
 2. **Read the layout from the between-text.** The closer, whitespace, then the opener again:
-   one call per block, blocks repeated. Whitespace only: the calls of one block back to back.
+   one call per block, blocks repeated; the closer, other text (``\n---\n``), the opener
+   again: the calls of one block, that whole text their separator. Whitespace only: the calls of one block back to back.
    Anything else: the calls of one block with that text between two (any text: ``;\n``,
    `` <and> ``); a comma with brackets right around the calls (``[`` ... ``]``) is a list (a
    JSON array, a Python list).
@@ -494,9 +495,12 @@ def _layout(d: Derived, brackets: tuple[str, str]) -> tuple[BlockMarkers, Layout
     first, last = before_close + tail, head + after_open
     if d.between.startswith(first) and d.between.endswith(last):  # one call a block, repeated
         block_sep = d.between[len(first) : len(d.between) - len(last)]
-        if block_sep.strip(_WS) or len(d.between) < len(first) + len(last):
+        if len(d.between) < len(first) + len(last):
             return None
-        return markers, Layout(block_sep=block_sep, max_trailing_ws=max(ws, len(block_sep)))
+        if not block_sep.strip(_WS):
+            return markers, Layout(block_sep=block_sep, max_trailing_ws=max(ws, len(block_sep)))
+        # text between the blocks (a rule, a word): the calls of one block, that text with
+        # the closer and the opener around it their separator
     layout = Layout(separator=mid, separator_text=d.between, max_trailing_ws=ws)
     return markers, layout
 
