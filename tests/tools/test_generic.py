@@ -42,6 +42,7 @@ from toolmask.tools._probe import PROBE_TOOLS, ProbeCase, probe_call_id
 from toolmask.tools._template import TemplateRenderer
 from toolmask.tools.formats._json import JsonCalls
 from toolmask.tools.formats._kit import escape_in_string
+from toolmask.tools.formats._xml import FunctionParams
 
 
 def _chat(call: str, between: str = "", before: str = "", after: str = "") -> str:
@@ -166,6 +167,20 @@ TEMPLATES: dict[str, tuple[str, str]] = {
     ),
     "function tags tight, one block": (
         _chat(_FUNCTION.replace("SEP", "''"), "\n", "{{ '[[fns]]\\n' }}", "{{ '\\n[[/fns]]' }}"),
+        "FunctionParams",
+    ),
+    # function tags under other names
+    "tool and arg tags": (
+        _chat(
+            "{{ '<<fn>>\\n' }}"
+            + _FUNCTION.replace("SEP", "'\\n'")
+            .replace("<function=", "<tool=")
+            .replace("</function>", "</tool>")
+            .replace("<parameter=", "<arg=")
+            .replace("</parameter>", "</arg>")
+            + "{{ '\\n<</fn>>' }}",
+            "\n",
+        ),
         "FunctionParams",
     ),
     # separators of any text between the calls of a block
@@ -572,3 +587,20 @@ def test_text_between_blocks_separates_calls_and_nothing_else(name: str) -> None
     assert _named(got) == [("get_time", {"city": "Oslo"})] and not got.malformed, got
     assert got.content.strip() == (sep_text + "and that is all.").strip()
     assert _streamed(fmt.name, text, False, 2) == got
+
+
+def test_function_tags_keep_the_template_s_tag_names() -> None:
+    fmt = FORMATS[_guess("tool and arg tags").name]
+    codec = fmt.codec
+    assert isinstance(codec, FunctionParams) and (codec.function, codec.param) == ("tool", "arg")
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    text = fmt.render_calls([("get_time", {"city": "Oslo"})])
+    assert "<tool=get_time>\n<arg=city>\nOslo\n</arg>\n</tool>" in text, text
+    assert _takes(turn, text)
+    # Qwen3-Coder's own tag names are another notation here
+    qwen = text.replace("<tool=", "<function=").replace("</tool>", "</function>")
+    assert not _takes(turn, qwen.replace("<arg=", "<parameter=").replace("</arg>", "</parameter>"))
+    # tag text inside a value stays the value's
+    tricky = fmt.render_calls([("get_time", {"city": "a </arg> b"})])
+    got = parse_turn(tricky, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_time", {"city": "a </arg> b"})], got

@@ -14,12 +14,14 @@ template's output, and proves each the same way a family format is proven. The d
    or ``0``, ``1``: :func:`_settle`), a Python call ``NAME(key=value, ...)``,
    an XML invoke tag ``<TAG name="NAME">`` holding one ``<PTAG name="KEY">VALUE</PTAG>`` per
    argument, a function tag ``<function=NAME>`` holding one ``<parameter=KEY>VALUE
-   </parameter>`` per argument (Qwen3-Coder's notation). Where a notation finds them, the text
+   </parameter>`` per argument (Qwen3-Coder's notation; any tag names: ``<tool=NAME>`` with
+   ``<arg=KEY>``). Where a notation finds them, the text
    around them is literal bytes: before the first call (``one``'s and ``two``'s must agree),
    after the last (the same), and between two calls.
 2. **Read the layout from the between-text.** The closer, whitespace, then the opener again:
    one call per block, blocks repeated; the closer, other text (``\n---\n``), the opener
-   again: the calls of one block, that whole text their separator. Whitespace only: the calls of one block back to back.
+   again: the calls of one block, that whole text their separator. Whitespace only: the
+   calls of one block back to back.
    Anything else: the calls of one block with that text between two (any text: ``;\n``,
    `` <and> ``); a comma with brackets right around the calls (``[`` ... ``]``) is a list (a
    JSON array, a Python list).
@@ -34,9 +36,9 @@ template's output, and proves each the same way a family format is proven. The d
    close the marker right after the reasoning text (a case may start with the channel empty,
    ``\n</think>\n\n``, which is not part of the calls' texts); a template that drops reasoning
    from the history shows no close, and the opener's paired tag (``</think>``) is taken only
-   where the template's own text holds it. A call id the template writes is any JSON string in the grammar (the model
-   makes ids up; the renderer writes ``call_<i>``), ``"function"`` a literal. Its name is
-   ``generic_`` and a digest of the data (the same rendering, the same name).
+   where the template's own text holds it. A call id the template writes is any JSON string
+   in the grammar (the model makes ids up; the renderer writes ``call_<i>``), ``"function"``
+   a literal. Its name is ``generic_`` and a digest of the data (the same rendering, the same name).
 
 A derived format needs a non-blank opener (prose must be told from a call) and is never
 registered until detection proved it (:func:`register_generic`); detection never tries a
@@ -293,7 +295,7 @@ def _python_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans
 
 
 _INVOKE = re.compile(r'<([A-Za-z_][\w:.-]*) name="([^"<>]+)">')
-_FUNCTION = re.compile(r"<(function)=([^>\n]+)>")
+_FUNCTION = re.compile(r"<([A-Za-z_][\w:.-]*)=([^>\n]+)>")
 
 
 def _invoke_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
@@ -302,7 +304,7 @@ def _invoke_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans
 
 
 def _function_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
-    """The function tags ``<function=NAME>...</function>`` of each call."""
+    """The function tags ``<TAG=NAME>...</TAG>`` of each call (``<function=NAME>``)."""
     return _tag_spans(_FUNCTION, text, calls)
 
 
@@ -588,10 +590,18 @@ def _xml_codecs(
 def _function_codecs(
     probe: Probe, one: ProbeCase, d: Derived, layout: Layout
 ) -> list[tuple[Codec, Values]]:
-    """The function-tag codec, its values against their tags or on lines of their own."""
+    """The function-tag codec with the tag names the rendering shows (``<function=NAME>`` and
+    ``<parameter=KEY>``, or ``<tool=NAME>`` and ``<arg=KEY>``), its values against their tags
+    or on lines of their own."""
     s, e = d.spans[0]
-    p = re.search(r"<parameter=[^>\n]+>(\n?)", one.text[s:e])
-    return [(FunctionParams(tight=p is None or not p.group(1)), Values())]
+    body = one.text[s:e]
+    f = _FUNCTION.match(body)
+    p = _FUNCTION.search(body, f.end()) if f is not None else None
+    # the first argument's tag (the probe's calls have arguments)
+    if f is None or p is None or p.group(2) not in one.calls[0][1] or p.group(1) == f.group(1):
+        return []
+    tight = not body.startswith("\n", p.end())
+    return [(FunctionParams(tight=tight, function=f.group(1), param=p.group(1)), Values())]
 
 
 _CodecsOf = Callable[[Probe, ProbeCase, Derived, Layout], list[tuple[Codec, Values]]]
