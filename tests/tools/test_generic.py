@@ -40,7 +40,9 @@ from toolmask.tools._detect import FALLBACK, prove_format
 from toolmask.tools._generic import derive_formats, is_generic
 from toolmask.tools._probe import PROBE_TOOLS, ProbeCase, probe_call_id
 from toolmask.tools._template import TemplateRenderer
+from toolmask.tools.formats._json import JsonCalls
 from toolmask.tools.formats._kit import escape_in_string
+from toolmask.tools.formats._xml import FunctionParams
 
 
 def _chat(call: str, between: str = "", before: str = "", after: str = "") -> str:
@@ -59,6 +61,30 @@ def _chat(call: str, between: str = "", before: str = "", after: str = "") -> st
         + "{% else %}{{ m.content }}{% endif %}{{ '<|im_end|>\\n' }}{% endfor %}"
         "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
     )
+
+
+def _thinking(call: str, between: str, history: str) -> str:
+    """ChatML whose generation prompt opens a ``<reason>`` channel (the reply starts inside
+    it); the history writes the last assistant turn's reasoning ``always`` (an empty channel
+    where there is none), only where the message ``has`` it, or ``never`` (its text cut at
+    ``</reason>``, as DeepSeek R1's template does)."""
+    channel = "'<reason>\\n' + (m.reasoning_content or '') + '\\n</reason>\\n\\n'"
+    shown = {
+        "always": "{% if loop.last %}{{ " + channel + " }}{% endif %}",
+        "has": "{% if m.reasoning_content %}{{ " + channel + " }}{% endif %}",
+        "never": "",
+    }[history]
+    text = _chat(call, between)
+    for old, new in (
+        ("{% if m.reasoning_content %}{{ '<reason>' + m.reasoning_content + '</reason>\\n' }}"
+         "{% endif %}", shown),
+        ("{{ m.content }}", "{{ (m.content or '').split('</reason>')[-1] }}"),
+        ("'<|im_start|>assistant\\n' }}{% endif %}",
+         "'<|im_start|>assistant\\n<reason>\\n' }}{% endif %}"),
+    ):  # fmt: skip
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
 
 
 _OBJECT = (
@@ -143,6 +169,20 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         _chat(_FUNCTION.replace("SEP", "''"), "\n", "{{ '[[fns]]\\n' }}", "{{ '\\n[[/fns]]' }}"),
         "FunctionParams",
     ),
+    # function tags under other names
+    "tool and arg tags": (
+        _chat(
+            "{{ '<<fn>>\\n' }}"
+            + _FUNCTION.replace("SEP", "'\\n'")
+            .replace("<function=", "<tool=")
+            .replace("</function>", "</tool>")
+            .replace("<parameter=", "<arg=")
+            .replace("</parameter>", "</arg>")
+            + "{{ '\\n<</fn>>' }}",
+            "\n",
+        ),
+        "FunctionParams",
+    ),
     # separators of any text between the calls of a block
     "json separated": (
         _chat("{{ " + _OBJECT + " }}", ";\n", "{{ '<<calls>>\\n' }}", "{{ '\\n<</calls>>' }}"),
@@ -155,6 +195,16 @@ TEMPLATES: dict[str, tuple[str, str]] = {
     "python separated": (_chat(_PY, ", ", "{{ '<<py>>' }}", "{{ '<</py>>' }}"), "PythonCalls"),
     "python long separator": (
         _chat(_PY, " && ", "{{ '<<py>>' }}", "{{ '<</py>>' }}"),
+        "PythonCalls",
+    ),
+    # text between blocks of one call each: the closer, the text and the opener separate
+    # the calls of one block
+    "json blocks, a rule between": (
+        _chat("{{ '<<call>>' + " + _OBJECT + " + '<</call>>' }}", "\n---\n"),
+        "JsonCalls",
+    ),
+    "python blocks, a word between": (
+        _chat("{{ '<py>' }}" + _PY + "{{ '</py>' }}", " then "),
         "PythonCalls",
     ),
     # OpenAI's tool-call objects, as the client gave them: an id, "type", the nested function
@@ -189,6 +239,38 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         ),
         "JsonCalls",
     ),
+    # keys of constant text besides "type", and ids that count the calls of the message
+    "json constant key, counter ids": (
+        _chat(
+            "{{ '<<call>>' + ({'kind': 'tool_use', 'id': 'call_' ~ loop.index0, 'name': "
+            "c.function.name, 'arguments': c.function.arguments} | tojson) + '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    "json index ids in a list": (
+        _chat(
+            "{{ ({'index': loop.index0, 'tool': c.function.name, 'params': c.function.arguments, "
+            "'source': 'model'} | tojson) }}",
+            ", ",
+            "{{ '<calls>[' }}",
+            "{{ ']</calls>' }}",
+        ),
+        "JsonCalls",
+    ),
+    # a reasoning channel the generation prompt opens: the reply starts inside it
+    "reasoning opened by the prompt": (
+        _thinking("{{ '<<call>>' + " + _OBJECT + " + '<</call>>' }}", "\n", "always"),
+        "JsonCalls",
+    ),
+    "reasoning opened by the prompt, shown where given": (
+        _thinking("{{ '<<py>>' }}" + _PY + "{{ '<</py>>' }}", "\n", "has"),
+        "PythonCalls",
+    ),
+    "reasoning opened by the prompt, dropped from the history": (
+        _thinking("{{ '<<call>>' + " + _OBJECT + " + '<</call>>' }}", "\n", "never"),
+        "JsonCalls",
+    ),
 }
 
 
@@ -206,6 +288,14 @@ def _takes(turn: ToolTurn, text: str) -> bool:
 
 
 def _open(fmt: str, case: ProbeCase) -> bool:
+    """Whether the reasoning channel is open where the case's text starts: as the first of
+    the prompts it may continue leaves it that reads the calls back (a template that drops
+    reasoning from the history renders the turn after the assistant header alone)."""
+    for prompt in case.prompts:
+        is_open = FORMATS[fmt].prompt_opens_reasoning(prompt)
+        got = parse_turn(case.text, FORMATS[fmt], reasoning_open=is_open)
+        if [(c.name, c.arguments) for c in got.calls] == list(case.calls):
+            return is_open
     return FORMATS[fmt].prompt_opens_reasoning(case.prompts[0])
 
 
@@ -268,7 +358,7 @@ def test_the_generic_format_takes_and_reads_the_rendered_calls(name: str) -> Non
         again = parse_turn(rendered, FORMATS[fmt], id_factory=sequential_call_id)
         assert _named(again) == _named(got), rendered
         if not case.reasoning:
-            assert rendered == _with_render_ids(guess, case), rendered
+            assert rendered == _with_render_ids(guess, case, is_open), rendered
             for mode in ("required", "auto"):
                 assert _takes(ToolTurn(_tools(), fmt, mode), rendered), rendered
 
@@ -277,10 +367,14 @@ def _named(turn: tm.tools.ParsedTurn) -> list[tuple[str, dict[str, Any]]]:
     return [(c.name, c.arguments) for c in turn.calls]
 
 
-def _with_render_ids(guess: FormatGuess, case: ProbeCase) -> str:
-    """The case's text with the ids the probe gave its calls replaced by the renderer's."""
+def _with_render_ids(guess: FormatGuess, case: ProbeCase, is_open: bool = False) -> str:
+    """The case's text with the ids the probe gave its calls replaced by the renderer's, and
+    without the empty reasoning channel it starts with where the prompt opened one."""
     assert guess.probe is not None
     text = case.text
+    end = FORMATS[guess.name].reasoning.end
+    if is_open and text.lstrip().startswith(end):
+        text = text.lstrip()[len(end) :].lstrip()
     for i, (name, _) in enumerate(case.calls):
         text = text.replace(json.dumps(probe_call_id(guess.probe.variant, name, i)), f'"call_{i}"')
     return text
@@ -390,3 +484,123 @@ def test_escape_in_string_writes_what_json_dumps_writes() -> None:
         raw = tm.compile(quoted).matcher()
         taken = raw.accept_bytes(text.encode("utf-8")) and raw.is_accepting()
         assert taken == (inner == text), text
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in sorted(TEMPLATES) if n.startswith("reasoning opened by the prompt")]
+)
+def test_a_reasoning_channel_the_generation_prompt_opens(name: str) -> None:
+    # the prompt ends with <reason>: the reply starts inside the channel, closes it, then
+    # calls or answers; the channel's close is the marker after the reasoning text (or, where
+    # the history drops reasoning, the paired close tag the template's own text cuts at)
+    guess = _guess(name)
+    fmt = FORMATS[guess.name]
+    assert guess.probe is not None
+    assert (fmt.reasoning.start, fmt.reasoning.end) == ("<reason>", "</reason>")
+    assert fmt.prompt_opens_reasoning(guess.probe.prompt)
+    call = fmt.render_calls([("get_weather", {"city": "Paris", "days": 3})])
+    thought = "I should look it up.\n</reason>\n\n"
+    prose = thought + "It will be sunny, I think."
+    for mode, texts in (("required", [thought + call]), ("auto", [thought + call, prose])):
+        turn = ToolTurn(_tools(), fmt.name, mode, reasoning_open=True)
+        for text in texts:
+            assert _takes(turn, text), (mode, text)
+        # the channel must be closed before a call: a call inside it is reasoning text
+        assert not _takes(turn, call), (mode, call)
+    got = parse_turn(thought + call, fmt, reasoning_open=True, id_factory=sequential_call_id)
+    assert _named(got) == [("get_weather", {"city": "Paris", "days": 3})]
+    assert (got.reasoning, got.content.strip()) == ("I should look it up.", "")
+    assert _streamed(guess.name, thought + call, True, 3) == got
+    # prose is not a call: it stays the content, the reasoning read apart
+    said = parse_turn(prose, fmt, reasoning_open=True, id_factory=sequential_call_id)
+    assert (said.calls, said.content.strip()) == ((), "It will be sunny, I think.")
+    assert said.reasoning == "I should look it up."
+    # a prompt that leaves the channel closed (the history's assistant header) reads the
+    # call with no reasoning
+    header = ToolTurn(_tools(), fmt.name, "required", reasoning_open=False)
+    assert _takes(header, call)
+
+
+def test_a_prompt_opener_without_a_close_in_sight_derives_no_channel() -> None:
+    # the history drops reasoning and the template never writes the close tag: nothing shows
+    # where the channel ends, so the derived format has no reasoning channel
+    text = TEMPLATES["reasoning opened by the prompt, dropped from the history"][0]
+    text = text.replace("(m.content or '').split('</reason>')[-1]", "m.content")
+    assert "</reason>" not in text
+    fmt = FORMATS[detect_format(text).name]
+    assert is_generic(fmt.name) and (fmt.reasoning.start, fmt.reasoning.end) == ("", "")
+
+
+def test_constant_keys_and_counter_ids_are_told_apart() -> None:
+    # "kind" is the same text in every call: a constant the grammar writes; "id" counts the
+    # calls: "call_" then any number (a counter over the conversation passes the message's)
+    fmt = FORMATS[_guess("json constant key, counter ids").name]
+    codec = fmt.codec
+    assert isinstance(codec, JsonCalls)
+    assert (codec.constants, codec.id_shape, codec.id_prefix) == (
+        (("kind", "tool_use"),),
+        "counter",
+        "call_",
+    )
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    text = fmt.render_calls([("get_weather", {"city": "Paris", "days": 3})])
+    assert '"kind": "tool_use", "id": "call_0"' in text and _takes(turn, text), text
+    assert _takes(turn, text.replace('"call_0"', '"call_17"'))
+    for bad in ('"call_x"', '"id_0"', '""'):
+        assert not _takes(turn, text.replace('"call_0"', bad)), bad
+    assert not _takes(turn, text.replace('"tool_use"', '"tool_result"'))
+    got = parse_turn(text.replace('"call_0"', '"call_17"'), fmt)
+    assert [(c.id, c.name) for c in got.calls] == [("call_17", "get_weather")]
+    # an integer index: bare digits, not a string
+    listed = FORMATS[_guess("json index ids in a list").name]
+    assert isinstance(listed.codec, JsonCalls) and listed.codec.id_shape == "index"
+    turn = ToolTurn(_tools(), listed.name, "required")
+    text = listed.render_calls([("get_time", {"city": "Oslo"}), ("get_time", {"city": "Rome"})])
+    assert '"index": 1, "tool": "get_time"' in text and _takes(turn, text), text
+    assert not _takes(turn, text.replace('"index": 1', '"index": "1"'))
+
+
+def test_a_key_that_neither_stays_nor_counts_derives_nothing() -> None:
+    # a key whose text changes from call to call without counting them (the call's name
+    # again, in upper case) is neither a constant nor an id: no JSON format is derived
+    shout = _chat(
+        "{{ '<<call>>' + ({'tag': c.function.name | upper, 'name': c.function.name, "
+        "'arguments': c.function.arguments} | tojson) + '<</call>>' }}",
+        "\n",
+    )
+    probe = probe_template(TemplateRenderer(shout))
+    assert not any(isinstance(f.codec, JsonCalls) for f in derive_formats(probe))
+
+
+@pytest.mark.parametrize("name", ["json blocks, a rule between", "python blocks, a word between"])
+def test_text_between_blocks_separates_calls_and_nothing_else(name: str) -> None:
+    # the closer, the text between and the opener again separate two calls; the same text
+    # followed by prose is no call: one call, the rest content
+    fmt = FORMATS[_guess(name).name]
+    sep = fmt.layout.separator_text
+    assert sep.strip() not in ("", fmt.block.close, fmt.block.open), sep
+    assert sep.startswith(fmt.block.close) and sep.endswith(fmt.block.open)
+    one = fmt.render_calls([("get_time", {"city": "Oslo"})])
+    sep_text = sep[len(fmt.block.close) : len(sep) - len(fmt.block.open)]
+    text = one + sep_text + "and that is all."
+    got = parse_turn(text, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_time", {"city": "Oslo"})] and not got.malformed, got
+    assert got.content.strip() == (sep_text + "and that is all.").strip()
+    assert _streamed(fmt.name, text, False, 2) == got
+
+
+def test_function_tags_keep_the_template_s_tag_names() -> None:
+    fmt = FORMATS[_guess("tool and arg tags").name]
+    codec = fmt.codec
+    assert isinstance(codec, FunctionParams) and (codec.function, codec.param) == ("tool", "arg")
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    text = fmt.render_calls([("get_time", {"city": "Oslo"})])
+    assert "<tool=get_time>\n<arg=city>\nOslo\n</arg>\n</tool>" in text, text
+    assert _takes(turn, text)
+    # Qwen3-Coder's own tag names are another notation here
+    qwen = text.replace("<tool=", "<function=").replace("</tool>", "</function>")
+    assert not _takes(turn, qwen.replace("<arg=", "<parameter=").replace("</arg>", "</parameter>"))
+    # tag text inside a value stays the value's
+    tricky = fmt.render_calls([("get_time", {"city": "a </arg> b"})])
+    got = parse_turn(tricky, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_time", {"city": "a </arg> b"})], got

@@ -265,7 +265,7 @@ def _detect_template(source: TemplateSource) -> FormatGuess:
             first = (probe, evidence)
     if first is not None:
         probe, evidence = first
-        generic, tried = _generic(rendered, evidence, where)
+        generic, tried = _generic(rendered, evidence, where, source.text)
         if generic is not None:
             return generic
         evidence += tried
@@ -291,14 +291,14 @@ def _detect_template(source: TemplateSource) -> FormatGuess:
 
 
 def _generic(
-    probes: Sequence[Probe], evidence: tuple[FormatEvidence, ...], where: str
+    probes: Sequence[Probe], evidence: tuple[FormatEvidence, ...], where: str, text: str
 ) -> tuple[FormatGuess | None, tuple[FormatEvidence, ...]]:
     """The generic format derived from the first probe whose rendering proves one
     (:mod:`toolmask.tools._generic`), registered, as a guess with a warning that names its
     markers; else None and the evidence of every derived format tried."""
     tried: list[FormatEvidence] = []
     for probe in probes:
-        for spec in derive_formats(probe):
+        for spec in derive_formats(probe, text):
             if any(e.format == spec.name for e in tried):
                 continue
             got = prove_format(spec, probe)

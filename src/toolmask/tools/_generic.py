@@ -9,14 +9,19 @@ template's output, and proves each the same way a family format is proven. The d
    the rendered text, in order: a JSON object that is exactly the call (:func:`_shape`: its
    keys, in the template's order, give the roles: the name, the arguments as an object or as
    a JSON string holding their JSON, the probe's call id, the text ``"function"``, or OpenAI's
-   nested ``"function": {name, arguments}`` object), a Python call ``NAME(key=value, ...)``,
+   nested ``"function": {name, arguments}`` object; any other key a string the same in every
+   call of the message, a constant, or an id that counts its calls, ``"call_0"``, ``"call_1"``
+   or ``0``, ``1``: :func:`_settle`), a Python call ``NAME(key=value, ...)``,
    an XML invoke tag ``<TAG name="NAME">`` holding one ``<PTAG name="KEY">VALUE</PTAG>`` per
    argument, a function tag ``<function=NAME>`` holding one ``<parameter=KEY>VALUE
-   </parameter>`` per argument (Qwen3-Coder's notation). Where a notation finds them, the text
+   </parameter>`` per argument (Qwen3-Coder's notation; any tag names: ``<tool=NAME>`` with
+   ``<arg=KEY>``). Where a notation finds them, the text
    around them is literal bytes: before the first call (``one``'s and ``two``'s must agree),
    after the last (the same), and between two calls.
 2. **Read the layout from the between-text.** The closer, whitespace, then the opener again:
-   one call per block, blocks repeated. Whitespace only: the calls of one block back to back.
+   one call per block, blocks repeated; the closer, other text (``\n---\n``), the opener
+   again: the calls of one block, that whole text their separator. Whitespace only: the
+   calls of one block back to back.
    Anything else: the calls of one block with that text between two (any text: ``;\n``,
    `` <and> ``); a comma with brackets right around the calls (``[`` ... ``]``) is a list (a
    JSON array, a Python list).
@@ -26,9 +31,14 @@ template's output, and proves each the same way a family format is proven. The d
    :class:`~toolmask.tools.formats._xml.InvokeParams`,
    :class:`~toolmask.tools.formats._xml.FunctionParams`), its markers the literal texts found,
    the reasoning channel's markers the texts around the probe's reasoning where the template
-   renders it. A call id the template writes is any JSON string in the grammar (the model
-   makes ids up; the renderer writes ``call_<i>``), ``"function"`` a literal. Its name is
-   ``generic_`` and a digest of the data (the same rendering, the same name).
+   renders it. Where the generation prompt ends with a marker (``<think>\n``) and the
+   reasoning starts the reply, the prompt opens the channel: its opener is that marker, its
+   close the marker right after the reasoning text (a case may start with the channel empty,
+   ``\n</think>\n\n``, which is not part of the calls' texts); a template that drops reasoning
+   from the history shows no close, and the opener's paired tag (``</think>``) is taken only
+   where the template's own text holds it. A call id the template writes is any JSON string
+   in the grammar (the model makes ids up; the renderer writes ``call_<i>``), ``"function"``
+   a literal. Its name is ``generic_`` and a digest of the data (the same rendering, the same name).
 
 A derived format needs a non-blank opener (prose must be told from a call) and is never
 registered until detection proved it (:func:`register_generic`); detection never tries a
@@ -101,8 +111,18 @@ def register_generic(spec: FormatSpec) -> FormatSpec:
 
 
 def _json_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
-    """The JSON objects holding each call (see :func:`_shape`)."""
+    """The JSON objects holding each call (see :func:`_shape`), their keys the same in every
+    call (:func:`_settle`)."""
+    got = _json_objects(text, calls, ids)
+    return got[0] if got is not None else None
+
+
+def _json_objects(
+    text: str, calls: Sequence[Call], ids: Sequence[str]
+) -> tuple[Spans, _Keys] | None:
+    """The JSON objects holding each call and the keys they settle on."""
     out: Spans = []
+    shapes: list[_Shape] = []
     i = 0
     for (name, args), cid in zip(calls, ids, strict=True):
         while True:
@@ -111,24 +131,88 @@ def _json_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans |
                 return None
             end = json_end(text, i)
             obj = loads(text[i:end])[0] if end is not None else None
-            if end is not None and _shape(obj, name, args, cid) is not None:
+            shape = _shape(obj, name, args, cid) if end is not None else None
+            if end is not None and shape is not None:
                 out.append((i, end))
+                shapes.append(shape)
                 i = end
                 break
             i += 1
-    return out
+    keys = _settle(shapes)
+    return (out, keys) if keys is not None else None
 
 
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """A JSON call object's keys in the template's order with their roles (``name``, ``args``,
     ``id``, ``type``: the text ``"function"``, ``function``: a nested object whose keys are
-    :attr:`function_keys`), as :class:`~toolmask.tools.formats._json.JsonCalls` takes them;
-    ``args_string``: the arguments are a JSON string holding their JSON text."""
+    :attr:`function_keys`; ``other``: a key of no such role, its value in :attr:`others`),
+    as :class:`~toolmask.tools.formats._json.JsonCalls` takes them; ``args_string``: the
+    arguments are a JSON string holding their JSON text."""
 
     call_keys: tuple[tuple[str, str], ...]
     function_keys: tuple[tuple[str, str], ...] = ()
     args_string: bool = False
+    others: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    """The keys of a message's call objects, settled over its calls (:func:`_settle`): their
+    roles (the ``other`` ones now ``const`` or ``id``), the constant strings and the id's
+    shape (``string``: the id the client gave; ``counter``: :attr:`id_prefix` and the call's
+    index; ``index``: the index as an integer; ``""``: no id)."""
+
+    call_keys: tuple[tuple[str, str], ...]
+    function_keys: tuple[tuple[str, str], ...]
+    args_string: bool
+    constants: tuple[tuple[str, str], ...] = ()
+    id_shape: str = ""
+    id_prefix: str = ""
+
+
+def _counter(values: Sequence[Any]) -> tuple[str, str] | None:
+    """The id shape and prefix of values that count the calls (``"call_0"``, ``"call_1"``, or
+    ``0``, ``1``), or None. Strings count only over two calls or more (one ``"v0"`` is as
+    much a constant)."""
+    n = len(values)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return ("index", "") if list(values) == list(range(n)) else None
+    if n < 2 or not all(isinstance(v, str) for v in values) or not values[0].endswith("0"):
+        return None
+    prefix = values[0][:-1]
+    return ("counter", prefix) if list(values) == [f"{prefix}{i}" for i in range(n)] else None
+
+
+def _settle(shapes: Sequence[_Shape]) -> _Keys | None:
+    """The keys every call object of a message shares: the same keys and roles in every
+    call; a key of no known role a string the same in every call (a constant) or a counter
+    of the calls (the id, where the call gave none); None when they disagree."""
+    first = shapes[0]
+    head = (first.call_keys, first.function_keys, first.args_string)
+    if any((s.call_keys, s.function_keys, s.args_string) != head for s in shapes):
+        return None
+    has_id = any(r == "id" for _, r in first.call_keys)
+    keys: list[tuple[str, str]] = []
+    constants: list[tuple[str, str]] = []
+    id_shape, prefix = ("string" if has_id else ""), ""
+    for key, role in first.call_keys:
+        if role != "other":
+            keys.append((key, role))
+            continue
+        values = [dict(s.others)[key] for s in shapes]
+        counts = _counter(values)
+        if counts is not None and not id_shape:
+            (id_shape, prefix), role = counts, "id"
+        elif isinstance(values[0], str) and all(v == values[0] for v in values):
+            constants.append((key, values[0]))
+            role = "const"
+        else:
+            return None
+        keys.append((key, role))
+    return _Keys(
+        tuple(keys), first.function_keys, first.args_string, tuple(constants), id_shape, prefix
+    )
 
 
 def _role(value: Any, name: str, args: dict[str, Any], cid: str) -> tuple[str, bool]:
@@ -155,6 +239,7 @@ def _shape(obj: Any, name: str, args: dict[str, Any], cid: str) -> _Shape | None
     if not isinstance(obj, dict):
         return None
     keys: list[tuple[str, str]] = []
+    others: list[tuple[str, Any]] = []
     inner: _Shape | None = None
     quoted = False
     for key, value in obj.items():
@@ -162,18 +247,21 @@ def _shape(obj: Any, name: str, args: dict[str, Any], cid: str) -> _Shape | None
         if not role and cid and inner is None:  # OpenAI's nested function object
             inner = _shape(value, name, args, "")
             role = "function" if inner is not None and len(inner.call_keys) == 2 else ""
+        if not role and cid and isinstance(value, str | int) and not isinstance(value, bool):
+            role = "other"  # a constant or a counter, as the message's calls settle it
+            others.append((key, value))
         if not role:
             return None
         keys.append((key, role))
         quoted = quoted or as_text
-    roles = [r for _, r in keys if r != "function"]
+    roles = [r for _, r in keys if r not in ("function", "other")]
     if inner is not None:
         quoted = inner.args_string
         roles += ["args", "name"]
     if tuple(sorted(roles)) not in _ROLE_SETS:
         return None
     inner_keys = inner.call_keys if inner is not None else ()
-    return _Shape(tuple(keys), inner_keys, quoted)
+    return _Shape(tuple(keys), inner_keys, quoted, tuple(others))
 
 
 #: the roles a call object may hold (sorted): the name and the arguments, an id, the type
@@ -207,7 +295,7 @@ def _python_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans
 
 
 _INVOKE = re.compile(r'<([A-Za-z_][\w:.-]*) name="([^"<>]+)">')
-_FUNCTION = re.compile(r"<(function)=([^>\n]+)>")
+_FUNCTION = re.compile(r"<([A-Za-z_][\w:.-]*)=([^>\n]+)>")
 
 
 def _invoke_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
@@ -216,7 +304,7 @@ def _invoke_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans
 
 
 def _function_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
-    """The function tags ``<function=NAME>...</function>`` of each call."""
+    """The function tags ``<TAG=NAME>...</TAG>`` of each call (``<function=NAME>``)."""
     return _tag_spans(_FUNCTION, text, calls)
 
 
@@ -254,36 +342,98 @@ def _ids(probe: Probe, case: ProbeCase) -> list[str]:
 
 
 def _read(
-    notation: str, probe: Probe, case: ProbeCase
+    notation: str, probe: Probe, case: ProbeCase, skip: str = ""
 ) -> tuple[str, str | None, str, Spans] | None:
     """The texts before, between (the first two) and after the calls of ``case``, and the
-    calls' spans."""
+    calls' spans; ``skip``: the close of a reasoning channel the prompt opened, which a case
+    may start with (the channel left empty), not part of the calls' texts."""
     text = case.text
     spans = NOTATIONS[notation](text, case.calls, _ids(probe, case))
     if not spans:
         return None
+    start = 0
+    rest = text.lstrip(_WS)
+    if skip and rest.startswith(skip):
+        start = len(text) - len(rest) + len(skip)
+        if start > spans[0][0]:
+            return None
     between = text[spans[0][1] : spans[1][0]] if len(spans) > 1 else None
-    return text[: spans[0][0]], between, text[spans[-1][1] :], spans
+    return text[start : spans[0][0]], between, text[spans[-1][1] :], spans
 
 
-def _derive(notation: str, probe: Probe) -> tuple[Derived, Reasoning] | None:
+#: a marker a generation prompt may end with, opening the reasoning channel: a tag or a
+#: bracketed word (``<think>``, ``[THINK]``, ``<|begin_of_thought|>``)
+_MARKER = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
+
+
+def _opener(prompt: str) -> str:
+    """The marker the generation prompt ends with (whitespace aside), or ``""``."""
+    body = prompt.rstrip(_WS)
+    m = next((m for m in _MARKER.finditer(body) if m.end() == len(body)), None)
+    return m.group() if m is not None else ""
+
+
+def _closer(opener: str) -> str:
+    """The close tag that pairs with ``opener`` (``<think>``: ``</think>``; ``[THINK]``:
+    ``[/THINK]``), or ``""`` for a marker without that shape."""
+    if re.fullmatch(r"<[A-Za-z_][\w:.-]*>", opener):
+        return "</" + opener[1:]
+    if re.fullmatch(r"\[[A-Za-z_][\w:.-]*\]", opener):
+        return "[/" + opener[1:]
+    return ""
+
+
+def _prompt_channel(probe: Probe, one: ProbeCase, source: str) -> Reasoning | None:
+    """The reasoning channel the generation prompt opens, where it ends with a marker (see
+    :func:`_opener`): its close is the marker the ``reasoning`` case writes right after the
+    reasoning text, which starts the reply; without that case (the template drops reasoning
+    from the history), the opener's paired close tag where the template's own text holds it
+    (DeepSeek R1 cuts the history's reasoning at ``</think>``); None when the prompt opens no
+    channel this way."""
+    opener = _opener(probe.prompt)
+    if not opener:
+        return None
+    r = next((c for c in probe.cases if c.name == "reasoning"), None)
+    if r is None:
+        close = _closer(opener)
+        return Reasoning(opener, close) if close and close in source else None
+    k = r.text.find(PROBE_REASONING)
+    if k < 0 or r.text[:k].strip(_WS):
+        return None  # the reply writes its own opener: not a channel the prompt opened
+    tail = r.text[k + len(PROBE_REASONING) :].lstrip(_WS)
+    m = _MARKER.match(tail)
+    if m is None or m.group() == opener:
+        return None
+    after = tail[m.end() :].lstrip(_WS)
+    calls = one.text.lstrip(_WS)
+    if calls.startswith(m.group()):  # the case shows the channel empty, then the calls
+        calls = calls[m.end() :].lstrip(_WS)
+    return Reasoning(opener, m.group()) if after == calls else None
+
+
+def _derive(notation: str, probe: Probe, source: str = "") -> tuple[Derived, Reasoning] | None:
     """The texts the ``one`` and ``two`` cases show around the calls (they must agree), and
-    the reasoning channel the ``reasoning`` case shows (none without that case)."""
+    the reasoning channel the ``reasoning`` case shows (none without that case), or the one
+    the generation prompt opens (:func:`_prompt_channel`; ``source``: the template's text)."""
     cases = {c.name: c for c in probe.cases}
     one = cases.get("one")
     if one is None:
         return None
-    got = _read(notation, probe, one)
+    opened = _prompt_channel(probe, one, source)
+    skip = opened.end if opened is not None else ""
+    got = _read(notation, probe, one, skip)
     if got is None:
         return None
     before, _, after, spans = got
     between = None
     two = cases.get("two")
     if two is not None:
-        got2 = _read(notation, probe, two)
+        got2 = _read(notation, probe, two, skip)
         if got2 is None or (got2[0], got2[2]) != (before, after):
             return None
         between = got2[1]
+    if opened is not None:
+        return Derived(notation, before, between, after, tuple(spans)), opened
     reasoning = Reasoning()
     r = cases.get("reasoning")
     if r is not None:
@@ -347,9 +497,12 @@ def _layout(d: Derived, brackets: tuple[str, str]) -> tuple[BlockMarkers, Layout
     first, last = before_close + tail, head + after_open
     if d.between.startswith(first) and d.between.endswith(last):  # one call a block, repeated
         block_sep = d.between[len(first) : len(d.between) - len(last)]
-        if block_sep.strip(_WS) or len(d.between) < len(first) + len(last):
+        if len(d.between) < len(first) + len(last):
             return None
-        return markers, Layout(block_sep=block_sep, max_trailing_ws=max(ws, len(block_sep)))
+        if not block_sep.strip(_WS):
+            return markers, Layout(block_sep=block_sep, max_trailing_ws=max(ws, len(block_sep)))
+        # text between the blocks (a rule, a word): the calls of one block, that text with
+        # the closer and the opener around it their separator
     layout = Layout(separator=mid, separator_text=d.between, max_trailing_ws=ws)
     return markers, layout
 
@@ -364,18 +517,22 @@ def _json_codecs(
     s, e = d.spans[0]
     body = one.text[s:e]
     shape = _shape(json.loads(body), *one.calls[0], _ids(probe, one)[0])
-    if shape is None:
+    # the keys over the most calls a message shows (a counter is told from a constant there)
+    case = next((c for c in probe.cases if c.name == "two"), one)
+    got = _json_objects(case.text, case.calls, _ids(probe, case))
+    if shape is None or got is None:
         return []
+    keys = got[1]
     listed = bool(layout.list_open)
     args = one.calls[0][1]
     if shape.args_string:  # the arguments' own text, decoded
         body = _args_text(json.loads(body), shape)
     compact = json.dumps(args, separators=(",", ":")) in body and json.dumps(args) != "{}"
     values = Values(whitespace="compact") if compact else Values()
-    has_id = any(r == "id" for _, r in shape.call_keys)
     flat = JsonCalls(
-        call_keys=shape.call_keys, function_keys=shape.function_keys,
-        args_string=shape.args_string, id_shape="string" if has_id else "", json_list=listed,
+        call_keys=keys.call_keys, function_keys=keys.function_keys, args_string=keys.args_string,
+        id_shape=keys.id_shape, json_list=listed, constants=keys.constants,
+        id_prefix=keys.id_prefix,
     )  # fmt: skip
     if "\n" not in one.text[s:e]:
         return [(flat, values)]
@@ -433,10 +590,18 @@ def _xml_codecs(
 def _function_codecs(
     probe: Probe, one: ProbeCase, d: Derived, layout: Layout
 ) -> list[tuple[Codec, Values]]:
-    """The function-tag codec, its values against their tags or on lines of their own."""
+    """The function-tag codec with the tag names the rendering shows (``<function=NAME>`` and
+    ``<parameter=KEY>``, or ``<tool=NAME>`` and ``<arg=KEY>``), its values against their tags
+    or on lines of their own."""
     s, e = d.spans[0]
-    p = re.search(r"<parameter=[^>\n]+>(\n?)", one.text[s:e])
-    return [(FunctionParams(tight=p is None or not p.group(1)), Values())]
+    body = one.text[s:e]
+    f = _FUNCTION.match(body)
+    p = _FUNCTION.search(body, f.end()) if f is not None else None
+    # the first argument's tag (the probe's calls have arguments)
+    if f is None or p is None or p.group(2) not in one.calls[0][1] or p.group(1) == f.group(1):
+        return []
+    tight = not body.startswith("\n", p.end())
+    return [(FunctionParams(tight=tight, function=f.group(1), param=p.group(1)), Values())]
 
 
 _CodecsOf = Callable[[Probe, ProbeCase, Derived, Layout], list[tuple[Codec, Values]]]
@@ -455,12 +620,14 @@ def _named(spec: FormatSpec) -> FormatSpec:
     return dataclasses.replace(spec, name=f"{GENERIC}_{digest}")
 
 
-def derive_formats(probe: Probe) -> list[FormatSpec]:
+def derive_formats(probe: Probe, source: str = "") -> list[FormatSpec]:
     """The formats the probe's rendering shows, one per notation that finds the calls (see the
-    module docstring), not yet proven. O(notations x rendered text)."""
+    module docstring), not yet proven; ``source``: the template's text (where it names the
+    close of a reasoning channel its generation prompt opens). O(notations x rendered
+    text)."""
     out: list[FormatSpec] = []
     for notation in NOTATIONS:
-        got = _derive(notation, probe)
+        got = _derive(notation, probe, source)
         if got is None:
             continue
         d, reasoning = got
@@ -494,7 +661,13 @@ def describe(spec: FormatSpec) -> str:
     c = spec.codec
     if isinstance(c, JsonCalls):  # the call object's keys, and how the arguments are written
         inner = ", ".join(k for k, _ in c.function_keys)
-        keys = [f"{k} {{{inner}}}" if role == "function" else k for k, role in c.call_keys]
+        const = dict(c.constants)
+        keys = [
+            f"{k} {{{inner}}}" if role == "function" else f"{k} {const[k]!r}" if k in const else k
+            for k, role in c.call_keys
+        ]
+        if c.id_shape in ("counter", "index"):
+            keys.append(f"ids counting the calls ({c.id_prefix!r} and the index)")
         args = " (arguments as a JSON string)" if c.args_string else ""
         parts.append(f"keys {', '.join(keys)}{args}")
     if lay.list_open:

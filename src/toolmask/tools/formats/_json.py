@@ -297,6 +297,10 @@ def _streamed(text: str, i: int) -> tuple[Call, int | None]:
 
 # -- JsonCalls -----------------------------------------------------------------------------------
 
+#: a call's index as an id: a number of 1 to 6 digits (a counter over the conversation's
+#: calls may pass the message's)
+_DIGITS = repeat(byte_class((0x30, 0x39)), 1, 6)
+
 
 @dataclass(frozen=True, slots=True)
 class JsonCalls(CodecBase):
@@ -314,7 +318,11 @@ class JsonCalls(CodecBase):
     ``args_string``: the arguments are written as a JSON string holding their JSON text
     (OpenAI's ``"arguments": "{\\"city\\": \\"Paris\\"}"``), the grammar the arguments'
     grammar escaped inside it (:func:`~toolmask.tools.formats._kit.escape_in_string`). A
-    ``"type"`` role is the text ``"function"`` wherever it sits."""
+    ``"type"`` role is the text ``"function"`` wherever it sits; a ``"const"`` role the
+    string :attr:`constants` gives its key, the same in every call (``"kind": "call"``).
+    ``id_shape`` ``"counter"``: the id is :attr:`id_prefix` then the call's index in its
+    message (``"call_0"``, ``"call_1"``; the grammar any number), ``"index"``: the index as
+    a JSON integer."""
 
     call_keys: tuple[tuple[str, str], ...] = (("name", "name"), ("arguments", "args"))
     name_as_key: bool = False
@@ -325,6 +333,8 @@ class JsonCalls(CodecBase):
     json_list: bool = False
     function_keys: tuple[tuple[str, str], ...] = ()
     args_string: bool = False
+    constants: tuple[tuple[str, str], ...] = ()
+    id_prefix: str = ""
 
     def _key(self, role: str) -> str:
         keys = (*self.call_keys, *self.function_keys)
@@ -383,12 +393,33 @@ class JsonCalls(CodecBase):
                 "type": lit('"function"'),
             }
             if self.id_shape:
-                values["id"] = seq(lit('"'), ID_SHAPES[self.id_shape][0], lit('"'))
+                values["id"] = self._id_node()
             if self.function_keys:
                 inner = [(key, values[role]) for key, role in self.function_keys]
                 values["function"] = json_object(inner, indent=indent, depth=depth + 1)
-            pairs = [(key, values[role]) for key, role in self.call_keys]
+            const = {k: lit(json.dumps(v, ensure_ascii=False)) for k, v in self.constants}
+            pairs = [
+                (key, const[key] if role == "const" else values[role])
+                for key, role in self.call_keys
+            ]
         return json_object(pairs, indent=indent, depth=self.depth if indent else 0)
+
+    def _id_node(self) -> Node:
+        """The id's grammar: a JSON string of its shape, a counter or an integer index."""
+        if self.id_shape == "index":
+            return _DIGITS
+        if self.id_shape == "counter":
+            prefix = json.dumps(self.id_prefix, ensure_ascii=False)[:-1]
+            return seq(lit(prefix), _DIGITS, lit('"'))
+        return seq(lit('"'), ID_SHAPES[self.id_shape][0], lit('"'))
+
+    def _id_text(self, index: int) -> str:
+        """The ``index``-th call's id as the renderer writes it."""
+        if self.id_shape == "index":
+            return str(index)
+        if self.id_shape == "counter":
+            return json.dumps(f"{self.id_prefix}{index}", ensure_ascii=False)
+        return json.dumps(ID_SHAPES[self.id_shape][1].format(i=index))
 
     # -- what the model writes --------------------------------------------------------------------
     def render_one(self, spec: FormatSpec, name: str, arguments: object, index: int) -> str:
@@ -406,11 +437,15 @@ class JsonCalls(CodecBase):
             values = {"name": json.dumps(name, ensure_ascii=False), "args": args}
             values["type"] = '"function"'
             if self.id_shape:
-                values["id"] = json.dumps(ID_SHAPES[self.id_shape][1].format(i=index))
+                values["id"] = self._id_text(index)
             if self.function_keys:
                 inner = [(key, values[role]) for key, role in self.function_keys]
                 values["function"] = _dumps_object(inner, self.indent, self.depth + 1)
-            pairs = [(key, values[role]) for key, role in self.call_keys]
+            const = {k: json.dumps(v, ensure_ascii=False) for k, v in self.constants}
+            pairs = [
+                (key, const[key] if role == "const" else values[role])
+                for key, role in self.call_keys
+            ]
         return _dumps_object(pairs, self.indent, self.depth)
 
     def render_calls(self, spec: FormatSpec, calls: Calls) -> str:

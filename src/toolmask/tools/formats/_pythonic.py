@@ -63,12 +63,19 @@ def expression_end(text: str, i: int) -> int | None:
     return None
 
 
-def _block_end(text: str, i: int, close: str) -> int | None:
+def _block_end(text: str, i: int, close: str, sep: str = "", final: bool = True) -> int | None:
     """Where ``close`` first appears in ``text`` from ``i`` outside a quoted string, None if
-    it does not (yet)."""
+    it does not (yet); a ``close`` that starts the separator ``sep`` between two calls (the
+    closer, text, the opener again) is not the end (not yet known before ``final``)."""
     j, n = i, len(text)
+    skip = sep if sep.startswith(close) else ""
     while j < n:
         if text.startswith(close, j):
+            if skip and text.startswith(skip, j):
+                j += len(skip)
+                continue
+            if skip and not final and skip.startswith(text[j:]):
+                return None
             return j
         c = text[j]
         if c in "'\"":
@@ -173,7 +180,8 @@ class PythonCalls(CodecBase):
     def _read_lines(self, spec: FormatSpec, text: str, i: int, *, final: bool) -> Block:
         """The calls one a line from ``text[i]`` to the block's close marker."""
         close = spec.block.close
-        j = _block_end(text, i, close)
+        sep = spec.layout.separator.strip(" \t\r\n")
+        j = _block_end(text, i, close, sep, final)
         if j is None:
             if final:
                 return Block("bad", len(text), reason="truncated: the block never closes")

@@ -18,6 +18,7 @@ value only where the next tag follows it, so tag text inside a value stays text.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -65,11 +66,28 @@ def _arguments(arguments: object) -> Mapping[str, Any]:
 
 # -- <function=NAME><parameter=KEY> --------------------------------------------------------------
 
-_FUNC = re.compile(r"\s*<function=([^>\n]+)>", re.S)
-_PARAM = re.compile(r"\s*<parameter=([^>\n]+)>", re.S)
-#: where a value may end: its close tag, or (close tag missing) the next tag on a new line
-_VALUE_END = re.compile(r"</parameter>|\n(?=<parameter=|</function>)")
-_NEXT = ("<parameter=", "</function>")
+
+@dataclass(frozen=True, slots=True)
+class _Tags:
+    """The patterns :func:`read_functions` reads the function-tag notation with, for its tag
+    names (``function`` / ``parameter``: Qwen3-Coder)."""
+
+    func: re.Pattern[str]
+    param_head: re.Pattern[str]
+    #: where a value may end: its close tag, or (close tag missing) the next tag on a new line
+    value_end: re.Pattern[str]
+    next: tuple[str, str]
+
+
+@functools.lru_cache(maxsize=16)
+def _tags(function: str, param: str) -> _Tags:
+    f, p = re.escape(function), re.escape(param)
+    return _Tags(
+        re.compile(rf"\s*<{f}=([^>\n]+)>", re.S),
+        re.compile(rf"\s*<{p}=([^>\n]+)>", re.S),
+        re.compile(rf"</{p}>|\n(?=<{p}=|</{f}>)"),
+        (f"<{param}=", f"</{function}>"),
+    )
 
 
 def _value(raw: str) -> str:
@@ -93,7 +111,14 @@ def _followed_by(text: str, i: int, words: Sequence[str], final: bool) -> bool |
 
 
 def read_functions(
-    text: str, pos: int, close: str, final: bool, schemas: Mapping[str, Any] | None
+    text: str,
+    pos: int,
+    close: str,
+    final: bool,
+    schemas: Mapping[str, Any] | None,
+    *,
+    function: str = "function",
+    param: str = "parameter",
 ) -> tuple[list[Call], int] | Block:
     """The ``<function=...>`` calls from ``text[pos]`` up to and including the block's
     ``close`` (optional at the very end: a bare ``<function=...>`` may end there), and the
@@ -101,42 +126,45 @@ def read_functions(
     text inside a value by what follows them: a value ends at ``</parameter>`` followed by
     ``<parameter=`` or ``</function>`` (whitespace between), a function at ``</function>``
     followed by ``close``, ``<function=`` or the end, as the templates write them; one newline
-    at either end of a value is the layout's."""
+    at either end of a value is the layout's. ``function`` / ``param``: the tag names
+    (``<tool=NAME>`` / ``<arg=KEY>`` where a template names them so)."""
     calls = []
     n = len(text)
+    tags = _tags(function, param)
+    opener, end_tag = f"<{function}=", f"</{function}>"
 
     def wait(reason: str) -> Block:
         return Block("bad", n, reason=f"truncated: {reason}") if final else Block("pending")
 
     while True:
-        f = _FUNC.match(text, pos)
+        f = tags.func.match(text, pos)
         if f is None:
-            if _unfinished_tag(text[skip_ws(text, pos) :], "<function="):
+            if _unfinished_tag(text[skip_ws(text, pos) :], opener):
                 return wait("the reply ends before a function's name")
-            return bad_block(text, pos, close, "expected <function=NAME>", final)
+            return bad_block(text, pos, close, f"expected {opener}NAME>", final)
         name = f.group(1).strip()
         args: dict[str, Any] = {}
         p = f.end()
         while True:
             j = skip_ws(text, p)
-            if text.startswith("</function>", j):
-                p = j + len("</function>")
+            if text.startswith(end_tag, j):
+                p = j + len(end_tag)
                 break
-            m = _PARAM.match(text, p)
+            m = tags.param_head.match(text, p)
             if m is None:
-                if any(_unfinished_tag(text[j:], w) for w in _NEXT):
+                if any(_unfinished_tag(text[j:], w) for w in tags.next):
                     return wait("the reply ends inside a function")
-                return bad_block(text, p, close, "expected <parameter=NAME>", final)
+                return bad_block(text, p, close, f"expected <{param}=NAME>", final)
             key = m.group(1).strip()
             q = m.end()
             while True:  # the first value end that the structure confirms
-                e = _VALUE_END.search(text, q)
+                e = tags.value_end.search(text, q)
                 if e is None:
                     return wait("the reply ends inside a parameter value")
                 if e.group() == "\n":  # no </parameter>: a tag on the next line ends the value
                     stop, after = e.start(), e.end()
                     break
-                ok = _followed_by(text, e.end(), _NEXT, final)
+                ok = _followed_by(text, e.end(), tags.next, final)
                 if ok is None:
                     return wait("the reply ends inside a parameter value")
                 if ok:
@@ -149,10 +177,10 @@ def read_functions(
         j = skip_ws(text, p)
         if text.startswith(close, j):
             return calls, j + len(close)
-        if text.startswith("<function=", j):
+        if text.startswith(opener, j):
             pos = j
             continue
-        if j >= n or (not final and any(w.startswith(text[j:]) for w in (close, "<function="))):
+        if j >= n or (not final and any(w.startswith(text[j:]) for w in (close, opener))):
             if final:
                 return calls, p  # a bare function at the end of the reply
             return Block("pending")
@@ -171,10 +199,13 @@ class FunctionParams(CodecBase):
     after the other). ``tight``: a value sits against its tags
     (``<parameter=K>V</parameter>\\n``, Seed-OSS), else on its own line
     (``<parameter=K>\\nV\\n</parameter>\\n``); ``python``: non-string values are written as
-    Python literals (Jinja's ``string``), JSON admitted too."""
+    Python literals (Jinja's ``string``), JSON admitted too. ``function`` / ``param``: the
+    tag names (the formats derived from a rendering: ``<tool=NAME>``, ``<arg=KEY>``)."""
 
     tight: bool = False
     python: bool = False
+    function: str = "function"
+    param: str = "parameter"
 
     def read_block(
         self,
@@ -190,7 +221,9 @@ class FunctionParams(CodecBase):
         read structurally (:func:`read_functions`)."""
         b = spec.block
         pos = k + len(b.open) if text.startswith(b.open, k) else k
-        got = read_functions(text, pos, b.close, final, schemas)
+        got = read_functions(
+            text, pos, b.close, final, schemas, function=self.function, param=self.param
+        )
         if isinstance(got, Block):
             return got
         calls, end = got
@@ -201,19 +234,20 @@ class FunctionParams(CodecBase):
         strings raw, other types JSON (or Python literals)."""
         # a value holds none of the tags that may end it (the reader looks at what follows
         # them); the block's close marker is text there (the block ends after </function>)
-        stops = ("</parameter>", "<parameter=", "</function>")
+        fn, pt = self.function, self.param
+        stops = (f"</{pt}>", f"<{pt}=", f"</{fn}>")
         raw = kit.text_without(stops, edges="\n") if self.tight else kit.text_without(stops)
         pad = "" if self.tight else "\n"
 
         def param(key: str, value: Node) -> Node:
-            return seq(lit(f"<parameter={key}>{pad}"), value, lit(f"{pad}</parameter>\n"))
+            return seq(lit(f"<{pt}={key}>{pad}"), value, lit(f"{pad}</{pt}>\n"))
 
         def free() -> Node:
             if self.tight:
-                return seq(lit("<parameter="), kit.chars(">\n"), lit(">"), raw,
-                           lit("</parameter>\n"))  # fmt: skip
-            return seq(lit("<parameter="), kit.chars(">\n"), lit(">\n"), raw,
-                       lit("\n</parameter>\n"))  # fmt: skip
+                return seq(lit(f"<{pt}="), kit.chars(">\n"), lit(">"), raw,
+                           lit(f"</{pt}>\n"))  # fmt: skip
+            return seq(lit(f"<{pt}="), kit.chars(">\n"), lit(">\n"), raw,
+                       lit(f"\n</{pt}>\n"))  # fmt: skip
 
         def value(sub: Any, prefix: str) -> Node:
             return json_or_python(kit, sub, prefix, raw)
@@ -221,18 +255,19 @@ class FunctionParams(CodecBase):
         params = kit.params(
             tool.parameters, f"a{index}_", param, raw, free, value=value if self.python else None
         )
-        return seq(lit(f"<function={tool.name}>\n"), params, lit("</function>"))
+        return seq(lit(f"<{fn}={tool.name}>\n"), params, lit(f"</{fn}>"))
 
     def render_calls(self, spec: FormatSpec, calls: Calls) -> str:
         b = spec.block
         pad = "" if self.tight else "\n"
+        fn, pt = self.function, self.param
         out = []
         for name, arguments in calls:
             params = "".join(
-                f"<parameter={k}>{pad}{self._text(spec, v)}{pad}</parameter>\n"
+                f"<{pt}={k}>{pad}{self._text(spec, v)}{pad}</{pt}>\n"
                 for k, v in _arguments(arguments).items()
             )
-            out.append(f"<function={name}>\n{params}</function>")
+            out.append(f"<{fn}={name}>\n{params}</{fn}>")
         if spec.layout.list_calls:
             out = [spec.layout.separator_text.join(out)]
         return spec.layout.block_sep.join(
