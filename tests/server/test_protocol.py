@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from typing import Any
@@ -296,6 +297,46 @@ def test_a_parsed_body_finds_its_tools_in_the_lists_too() -> None:
     with pytest.raises(APIError) as e:
         parse_chat_request({"model": "m", "messages": MSG, "tools": [bad]}, tool_lists=lists)
     assert e.value.param is not None and e.value.param.startswith("tools[0]")
+
+
+def test_a_parsed_body_seen_before_is_found_by_its_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same tools handed over parsed again (new dicts) are found by a digest of the value,
+    without writing the body as JSON text; values whose JSON differs (``true`` and ``1``,
+    ``1`` and ``1.0``, keys in another order) are other lists."""
+    import toolmask.server._protocol as protocol
+    from toolmask.server import ToolLists
+
+    lists = ToolLists(size=2)
+
+    def tool(const: object, keys: tuple[str, str] = ("type", "const")) -> dict[str, Any]:
+        prop = {keys[0]: "object" if keys[0] == "type" else const, keys[1]: const}
+        if keys[0] != "type":
+            prop = {"const": const, "type": "object"}
+        return {"type": "function", "function": {"name": "f", "parameters": prop}}
+
+    def parse(tools: list[Any]) -> Any:
+        body = copy.deepcopy({"model": "m", "messages": MSG, "tools": tools})  # new dicts
+        return parse_chat_request(body, tool_lists=lists)
+
+    first = parse([TOOL])
+    written: list[object] = []
+    real = protocol.json.dumps
+
+    def dumps(obj: Any, *args: Any, **kwargs: Any) -> str:
+        if isinstance(obj, dict) and "messages" in obj:  # a body written as text
+            written.append(obj)
+        return real(obj, *args, **kwargs)
+
+    monkeypatch.setattr(protocol.json, "dumps", dumps)
+    again = parse([TOOL])
+    assert written == [] and again.tools_key == first.tools_key
+    assert all(a is b for a, b in zip(again.tools, first.tools, strict=True))
+    keys = {parse([tool(c)]).tools_key for c in (True, 1, 1.0)}
+    assert len(keys) == 3 and len(written) == 3
+    swapped = parse([tool(1, ("const", "type"))])
+    assert swapped.tools_key not in keys and len(written) == 4
+    # the lists keep two: the oldest value's list is gone, and read from its text again
+    assert parse([TOOL]).tools_key == first.tools_key and len(written) == 5
 
 
 def test_a_bad_tool_list_is_refused_every_time() -> None:

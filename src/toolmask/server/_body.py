@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import marshal
 import re
 import threading
 from collections import OrderedDict
@@ -17,7 +18,7 @@ from typing import Any
 
 from toolmask.tools import Tool
 
-__all__ = ["KnownTools", "ToolLists", "read_body", "tools_digest"]
+__all__ = ["KnownTools", "ToolLists", "read_body", "tools_digest", "value_digest"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,12 @@ class ToolLists:
     server compares the text at the ``tools`` value with the texts it holds (those that start
     the same way): the same text is the same JSON value, so its :class:`Tool` objects are
     reused without parsing or checking the tools again, and the layers below find everything
-    they keyed by those objects. Cost: a comparison of the text (O(bytes), in C)."""
+    they keyed by those objects. Cost: a comparison of the text (O(bytes), in C).
+
+    A ``tools`` value handed over parsed (the vLLM processors' turn specs: a new list of new
+    dicts every request) is found by its :func:`value_digest` instead (:meth:`match_value`),
+    once a list of that value has been read as text (:meth:`note_value`): no JSON text is
+    written for it."""
 
     #: how many characters of a text index it (a comparison is made only where they agree)
     PREFIX = 64
@@ -52,6 +58,10 @@ class ToolLists:
         self.size = size
         self._lists: OrderedDict[str, tuple[str, KnownTools]] = OrderedDict()
         self._by_prefix: dict[str, list[str]] = {}
+        #: value digest -> the text digest of the list read from that value's JSON text, and
+        #: per text digest the value digests noted for it (dropped with it)
+        self._by_value: dict[bytes, str] = {}
+        self._values_of: dict[str, list[bytes]] = {}
         self._lock = threading.Lock()
 
     def match(self, text: str, at: int) -> tuple[KnownTools, int] | None:
@@ -78,7 +88,39 @@ class ToolLists:
                 same.remove(old)
                 if not same:
                     del self._by_prefix[old_text[: self.PREFIX]]
+                for value in self._values_of.pop(old, ()):
+                    self._by_value.pop(value, None)
         return key
+
+    def match_value(self, value: bytes) -> KnownTools | None:
+        """The list noted for a ``tools`` value of this :func:`value_digest`, if still kept."""
+        with self._lock:
+            key = self._by_value.get(value)
+            if key is None or key not in self._lists:
+                return None
+            self._lists.move_to_end(key)
+            return self._lists[key][1]
+
+    def note_value(self, value: bytes, key: str) -> None:
+        """Note that the list kept under ``key`` was read from a value of digest ``value``."""
+        with self._lock:
+            if key in self._lists and value not in self._by_value:
+                self._by_value[value] = key
+                self._values_of.setdefault(key, []).append(value)
+
+
+def value_digest(value: Any) -> bytes | None:
+    """A digest of a parsed JSON value (lists, dicts, strings, numbers, booleans, None) that
+    tells apart every two values whose JSON texts differ but for spacing: ``marshal``'s
+    serialisation (format 2: no back-references, so the same value gives the same bytes
+    whatever the sharing of its objects; ``True``, ``1`` and ``1.0`` apart; keys in their
+    order), hashed. At C speed, several times faster than writing its JSON text. None for a
+    value that holds anything else (then the value is written as text)."""
+    try:
+        data = marshal.dumps(value, 2)
+    except ValueError:
+        return None
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def tools_digest(text: str) -> str:

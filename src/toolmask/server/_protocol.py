@@ -28,7 +28,7 @@ from typing import Any
 from toolmask.agent import Message
 from toolmask.decoding import mode_names
 from toolmask.limits import SERVER_LIMITS, Limits
-from toolmask.server._body import KnownTools, ToolLists, read_body, tools_digest
+from toolmask.server._body import KnownTools, ToolLists, read_body, tools_digest, value_digest
 from toolmask.tools import Tool, ToolCall, ToolChoice, ToolError
 
 __all__ = [
@@ -539,11 +539,17 @@ def parse_chat_request(
     """
     span: tuple[int, int] | None = None
     text = ""
+    by_value: bytes | None = None  # the digest of a parsed body's tools (ToolLists.match_value)
     if isinstance(body, Mapping) and tool_lists is not None and body.get("tools"):
-        # its text (C speed, O(bytes)), so that tools seen before are found as for a body sent
-        # as text; a value JSON cannot write (NaN, an object) is read as it is
-        with contextlib.suppress(TypeError, ValueError, RecursionError):
-            body = json.dumps(body, ensure_ascii=False, allow_nan=False)
+        by_value = value_digest(body["tools"])
+        hit = tool_lists.match_value(by_value) if by_value is not None else None
+        if hit is not None:  # tools read before from the same value: not written again
+            body = {**body, "tools": hit}
+        else:
+            # its text (C speed, O(bytes)), so that tools seen before are found as for a body
+            # sent as text; a value JSON cannot write (NaN, an object) is read as it is
+            with contextlib.suppress(TypeError, ValueError, RecursionError):
+                body = json.dumps(body, ensure_ascii=False, allow_nan=False)
     if isinstance(body, Mapping):
         data: Any = body
     else:
@@ -614,6 +620,8 @@ def parse_chat_request(
     if known is None and span is not None:  # a list is kept once every check of it passed
         read, lists = text[span[0] : span[1]], tool_lists
         values["tools_key"] = lists.put(read, tools) if lists is not None else tools_digest(read)
+    if by_value is not None and tool_lists is not None and values.get("tools_key"):
+        tool_lists.note_value(by_value, values["tools_key"])
     choice = values.get("tool_choice")
     if choice is not None:
         if not tools and choice not in ("none", "auto"):
