@@ -517,6 +517,23 @@ NEUTRAL: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def _known_value(
+    body: Mapping[str, Any], tool_lists: ToolLists
+) -> tuple[Mapping[str, Any] | str, bytes | None]:
+    """A parsed body with tools: its ``tools`` the list read before from the same value
+    (:meth:`ToolLists.match_value`), else the body written as text (C speed, O(bytes)), so
+    that tools seen before are found as for a body sent as text (a value JSON cannot write,
+    NaN or an object, is left as it is); and the digest of the tools' value (None when it
+    has none)."""
+    by_value = value_digest(body["tools"])
+    hit = tool_lists.match_value(by_value) if by_value is not None else None
+    if hit is not None:
+        return {**body, "tools": hit}, by_value
+    with contextlib.suppress(TypeError, ValueError, RecursionError):
+        return json.dumps(body, ensure_ascii=False, allow_nan=False), by_value
+    return body, by_value
+
+
 def parse_chat_request(
     body: bytes | str | Mapping[str, Any],
     *,
@@ -541,15 +558,7 @@ def parse_chat_request(
     text = ""
     by_value: bytes | None = None  # the digest of a parsed body's tools (ToolLists.match_value)
     if isinstance(body, Mapping) and tool_lists is not None and body.get("tools"):
-        by_value = value_digest(body["tools"])
-        hit = tool_lists.match_value(by_value) if by_value is not None else None
-        if hit is not None:  # tools read before from the same value: not written again
-            body = {**body, "tools": hit}
-        else:
-            # its text (C speed, O(bytes)), so that tools seen before are found as for a body
-            # sent as text; a value JSON cannot write (NaN, an object) is read as it is
-            with contextlib.suppress(TypeError, ValueError, RecursionError):
-                body = json.dumps(body, ensure_ascii=False, allow_nan=False)
+        body, by_value = _known_value(body, tool_lists)
     if isinstance(body, Mapping):
         data: Any = body
     else:
