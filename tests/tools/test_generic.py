@@ -105,6 +105,7 @@ _FUNCTION = (
     "{{ '<parameter=' + k + '>' + SEP + (v if v is string else v | tojson) + SEP "
     "+ '</parameter>\\n' }}{% endfor %}{{ '</function>' }}"
 )
+_FN = _FUNCTION.replace("SEP", "'\\n'")  # values on lines of their own
 _LIST = "{{ m.tool_calls | map(attribute='function') | list | tojson(indent=4) }}"
 _ARGS_TEXT = "(c.function.arguments | tojson | tojson)"  # the arguments as a JSON string
 
@@ -257,6 +258,57 @@ TEMPLATES: dict[str, tuple[str, str]] = {
             "{{ ']</calls>' }}",
         ),
         "JsonCalls",
+    ),
+    # invoke and function tags with text between two calls of a block
+    "invoke tags, a rule between": (
+        _chat(_INVOKE, "---\n", "{{ '<function_calls>\\n' }}", "{{ '</function_calls>' }}"),
+        "InvokeParams",
+    ),
+    "function tags, a comma between": (
+        _chat(_FN, ",\n", "{{ '<tool_call>\\n' }}", "{{ '\\n</tool_call>' }}"),
+        "FunctionParams",
+    ),
+    "function tags, a text line between": (
+        _chat(_FN, "\nand then\n", "{{ '<tool_call>\\n' }}", "{{ '\\n</tool_call>' }}"),
+        "FunctionParams",
+    ),
+    "function tags tight, a bar between": (
+        _chat(_FUNCTION.replace("SEP", "''"), " | ", "{{ '[[fns]]' }}", "{{ '[[/fns]]' }}"),
+        "FunctionParams",
+    ),
+    # blocks of one call each, text between them: the closer, the text and the opener again
+    # separate the calls of one block
+    "invoke blocks, a rule between": (
+        _chat("{{ '<<call>>\\n' }}" + _INVOKE + "{{ '<</call>>' }}", "\n---\n"),
+        "InvokeParams",
+    ),
+    "function blocks, a word between": (
+        _chat("{{ '<<fn>>\\n' }}" + _FN + "{{ '\\n<</fn>>' }}", " then "),
+        "FunctionParams",
+    ),
+    # a list wrapper around the calls: blocks of one call each inside it (the inner closer
+    # and opener separate the calls), or the calls of one block inside it
+    "invoke blocks in a list": (
+        _chat(
+            "{{ '<tc>\\n' }}" + _INVOKE + "{{ '</tc>' }}", "\n",
+            "{{ '<calls>\\n' }}", "{{ '\\n</calls>' }}",
+        ),  # fmt: skip
+        "InvokeParams",
+    ),
+    "function blocks in a list": (
+        _chat(
+            "{{ '<tc>\\n' }}" + _FN + "{{ '\\n</tc>' }}", "\n",
+            "{{ '<calls>\\n' }}", "{{ '\\n</calls>' }}",
+        ),  # fmt: skip
+        "FunctionParams",
+    ),
+    "invoke tags in a list": (
+        _chat(_INVOKE, "", "{{ '<calls>\\n<list>\\n' }}", "{{ '</list>\\n</calls>' }}"),
+        "InvokeParams",
+    ),
+    "function tags in a list": (
+        _chat(_FN, "\n", "{{ '[[fns]]\\n<list>\\n' }}", "{{ '\\n</list>\\n[[/fns]]' }}"),
+        "FunctionParams",
     ),
     # a reasoning channel the generation prompt opens: the reply starts inside it
     "reasoning opened by the prompt": (

@@ -635,10 +635,11 @@ def derive_formats(probe: Probe, source: str = "") -> list[FormatSpec]:
         if shape is None:
             continue
         block, layout = shape
-        if notation in ("xml", "function"):  # tags in the block's markers, one a line
-            if layout.separator or layout.list_open:
+        if notation in ("xml", "function"):  # tags in the block's markers
+            if layout.list_open:
                 continue
-            if notation == "xml" and (not layout.parallel_calls or layout.one_block):
+            one_line = not layout.parallel_calls or layout.list_calls  # no separator's text
+            if notation == "xml" and one_line:
                 layout = dataclasses.replace(layout, list_calls=True)  # else one a block
         one = next(c for c in probe.cases if c.name == "one")  # _derive found it
         for codec, values in _CODECS[notation](probe, one, d, layout):
