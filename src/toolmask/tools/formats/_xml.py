@@ -359,7 +359,8 @@ def read_invokes(
             ends = (close,) if close and not after_sep else ()
             if unfinished(text[j:], f"<{invoke} name=", *ends):
                 return wait("the reply ends before a call's name")
-            return bad(f'expected <{invoke} name="...">' + (f" after {sep!r}" if after_sep else ""), j)
+            where = f" after {sep!r}" if after_sep else ""
+            return bad(f'expected <{invoke} name="...">{where}', j)
         name = m.group(1)
         args: dict[str, Any] = {}
         p = m.end()
@@ -417,17 +418,20 @@ class InvokeParams(CodecBase):
     newline are wrapped in CDATA (MiniCPM 5).
 
     With ``list_calls`` the block's markers hold every call of the turn, each ``<invoke>`` on
-    its own line (MiniMax-M2); with a ``separator``, every call of the turn with
-    ``separator_text`` between two (the formats derived from a rendering: ``\\n---\\n``, or
-    a closer and the opener again); else a block is one call: where the block's opener is the start
-    of the invoke tag itself (``<function name="``, MiniCPM 5), that tag; else the invoke tag
-    between the block's markers, blocks repeated (the formats derived from a rendering)."""
+    its own line (MiniMax-M2), or, ``joined``, the calls with the layout's whitespace
+    ``separator_text`` between two and its ``before_close`` after the last (the formats derived
+    from a rendering: ``</call><call ...>``, ``</call>\\n\\n</calls>``); with a ``separator``,
+    every call of the turn with ``separator_text`` between two (derived too: ``\\n---\\n``,
+    or a closer and the opener again); else a block is one call: where the block's opener is
+    the start of the invoke tag itself (``<function name="``, MiniCPM 5), that tag; else the
+    invoke tag between the block's markers, blocks repeated (derived from a rendering)."""
 
     invoke: str = "invoke"
     param: str = "parameter"
     nl: str = "\n"
     python: bool = False
     cdata: bool = False
+    joined: bool = False
 
     def read_block(
         self,
@@ -489,7 +493,7 @@ class InvokeParams(CodecBase):
         return seq(lit(f'<{self.invoke} name="{tool.name}">{nl}'), params, lit(f"</{self.invoke}>"))
 
     def call_grammar(self, spec: FormatSpec, tool: ToolLike, index: int, kit: Kit) -> Node:
-        if spec.layout.list_calls and not spec.layout.separator:
+        if spec.layout.list_calls and not spec.layout.separator and not self.joined:
             return seq(self.invoke_node(tool, index, kit), lit("\n"))
         return self.invoke_node(tool, index, kit, whole=not self._opens_invoke(spec))
 
@@ -511,7 +515,7 @@ class InvokeParams(CodecBase):
 
     def render_calls(self, spec: FormatSpec, calls: Calls) -> str:
         b, lay = spec.block, spec.layout
-        if lay.separator:  # one block, the separator's text between two calls
+        if lay.separator or (lay.list_calls and self.joined):  # one block, text between calls
             body = lay.separator_text.join(self.invoke_text(spec, n, a) for n, a in calls)
             return b.open + b.after_open + body + b.before_close + b.close
         if lay.list_calls:
