@@ -279,6 +279,15 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         _chat(_FUNCTION.replace("SEP", "''"), " | ", "{{ '[[fns]]' }}", "{{ '[[/fns]]' }}"),
         "FunctionParams",
     ),
+    # a close that starts with the separator's text: the close, not a separator
+    "invoke tags, the close starts with the separator": (
+        _chat(_INVOKE, "--\n", "{{ '<<calls>>\\n' }}", "{{ '--end>>' }}"),
+        "InvokeParams",
+    ),
+    "function tags, the close starts with the separator": (
+        _chat(_FN, "\n--\n", "{{ '<<calls>>\\n' }}", "{{ '\\n--end>>' }}"),
+        "FunctionParams",
+    ),
     # blocks of one call each, text between them: the closer, the text and the opener again
     # separate the calls of one block
     "invoke blocks, a rule between": (
@@ -695,6 +704,8 @@ _SEPARATED_TAGS = [
     "function tags tight, a bar between",
     "invoke blocks in a list",
     "function blocks in a list",
+    "invoke tags, the close starts with the separator",
+    "function tags, the close starts with the separator",
 ]
 
 
