@@ -280,6 +280,10 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         "FunctionParams",
     ),
     # a close that starts with the separator's text: the close, not a separator
+    "json separated, the close starts with the separator": (
+        _chat("{{ " + _OBJECT + " }}", "\n--\n", "{{ '<<calls>>\\n' }}", "{{ '\\n--end>>' }}"),
+        "JsonCalls",
+    ),
     "invoke tags, the close starts with the separator": (
         _chat(_INVOKE, "--\n", "{{ '<<calls>>\\n' }}", "{{ '--end>>' }}"),
         "InvokeParams",

@@ -35,6 +35,7 @@ from toolmask.tools.formats._read import (
     param_schema,
     python_str,
     schema_types,
+    separator_at,
     skip_ws,
 )
 from toolmask.tools.formats._spec import Calls, CodecBase, FormatSpec, ToolLike
@@ -181,7 +182,7 @@ def read_functions(
             p = after
         calls.append(done(name, args))
         j = skip_ws(text, p)
-        if _is_sep(text, j, sep, close, final):  # the separator, then the next function
+        if separator_at(text, j, sep, close, final):  # the separator, then the next function
             k = skip_ws(text, j + len(sep))
             if text.startswith(opener, k):
                 pos = k
@@ -203,19 +204,6 @@ def read_functions(
                 return calls, p  # a bare function at the end of the reply
             return Block("pending")
         return calls, p  # text after a bare function
-
-
-def _is_sep(text: str, j: int, sep: str, close: str, final: bool) -> bool:
-    """Whether the separator ``sep`` between two calls is at ``text[j]``: it is there, and not
-    as the start of a longer ``close`` that is there too, or may still be (``--`` and
-    ``--end``; a separator that starts with the close, a closer and the opener again, is the
-    separator)."""
-    if not sep or not text.startswith(sep, j):
-        return False
-    if len(close) <= len(sep):
-        return True
-    rest = text[j : j + len(close)]
-    return not (rest == close or (not final and close.startswith(rest)))
 
 
 def _unfinished_tag(rest: str, tag: str) -> bool:
@@ -359,7 +347,7 @@ def read_invokes(
         j = skip_ws(text, pos)
         after_sep = False
         if sep and calls:
-            if _is_sep(text, j, sep, close, final):
+            if separator_at(text, j, sep, close, final):
                 j, after_sep = skip_ws(text, j + len(sep)), True
             elif not final and sep.startswith(text[j:]):
                 return Block("pending")  # the separator, or the closer, may follow
