@@ -5,9 +5,11 @@ The templates here are written for these tests, each in a notation no family use
 its layout): JSON call objects one a block, a JSON list, objects back to back, keys in another
 order, an indented list, objects with an id and ``"type": "function"``, OpenAI's tool-call
 objects (on one line, indented), arguments as a JSON string, a Python list, Python calls one a
-line or one a block, invoke tags with other tag names (in one block, one a block), function
-tags (``<function=NAME>``, values on their own lines or tight), calls separated by ``;\n``,
-`` <and> ``, ``, `` and `` && ``, and a reasoning channel in markers of its own. Each must be
+line or one a block, invoke tags with other tag names (in one block, one a block, back to
+back), function tags (``<function=NAME>``, values on their own lines or tight), calls
+separated by ``;\n``, `` <and> ``, ``, `` and `` && ``, invoke and function tags separated by
+``---``, ``,\n``, a line of text or `` | ``, blocks of one call each inside a list wrapper,
+and a reasoning channel in markers of its own. Each must be
 detected as a generic format whose grammar takes the rendered bytes (one call and two,
 ``required`` and ``auto``, parallel calls off for one), whose parser gives the calls back (batch,
 and streamed in chunks), whose renderer writes the template's bytes (its own call ids aside),
@@ -105,6 +107,8 @@ _FUNCTION = (
     "{{ '<parameter=' + k + '>' + SEP + (v if v is string else v | tojson) + SEP "
     "+ '</parameter>\\n' }}{% endfor %}{{ '</function>' }}"
 )
+_INVOKE_TIGHT = _INVOKE.replace("'</call>\\n'", "'</call>'")  # nothing after </call>
+_FN = _FUNCTION.replace("SEP", "'\\n'")  # values on lines of their own
 _LIST = "{{ m.tool_calls | map(attribute='function') | list | tojson(indent=4) }}"
 _ARGS_TEXT = "(c.function.arguments | tojson | tojson)"  # the arguments as a JSON string
 
@@ -257,6 +261,87 @@ TEMPLATES: dict[str, tuple[str, str]] = {
             "{{ ']</calls>' }}",
         ),
         "JsonCalls",
+    ),
+    # invoke and function tags with text between two calls of a block
+    "invoke tags, a rule between": (
+        _chat(_INVOKE, "---\n", "{{ '<function_calls>\\n' }}", "{{ '</function_calls>' }}"),
+        "InvokeParams",
+    ),
+    "function tags, a comma between": (
+        _chat(_FN, ",\n", "{{ '<tool_call>\\n' }}", "{{ '\\n</tool_call>' }}"),
+        "FunctionParams",
+    ),
+    "function tags, a text line between": (
+        _chat(_FN, "\nand then\n", "{{ '<tool_call>\\n' }}", "{{ '\\n</tool_call>' }}"),
+        "FunctionParams",
+    ),
+    "function tags tight, a bar between": (
+        _chat(_FUNCTION.replace("SEP", "''"), " | ", "{{ '[[fns]]' }}", "{{ '[[/fns]]' }}"),
+        "FunctionParams",
+    ),
+    # a close that starts with the separator's text: the close, not a separator
+    "json separated, the close starts with the separator": (
+        _chat("{{ " + _OBJECT + " }}", "\n--\n", "{{ '<<calls>>\\n' }}", "{{ '\\n--end>>' }}"),
+        "JsonCalls",
+    ),
+    "invoke tags, the close starts with the separator": (
+        _chat(_INVOKE, "--\n", "{{ '<<calls>>\\n' }}", "{{ '--end>>' }}"),
+        "InvokeParams",
+    ),
+    "function tags, the close starts with the separator": (
+        _chat(_FN, "\n--\n", "{{ '<<calls>>\\n' }}", "{{ '\\n--end>>' }}"),
+        "FunctionParams",
+    ),
+    # blocks of one call each, text between them: the closer, the text and the opener again
+    # separate the calls of one block
+    "invoke blocks, a rule between": (
+        _chat("{{ '<<call>>\\n' }}" + _INVOKE + "{{ '<</call>>' }}", "\n---\n"),
+        "InvokeParams",
+    ),
+    "function blocks, a word between": (
+        _chat("{{ '<<fn>>\\n' }}" + _FN + "{{ '\\n<</fn>>' }}", " then "),
+        "FunctionParams",
+    ),
+    # a list wrapper around the calls: blocks of one call each inside it (the inner closer
+    # and opener separate the calls), or the calls of one block inside it
+    "invoke blocks in a list": (
+        _chat(
+            "{{ '<tc>\\n' }}" + _INVOKE + "{{ '</tc>' }}",
+            "\n",
+            "{{ '<calls>\\n' }}",
+            "{{ '\\n</calls>' }}",
+        ),
+        "InvokeParams",
+    ),
+    "function blocks in a list": (
+        _chat(
+            "{{ '<tc>\\n' }}" + _FN + "{{ '\\n</tc>' }}",
+            "\n",
+            "{{ '<calls>\\n' }}",
+            "{{ '\\n</calls>' }}",
+        ),
+        "FunctionParams",
+    ),
+    "invoke tags in a list": (
+        _chat(_INVOKE, "", "{{ '<calls>\\n<list>\\n' }}", "{{ '</list>\\n</calls>' }}"),
+        "InvokeParams",
+    ),
+    # the calls of one block back to back, or with whitespace of the template's own between
+    "invoke tags back to back": (
+        _chat(_INVOKE_TIGHT, "", "{{ '<calls>' }}", "{{ '</calls>' }}"),
+        "InvokeParams",
+    ),
+    "invoke tags, a space between": (
+        _chat(_INVOKE_TIGHT, " ", "{{ '<calls>\\n' }}", "{{ '\\n\\n</calls>' }}"),
+        "InvokeParams",
+    ),
+    "function tags back to back": (
+        _chat(_FN, "", "{{ '<calls>' }}", "{{ '</calls>' }}"),
+        "FunctionParams",
+    ),
+    "function tags in a list": (
+        _chat(_FN, "\n", "{{ '[[fns]]\\n<list>\\n' }}", "{{ '\\n</list>\\n[[/fns]]' }}"),
+        "FunctionParams",
     ),
     # a reasoning channel the generation prompt opens: the reply starts inside it
     "reasoning opened by the prompt": (
@@ -572,13 +657,21 @@ def test_a_key_that_neither_stays_nor_counts_derives_nothing() -> None:
     assert not any(isinstance(f.codec, JsonCalls) for f in derive_formats(probe))
 
 
-@pytest.mark.parametrize("name", ["json blocks, a rule between", "python blocks, a word between"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "json blocks, a rule between",
+        "python blocks, a word between",
+        "invoke blocks, a rule between",
+        "function blocks, a word between",
+    ],
+)
 def test_text_between_blocks_separates_calls_and_nothing_else(name: str) -> None:
     # the closer, the text between and the opener again separate two calls; the same text
     # followed by prose is no call: one call, the rest content
     fmt = FORMATS[_guess(name).name]
-    sep = fmt.layout.separator_text
-    assert sep.strip() not in ("", fmt.block.close, fmt.block.open), sep
+    sep = fmt.layout.separator_text.strip()  # the whitespace around it is the block's
+    assert sep not in ("", fmt.block.close, fmt.block.open), sep
     assert sep.startswith(fmt.block.close) and sep.endswith(fmt.block.open)
     one = fmt.render_calls([("get_time", {"city": "Oslo"})])
     sep_text = sep[len(fmt.block.close) : len(sep) - len(fmt.block.open)]
@@ -604,3 +697,106 @@ def test_function_tags_keep_the_template_s_tag_names() -> None:
     tricky = fmt.render_calls([("get_time", {"city": "a </arg> b"})])
     got = parse_turn(tricky, fmt, id_factory=sequential_call_id)
     assert _named(got) == [("get_time", {"city": "a </arg> b"})], got
+
+
+#: the templates whose calls of one block have text between them (a separator, or the closer
+#: and the opener of blocks inside a list wrapper) in the invoke and function notations
+_SEPARATED_TAGS = [
+    "invoke tags, a rule between",
+    "function tags, a comma between",
+    "function tags, a text line between",
+    "function tags tight, a bar between",
+    "invoke blocks in a list",
+    "function blocks in a list",
+    "invoke tags, the close starts with the separator",
+    "function tags, the close starts with the separator",
+]
+
+
+@pytest.mark.parametrize("name", _SEPARATED_TAGS)
+def test_tags_with_text_between_two_calls(name: str) -> None:
+    # the calls of one block, the template's text between two: the grammar writes exactly
+    # that text (not another, not none), the parser reads it, and three calls round-trip
+    fmt = FORMATS[_guess(name).name]
+    lay = fmt.layout
+    assert lay.separator and not lay.list_calls and lay.separator == lay.separator_text.strip()
+    calls = [
+        ("get_weather", {"city": "Paris", "days": 3}),
+        ("get_time", {"city": "Tokyo"}),
+        ("get_time", {"city": "Oslo"}),
+    ]
+    text = fmt.render_calls(calls)
+    assert text.count(lay.separator_text) == 2 and text.startswith(fmt.block.open), text
+    got = parse_turn(text, fmt, id_factory=sequential_call_id)
+    assert _named(got) == calls and (got.content, got.malformed) == ("", ())
+    for size in (1, 3, 7):
+        assert _streamed(fmt.name, text, False, size) == got
+    for mode in ("required", "auto"):
+        turn = ToolTurn(_tools(), fmt.name, mode)
+        assert _takes(turn, text), (mode, text)
+        assert not _takes(turn, text.replace(lay.separator_text, "\n"))  # the text left out
+        assert not _takes(turn, text.replace(lay.separator_text, "\n;;\n"))  # another text
+    single = ToolTurn(_tools(), fmt.name, "required", parallel_tool_calls=False)
+    assert _takes(single, fmt.render_calls(calls[:1])) and not _takes(single, text)
+
+
+@pytest.mark.parametrize("name", _SEPARATED_TAGS)
+def test_a_cut_separator_is_held_and_a_bad_one_is_content(name: str) -> None:
+    fmt = FORMATS[_guess(name).name]
+    sep = fmt.layout.separator
+    calls = [("get_time", {"city": "Tokyo"}), ("get_time", {"city": "Oslo"})]
+    text = fmt.render_calls(calls)
+    cut = text[: text.index(sep) + len(sep) - 1]  # the reply stops inside the separator
+    # streamed, the text from the block's opener is held: no content, no call yet
+    sp = StreamParser(fmt, id_factory=sequential_call_id)
+    deltas = [d for i in range(0, len(cut), 2) for d in sp.feed(cut[i : i + 2])]
+    assert deltas == [], deltas
+    # and the rest of the reply completes it
+    rest = [d for d in sp.feed(text[len(cut) :]) + sp.finish()]
+    assert [d.name for d in rest if d.name] == ["get_time", "get_time"]
+    assert not any(d.content for d in rest) and _named(sp.result) == calls
+    # a reply that ends inside the separator, or right after it, is a cut block: kept in the
+    # content, no call (a separator of one character cut is a function the reply ends with)
+    whole = text[: text.index(sep) + len(sep)]
+    for end in (cut, whole) if len(sep) > 1 else (whole,):
+        got = parse_turn(end, fmt, id_factory=sequential_call_id)
+        assert got.calls == () and got.malformed and got.content == end, end
+        assert _streamed(fmt.name, end, False, 3) == got
+    # the separator followed by anything but a call: malformed, kept in the content
+    bad = whole + "\nnothing more" + fmt.block.close
+    got = parse_turn(bad, fmt, id_factory=sequential_call_id)
+    assert got.calls == () and got.malformed and got.content == bad
+
+
+@pytest.mark.parametrize("name", _SEPARATED_TAGS)
+def test_prose_with_the_separator_or_the_tags_is_no_call(name: str) -> None:
+    # the block's opener starts a call; the separator's text and the call tags without it
+    # are prose, in the grammar (auto) and in the parser
+    fmt = FORMATS[_guess(name).name]
+    inner = fmt.render_calls([("get_time", {"city": "Oslo"})])[len(fmt.block.open) :]
+    prose = f"Sure {fmt.layout.separator} here is how a call looks: {inner}"
+    assert fmt.block.open not in prose
+    got = parse_turn(prose, fmt, id_factory=sequential_call_id)
+    assert (got.calls, got.malformed, got.content) == ((), (), prose)
+    assert _streamed(fmt.name, prose, False, 3) == got
+    assert _takes(ToolTurn(_tools(), fmt.name, "auto"), prose)
+    assert not _takes(ToolTurn(_tools(), fmt.name, "required"), prose)
+
+
+@pytest.mark.parametrize("call", [_INVOKE, _FN], ids=["invoke", "function"])
+def test_tags_one_call_a_turn(call: str) -> None:
+    # a template that renders only the first call: one call a turn, in the block's markers
+    text = _chat("{% if loop.first %}" + call + "{% endif %}", "", "{{ '<calls>\\n' }}",
+                 "{{ '</calls>' }}")  # fmt: skip
+    guess = detect_format(text)
+    assert is_generic(guess.name) and guess.probe is not None, guess.warning
+    fmt = FORMATS[guess.name]
+    assert not fmt.layout.parallel_calls
+    one = next(c for c in guess.probe.cases if c.name == "one")
+    assert fmt.render_calls(list(one.calls)) == one.text
+    for parallel in (True, False):
+        turn = ToolTurn(_tools(), fmt.name, "required", parallel_tool_calls=parallel)
+        assert _takes(turn, one.text)
+        assert not _takes(turn, one.text + one.text)  # never a second block
+    got = parse_turn(one.text, fmt, id_factory=sequential_call_id)
+    assert _named(got) == list(one.calls) and got.content == ""

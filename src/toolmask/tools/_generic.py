@@ -23,8 +23,9 @@ template's output, and proves each the same way a family format is proven. The d
    again: the calls of one block, that whole text their separator. Whitespace only: the
    calls of one block back to back.
    Anything else: the calls of one block with that text between two (any text: ``;\n``,
-   `` <and> ``); a comma with brackets right around the calls (``[`` ... ``]``) is a list (a
-   JSON array, a Python list).
+   `` <and> ``; in every notation, invoke and function tags too; the closer and the opener
+   of blocks inside a list wrapper as well: ``</tc>\n<tc>``); a comma with brackets right
+   around the calls (``[`` ... ``]``) is a list (a JSON array, a Python list).
 3. **Build a frozen** :class:`~toolmask.tools.formats.FormatSpec` on the notation's codec
    (:class:`~toolmask.tools.formats._json.JsonCalls`,
    :class:`~toolmask.tools.formats._pythonic.PythonCalls`,
@@ -576,7 +577,8 @@ def _python_codecs(
 def _xml_codecs(
     probe: Probe, one: ProbeCase, d: Derived, layout: Layout
 ) -> list[tuple[Codec, Values]]:
-    """The invoke-tag codec with the tag names and the newline the rendering shows."""
+    """The invoke-tag codec with the tag names and the newline the rendering shows, the calls
+    of one block joined by the text the rendering shows between them."""
     m = _INVOKE.search(one.text)
     if m is None:
         return []
@@ -584,7 +586,8 @@ def _xml_codecs(
     p = re.match(r'(\s*)<([A-Za-z_][\w:.-]*) name="', after)
     if p is None:
         return []
-    return [(InvokeParams(invoke=m.group(1), param=p.group(2), nl=p.group(1)), Values())]
+    codec = InvokeParams(invoke=m.group(1), param=p.group(2), nl=p.group(1), joined=True)
+    return [(codec, Values())]
 
 
 def _function_codecs(
@@ -635,11 +638,8 @@ def derive_formats(probe: Probe, source: str = "") -> list[FormatSpec]:
         if shape is None:
             continue
         block, layout = shape
-        if notation in ("xml", "function"):  # tags in the block's markers, one a line
-            if layout.separator or layout.list_open:
-                continue
-            if notation == "xml" and (not layout.parallel_calls or layout.one_block):
-                layout = dataclasses.replace(layout, list_calls=True)  # else one a block
+        if notation in ("xml", "function") and layout.list_open:  # tags in the block's markers
+            continue
         one = next(c for c in probe.cases if c.name == "one")  # _derive found it
         for codec, values in _CODECS[notation](probe, one, d, layout):
             try:

@@ -49,6 +49,7 @@ from toolmask.tools.formats._read import (
     id_of,
     json_end,
     loads,
+    separator_at,
     skip_ws,
 )
 from toolmask.tools.formats._spec import Calls, CodecBase, FormatSpec, ToolLike
@@ -520,7 +521,7 @@ class JsonCalls(CodecBase):
                     return Block("pending")  # another call may follow
                 sep = lay.separator.strip(" \t\r\n")
                 if sep:  # the separator's text, then the next call
-                    if not text.startswith(sep, j):
+                    if not separator_at(text, j, sep, close, final):
                         if not final and sep.startswith(text[j:]):
                             return Block("pending")
                         break

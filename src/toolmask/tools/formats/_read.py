@@ -43,6 +43,7 @@ __all__ = [
     "read_marked_calls",
     "regex_calls",
     "schema_types",
+    "separator_at",
     "skip_ws",
     "string_end",
 ]
@@ -85,6 +86,19 @@ def skip_ws(text: str, i: int) -> int:
     while i < n and text[i] in WS:
         i += 1
     return i
+
+
+def separator_at(text: str, j: int, sep: str, close: str, final: bool) -> bool:
+    """Whether the separator ``sep`` between two calls of a block is at ``text[j]``: it is
+    there, and not as the start of a longer ``close`` that is there too, or may still be
+    (``--`` and ``--end>>``; a separator that starts with the close, a closer and the opener
+    again, is the separator)."""
+    if not sep or not text.startswith(sep, j):
+        return False
+    if len(close) <= len(sep):
+        return True
+    rest = text[j : j + len(close)]
+    return not (rest == close or (not final and close.startswith(rest)))
 
 
 def closed_block(

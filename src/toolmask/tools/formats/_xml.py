@@ -35,9 +35,12 @@ from toolmask.tools.formats._read import (
     param_schema,
     python_str,
     schema_types,
+    separator_at,
     skip_ws,
 )
 from toolmask.tools.formats._spec import Calls, CodecBase, FormatSpec, ToolLike
+
+_WS = " \t\r\n"
 
 __all__ = [
     "CDATA_CLOSE",
@@ -119,6 +122,7 @@ def read_functions(
     *,
     function: str = "function",
     param: str = "parameter",
+    sep: str = "",
 ) -> tuple[list[Call], int] | Block:
     """The ``<function=...>`` calls from ``text[pos]`` up to and including the block's
     ``close`` (optional at the very end: a bare ``<function=...>`` may end there), and the
@@ -127,7 +131,10 @@ def read_functions(
     ``<parameter=`` or ``</function>`` (whitespace between), a function at ``</function>``
     followed by ``close``, ``<function=`` or the end, as the templates write them; one newline
     at either end of a value is the layout's. ``function`` / ``param``: the tag names
-    (``<tool=NAME>`` / ``<arg=KEY>`` where a template names them so)."""
+    (``<tool=NAME>`` / ``<arg=KEY>`` where a template names them so). ``sep``: the text
+    between two functions, whitespace aside (``,``, ``---``, or a closer and the opener again:
+    ``</tc>\n<tc>``); it is read before ``close`` (it may start with it), and must be followed
+    by the next function; cut at the end of a streamed text, it is pending."""
     calls = []
     n = len(text)
     tags = _tags(function, param)
@@ -175,8 +182,20 @@ def read_functions(
             p = after
         calls.append(done(name, args))
         j = skip_ws(text, p)
+        if separator_at(text, j, sep, close, final):  # the separator, then the next function
+            k = skip_ws(text, j + len(sep))
+            if text.startswith(opener, k):
+                pos = k
+                continue
+            if not final and (k >= n or opener.startswith(text[k:])):
+                return Block("pending")
+            return bad_block(text, k, close, f"expected {opener}NAME> after {sep!r}", final)
+        if sep and not final and sep.startswith(text[j:]):
+            return Block("pending")  # the separator, or the closer, may follow
         if text.startswith(close, j):
             return calls, j + len(close)
+        if sep and j < n and sep.startswith(text[j:]):  # final: the reply ends inside it
+            return wait("the reply ends inside the text between two functions")
         if text.startswith(opener, j):
             pos = j
             continue
@@ -196,7 +215,8 @@ def _unfinished_tag(rest: str, tag: str) -> bool:
 class FunctionParams(CodecBase):
     """``<function=NAME>\\n`` then the parameters, then ``</function>``, inside the block's
     markers (one call per block; with ``list_calls``, every call of the turn in one block, one
-    after the other). ``tight``: a value sits against its tags
+    after the other; with a ``separator``, every call in one block, ``separator_text``
+    between two: the formats derived from a rendering). ``tight``: a value sits against its tags
     (``<parameter=K>V</parameter>\\n``, Seed-OSS), else on its own line
     (``<parameter=K>\\nV\\n</parameter>\\n``); ``python``: non-string values are written as
     Python literals (Jinja's ``string``), JSON admitted too. ``function`` / ``param``: the
@@ -222,8 +242,9 @@ class FunctionParams(CodecBase):
         b = spec.block
         pos = k + len(b.open) if text.startswith(b.open, k) else k
         got = read_functions(
-            text, pos, b.close, final, schemas, function=self.function, param=self.param
-        )
+            text, pos, b.close, final, schemas, function=self.function, param=self.param,
+            sep=spec.layout.separator.strip(_WS),
+        )  # fmt: skip
         if isinstance(got, Block):
             return got
         calls, end = got
@@ -268,7 +289,7 @@ class FunctionParams(CodecBase):
                 for k, v in _arguments(arguments).items()
             )
             out.append(f"<{fn}={name}>\n{params}</{fn}>")
-        if spec.layout.list_calls:
+        if spec.layout.one_block:
             out = [spec.layout.separator_text.join(out)]
         return spec.layout.block_sep.join(
             b.open + b.after_open + body + b.before_close + b.close for body in out
@@ -297,12 +318,16 @@ def read_invokes(
     final: bool,
     schemas: Mapping[str, Any] | None,
     bad_end: str,
+    sep: str = "",
 ) -> tuple[list[Call], int] | Block:
     """The ``<INVOKE name="N">`` calls from ``text[pos]`` up to and including ``close`` (``""``:
     exactly one call, the block ends after its ``</INVOKE>``), and the block's end; or the
     pending / bad :class:`Block` (a bad one extends to the next ``bad_end``). A value ends at
     the parameter's close tag that is followed by the next parameter or the invoke's close tag
-    (a CDATA section first runs to its ``]]>``)."""
+    (a CDATA section first runs to its ``]]>``). ``sep``: the text between two calls,
+    whitespace aside (``---``, or a closer and the opener again: ``</tc>\n<tc>``); read
+    before ``close`` (it may start with it), it must be followed by the next call; cut at the
+    end of a streamed text, it is pending."""
     n = len(text)
     head = re.compile(rf'<{re.escape(invoke)}\s+name="([^"<>\n]*)"\s*>')
     phead = re.compile(rf'<{re.escape(param)}\s+name="([^"<>\n]*)"\s*>')
@@ -320,15 +345,23 @@ def read_invokes(
 
     while True:
         j = skip_ws(text, pos)
-        if close and text.startswith(close, j):
+        after_sep = False
+        if sep and calls:
+            if separator_at(text, j, sep, close, final):
+                j, after_sep = skip_ws(text, j + len(sep)), True
+            elif not final and sep.startswith(text[j:]):
+                return Block("pending")  # the separator, or the closer, may follow
+        if close and not after_sep and text.startswith(close, j):
             if not calls:
                 return Block("bad", j + len(close), reason="an empty block of calls")
             return calls, j + len(close)
         m = head.match(text, j)
         if m is None:
-            if unfinished(text[j:], f"<{invoke} name=", *((close,) if close else ())):
+            ends = (close,) if close and not after_sep else ()
+            if unfinished(text[j:], f"<{invoke} name=", *ends):
                 return wait("the reply ends before a call's name")
-            return bad(f'expected <{invoke} name="...">', j)
+            where = f" after {sep!r}" if after_sep else ""
+            return bad(f'expected <{invoke} name="...">{where}', j)
         name = m.group(1)
         args: dict[str, Any] = {}
         p = m.end()
@@ -386,15 +419,20 @@ class InvokeParams(CodecBase):
     newline are wrapped in CDATA (MiniCPM 5).
 
     With ``list_calls`` the block's markers hold every call of the turn, each ``<invoke>`` on
-    its own line (MiniMax-M2); else a block is one call: where the block's opener is the start
-    of the invoke tag itself (``<function name="``, MiniCPM 5), that tag; else the invoke tag
-    between the block's markers, blocks repeated (the formats derived from a rendering)."""
+    its own line (MiniMax-M2), or, ``joined``, the calls with the layout's whitespace
+    ``separator_text`` between two and its ``before_close`` after the last (the formats derived
+    from a rendering: ``</call><call ...>``, ``</call>\\n\\n</calls>``); with a ``separator``,
+    every call of the turn with ``separator_text`` between two (derived too: ``\\n---\\n``,
+    or a closer and the opener again); else a block is one call: where the block's opener is
+    the start of the invoke tag itself (``<function name="``, MiniCPM 5), that tag; else the
+    invoke tag between the block's markers, blocks repeated (derived from a rendering)."""
 
     invoke: str = "invoke"
     param: str = "parameter"
     nl: str = "\n"
     python: bool = False
     cdata: bool = False
+    joined: bool = False
 
     def read_block(
         self,
@@ -411,7 +449,7 @@ class InvokeParams(CodecBase):
         got = read_invokes(
             text, k if one else k + len(b.open), invoke=self.invoke, param=self.param,
             close="" if one else b.close, cdata=self.cdata, final=final, schemas=schemas,
-            bad_end=b.close,
+            bad_end=b.close, sep=spec.layout.separator.strip(_WS),
         )  # fmt: skip
         if isinstance(got, Block):
             return got
@@ -420,7 +458,7 @@ class InvokeParams(CodecBase):
 
     def _opens_invoke(self, spec: FormatSpec) -> bool:
         """Whether a block is one call whose opener is the start of the invoke tag."""
-        return not spec.layout.list_calls and spec.block.open.startswith(f"<{self.invoke} ")
+        return not spec.layout.one_block and spec.block.open.startswith(f"<{self.invoke} ")
 
     def string_node(self, kit: Kit) -> Node:
         """A raw string value: any text without the parameter's close tag; with CDATA, text
@@ -456,7 +494,7 @@ class InvokeParams(CodecBase):
         return seq(lit(f'<{self.invoke} name="{tool.name}">{nl}'), params, lit(f"</{self.invoke}>"))
 
     def call_grammar(self, spec: FormatSpec, tool: ToolLike, index: int, kit: Kit) -> Node:
-        if spec.layout.list_calls:
+        if spec.layout.list_calls and not spec.layout.separator and not self.joined:
             return seq(self.invoke_node(tool, index, kit), lit("\n"))
         return self.invoke_node(tool, index, kit, whole=not self._opens_invoke(spec))
 
@@ -477,8 +515,11 @@ class InvokeParams(CodecBase):
         return f'<{self.invoke} name="{name}">{nl}{params}</{self.invoke}>'
 
     def render_calls(self, spec: FormatSpec, calls: Calls) -> str:
-        b = spec.block
-        if spec.layout.list_calls:
+        b, lay = spec.block, spec.layout
+        if lay.separator or (lay.list_calls and self.joined):  # one block, text between calls
+            body = lay.separator_text.join(self.invoke_text(spec, n, a) for n, a in calls)
+            return b.open + b.after_open + body + b.before_close + b.close
+        if lay.list_calls:
             body = "".join(self.invoke_text(spec, n, a) + "\n" for n, a in calls)
             return f"{b.open}{b.after_open}{body}{b.close}"
         inner = (self.invoke_text(spec, n, a) for n, a in calls)
