@@ -111,9 +111,19 @@ static int nfa_repeat(Auto *au, int32_t s, TaskVec *tasks, const Node *node, Tas
     }
     int32_t cur = s;
     int64_t mandatory = node->hi >= 0 ? node->lo : (node->lo > 1 ? node->lo - 1 : 0);
+    /* a counted repetition's copies are created one after another (copy k at copy1 + k - 1):
+     * recorded so that a mask can tell which copy a state is at (mc_counted) */
+    int32_t rep = 0;
+    if (node->hi > 0) {
+        RepCopies rc = {au->ns.n, node->lo, node->hi};
+        VPUSH(au->reps, rc);
+        rep = au->reps.n;
+    }
     for (int64_t k = 0; k < mandatory; k++) {
         int32_t nxt = nfa_new_state(au, 0);
         if (nxt < 0) return -1;
+        AU_NS(au, nxt)->rep = rep;
+        AU_NS(au, nxt)->rep_k = (int32_t)(k + 1);
         Task x = {item, nxt, t.gid, t.gexit, t.chk};
         nfa_add(au, s, tasks, cur, x);
         cur = nxt;
@@ -134,6 +144,8 @@ static int nfa_repeat(Auto *au, int32_t s, TaskVec *tasks, const Node *node, Tas
         NSPUSH(au, AU_NS(au, cur)->eps, t.to);
         int32_t nxt = nfa_new_state(au, 0);
         if (nxt < 0) return -1;
+        AU_NS(au, nxt)->rep = rep;
+        AU_NS(au, nxt)->rep_k = (int32_t)(node->lo + k + 1);
         Task x = {item, nxt, t.gid, t.gexit, t.chk};
         nfa_add(au, s, tasks, cur, x);
         cur = nxt;

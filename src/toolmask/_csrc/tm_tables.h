@@ -312,11 +312,23 @@ static inline int rec_in_run(const RunKey *key, const ExitRec *r) {
     return !(r->flags & TAIL_BAD) && (!(r->flags & TAIL_MB) || key->utf8);
 }
 
+/* the long token i (a token of cont) with where its tail leaves the run */
+static void long_rec_add(const Vocab *v, const RunKey *key, int32_t i, LongVec *out) {
+    int32_t chr, at;
+    tail_exit(v, key, i, &chr, &at);
+    LongRec r = {i, chr, v->first_cls[i], -1};
+    if (at < v->tok_len[i]) {
+        uint8_t c = v->flat[v->tok_off[i] + at];
+        r.exit = c < 0x80 ? (int16_t)c : -2;
+    }
+    VPUSH(*out, r);
+}
+
 /* the kept exits and continuation suffixes from the exit index, already in trie order (the
  * classes in byte order, each sorted by suffix). O(records of the exit classes + long
  * tokens), sequential. */
 static void exits_from_index(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb,
-                             PItemVec *kept, TItemVec *cont, TItemVec *late) {
+                             PItemVec *kept, TItemVec *cont, TItemVec *late, LongVec *longs) {
     M256 hi = m_and(*exits, M_HIGH);
     for (int x = 0; x < XCLASSES; x++) {
         if (x < 128 ? !m_test(exits, x) || run_has(key, (uint8_t)x) : x != XBAD || m_zero(&hi)) continue;
@@ -335,6 +347,7 @@ static void exits_from_index(const Vocab *v, const RunKey *key, const M256 *exit
         if (!sel_has(firsts, (uint8_t)mb, r->first) || !rec_in_run(key, r)) continue;
         TItem it = {r->off, r->len, r->id};
         VPUSH(*cont, it);
+        long_rec_add(v, key, r->id, longs);
     }
 }
 
@@ -342,7 +355,7 @@ static void exits_from_index(const Vocab *v, const RunKey *key, const M256 *exit
  * letter or a digit (a number's exponent, a format's separator letter), so that its class is
  * not indexed; the candidates are then the few tokens of the selected first characters */
 static void exits_from_candidates(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb,
-                                  PItemVec *kept, TItemVec *cont, TItemVec *late) {
+                                  PItemVec *kept, TItemVec *cont, TItemVec *late, LongVec *longs) {
     IVec cand = {0};
     vocab_candidates(v, firsts, mb, exits, 1, &cand);
     for (int32_t k = 0; k < cand.n; k++) {
@@ -361,6 +374,7 @@ static void exits_from_candidates(Vocab *v, const RunKey *key, const M256 *exits
             int32_t off = tail_char_offset(v, i, CHAIN_CAP);
             TItem it = {v->tok_off[i] + off, v->tok_len[i] - off, i};
             VPUSH(*cont, it);
+            long_rec_add(v, key, i, longs);
             if (leaves) {
                 TItem lt = {pos, v->tok_len[i] - at, i};
                 VPUSH(*late, lt);
@@ -403,11 +417,14 @@ static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, 
     e->tries = tm_xcalloc((size_t)e->np, sizeof(Trie *));
     PItemVec kept = {0};
     TItemVec cont = {0}, late = {0};
+    LongVec longs = {0};
     int sorted = exits_indexed(key, exits);
     if (sorted)
-        exits_from_index(v, key, exits, firsts, mb, &kept, &cont, &late);
+        exits_from_index(v, key, exits, firsts, mb, &kept, &cont, &late, &longs);
     else
-        exits_from_candidates(v, key, exits, firsts, mb, &kept, &cont, &late);
+        exits_from_candidates(v, key, exits, firsts, mb, &kept, &cont, &late, &longs);
+    e->longs = longs.a;
+    e->nlongs = longs.n;
     if (sorted)
         v->n_indexed++;
     else
@@ -421,7 +438,7 @@ static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, 
     memcpy(fill, start, sizeof(fill));
     for (int32_t k = 0; k < kept.n; k++) items[fill[kept.a[k].p]++] = kept.a[k].it;
     VFREE(kept);
-    e->bytes = (int64_t)e->np * 8;
+    e->bytes = (int64_t)e->np * 8 + (int64_t)longs.cap * (int64_t)sizeof(LongRec);
     for (int32_t q = 0; q < e->np; q++) {
         if (start[q + 1] == start[q]) continue;
         e->tries[q] = tm_xmalloc(sizeof(Trie));

@@ -53,6 +53,17 @@ typedef struct BaseMask {
     uint8_t any;    /* some bit is set */
 } BaseMask;
 
+/* a long token of a run class (more than CHAIN_CAP tail characters, the first CHAIN_CAP + 1 in
+ * the run): how far its tail stays in the run, and the byte it leaves through */
+typedef struct {
+    int32_t id;
+    int32_t run;   /* tail characters in the run before the exit (all of them when it stays) */
+    int16_t first; /* first_cls */
+    int16_t exit;  /* the ASCII byte it leaves the run through; -1: the whole tail stays in the
+                      run; -2: a byte >= 0x80 (a character the run does not take, or none) */
+} LongRec;
+typedef VEC(LongRec) LongVec;
+
 typedef struct ExitTries {
     RunKey key;
     M256 exits;
@@ -68,6 +79,9 @@ typedef struct ExitTries {
     Trie *late;    /* those of them that leave the run through a byte of exits: their suffix
                       from there (a looping run walks these from its loop state, the tokens
                       that stay being in its base table); NULL if none */
+    LongRec *longs; /* the tokens of cont, each with where it leaves the run (a counted run
+                       decides them by count: mc_counted_longs) */
+    int32_t nlongs;
     int64_t bytes;
 } ExitTries;
 
@@ -82,6 +96,7 @@ static void exit_tries_free(ExitTries *e) {
     free(e->tries);
     trie_drop(e->cont);
     trie_drop(e->late);
+    free(e->longs);
     free(e);
 }
 
