@@ -48,9 +48,6 @@ typedef struct {
     uint8_t mid; /* inside a multi-byte alternative of a UTF-8 choice (after its lead byte) */
     uint8_t inner; /* between two items of a sequence or two bytes of a literal (see
                       dfa_atom_targets) */
-    int32_t rep;   /* a copy of a counted repetition's item starts here: the unrolling's index
-                      in Auto.reps + 1 (0: none); rep_k: the copies before this one */
-    int32_t rep_k;
 } NState;
 /* NFA states in pages of NS_PAGE (a state never moves: growing copies no state) */
 #define NS_PAGE_BITS 8
@@ -111,8 +108,9 @@ typedef struct {
 typedef VEC(St) StVec;
 
 /* one unrolling of a counted repetition item{lo,hi}: copy k (1 <= k <= hi) starts at NFA
- * state copy1 + k - 1 (created together); the language from copy k is item{max(lo-k,0),
- * hi-k} then the repetition's continuation, the same for every copy but for the counts */
+ * state copy1 + k - 1 (created together, so the unrollings' ranges are disjoint and in
+ * increasing order); the language from copy k is item{max(lo-k,0), hi-k} then the
+ * repetition's continuation, the same for every copy but for the counts */
 typedef struct {
     int32_t copy1;
     int64_t lo, hi;
@@ -206,7 +204,7 @@ typedef struct Auto {
     /* transition tables come from slabs of TRANS_SLAB tables (freed by compaction and au_free) */
     VEC(int32_t *) slabs;
     int32_t slab_used;
-    VEC(RepCopies) reps; /* the counted repetitions unrolled so far (NState.rep) */
+    VEC(RepCopies) reps; /* the counted repetitions unrolled so far (nfa_copy_of) */
 } Auto;
 
 #define TRANS_SLAB 64

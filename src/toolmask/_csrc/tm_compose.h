@@ -165,21 +165,20 @@ static int mc_counted(MaskCache *mc, const Run *r, int32_t last, int32_t *m_out,
     M256 run = M_ZERO;
     run.w[0] = r->key.run[0];
     run.w[1] = r->key.run[1];
-    int32_t nk, next = -1;
+    int32_t nk;
+    const RepCopies *found = NULL;
+    int64_t k1 = 0;
     const int32_t *kern = arrset_get(&au->kernels, q, &nk);
-    for (int32_t i = 0; i < nk && next < 0; i++) {
+    for (int32_t i = 0; i < nk && !found; i++) {
         const NState *S = AU_NS(au, kern[i]);
-        for (int32_t e = 0; e < S->byte.n; e++) {
+        for (int32_t e = 0; e < S->byte.n && !found; e++) {
             M256 both = m_and(S->byte.a[e].m, run);
-            if (!m_zero(&both) && AU_NS(au, S->byte.a[e].to)->rep) {
-                next = S->byte.a[e].to;
-                break;
-            }
+            if (!m_zero(&both)) found = nfa_copy_of(au, S->byte.a[e].to, &k1);
         }
     }
-    if (next < 0) return 0;
-    RepCopies rc = au->reps.a[AU_NS(au, next)->rep - 1];
-    int64_t m = (int64_t)AU_NS(au, next)->rep_k - 1;
+    if (!found) return 0;
+    RepCopies rc = *found;
+    int64_t m = k1 - 1;
     if (m < 1 || m < rc.lo || m >= rc.hi || rc.hi > INT32_MAX / 2) return 0;
     int32_t cm = rc.copy1 + (int32_t)m - 1, cn = cm + 1, ch = rc.copy1 + (int32_t)rc.hi - 1;
     if (dfa_pos_of(au, &cm, 1) != q) return 0;
@@ -204,29 +203,30 @@ static int mc_counted(MaskCache *mc, const Run *r, int32_t last, int32_t *m_out,
  * counted repetition (mc_counted): a token whose tail stays in the run is allowed iff the
  * copies last that long; one that leaves it dies in the run or at its exit byte when no copy
  * takes that byte. 0 (nothing added) when that does not decide every one: the caller walks. */
-static int mc_counted_longs(MaskCache *mc, const Run *r, const ExitTries *ex, WalkOut *o) {
+static int mc_counted_longs(MaskCache *mc, const Run *r, ExitTries *ex, WalkOut *o) {
     Auto *au = mc->au;
     int32_t nchain = r->chain.n;
-    if (r->infinite || !r->truncated || nchain != CHAIN_CAP + 1 || r->accmask || !ex->nlongs) return 0;
-    int32_t last = r->chain.a[nchain - 1], m;
+    if (r->infinite || !r->truncated || nchain != CHAIN_CAP + 1 || r->accmask || !ex->cont) return 0;
+    int32_t last = r->chain.a[nchain - 1], m, nlongs;
     int64_t hi;
     if (!mc_counted(mc, r, last, &m, &hi)) return 0;
+    const LongRec *longs = vocab_exit_longs(mc->v, ex, &nlongs);
     M256 um = au->st.a[last].umask;
     /* the copy a token is at after its first c tail characters: m + c - CHAIN_CAP */
-    for (int32_t k = 0; k < ex->nlongs; k++) {
-        const LongRec *x = &ex->longs[k];
+    for (int32_t k = 0; k < nlongs; k++) {
+        const LongRec *x = &longs[k];
         if (x->exit == -1 || !sel_has(o->sel, o->sel_mb, x->first)) continue;
         if ((int64_t)m + x->run - CHAIN_CAP > hi) continue; /* dies inside the run */
         if (x->exit < 0 || m_test(&um, (uint8_t)x->exit)) return 0; /* a live exit: walked */
     }
-    for (int32_t k = 0; k < ex->nlongs; k++) {
-        const LongRec *x = &ex->longs[k];
+    for (int32_t k = 0; k < nlongs; k++) {
+        const LongRec *x = &longs[k];
         if (x->exit == -1 && sel_has(o->sel, o->sel_mb, x->first) && (int64_t)m + x->run - CHAIN_CAP <= hi)
             VPUSH(*o->ids, x->id);
     }
     wo_note(o, &au->st.a[last]);
     mc->counted_runs++;
-    if (tm_debug) fprintf(stderr, "  counted run: copy %d of %lld, %d long tokens by count\n", m, (long long)hi, ex->nlongs);
+    if (tm_debug) fprintf(stderr, "  counted run: copy %d of %lld, %d long tokens by count\n", m, (long long)hi, nlongs);
     return 1;
 }
 

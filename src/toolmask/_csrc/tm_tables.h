@@ -312,23 +312,11 @@ static inline int rec_in_run(const RunKey *key, const ExitRec *r) {
     return !(r->flags & TAIL_BAD) && (!(r->flags & TAIL_MB) || key->utf8);
 }
 
-/* the long token i (a token of cont) with where its tail leaves the run */
-static void long_rec_add(const Vocab *v, const RunKey *key, int32_t i, LongVec *out) {
-    int32_t chr, at;
-    tail_exit(v, key, i, &chr, &at);
-    LongRec r = {i, chr, v->first_cls[i], -1};
-    if (at < v->tok_len[i]) {
-        uint8_t c = v->flat[v->tok_off[i] + at];
-        r.exit = c < 0x80 ? (int16_t)c : -2;
-    }
-    VPUSH(*out, r);
-}
-
 /* the kept exits and continuation suffixes from the exit index, already in trie order (the
  * classes in byte order, each sorted by suffix). O(records of the exit classes + long
  * tokens), sequential. */
 static void exits_from_index(const Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb,
-                             PItemVec *kept, TItemVec *cont, TItemVec *late, LongVec *longs) {
+                             PItemVec *kept, TItemVec *cont, TItemVec *late) {
     M256 hi = m_and(*exits, M_HIGH);
     for (int x = 0; x < XCLASSES; x++) {
         if (x < 128 ? !m_test(exits, x) || run_has(key, (uint8_t)x) : x != XBAD || m_zero(&hi)) continue;
@@ -347,7 +335,6 @@ static void exits_from_index(const Vocab *v, const RunKey *key, const M256 *exit
         if (!sel_has(firsts, (uint8_t)mb, r->first) || !rec_in_run(key, r)) continue;
         TItem it = {r->off, r->len, r->id};
         VPUSH(*cont, it);
-        long_rec_add(v, key, r->id, longs);
     }
 }
 
@@ -355,7 +342,7 @@ static void exits_from_index(const Vocab *v, const RunKey *key, const M256 *exit
  * letter or a digit (a number's exponent, a format's separator letter), so that its class is
  * not indexed; the candidates are then the few tokens of the selected first characters */
 static void exits_from_candidates(Vocab *v, const RunKey *key, const M256 *exits, const uint64_t firsts[2], int mb,
-                                  PItemVec *kept, TItemVec *cont, TItemVec *late, LongVec *longs) {
+                                  PItemVec *kept, TItemVec *cont, TItemVec *late) {
     IVec cand = {0};
     vocab_candidates(v, firsts, mb, exits, 1, &cand);
     for (int32_t k = 0; k < cand.n; k++) {
@@ -374,7 +361,6 @@ static void exits_from_candidates(Vocab *v, const RunKey *key, const M256 *exits
             int32_t off = tail_char_offset(v, i, CHAIN_CAP);
             TItem it = {v->tok_off[i] + off, v->tok_len[i] - off, i};
             VPUSH(*cont, it);
-            long_rec_add(v, key, i, longs);
             if (leaves) {
                 TItem lt = {pos, v->tok_len[i] - at, i};
                 VPUSH(*late, lt);
@@ -417,14 +403,11 @@ static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, 
     e->tries = tm_xcalloc((size_t)e->np, sizeof(Trie *));
     PItemVec kept = {0};
     TItemVec cont = {0}, late = {0};
-    LongVec longs = {0};
     int sorted = exits_indexed(key, exits);
     if (sorted)
-        exits_from_index(v, key, exits, firsts, mb, &kept, &cont, &late, &longs);
+        exits_from_index(v, key, exits, firsts, mb, &kept, &cont, &late);
     else
-        exits_from_candidates(v, key, exits, firsts, mb, &kept, &cont, &late, &longs);
-    e->longs = longs.a;
-    e->nlongs = longs.n;
+        exits_from_candidates(v, key, exits, firsts, mb, &kept, &cont, &late);
     if (sorted)
         v->n_indexed++;
     else
@@ -438,7 +421,7 @@ static ExitTries *vocab_exits_u(Vocab *v, const RunKey *key, const M256 *exits, 
     memcpy(fill, start, sizeof(fill));
     for (int32_t k = 0; k < kept.n; k++) items[fill[kept.a[k].p]++] = kept.a[k].it;
     VFREE(kept);
-    e->bytes = (int64_t)e->np * 8 + (int64_t)longs.cap * (int64_t)sizeof(LongRec);
+    e->bytes = (int64_t)e->np * 8;
     for (int32_t q = 0; q < e->np; q++) {
         if (start[q + 1] == start[q]) continue;
         e->tries[q] = tm_xmalloc(sizeof(Trie));
@@ -475,6 +458,39 @@ static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, co
     ExitTries *e = vocab_exits_u(v, key, exits, firsts, mb);
     tm_unlock(&v->lock);
     return e;
+}
+
+/* e's long tokens (those of its continuation trie: a selected first character, more than
+ * CHAIN_CAP tail characters in the run), each with where its tail leaves the run: made once per
+ * table, on the first counted run that asks, from the long tokens' first occurrences
+ * (Vocab.lev: a few per token), then shared */
+static const LongRec *vocab_exit_longs(Vocab *v, ExitTries *e, int32_t *n) {
+    tm_lock(&v->lock);
+    if (!e->longs_ok) {
+        LongVec out = {0};
+        const RunKey *key = &e->key;
+        for (int32_t k = 0; k < v->longtoks.n; k++) {
+            if (!sel_has(e->firsts, e->mb, v->lfirst[k])) continue;
+            LongRec r = {v->longtoks.a[k], v->ltail[k], v->lfirst[k], -1};
+            for (int32_t x = v->loff[k]; x < v->loff[k + 1]; x++) {
+                const LongEv *ev = &v->lev[x];
+                if (ev->kind < 128 ? run_has(key, ev->kind) : (ev->kind == LEV_MB && key->utf8)) continue;
+                r.run = ev->chr;
+                r.exit = ev->kind < 128 ? (int16_t)ev->kind : -2;
+                break;
+            }
+            if (r.run <= CHAIN_CAP) continue; /* leaves within the chain: in the exit tries */
+            VPUSH(out, r);
+        }
+        e->longs = out.a;
+        e->nlongs = out.n;
+        e->bytes += VBYTES(out);
+        v->table_bytes += VBYTES(out);
+        e->longs_ok = 1;
+    }
+    tm_unlock(&v->lock);
+    *n = e->nlongs;
+    return e->longs;
 }
 
 static void vocab_release(Vocab *v, BaseMask **bases, int nb, ExitTries **exits, int ne, int trim) {
