@@ -935,7 +935,8 @@ def slowest_steps(
 
 
 def brief(run: dict[str, Any], i: int) -> dict[str, Any]:
-    """One engine on one schema, for the JSON: compile ms, accepted, mean step µs, or the error."""
+    """One engine on one schema, for the JSON: compile ms, accepted, mean, p99 and max step µs,
+    or the error."""
     r = run["by"].get(i, {})
     if "error" in r:
         return {"error": r["error"]}
@@ -946,6 +947,8 @@ def brief(run: dict[str, Any], i: int) -> dict[str, Any]:
             "accepted": r[ph]["accepted"],
             "steps": len(steps),
             "mean_us": round(sum(steps) / len(steps), 2) if steps else None,
+            "p99_us": round(stats(steps)["p99"], 2) if steps else None,
+            "max_us": round(max(steps), 2) if steps else None,
             "violations": r[ph]["violations"],
         }
     return out

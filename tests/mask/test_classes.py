@@ -105,6 +105,29 @@ CASES: list[tuple[str, tm.Grammar, list[str]]] = [
     # a loop that ends with a newline: the long tokens that leave it late (spaces, then a
     # newline) are walked from the loop state
     ("late exits", tm.Grammar.from_regex("[ -~]*\n"), [" " * 40 + "x\n"]),
+    # counted strings longer than the chain: the long tokens (runs of spaces, dashes, equals
+    # signs, up to 128 characters) decided by count near both ends of the bound; a minLength
+    # past the chain and a counted run left through a byte its copies take are walked instead
+    (
+        "counted strings, long tokens by count",
+        tm.Grammar.from_json_schema(
+            {
+                "type": "array",
+                "prefixItems": [
+                    {"type": "string", "minLength": 3, "maxLength": 80},
+                    {"type": "string", "maxLength": 33},
+                    {"type": "string", "minLength": 20, "maxLength": 48},
+                ],
+                "items": False,
+            }
+        ),
+        ['["' + " " * 30 + "-" * 48 + '","' + "=" * 33 + '","' + "x" * 5 + " " * 40 + '"]'],
+    ),
+    (
+        "counted run left through a live byte",
+        tm.Grammar.from_regex("[ -~]{2,60}\n"),
+        [" " * 50 + "\n"],
+    ),
 ]
 
 
@@ -177,3 +200,45 @@ def test_the_class_paths_are_taken() -> None:
     assert info["bases_built"] >= 1 and info["bases_narrowed"] >= 1 and info["bases_bounded"] >= 1
     assert info["exits_indexed"] >= 1 and info["exits_scanned"] >= 1
     assert info["bases_passed"] == 0
+
+
+@pytest.mark.parametrize(
+    ("grammar", "prefix", "by_count"),
+    [
+        (
+            tm.Grammar.from_json_schema({"type": "string", "minLength": 3, "maxLength": 80}),
+            b'"',
+            True,
+        ),
+        (tm.Grammar.from_json_schema({"type": "string", "maxLength": 120}), b'"', True),
+        # copy 17 < minLength: the copies after the chain do not all end the string alike
+        (
+            tm.Grammar.from_json_schema({"type": "string", "minLength": 20, "maxLength": 48}),
+            b'"',
+            False,
+        ),
+        # a loop: its base table holds the long tokens
+        (tm.Grammar.from_json_schema({"type": "string"}), b'"', False),
+        # long tokens of spaces then a newline leave the run through a byte the copies take
+        (tm.Grammar.from_regex("[ -~]{2,60}\n"), b"", False),
+    ],
+    ids=["3..80", "..120", "20..48", "loop", "live exit"],
+)
+def test_counted_runs_decide_long_tokens_by_count(
+    grammar: tm.Grammar, prefix: bytes, by_count: bool
+) -> None:
+    """A counted string's first mask decides the tokens longer than the chain by count, without
+    building a position per character copy up to the longest token (Qwen3's reach 128
+    characters: 132 and 172 positions for the first two when walked, 72 by count, the chain and
+    its exits' whatever the bound), and equals the reference's; the cases it does not decide
+    are walked, and equal it too."""
+    vocab = Vocabulary.from_quicktok("qwen3")
+    a = build_native_automaton(grammar)
+    native = NativeMaskCache(a, NativeVocabIndex(vocab), 1 << 26)
+    p = PYTHON.compile(grammar, vocab).matcher()
+    s = a.advance_bytes(a.initial, prefix)
+    assert s is not None and p.accept_bytes(prefix)
+    _check(native, s, p, vocab, (grammar, prefix))
+    assert (native.stats()["counted_runs"] > 0) == by_count
+    if by_count:
+        assert a.n_positions < 100, a.n_positions

@@ -107,6 +107,15 @@ typedef struct {
 } St;
 typedef VEC(St) StVec;
 
+/* one unrolling of a counted repetition item{lo,hi}: copy k (1 <= k <= hi) starts at NFA
+ * state copy1 + k - 1 (created together, so the unrollings' ranges are disjoint and in
+ * increasing order); the language from copy k is item{max(lo-k,0), hi-k} then the
+ * repetition's continuation, the same for every copy but for the counts */
+typedef struct {
+    int32_t copy1;
+    int64_t lo, hi;
+} RepCopies;
+
 /* bump allocation for the NFA states' edge vectors, which live as long as the automaton */
 typedef struct {
     VEC(char *) chunks;
@@ -195,6 +204,7 @@ typedef struct Auto {
     /* transition tables come from slabs of TRANS_SLAB tables (freed by compaction and au_free) */
     VEC(int32_t *) slabs;
     int32_t slab_used;
+    VEC(RepCopies) reps; /* the counted repetitions unrolled so far (nfa_copy_of) */
 } Auto;
 
 #define TRANS_SLAB 64

@@ -134,6 +134,102 @@ static int local_run(MaskCache *mc, int32_t p, int32_t t, M256 f, int is_mb, Run
     return 1;
 }
 
+/* ---- counted runs: the long tokens by count ------------------------------------------------
+ *
+ * A counted string (maxLength 80) is a chain of one state per character copy; the run's
+ * chain is followed CHAIN_CAP characters, and the long tokens (more tail characters than
+ * that) used to be walked from its last state, building one state per copy up to the longest
+ * token (~1.9 us each: 60-100 states, most of a counted string's first mask). When the chain's
+ * last state is a copy m of a counted repetition, they are decided by count instead: the
+ * copies m..hi-1 of one unrolling have the same language but for the counts (each the item
+ * up to hi - k more times, then the same continuation), so every run character leads copy k
+ * to copy k + 1 exactly as it leads m to m + 1 (checked once, on the states themselves), a
+ * copy accepts iff m does, and a byte no copy m state takes is taken by none. */
+
+/* the position of state s when its only stack is one frame (the local states' shape), or -1 */
+static int32_t mc_frame_pos(Auto *au, int32_t s) {
+    const St *S = &au->st.a[s];
+    if (S->nstk != 1) return -1;
+    SNode x = au->sn.a[st_stacks(au, S)[0]];
+    return x.parent < 0 ? x.pos : -1;
+}
+
+/* is the chain's last state `last` copy m (lo <= m < hi) of a counted repetition: its position
+ * that of copy m's NFA state alone, the run leading it to copy m + 1's the same way, neither
+ * accepting, and copy hi (the last: nothing of the run left) neither accepting nor taking a
+ * run character. Builds copy m + 1's and copy hi's states (not those between). */
+static int mc_counted(MaskCache *mc, const Run *r, int32_t last, int32_t *m_out, int64_t *hi_out) {
+    Auto *au = mc->au;
+    int32_t q = mc_frame_pos(au, last);
+    if (q < 0 || au->st.a[last].accepting) return 0;
+    M256 run = M_ZERO;
+    run.w[0] = r->key.run[0];
+    run.w[1] = r->key.run[1];
+    int32_t nk;
+    const RepCopies *found = NULL;
+    int64_t k1 = 0;
+    const int32_t *kern = arrset_get(&au->kernels, q, &nk);
+    for (int32_t i = 0; i < nk && !found; i++) {
+        const NState *S = AU_NS(au, kern[i]);
+        for (int32_t e = 0; e < S->byte.n && !found; e++) {
+            M256 both = m_and(S->byte.a[e].m, run);
+            if (!m_zero(&both)) found = nfa_copy_of(au, S->byte.a[e].to, &k1);
+        }
+    }
+    if (!found) return 0;
+    RepCopies rc = *found;
+    int64_t m = k1 - 1;
+    if (m < 1 || m < rc.lo || m >= rc.hi || rc.hi > INT32_MAX / 2) return 0;
+    int32_t cm = rc.copy1 + (int32_t)m - 1, cn = cm + 1, ch = rc.copy1 + (int32_t)rc.hi - 1;
+    if (dfa_pos_of(au, &cm, 1) != q) return 0;
+    int32_t s1 = mc_step(mc, last, &r->key);
+    if (s1 < 0 || au->st.a[s1].accepting) return 0;
+    int32_t q1 = mc_frame_pos(au, s1);
+    if (q1 < 0 || q1 != dfa_pos_of(au, &cn, 1)) return 0;
+    int32_t qh = dfa_pos_of(au, &ch, 1);
+    if (qh < 0) return 0;
+    /* its row and umask before a state is made of it; a run character reaching copy hi leaves
+     * the frame one stack there (no call, no return) */
+    if (!AU_POS(au, qh)->done && dfa_expand(au, qh) < 0) return 0;
+    if (AU_POS(au, qh)->final || AU_POS(au, qh)->ncalls) return 0;
+    int32_t sh = mc_local_state(mc, qh);
+    if (sh < 0 || mc_step(mc, sh, &r->key) != STEP_FALSE) return 0;
+    *m_out = (int32_t)m;
+    *hi_out = rc.hi;
+    return 1;
+}
+
+/* the long tokens of a truncated chain (ex->cont) by count when its last state is a copy of a
+ * counted repetition (mc_counted): a token whose tail stays in the run is allowed iff the
+ * copies last that long; one that leaves it dies in the run or at its exit byte when no copy
+ * takes that byte. 0 (nothing added) when that does not decide every one: the caller walks. */
+static int mc_counted_longs(MaskCache *mc, const Run *r, ExitTries *ex, WalkOut *o) {
+    Auto *au = mc->au;
+    int32_t nchain = r->chain.n;
+    if (r->infinite || !r->truncated || nchain != CHAIN_CAP + 1 || r->accmask || !ex->cont) return 0;
+    int32_t last = r->chain.a[nchain - 1], m, nlongs;
+    int64_t hi;
+    if (!mc_counted(mc, r, last, &m, &hi)) return 0;
+    const LongRec *longs = vocab_exit_longs(mc->v, ex, &nlongs);
+    M256 um = au->st.a[last].umask;
+    /* the copy a token is at after its first c tail characters: m + c - CHAIN_CAP */
+    for (int32_t k = 0; k < nlongs; k++) {
+        const LongRec *x = &longs[k];
+        if (x->exit == -1 || !sel_has(o->sel, o->sel_mb, x->first)) continue;
+        if ((int64_t)m + x->run - CHAIN_CAP > hi) continue; /* dies inside the run */
+        if (x->exit < 0 || m_test(&um, (uint8_t)x->exit)) return 0; /* a live exit: walked */
+    }
+    for (int32_t k = 0; k < nlongs; k++) {
+        const LongRec *x = &longs[k];
+        if (x->exit == -1 && sel_has(o->sel, o->sel_mb, x->first) && (int64_t)m + x->run - CHAIN_CAP <= hi)
+            VPUSH(*o->ids, x->id);
+    }
+    wo_note(o, &au->st.a[last]);
+    mc->counted_runs++;
+    if (tm_debug) fprintf(stderr, "  counted run: copy %d of %lld, %d long tokens by count\n", m, (long long)hi, nlongs);
+    return 1;
+}
+
 /* the run's tables into res (held), its exits walked from the chain states where they leave
  * (into o's ids and escapes), and its run escape when the frame can return inside it */
 static void local_run_tables(MaskCache *mc, PosLocal *res, const Run *r, WalkOut *o) {
@@ -170,8 +266,9 @@ static void local_run_tables(MaskCache *mc, PosLocal *res, const Run *r, WalkOut
          * those that leave it late are walked from the loop state at their exit */
         if (ex->late) walk_first(mc, last, ex->late, au->st.a[last].umask, 1, &eo);
     } else if (ex->cont && (r->infinite || r->truncated)) {
-        /* tokens longer than the chain: exact walk of their rest from its last state */
-        walk_first(mc, last, ex->cont, au->st.a[last].umask, 1, &eo);
+        /* tokens longer than the chain: by count in a counted repetition, else an exact walk
+         * of their rest from its last state */
+        if (!mc_counted_longs(mc, r, ex, &eo)) walk_first(mc, last, ex->cont, au->st.a[last].umask, 1, &eo);
     }
     o->maxdepth = eo.maxdepth;
     o->maxstacks = eo.maxstacks;

@@ -97,6 +97,7 @@ typedef struct {
     int32_t neos;
     int64_t bytes, max_bytes;
     int64_t hits, misses, local_misses, exact_walks, nodes, bulk_nodes;
+    int64_t counted_runs; /* truncated chains whose long tokens were decided by count */
     /* (state, run class) -> _step result */
     IMap step;
     VEC(RunKey) runkeys;

@@ -111,6 +111,12 @@ static int nfa_repeat(Auto *au, int32_t s, TaskVec *tasks, const Node *node, Tas
     }
     int32_t cur = s;
     int64_t mandatory = node->hi >= 0 ? node->lo : (node->lo > 1 ? node->lo - 1 : 0);
+    /* a counted repetition's copies are created one after another (copy k at copy1 + k - 1):
+     * recorded so that a mask can tell which copy a state is at (nfa_copy_of, mc_counted) */
+    if (node->hi > 1) {
+        RepCopies rc = {au->ns.n, node->lo, node->hi};
+        VPUSH(au->reps, rc);
+    }
     for (int64_t k = 0; k < mandatory; k++) {
         int32_t nxt = nfa_new_state(au, 0);
         if (nxt < 0) return -1;
@@ -140,6 +146,23 @@ static int nfa_repeat(Auto *au, int32_t s, TaskVec *tasks, const Node *node, Tas
     }
     NSPUSH(au, AU_NS(au, cur)->eps, t.to);
     return 0;
+}
+
+/* the unrolling whose copy k (>= 1) starts at NFA state s, with *k; NULL when s starts none */
+static const RepCopies *nfa_copy_of(const Auto *au, int32_t s, int64_t *k) {
+    int32_t lo = 0, hi = au->reps.n; /* the first unrolling with copy1 > s is at hi */
+    while (lo < hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (au->reps.a[mid].copy1 <= s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo) return NULL;
+    const RepCopies *r = &au->reps.a[lo - 1];
+    if ((int64_t)s - r->copy1 >= r->hi) return NULL;
+    *k = (int64_t)s - r->copy1 + 1;
+    return r;
 }
 
 /* ---- UTF-8 choices -------------------------------------------------------------------------

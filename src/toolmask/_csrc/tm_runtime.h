@@ -444,6 +444,7 @@ static void au_free(Auto *au) {
     free(au->ns.pages);
     memset(&au->ns, 0, sizeof(au->ns));
     VFREE(au->entries);
+    VFREE(au->reps);
     VFREE(au->entry_rule);
     free(au->entry_of);
     free(au->mbchoice);
@@ -544,7 +545,7 @@ static int64_t au_bytes(Auto *au) {
     for (int32_t i = 0; i < au->st.n; i++) n += (int64_t)au->st.a[i].nspec * sizeof(Pair);
     n += au->stamp_cap * 4 + au->sn_mark_cap * 4 + imap_bytes(&au->shared);
     if (au->mbchoice) n += au->ir.nodes.n;
-    n += VBYTES(au->lazy);
+    n += VBYTES(au->lazy) + VBYTES(au->reps);
     au->bytes_mut = au->mut;
     au->bytes_memo = n;
     return n;

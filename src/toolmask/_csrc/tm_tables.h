@@ -460,6 +460,39 @@ static ExitTries *vocab_exits(Vocab *v, const RunKey *key, const M256 *exits, co
     return e;
 }
 
+/* e's long tokens (those of its continuation trie: a selected first character, more than
+ * CHAIN_CAP tail characters in the run), each with where its tail leaves the run: made once per
+ * table, on the first counted run that asks, from the long tokens' first occurrences
+ * (Vocab.lev: a few per token), then shared */
+static const LongRec *vocab_exit_longs(Vocab *v, ExitTries *e, int32_t *n) {
+    tm_lock(&v->lock);
+    if (!e->longs_ok) {
+        LongVec out = {0};
+        const RunKey *key = &e->key;
+        for (int32_t k = 0; k < v->longtoks.n; k++) {
+            if (!sel_has(e->firsts, e->mb, v->lfirst[k])) continue;
+            LongRec r = {v->longtoks.a[k], v->ltail[k], v->lfirst[k], -1};
+            for (int32_t x = v->loff[k]; x < v->loff[k + 1]; x++) {
+                const LongEv *ev = &v->lev[x];
+                if (ev->kind < 128 ? run_has(key, ev->kind) : (ev->kind == LEV_MB && key->utf8)) continue;
+                r.run = ev->chr;
+                r.exit = ev->kind < 128 ? (int16_t)ev->kind : -2;
+                break;
+            }
+            if (r.run <= CHAIN_CAP) continue; /* leaves within the chain: in the exit tries */
+            VPUSH(out, r);
+        }
+        e->longs = out.a;
+        e->nlongs = out.n;
+        e->bytes += VBYTES(out);
+        v->table_bytes += VBYTES(out);
+        e->longs_ok = 1;
+    }
+    tm_unlock(&v->lock);
+    *n = e->nlongs;
+    return e->longs;
+}
+
 static void vocab_release(Vocab *v, BaseMask **bases, int nb, ExitTries **exits, int ne, int trim) {
     tm_lock(&v->lock);
     for (int i = 0; i < nb; i++) bases[i]->refs--;

@@ -53,6 +53,26 @@ typedef struct BaseMask {
     uint8_t any;    /* some bit is set */
 } BaseMask;
 
+/* a long token of a run class (more than CHAIN_CAP tail characters, the first CHAIN_CAP + 1 in
+ * the run): how far its tail stays in the run, and the byte it leaves through */
+typedef struct {
+    int32_t id;
+    int32_t run;   /* tail characters in the run before the exit (all of them when it stays) */
+    int16_t first; /* first_cls */
+    int16_t exit;  /* the ASCII byte it leaves the run through; -1: the whole tail stays in the
+                      run; -2: a byte >= 0x80 (a character the run does not take, or none) */
+} LongRec;
+typedef VEC(LongRec) LongVec;
+
+/* the first occurrence of a character kind in a long token's tail: an ASCII byte, a complete
+ * multi-byte character (LEV_MB), a byte of no complete character (LEV_BAD) */
+#define LEV_MB 128
+#define LEV_BAD 129
+typedef struct {
+    uint16_t chr; /* its tail character index */
+    uint8_t kind; /* the ASCII byte, LEV_MB or LEV_BAD */
+} LongEv;
+
 typedef struct ExitTries {
     RunKey key;
     M256 exits;
@@ -68,6 +88,10 @@ typedef struct ExitTries {
     Trie *late;    /* those of them that leave the run through a byte of exits: their suffix
                       from there (a looping run walks these from its loop state, the tokens
                       that stay being in its base table); NULL if none */
+    LongRec *longs; /* the tokens of cont, each with where it leaves the run: made on the first
+                       counted run that decides them by count (vocab_exit_longs) */
+    int32_t nlongs;
+    uint8_t longs_ok;
     int64_t bytes;
 } ExitTries;
 
@@ -82,6 +106,7 @@ static void exit_tries_free(ExitTries *e) {
     free(e->tries);
     trie_drop(e->cont);
     trie_drop(e->late);
+    free(e->longs);
     free(e);
 }
 
@@ -133,6 +158,13 @@ typedef struct {
     int32_t inv_off[130];
     int32_t *inv;
     IVec longtoks;
+    /* per long token k (longtoks.a[k]), the first occurrence of each character kind in its tail,
+     * in tail order: lev[loff[k] .. loff[k + 1]) (what a counted run reads to decide the long
+     * tokens by count, vocab_exit_longs: the first kind outside the run is where it leaves) */
+    LongEv *lev;
+    int32_t *loff;
+    int16_t *lfirst;   /* per long token k: first_cls */
+    uint16_t *ltail;   /* per long token k: tail_chars */
     int32_t *mark; /* per token stamp, for deduplicating candidates */
     /* bitmasks (words each): lenmask + s * words = the tokens with fewer than s tail characters
      * (s <= LEN_CAP); firstmask = the tokens with a complete first character */
@@ -204,6 +236,10 @@ static void vocab_free(Vocab *v) {
     free(v->byfirst);
     free(v->inv);
     VFREE(v->longtoks);
+    free(v->lev);
+    free(v->loff);
+    free(v->lfirst);
+    free(v->ltail);
     free(v->mark);
     free(v->lenmask);
     free(v->firstmask);
@@ -465,6 +501,33 @@ static void vocab_lists(Vocab *v) {
         }
         if (v->tailflags[i]) v->inv[fill_i[128]++] = i;
     }
+    /* the long tokens' first occurrences (a few per token: their tails repeat characters) */
+    int32_t nl = v->longtoks.n;
+    VEC(LongEv) ev = {0};
+    v->loff = tm_xmalloc((size_t)(nl + 1) * sizeof(int32_t));
+    v->lfirst = tm_xmalloc((size_t)(nl + 1) * sizeof(int16_t));
+    v->ltail = tm_xmalloc((size_t)(nl + 1) * sizeof(uint16_t));
+    for (int32_t k = 0; k < nl; k++) {
+        int32_t i = v->longtoks.a[k], n = v->tok_len[i], j = v->first_len[i], chr = 0;
+        v->lfirst[k] = v->first_cls[i];
+        v->ltail[k] = v->tail_chars[i];
+        const uint8_t *t = flat + v->tok_off[i], *cl = v->clen + v->tok_off[i];
+        uint64_t seen[3] = {0, 0, 0}; /* ASCII bytes, then LEV_MB and LEV_BAD */
+        v->loff[k] = ev.n;
+        while (j < n && chr < 65535) {
+            int sz = cl[j];
+            int kind = sz == 0 ? LEV_BAD : (sz > 1 ? LEV_MB : t[j]);
+            if (!((seen[kind >> 6] >> (kind & 63)) & 1)) {
+                seen[kind >> 6] |= 1ULL << (kind & 63);
+                LongEv e = {(uint16_t)chr, (uint8_t)kind};
+                VPUSH(ev, e);
+            }
+            j += sz ? sz : 1;
+            chr++;
+        }
+    }
+    v->loff[nl] = ev.n;
+    v->lev = ev.a ? ev.a : tm_xmalloc(sizeof(LongEv));
     v->mark = tm_xcalloc((size_t)(size ? size : 1), sizeof(int32_t));
     for (int b = 0; b < 256; b++) {
         for (int32_t i = v->trie.lo[b]; i < v->trie.hi[b]; i++)
@@ -508,7 +571,8 @@ static int64_t vocab_walk_estimate(const Vocab *v, int b, int64_t max_depth) {
 
 static int64_t vocab_bytes(const Vocab *v) {
     int64_t n = (int64_t)v->size * (1 + 4 + 4 + 2 + 1 + 2 + 17 + 4 + 4) + v->nflat * 2;
-    n += (int64_t)v->inv_off[129] * 4 + VBYTES(v->longtoks);
+    n += (int64_t)v->inv_off[129] * 4 + VBYTES(v->longtoks) + (int64_t)(v->longtoks.n + 1) * 8 +
+         (int64_t)v->loff[v->longtoks.n] * (int64_t)sizeof(LongEv);
     n += (int64_t)v->words * 4 * (LEN_CAP + 2 + 130 + 129 + 2 * NGROUPS);
     n += (int64_t)(v->xoff[XCLASSES] + v->nlrec) * (int64_t)sizeof(ExitRec);
     n += trie_bytes(&v->trie) + trie_bytes(&v->partial);
