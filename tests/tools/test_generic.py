@@ -109,6 +109,13 @@ _FUNCTION = (
 )
 _INVOKE_TIGHT = _INVOKE.replace("'</call>\\n'", "'</call>'")  # nothing after </call>
 _FN = _FUNCTION.replace("SEP", "'\\n'")  # values on lines of their own
+# the parameters right after the function's tag and after each other (no newline)
+_FN_LINE = _FUNCTION.replace("'>\\n' }}{% for", "'>' }}{% for").replace(
+    "'</parameter>\\n'", "'</parameter>'"
+)
+_INVOKE_PADDED = _INVOKE.replace(
+    "'\">' + (v | string) + '</arg>", "'\">\\n' + (v | string) + '\\n</arg>"
+)
 _LIST = "{{ m.tool_calls | map(attribute='function') | list | tojson(indent=4) }}"
 _ARGS_TEXT = "(c.function.arguments | tojson | tojson)"  # the arguments as a JSON string
 
@@ -338,6 +345,24 @@ TEMPLATES: dict[str, tuple[str, str]] = {
     "function tags back to back": (
         _chat(_FN, "", "{{ '<calls>' }}", "{{ '</calls>' }}"),
         "FunctionParams",
+    ),
+    # function tags with no newline after the function's tag, values against their tags or
+    # on lines of their own; invoke tags with each value on lines of its own
+    "function tags on one line": (
+        _chat(_FN_LINE.replace("SEP", "''"), "\n", "{{ '<<fn>>' }}", "{{ '<</fn>>' }}"),
+        "FunctionParams",
+    ),
+    "function tags without a newline after the tag": (
+        _chat(_FN_LINE.replace("SEP", "'\\n'"), "", "{{ '<calls>\\n' }}", "{{ '\\n</calls>' }}"),
+        "FunctionParams",
+    ),
+    "invoke tags, values on their own lines": (
+        _chat(_INVOKE_PADDED, "", "{{ '<<calls>>\\n' }}", "{{ '<</calls>>' }}"),
+        "InvokeParams",
+    ),
+    "invoke blocks, values on their own lines": (
+        _chat("{{ '<<call>>\\n' }}" + _INVOKE_PADDED + "{{ '<</call>>' }}", "\n"),
+        "InvokeParams",
     ),
     "function tags in a list": (
         _chat(_FN, "\n", "{{ '[[fns]]\\n<list>\\n' }}", "{{ '\\n</list>\\n[[/fns]]' }}"),
@@ -800,3 +825,50 @@ def test_tags_one_call_a_turn(call: str) -> None:
         assert not _takes(turn, one.text + one.text)  # never a second block
     got = parse_turn(one.text, fmt, id_factory=sequential_call_id)
     assert _named(got) == list(one.calls) and got.content == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "call", "other"),
+    [
+        (
+            "function tags on one line",
+            "<function=get_weather><parameter=city>Oslo</parameter><parameter=days>2</parameter>"
+            "</function>",
+            "<function=get_weather>\n<parameter=city>Oslo</parameter>\n<parameter=days>2"
+            "</parameter>\n</function>",
+        ),
+        (
+            "function tags without a newline after the tag",
+            "<function=get_weather><parameter=city>\nOslo\n</parameter><parameter=days>\n2\n"
+            "</parameter></function>",
+            "<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n<parameter=days>\n2\n"
+            "</parameter>\n</function>",
+        ),
+        (
+            "invoke tags, values on their own lines",
+            '<call name="get_weather">\n<arg name="city">\nOslo\n</arg>\n<arg name="days">\n2\n'
+            "</arg>\n</call>",
+            '<call name="get_weather">\n<arg name="city">Oslo</arg>\n<arg name="days">2</arg>\n'
+            "</call>",
+        ),
+    ],
+)
+def test_the_whitespace_around_tags_and_values_is_the_template_s(
+    name: str, call: str, other: str
+) -> None:
+    # the grammar writes the template's whitespace after the function's tag, between the
+    # parameters and around each value, and no other; the reader takes the layout's newlines
+    # off a value and keeps the value's own
+    fmt = FORMATS[_guess(name).name]
+    text = fmt.render_calls([("get_weather", {"city": "Oslo", "days": 2})])
+    assert call in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text) and not _takes(turn, text.replace(call, other))
+    got = parse_turn(text, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_weather", {"city": "Oslo", "days": 2})]
+    for city in ("two\nlines", "\nOslo", "Oslo\n") if "own lines" in name else ("a\nb",):
+        text = fmt.render_calls([("get_time", {"city": city})])
+        assert _takes(turn, text), text
+        got = parse_turn(text, fmt, id_factory=sequential_call_id)
+        assert _named(got) == [("get_time", {"city": city})], text
+        assert _streamed(fmt.name, text, False, 3) == got

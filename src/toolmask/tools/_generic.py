@@ -577,16 +577,23 @@ def _python_codecs(
 def _xml_codecs(
     probe: Probe, one: ProbeCase, d: Derived, layout: Layout
 ) -> list[tuple[Codec, Values]]:
-    """The invoke-tag codec with the tag names and the newline the rendering shows, the calls
-    of one block joined by the text the rendering shows between them."""
-    m = _INVOKE.search(one.text)
-    if m is None:
+    """The invoke-tag codec with the tag names and the newline the rendering shows, each
+    value against its tags or on lines of its own (the whitespace around the first value,
+    the same on both sides), the calls of one block joined by the text the rendering shows
+    between them."""
+    s, e = d.spans[0]
+    body = one.text[s:e]
+    m = _INVOKE.match(body)
+    p = re.compile(r'(\s*)<([A-Za-z_][\w:.-]*) name="[^"<>]*">').match(body, m.end()) if m else None
+    if m is None or p is None:
         return []
-    after = one.text[m.end() :]
-    p = re.match(r'(\s*)<([A-Za-z_][\w:.-]*) name="', after)
-    if p is None:
+    close = body.find(f"</{p.group(2)}>", p.end())
+    value = body[p.end() : close] if close >= 0 else ""
+    core = value.strip(_WS)
+    lead = value[: value.find(core)] if core else ""
+    if not core or value != lead + core + lead:
         return []
-    codec = InvokeParams(invoke=m.group(1), param=p.group(2), nl=p.group(1), joined=True)
+    codec = InvokeParams(invoke=m.group(1), param=p.group(2), nl=p.group(1), joined=True, pad=lead)
     return [(codec, Values())]
 
 
@@ -595,7 +602,8 @@ def _function_codecs(
 ) -> list[tuple[Codec, Values]]:
     """The function-tag codec with the tag names the rendering shows (``<function=NAME>`` and
     ``<parameter=KEY>``, or ``<tool=NAME>`` and ``<arg=KEY>``), its values against their tags
-    or on lines of their own."""
+    or on lines of their own, the whitespace after the function's tag (a newline, or none:
+    the first parameter right after it) the rendering shows."""
     s, e = d.spans[0]
     body = one.text[s:e]
     f = _FUNCTION.match(body)
@@ -603,8 +611,12 @@ def _function_codecs(
     # the first argument's tag (the probe's calls have arguments)
     if f is None or p is None or p.group(2) not in one.calls[0][1] or p.group(1) == f.group(1):
         return []
+    nl = body[f.end() : p.start()]
+    if nl.strip(_WS):
+        return []
     tight = not body.startswith("\n", p.end())
-    return [(FunctionParams(tight=tight, function=f.group(1), param=p.group(1)), Values())]
+    codec = FunctionParams(tight=tight, function=f.group(1), param=p.group(1), nl=nl)
+    return [(codec, Values())]
 
 
 _CodecsOf = Callable[[Probe, ProbeCase, Derived, Layout], list[tuple[Codec, Values]]]
