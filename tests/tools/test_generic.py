@@ -994,3 +994,29 @@ def test_a_call_id_outside_the_found_calls_derives_nothing() -> None:
     assert (guess.name, guess.confident) == (FALLBACK, False), guess.warning
     probe = probe_template(TemplateRenderer(text))
     assert derive_formats(probe) == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "function tags on one line",
+        "function tags without a newline after the tag",
+        "invoke tags, values on their own lines",
+        "invoke blocks, values on their own lines",
+        "openai objects with an index",
+        "openai objects, a constant in the function object",
+        "json function and parameters keys",
+        "json tool and input keys in a list",
+        "json call in a wrapper key",
+    ],
+)
+def test_prose_that_shows_a_call_without_the_opener_is_no_call(name: str) -> None:
+    fmt = FORMATS[_guess(name).name]
+    inner = fmt.render_calls([("get_time", {"city": "Oslo"})])[len(fmt.block.open) :]
+    prose = f"A call looks like this: {inner} and that is all."
+    assert fmt.block.open not in prose
+    got = parse_turn(prose, fmt, id_factory=sequential_call_id)
+    assert (got.calls, got.malformed, got.content) == ((), (), prose)
+    assert _streamed(fmt.name, prose, False, 3) == got
+    assert _takes(ToolTurn(_tools(), fmt.name, "auto"), prose)
+    assert not _takes(ToolTurn(_tools(), fmt.name, "required"), prose)
