@@ -9,7 +9,10 @@ line or one a block, invoke tags with other tag names (in one block, one a block
 back), function tags (``<function=NAME>``, values on their own lines or tight), calls
 separated by ``;\n``, `` <and> ``, ``, `` and `` && ``, invoke and function tags separated by
 ``---``, ``,\n``, a line of text or `` | ``, blocks of one call each inside a list wrapper,
-and a reasoning channel in markers of its own. Each must be
+function tags without a newline after the tag, invoke tags with values on lines of their own,
+OpenAI objects with an index beside the id or a constant in the function object, the name and
+arguments under keys of any names (``function`` / ``parameters``, ``tool`` / ``input``, in a
+wrapper key), and a reasoning channel in markers of its own. Each must be
 detected as a generic format whose grammar takes the rendered bytes (one call and two,
 ``required`` and ``auto``, parallel calls off for one), whose parser gives the calls back (batch,
 and streamed in chunks), whose renderer writes the template's bytes (its own call ids aside),
@@ -39,7 +42,7 @@ from toolmask.tools import (
     sequential_call_id,
 )
 from toolmask.tools._detect import FALLBACK, prove_format
-from toolmask.tools._generic import derive_formats, is_generic
+from toolmask.tools._generic import _settle, _shape, derive_formats, is_generic
 from toolmask.tools._probe import PROBE_TOOLS, ProbeCase, probe_call_id
 from toolmask.tools._template import TemplateRenderer
 from toolmask.tools.formats._json import JsonCalls
@@ -109,6 +112,13 @@ _FUNCTION = (
 )
 _INVOKE_TIGHT = _INVOKE.replace("'</call>\\n'", "'</call>'")  # nothing after </call>
 _FN = _FUNCTION.replace("SEP", "'\\n'")  # values on lines of their own
+# the parameters right after the function's tag and after each other (no newline)
+_FN_LINE = _FUNCTION.replace("'>\\n' }}{% for", "'>' }}{% for").replace(
+    "'</parameter>\\n'", "'</parameter>'"
+)
+_INVOKE_PADDED = _INVOKE.replace(
+    "'\">' + (v | string) + '</arg>", "'\">\\n' + (v | string) + '\\n</arg>"
+)
 _LIST = "{{ m.tool_calls | map(attribute='function') | list | tojson(indent=4) }}"
 _ARGS_TEXT = "(c.function.arguments | tojson | tojson)"  # the arguments as a JSON string
 
@@ -262,6 +272,54 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         ),
         "JsonCalls",
     ),
+    # OpenAI's objects with more keys: one that counts the calls besides the id, a constant
+    # in the function object
+    "openai objects with an index": (
+        _chat(
+            "{{ '<<call>>' + ({'id': c.id, 'type': 'function', 'function': {'name': "
+            "c.function.name, 'arguments': c.function.arguments}, 'index': loop.index0} "
+            "| tojson) + '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    "openai objects, a constant in the function object": (
+        _chat(
+            "{{ ({'id': c.id, 'type': 'function', 'function': {'name': c.function.name, "
+            "'arguments': (c.function.arguments | tojson), 'kind': 'call'}} | tojson) }}",
+            ", ",
+            "{{ '<calls>[' }}",
+            "{{ ']</calls>' }}",
+        ),
+        "JsonCalls",
+    ),
+    # the name and the arguments under keys of the template's own, or in an object of their
+    # own under a key of the template's
+    "json function and parameters keys": (
+        _chat(
+            "{{ '<<call>>' + ({'function': c.function.name, 'parameters': "
+            "c.function.arguments} | tojson) + '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    "json tool and input keys in a list": (
+        _chat(
+            "{{ ({'tool': c.function.name, 'input': c.function.arguments} | tojson) }}",
+            ", ",
+            "{{ '<<calls>>[' }}",
+            "{{ ']<</calls>>' }}",
+        ),
+        "JsonCalls",
+    ),
+    "json call in a wrapper key": (
+        _chat(
+            "{{ '<<call>>' + ({'call': {'tool': c.function.name, 'input': "
+            "c.function.arguments}, 'id': c.id} | tojson) + '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
     # invoke and function tags with text between two calls of a block
     "invoke tags, a rule between": (
         _chat(_INVOKE, "---\n", "{{ '<function_calls>\\n' }}", "{{ '</function_calls>' }}"),
@@ -338,6 +396,24 @@ TEMPLATES: dict[str, tuple[str, str]] = {
     "function tags back to back": (
         _chat(_FN, "", "{{ '<calls>' }}", "{{ '</calls>' }}"),
         "FunctionParams",
+    ),
+    # function tags with no newline after the function's tag, values against their tags or
+    # on lines of their own; invoke tags with each value on lines of its own
+    "function tags on one line": (
+        _chat(_FN_LINE.replace("SEP", "''"), "\n", "{{ '<<fn>>' }}", "{{ '<</fn>>' }}"),
+        "FunctionParams",
+    ),
+    "function tags without a newline after the tag": (
+        _chat(_FN_LINE.replace("SEP", "'\\n'"), "", "{{ '<calls>\\n' }}", "{{ '\\n</calls>' }}"),
+        "FunctionParams",
+    ),
+    "invoke tags, values on their own lines": (
+        _chat(_INVOKE_PADDED, "", "{{ '<<calls>>\\n' }}", "{{ '<</calls>>' }}"),
+        "InvokeParams",
+    ),
+    "invoke blocks, values on their own lines": (
+        _chat("{{ '<<call>>\\n' }}" + _INVOKE_PADDED + "{{ '<</call>>' }}", "\n"),
+        "InvokeParams",
     ),
     "function tags in a list": (
         _chat(_FN, "\n", "{{ '[[fns]]\\n<list>\\n' }}", "{{ '\\n</list>\\n[[/fns]]' }}"),
@@ -800,3 +876,147 @@ def test_tags_one_call_a_turn(call: str) -> None:
         assert not _takes(turn, one.text + one.text)  # never a second block
     got = parse_turn(one.text, fmt, id_factory=sequential_call_id)
     assert _named(got) == list(one.calls) and got.content == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "call", "other"),
+    [
+        (
+            "function tags on one line",
+            "<function=get_weather><parameter=city>Oslo</parameter><parameter=days>2</parameter>"
+            "</function>",
+            "<function=get_weather>\n<parameter=city>Oslo</parameter>\n<parameter=days>2"
+            "</parameter>\n</function>",
+        ),
+        (
+            "function tags without a newline after the tag",
+            "<function=get_weather><parameter=city>\nOslo\n</parameter><parameter=days>\n2\n"
+            "</parameter></function>",
+            "<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n<parameter=days>\n2\n"
+            "</parameter>\n</function>",
+        ),
+        (
+            "invoke tags, values on their own lines",
+            '<call name="get_weather">\n<arg name="city">\nOslo\n</arg>\n<arg name="days">\n2\n'
+            "</arg>\n</call>",
+            '<call name="get_weather">\n<arg name="city">Oslo</arg>\n<arg name="days">2</arg>\n'
+            "</call>",
+        ),
+    ],
+)
+def test_the_whitespace_around_tags_and_values_is_the_template_s(
+    name: str, call: str, other: str
+) -> None:
+    # the grammar writes the template's whitespace after the function's tag, between the
+    # parameters and around each value, and no other; the reader takes the layout's newlines
+    # off a value and keeps the value's own
+    fmt = FORMATS[_guess(name).name]
+    text = fmt.render_calls([("get_weather", {"city": "Oslo", "days": 2})])
+    assert call in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text) and not _takes(turn, text.replace(call, other))
+    got = parse_turn(text, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_weather", {"city": "Oslo", "days": 2})]
+    for city in ("two\nlines", "\nOslo", "Oslo\n") if "own lines" in name else ("a\nb",):
+        text = fmt.render_calls([("get_time", {"city": city})])
+        assert _takes(turn, text), text
+        got = parse_turn(text, fmt, id_factory=sequential_call_id)
+        assert _named(got) == [("get_time", {"city": city})], text
+        assert _streamed(fmt.name, text, False, 3) == got
+
+
+def test_a_key_that_counts_the_calls_beside_the_id() -> None:
+    # "index" counts the calls of the message next to the id the client gave: the grammar
+    # writes any index there (an integer), the renderer the call's, the reader the id
+    fmt = FORMATS[_guess("openai objects with an index").name]
+    codec = fmt.codec
+    assert isinstance(codec, JsonCalls)
+    assert (codec.id_shape, codec.counts) == ("string", (("index", "index", ""),))
+    assert "index counting the calls" in _guess("openai objects with an index").warning
+    calls = [("get_time", {"city": c}) for c in ("Oslo", "Rome", "Lima")]
+    text = fmt.render_calls(calls)
+    assert all(f'"index": {i}}}' in text for i in range(3)), text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text) and _takes(turn, text.replace('"index": 2', '"index": 12'))
+    for bad in ('"index": "2"', '"index": -2', '"index": x'):
+        assert not _takes(turn, text.replace('"index": 2', bad)), bad
+    got = parse_turn(text, fmt)
+    assert [(c.id, c.name) for c in got.calls] == [(f"call_{i}", "get_time") for i in range(3)]
+
+
+def test_a_constant_in_the_function_object() -> None:
+    fmt = FORMATS[_guess("openai objects, a constant in the function object").name]
+    codec = fmt.codec
+    assert isinstance(codec, JsonCalls) and codec.args_string
+    assert codec.function_keys == (("name", "name"), ("arguments", "args"), ("kind", "const"))
+    assert codec.constants == (("kind", "call"),)
+    text = fmt.render_calls([("get_time", {"city": "Oslo"})])
+    assert '"arguments": "{\\"city\\": \\"Oslo\\"}", "kind": "call"}}' in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text) and not _takes(turn, text.replace('"call"}', '"cell"}'))
+    assert not _takes(turn, text.replace(', "kind": "call"}', "}"))
+
+
+def test_objects_that_are_not_exactly_a_call() -> None:
+    args = {"city": "Paris", "days": 3}
+    schema = PROBE_TOOLS[0]["function"]["parameters"]
+    # a tool's definition (no arguments), a call with a schema beside its arguments, a
+    # nested object with an id or a nested object of its own, a boolean key, a key whose
+    # text holds the call's id: no call
+    for obj in (
+        {"type": "function", "function": {"name": "get_weather", "description": "d",
+                                          "parameters": schema}},
+        {"type": "function", "function": {"name": "get_weather", "arguments": args,
+                                          "parameters": schema}},
+        {"function": {"name": "get_weather", "arguments": args, "id": "c1"}},
+        {"function": {"call": {"name": "get_weather", "arguments": args}}},
+        {"name": "get_weather", "arguments": args, "strict": True},
+        {"name": "get_weather", "arguments": args, "ref": "ref-c1"},
+    ):  # fmt: skip
+        assert _shape(obj, "get_weather", args, "c1") is None, obj
+    # a string key in both the call object and the function object: not told apart
+    both = {"kind": "a", "function": {"name": "get_weather", "arguments": args, "kind": "b"}}
+    shape = _shape(both, "get_weather", args, "c1")
+    assert shape is not None and _settle([shape]) is None
+    # the same key in the function object alone is a constant
+    inner = {"function": {"name": "get_weather", "arguments": args, "kind": "b"}}
+    shape = _shape(inner, "get_weather", args, "c1")
+    assert shape is not None
+    settled = _settle([shape])
+    assert settled is not None and settled.constants == (("kind", "b"),)
+
+
+def test_a_call_id_outside_the_found_calls_derives_nothing() -> None:
+    # the template writes each call's id in the text around the call object: that text is
+    # not a marker (the id is the call's), so no format is derived from it
+    text = _chat("{{ '<<call id=\"' + c.id + '\">>' + " + _OBJECT + " + '<</call>>' }}", "\n")
+    guess = detect_format(text)
+    assert (guess.name, guess.confident) == (FALLBACK, False), guess.warning
+    probe = probe_template(TemplateRenderer(text))
+    assert derive_formats(probe) == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "function tags on one line",
+        "function tags without a newline after the tag",
+        "invoke tags, values on their own lines",
+        "invoke blocks, values on their own lines",
+        "openai objects with an index",
+        "openai objects, a constant in the function object",
+        "json function and parameters keys",
+        "json tool and input keys in a list",
+        "json call in a wrapper key",
+    ],
+)
+def test_prose_that_shows_a_call_without_the_opener_is_no_call(name: str) -> None:
+    fmt = FORMATS[_guess(name).name]
+    inner = fmt.render_calls([("get_time", {"city": "Oslo"})])[len(fmt.block.open) :]
+    prose = f"A call looks like this: {inner} and that is all."
+    assert fmt.block.open not in prose
+    got = parse_turn(prose, fmt, id_factory=sequential_call_id)
+    assert (got.calls, got.malformed, got.content) == ((), (), prose)
+    assert _streamed(fmt.name, prose, False, 3) == got
+    assert _takes(ToolTurn(_tools(), fmt.name, "auto"), prose)
+    assert not _takes(ToolTurn(_tools(), fmt.name, "required"), prose)

@@ -8,16 +8,20 @@ template's output, and proves each the same way a family format is proven. The d
 1. **Find the calls.** Each call notation of :data:`NOTATIONS` looks for the probe's calls in
    the rendered text, in order: a JSON object that is exactly the call (:func:`_shape`: its
    keys, in the template's order, give the roles: the name, the arguments as an object or as
-   a JSON string holding their JSON, the probe's call id, the text ``"function"``, or OpenAI's
-   nested ``"function": {name, arguments}`` object; any other key a string the same in every
-   call of the message, a constant, or an id that counts its calls, ``"call_0"``, ``"call_1"``
-   or ``0``, ``1``: :func:`_settle`), a Python call ``NAME(key=value, ...)``,
+   a JSON string holding their JSON, under keys of any names, the probe's call id, the text
+   ``"function"``, or an object nested under any key holding the name and the arguments,
+   OpenAI's ``"function": {name, arguments}``; any other key, in either object, a string the
+   same in every call of the message, a constant, or a counter of its calls, ``"call_0"``,
+   ``"call_1"`` or ``0``, ``1``: the id where the call object has none, else a key that
+   counts beside it, ``"index": 0``: :func:`_settle`), a Python call ``NAME(key=value, ...)``,
    an XML invoke tag ``<TAG name="NAME">`` holding one ``<PTAG name="KEY">VALUE</PTAG>`` per
    argument, a function tag ``<function=NAME>`` holding one ``<parameter=KEY>VALUE
    </parameter>`` per argument (Qwen3-Coder's notation; any tag names: ``<tool=NAME>`` with
-   ``<arg=KEY>``). Where a notation finds them, the text
+   ``<arg=KEY>``; the whitespace after the function's tag and around a value the
+   rendering's, the invoke tags' too). Where a notation finds them, the text
    around them is literal bytes: before the first call (``one``'s and ``two``'s must agree),
-   after the last (the same), and between two calls.
+   after the last (the same), and between two calls; a call's id in those texts (the
+   notation found only a part of each call) derives nothing.
 2. **Read the layout from the between-text.** The closer, whitespace, then the opener again:
    one call per block, blocks repeated; the closer, other text (``\n---\n``), the opener
    again: the calls of one block, that whole text their separator. Whitespace only: the
@@ -147,22 +151,25 @@ def _json_objects(
 class _Shape:
     """A JSON call object's keys in the template's order with their roles (``name``, ``args``,
     ``id``, ``type``: the text ``"function"``, ``function``: a nested object whose keys are
-    :attr:`function_keys`; ``other``: a key of no such role, its value in :attr:`others`),
-    as :class:`~toolmask.tools.formats._json.JsonCalls` takes them; ``args_string``: the
+    :attr:`function_keys`; ``other``: a key of no such role, its value in :attr:`others`,
+    the nested object's in :attr:`function_others`), as
+    :class:`~toolmask.tools.formats._json.JsonCalls` takes them; ``args_string``: the
     arguments are a JSON string holding their JSON text."""
 
     call_keys: tuple[tuple[str, str], ...]
     function_keys: tuple[tuple[str, str], ...] = ()
     args_string: bool = False
     others: tuple[tuple[str, Any], ...] = ()
+    function_others: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class _Keys:
     """The keys of a message's call objects, settled over its calls (:func:`_settle`): their
-    roles (the ``other`` ones now ``const`` or ``id``), the constant strings and the id's
-    shape (``string``: the id the client gave; ``counter``: :attr:`id_prefix` and the call's
-    index; ``index``: the index as an integer; ``""``: no id)."""
+    roles (the ``other`` ones now ``const``, ``id`` or ``count``), the constant strings, the
+    id's shape (``string``: the id the client gave; ``counter``: :attr:`id_prefix` and the
+    call's index; ``index``: the index as an integer; ``""``: no id) and the other keys that
+    count the calls (key, ``counter`` or ``index``, prefix)."""
 
     call_keys: tuple[tuple[str, str], ...]
     function_keys: tuple[tuple[str, str], ...]
@@ -170,6 +177,7 @@ class _Keys:
     constants: tuple[tuple[str, str], ...] = ()
     id_shape: str = ""
     id_prefix: str = ""
+    counts: tuple[tuple[str, str, str], ...] = ()
 
 
 def _counter(values: Sequence[Any]) -> tuple[str, str] | None:
@@ -187,33 +195,50 @@ def _counter(values: Sequence[Any]) -> tuple[str, str] | None:
 
 def _settle(shapes: Sequence[_Shape]) -> _Keys | None:
     """The keys every call object of a message shares: the same keys and roles in every
-    call; a key of no known role a string the same in every call (a constant) or a counter
-    of the calls (the id, where the call gave none); None when they disagree."""
+    call; a key of no known role (in the call object or in its nested function object) a
+    string the same in every call (a constant), or a counter of the calls: the id, where
+    the call object has none, else a key that counts (``"index": 0``); None when they
+    disagree, or where one key of no known role is in both objects."""
     first = shapes[0]
     head = (first.call_keys, first.function_keys, first.args_string)
     if any((s.call_keys, s.function_keys, s.args_string) != head for s in shapes):
         return None
     has_id = any(r == "id" for _, r in first.call_keys)
-    keys: list[tuple[str, str]] = []
     constants: list[tuple[str, str]] = []
+    counts: list[tuple[str, str, str]] = []
     id_shape, prefix = ("string" if has_id else ""), ""
-    for key, role in first.call_keys:
-        if role != "other":
+
+    def settled(
+        pairs: tuple[tuple[str, str], ...], others: Callable[[_Shape], Any], outer: bool
+    ) -> list[tuple[str, str]] | None:
+        nonlocal id_shape, prefix
+        keys: list[tuple[str, str]] = []
+        for key, role in pairs:
+            if role == "other":
+                values = [dict(others(s))[key] for s in shapes]
+                got = _counter(values)
+                if got is not None and outer and not id_shape:
+                    (id_shape, prefix), role = got, "id"
+                elif got is not None:
+                    counts.append((key, *got))
+                    role = "count"
+                elif isinstance(values[0], str) and all(v == values[0] for v in values):
+                    constants.append((key, values[0]))
+                    role = "const"
+                else:
+                    return None
             keys.append((key, role))
-            continue
-        values = [dict(s.others)[key] for s in shapes]
-        counts = _counter(values)
-        if counts is not None and not id_shape:
-            (id_shape, prefix), role = counts, "id"
-        elif isinstance(values[0], str) and all(v == values[0] for v in values):
-            constants.append((key, values[0]))
-            role = "const"
-        else:
-            return None
-        keys.append((key, role))
+        return keys
+
+    outer = settled(first.call_keys, lambda s: s.others, True)
+    inner = settled(first.function_keys, lambda s: s.function_others, False)
+    named = [k for k, _ in constants] + [k for k, _, _ in counts]
+    if outer is None or inner is None or len(set(named)) != len(named):
+        return None
     return _Keys(
-        tuple(keys), first.function_keys, first.args_string, tuple(constants), id_shape, prefix
-    )
+        tuple(outer), tuple(inner), first.args_string, tuple(constants), id_shape, prefix,
+        tuple(counts),
+    )  # fmt: skip
 
 
 def _role(value: Any, name: str, args: dict[str, Any], cid: str) -> tuple[str, bool]:
@@ -232,11 +257,15 @@ def _role(value: Any, name: str, args: dict[str, Any], cid: str) -> tuple[str, b
     return ("type", False) if value == "function" else ("", False)
 
 
-def _shape(obj: Any, name: str, args: dict[str, Any], cid: str) -> _Shape | None:
+def _shape(
+    obj: Any, name: str, args: dict[str, Any], cid: str, *, nested: bool = False
+) -> _Shape | None:
     """How the JSON value ``obj`` holds the call: each key's role, once each (the name and the
-    arguments, directly or in one nested object of those two keys only; an id, the probe
-    call's ``cid``, and ``"function"`` at most once), or None when it is not exactly the
-    call."""
+    arguments, directly or in one nested object that holds them: OpenAI's function object;
+    an id, the probe call's ``cid``, and ``"function"`` at most once; other keys of a string
+    or an integer, in either object, for :func:`_settle` to tell constants from counters),
+    or None when it is not exactly the call. ``nested``: ``obj`` is the nested object (no
+    id, no type, no object nested in it)."""
     if not isinstance(obj, dict):
         return None
     keys: list[tuple[str, str]] = []
@@ -245,10 +274,16 @@ def _shape(obj: Any, name: str, args: dict[str, Any], cid: str) -> _Shape | None
     quoted = False
     for key, value in obj.items():
         role, as_text = _role(value, name, args, cid)
-        if not role and cid and inner is None:  # OpenAI's nested function object
-            inner = _shape(value, name, args, "")
-            role = "function" if inner is not None and len(inner.call_keys) == 2 else ""
-        if not role and cid and isinstance(value, str | int) and not isinstance(value, bool):
+        if nested and role in ("id", "type"):
+            if role == "id":
+                return None  # the call's id inside the function object
+            role = ""  # "function" inside the function object: a constant, if anything
+        if not role and not nested and inner is None:  # OpenAI's nested function object
+            inner = _shape(value, name, args, cid, nested=True)
+            role = "function" if inner is not None else ""
+        if isinstance(value, str) and cid and cid in value and role != "id":
+            return None  # the call's id in another key's text: not a constant
+        if not role and isinstance(value, str | int) and not isinstance(value, bool):
             role = "other"  # a constant or a counter, as the message's calls settle it
             others.append((key, value))
         if not role:
@@ -256,13 +291,20 @@ def _shape(obj: Any, name: str, args: dict[str, Any], cid: str) -> _Shape | None
         keys.append((key, role))
         quoted = quoted or as_text
     roles = [r for _, r in keys if r not in ("function", "other")]
+    if nested:
+        return (
+            _Shape(tuple(keys), (), quoted, tuple(others))
+            if sorted(roles) == ["args", "name"]
+            else None
+        )
     if inner is not None:
         quoted = inner.args_string
         roles += ["args", "name"]
     if tuple(sorted(roles)) not in _ROLE_SETS:
         return None
-    inner_keys = inner.call_keys if inner is not None else ()
-    return _Shape(tuple(keys), inner_keys, quoted, tuple(others))
+    if inner is None:
+        return _Shape(tuple(keys), (), quoted, tuple(others))
+    return _Shape(tuple(keys), inner.call_keys, quoted, tuple(others), inner.others)
 
 
 #: the roles a call object may hold (sorted): the name and the arguments, an id, the type
@@ -347,9 +389,12 @@ def _read(
 ) -> tuple[str, str | None, str, Spans] | None:
     """The texts before, between (the first two) and after the calls of ``case``, and the
     calls' spans; ``skip``: the close of a reasoning channel the prompt opened, which a case
-    may start with (the channel left empty), not part of the calls' texts."""
+    may start with (the channel left empty), not part of the calls' texts. None where those
+    texts hold a call's id (the notation found a part of each call only: the id is the
+    call's, not a marker's)."""
     text = case.text
-    spans = NOTATIONS[notation](text, case.calls, _ids(probe, case))
+    ids = _ids(probe, case)
+    spans = NOTATIONS[notation](text, case.calls, ids)
     if not spans:
         return None
     start = 0
@@ -359,7 +404,10 @@ def _read(
         if start > spans[0][0]:
             return None
     between = text[spans[0][1] : spans[1][0]] if len(spans) > 1 else None
-    return text[start : spans[0][0]], between, text[spans[-1][1] :], spans
+    before, after = text[start : spans[0][0]], text[spans[-1][1] :]
+    if any(i in t for i in ids for t in (before, between or "", after)):
+        return None
+    return before, between, after, spans
 
 
 #: a marker a generation prompt may end with, opening the reasoning channel: a tag or a
@@ -533,7 +581,7 @@ def _json_codecs(
     flat = JsonCalls(
         call_keys=keys.call_keys, function_keys=keys.function_keys, args_string=keys.args_string,
         id_shape=keys.id_shape, json_list=listed, constants=keys.constants,
-        id_prefix=keys.id_prefix,
+        id_prefix=keys.id_prefix, counts=keys.counts,
     )  # fmt: skip
     if "\n" not in one.text[s:e]:
         return [(flat, values)]
@@ -577,16 +625,23 @@ def _python_codecs(
 def _xml_codecs(
     probe: Probe, one: ProbeCase, d: Derived, layout: Layout
 ) -> list[tuple[Codec, Values]]:
-    """The invoke-tag codec with the tag names and the newline the rendering shows, the calls
-    of one block joined by the text the rendering shows between them."""
-    m = _INVOKE.search(one.text)
-    if m is None:
+    """The invoke-tag codec with the tag names and the newline the rendering shows, each
+    value against its tags or on lines of its own (the whitespace around the first value,
+    the same on both sides), the calls of one block joined by the text the rendering shows
+    between them."""
+    s, e = d.spans[0]
+    body = one.text[s:e]
+    m = _INVOKE.match(body)
+    p = re.compile(r'(\s*)<([A-Za-z_][\w:.-]*) name="[^"<>]*">').match(body, m.end()) if m else None
+    if m is None or p is None:
         return []
-    after = one.text[m.end() :]
-    p = re.match(r'(\s*)<([A-Za-z_][\w:.-]*) name="', after)
-    if p is None:
+    close = body.find(f"</{p.group(2)}>", p.end())
+    value = body[p.end() : close] if close >= 0 else ""
+    core = value.strip(_WS)
+    lead = value[: value.find(core)] if core else ""
+    if not core or value != lead + core + lead:
         return []
-    codec = InvokeParams(invoke=m.group(1), param=p.group(2), nl=p.group(1), joined=True)
+    codec = InvokeParams(invoke=m.group(1), param=p.group(2), nl=p.group(1), joined=True, pad=lead)
     return [(codec, Values())]
 
 
@@ -595,7 +650,8 @@ def _function_codecs(
 ) -> list[tuple[Codec, Values]]:
     """The function-tag codec with the tag names the rendering shows (``<function=NAME>`` and
     ``<parameter=KEY>``, or ``<tool=NAME>`` and ``<arg=KEY>``), its values against their tags
-    or on lines of their own."""
+    or on lines of their own, the whitespace after the function's tag (a newline, or none:
+    the first parameter right after it) the rendering shows."""
     s, e = d.spans[0]
     body = one.text[s:e]
     f = _FUNCTION.match(body)
@@ -603,8 +659,12 @@ def _function_codecs(
     # the first argument's tag (the probe's calls have arguments)
     if f is None or p is None or p.group(2) not in one.calls[0][1] or p.group(1) == f.group(1):
         return []
+    nl = body[f.end() : p.start()]
+    if nl.strip(_WS):
+        return []
     tight = not body.startswith("\n", p.end())
-    return [(FunctionParams(tight=tight, function=f.group(1), param=p.group(1)), Values())]
+    codec = FunctionParams(tight=tight, function=f.group(1), param=p.group(1), nl=nl)
+    return [(codec, Values())]
 
 
 _CodecsOf = Callable[[Probe, ProbeCase, Derived, Layout], list[tuple[Codec, Values]]]
@@ -668,6 +728,7 @@ def describe(spec: FormatSpec) -> str:
         ]
         if c.id_shape in ("counter", "index"):
             keys.append(f"ids counting the calls ({c.id_prefix!r} and the index)")
+        keys += [f"{k} counting the calls ({pre!r} and the index)" for k, _, pre in c.counts]
         args = " (arguments as a JSON string)" if c.args_string else ""
         parts.append(f"keys {', '.join(keys)}{args}")
     if lay.list_open:

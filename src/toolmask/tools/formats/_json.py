@@ -323,7 +323,10 @@ class JsonCalls(CodecBase):
     string :attr:`constants` gives its key, the same in every call (``"kind": "call"``).
     ``id_shape`` ``"counter"``: the id is :attr:`id_prefix` then the call's index in its
     message (``"call_0"``, ``"call_1"``; the grammar any number), ``"index"``: the index as
-    a JSON integer."""
+    a JSON integer. A ``"count"`` role is a key that counts the calls besides the id
+    (``"index": 0`` next to ``"id"``), :attr:`counts` giving its shape (``"counter"`` or
+    ``"index"``) and prefix; ``"const"`` and ``"count"`` keys may sit in the nested function
+    object too (its keys named apart from the call object's)."""
 
     call_keys: tuple[tuple[str, str], ...] = (("name", "name"), ("arguments", "args"))
     name_as_key: bool = False
@@ -336,6 +339,7 @@ class JsonCalls(CodecBase):
     args_string: bool = False
     constants: tuple[tuple[str, str], ...] = ()
     id_prefix: str = ""
+    counts: tuple[tuple[str, str, str], ...] = ()
 
     def _key(self, role: str) -> str:
         keys = (*self.call_keys, *self.function_keys)
@@ -394,33 +398,37 @@ class JsonCalls(CodecBase):
                 "type": lit('"function"'),
             }
             if self.id_shape:
-                values["id"] = self._id_node()
-            if self.function_keys:
-                inner = [(key, values[role]) for key, role in self.function_keys]
-                values["function"] = json_object(inner, indent=indent, depth=depth + 1)
+                values["id"] = self._id_node(self.id_shape, self.id_prefix)
             const = {k: lit(json.dumps(v, ensure_ascii=False)) for k, v in self.constants}
-            pairs = [
-                (key, const[key] if role == "const" else values[role])
-                for key, role in self.call_keys
-            ]
+            const |= {k: self._id_node(shape, pre) for k, shape, pre in self.counts}
+
+            def pick(key: str, role: str) -> Node:
+                return const[key] if role in ("const", "count") else values[role]
+
+            if self.function_keys:
+                inner = [(key, pick(key, role)) for key, role in self.function_keys]
+                values["function"] = json_object(inner, indent=indent, depth=depth + 1)
+            pairs = [(key, pick(key, role)) for key, role in self.call_keys]
         return json_object(pairs, indent=indent, depth=self.depth if indent else 0)
 
-    def _id_node(self) -> Node:
-        """The id's grammar: a JSON string of its shape, a counter or an integer index."""
-        if self.id_shape == "index":
+    @staticmethod
+    def _id_node(shape: str, prefix: str) -> Node:
+        """An id's grammar: a JSON string of its shape, a counter or an integer index."""
+        if shape == "index":
             return _DIGITS
-        if self.id_shape == "counter":
-            prefix = json.dumps(self.id_prefix, ensure_ascii=False)[:-1]
-            return seq(lit(prefix), _DIGITS, lit('"'))
-        return seq(lit('"'), ID_SHAPES[self.id_shape][0], lit('"'))
+        if shape == "counter":
+            quoted = json.dumps(prefix, ensure_ascii=False)[:-1]
+            return seq(lit(quoted), _DIGITS, lit('"'))
+        return seq(lit('"'), ID_SHAPES[shape][0], lit('"'))
 
-    def _id_text(self, index: int) -> str:
+    @staticmethod
+    def _id_text(shape: str, prefix: str, index: int) -> str:
         """The ``index``-th call's id as the renderer writes it."""
-        if self.id_shape == "index":
+        if shape == "index":
             return str(index)
-        if self.id_shape == "counter":
-            return json.dumps(f"{self.id_prefix}{index}", ensure_ascii=False)
-        return json.dumps(ID_SHAPES[self.id_shape][1].format(i=index))
+        if shape == "counter":
+            return json.dumps(f"{prefix}{index}", ensure_ascii=False)
+        return json.dumps(ID_SHAPES[shape][1].format(i=index))
 
     # -- what the model writes --------------------------------------------------------------------
     def render_one(self, spec: FormatSpec, name: str, arguments: object, index: int) -> str:
@@ -438,15 +446,17 @@ class JsonCalls(CodecBase):
             values = {"name": json.dumps(name, ensure_ascii=False), "args": args}
             values["type"] = '"function"'
             if self.id_shape:
-                values["id"] = self._id_text(index)
-            if self.function_keys:
-                inner = [(key, values[role]) for key, role in self.function_keys]
-                values["function"] = _dumps_object(inner, self.indent, self.depth + 1)
+                values["id"] = self._id_text(self.id_shape, self.id_prefix, index)
             const = {k: json.dumps(v, ensure_ascii=False) for k, v in self.constants}
-            pairs = [
-                (key, const[key] if role == "const" else values[role])
-                for key, role in self.call_keys
-            ]
+            const |= {k: self._id_text(shape, pre, index) for k, shape, pre in self.counts}
+
+            def pick(key: str, role: str) -> str:
+                return const[key] if role in ("const", "count") else values[role]
+
+            if self.function_keys:
+                inner = [(key, pick(key, role)) for key, role in self.function_keys]
+                values["function"] = _dumps_object(inner, self.indent, self.depth + 1)
+            pairs = [(key, pick(key, role)) for key, role in self.call_keys]
         return _dumps_object(pairs, self.indent, self.depth)
 
     def render_calls(self, spec: FormatSpec, calls: Calls) -> str:

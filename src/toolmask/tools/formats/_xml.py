@@ -220,12 +220,16 @@ class FunctionParams(CodecBase):
     (``<parameter=K>V</parameter>\\n``, Seed-OSS), else on its own line
     (``<parameter=K>\\nV\\n</parameter>\\n``); ``python``: non-string values are written as
     Python literals (Jinja's ``string``), JSON admitted too. ``function`` / ``param``: the
-    tag names (the formats derived from a rendering: ``<tool=NAME>``, ``<arg=KEY>``)."""
+    tag names (the formats derived from a rendering: ``<tool=NAME>``, ``<arg=KEY>``); ``nl``:
+    the whitespace after ``<function=NAME>`` and after each ``</parameter>`` (``""``: the
+    parameters right after the function's tag and after each other, as a rendering may
+    show them: ``<function=f><parameter=k>v</parameter></function>``)."""
 
     tight: bool = False
     python: bool = False
     function: str = "function"
     param: str = "parameter"
+    nl: str = "\n"
 
     def read_block(
         self,
@@ -258,17 +262,14 @@ class FunctionParams(CodecBase):
         fn, pt = self.function, self.param
         stops = (f"</{pt}>", f"<{pt}=", f"</{fn}>")
         raw = kit.text_without(stops, edges="\n") if self.tight else kit.text_without(stops)
-        pad = "" if self.tight else "\n"
+        pad, nl = ("" if self.tight else "\n"), self.nl
 
         def param(key: str, value: Node) -> Node:
-            return seq(lit(f"<{pt}={key}>{pad}"), value, lit(f"{pad}</{pt}>\n"))
+            return seq(lit(f"<{pt}={key}>{pad}"), value, lit(f"{pad}</{pt}>{nl}"))
 
         def free() -> Node:
-            if self.tight:
-                return seq(lit(f"<{pt}="), kit.chars(">\n"), lit(">"), raw,
-                           lit(f"</{pt}>\n"))  # fmt: skip
-            return seq(lit(f"<{pt}="), kit.chars(">\n"), lit(">\n"), raw,
-                       lit(f"\n</{pt}>\n"))  # fmt: skip
+            return seq(lit(f"<{pt}="), kit.chars(">\n"), lit(f">{pad}"), raw,
+                       lit(f"{pad}</{pt}>{nl}"))  # fmt: skip
 
         def value(sub: Any, prefix: str) -> Node:
             return json_or_python(kit, sub, prefix, raw)
@@ -276,7 +277,7 @@ class FunctionParams(CodecBase):
         params = kit.params(
             tool.parameters, f"a{index}_", param, raw, free, value=value if self.python else None
         )
-        return seq(lit(f"<{fn}={tool.name}>\n"), params, lit(f"</{fn}>"))
+        return seq(lit(f"<{fn}={tool.name}>{nl}"), params, lit(f"</{fn}>"))
 
     def render_calls(self, spec: FormatSpec, calls: Calls) -> str:
         b = spec.block
@@ -285,10 +286,10 @@ class FunctionParams(CodecBase):
         out = []
         for name, arguments in calls:
             params = "".join(
-                f"<{pt}={k}>{pad}{self._text(spec, v)}{pad}</{pt}>\n"
+                f"<{pt}={k}>{pad}{self._text(spec, v)}{pad}</{pt}>{self.nl}"
                 for k, v in _arguments(arguments).items()
             )
-            out.append(f"<{fn}={name}>\n{params}</{fn}>")
+            out.append(f"<{fn}={name}>{self.nl}{params}</{fn}>")
         if spec.layout.one_block:
             out = [spec.layout.separator_text.join(out)]
         return spec.layout.block_sep.join(
@@ -319,6 +320,7 @@ def read_invokes(
     schemas: Mapping[str, Any] | None,
     bad_end: str,
     sep: str = "",
+    pad: str = "",
 ) -> tuple[list[Call], int] | Block:
     """The ``<INVOKE name="N">`` calls from ``text[pos]`` up to and including ``close`` (``""``:
     exactly one call, the block ends after its ``</INVOKE>``), and the block's end; or the
@@ -327,7 +329,9 @@ def read_invokes(
     (a CDATA section first runs to its ``]]>``). ``sep``: the text between two calls,
     whitespace aside (``---``, or a closer and the opener again: ``</tc>\n<tc>``); read
     before ``close`` (it may start with it), it must be followed by the next call; cut at the
-    end of a streamed text, it is pending."""
+    end of a streamed text, it is pending. ``pad``: the text a value's layout puts at both of
+    its ends (``"\\n"``: values on lines of their own), taken off where the value has it at
+    both."""
     n = len(text)
     head = re.compile(rf'<{re.escape(invoke)}\s+name="([^"<>\n]*)"\s*>')
     phead = re.compile(rf'<{re.escape(param)}\s+name="([^"<>\n]*)"\s*>')
@@ -396,6 +400,8 @@ def read_invokes(
                     return Block("pending")
                 q = e + len(p_end)
             raw = text[start:e]
+            if pad and len(raw) >= 2 * len(pad) and raw.startswith(pad) and raw.endswith(pad):
+                raw = raw[len(pad) : len(raw) - len(pad)]
             schema = param_schema(schemas, name, key)
             if cdata and raw.startswith(CDATA_OPEN) and raw.endswith(CDATA_CLOSE):
                 inner = raw[len(CDATA_OPEN) : -len(CDATA_CLOSE)]  # a string, typed or not
@@ -414,7 +420,9 @@ def read_invokes(
 class InvokeParams(CodecBase):
     """``<invoke name="NAME">`` then ``<parameter name="KEY">VALUE</parameter>`` per argument,
     then ``</invoke>``: ``invoke`` / ``param`` the tag names, ``nl`` what follows
-    ``<invoke ...>``, a parameter's close tag and ``</invoke>``; ``python``: non-string values
+    ``<invoke ...>`` and a parameter's close tag; ``pad``: the text on both sides of a value
+    inside its tags (``"\\n"``: each value on lines of its own, ``<parameter name="K">\\nV\\n
+    </parameter>``, as a rendering may show it); ``python``: non-string values
     as Python literals (JSON too), else JSON; ``cdata``: strings holding ``<``, ``&`` or a
     newline are wrapped in CDATA (MiniCPM 5).
 
@@ -433,6 +441,7 @@ class InvokeParams(CodecBase):
     python: bool = False
     cdata: bool = False
     joined: bool = False
+    pad: str = ""
 
     def read_block(
         self,
@@ -449,7 +458,7 @@ class InvokeParams(CodecBase):
         got = read_invokes(
             text, k if one else k + len(b.open), invoke=self.invoke, param=self.param,
             close="" if one else b.close, cdata=self.cdata, final=final, schemas=schemas,
-            bad_end=b.close, sep=spec.layout.separator.strip(_WS),
+            bad_end=b.close, sep=spec.layout.separator.strip(_WS), pad=self.pad,
         )  # fmt: skip
         if isinstance(got, Block):
             return got
@@ -474,14 +483,14 @@ class InvokeParams(CodecBase):
         required ones present), then ``</invoke>``, with the family's newlines; without
         ``whole``, the part after the opener ``<invoke name="``."""
         raw = self.string_node(kit)
-        nl, pt = self.nl, self.param
+        nl, pt, pad = self.nl, self.param, self.pad
 
         def param(key: str, value: Node) -> Node:
-            return seq(lit(f'<{pt} name="{key}">'), value, lit(f"</{pt}>{nl}"))
+            return seq(lit(f'<{pt} name="{key}">{pad}'), value, lit(f"{pad}</{pt}>{nl}"))
 
         def free() -> Node:
             key = kit.chars('"<>\n')
-            return seq(lit(f'<{pt} name="'), key, lit('">'), raw, lit(f"</{pt}>{nl}"))
+            return seq(lit(f'<{pt} name="'), key, lit(f'">{pad}'), raw, lit(f"{pad}</{pt}>{nl}"))
 
         def value(sub: Any, prefix: str) -> Node:
             if self.python:
@@ -507,9 +516,9 @@ class InvokeParams(CodecBase):
         return python_str(v) if self.python else spec.values.dump(v)
 
     def invoke_text(self, spec: FormatSpec, name: str, arguments: object) -> str:
-        nl, pt = self.nl, self.param
+        nl, pt, pad = self.nl, self.param, self.pad
         params = "".join(
-            f'<{pt} name="{k}">{self.value_text(spec, v)}</{pt}>{nl}'
+            f'<{pt} name="{k}">{pad}{self.value_text(spec, v)}{pad}</{pt}>{nl}'
             for k, v in _arguments(arguments).items()
         )
         return f'<{self.invoke} name="{name}">{nl}{params}</{self.invoke}>'
