@@ -99,6 +99,35 @@ def test_calls_no_format_reads_get_the_fallback_with_a_warning(
     assert not any(e.proven for e in guess.evidence)
 
 
+#: FunctionGemma's documented turn (written here from its format guide: the official template is
+#: not vendored): calls in ``<start_function_call>`` with ``<escape>`` strings, then the hand-off
+#: ``<start_function_response>`` where a turn would end (engines stop there)
+FUNCTIONGEMMA_SHAPE = (
+    "{%- macro val(v) -%}{%- if v is string -%}<escape>{{ v }}<escape>"
+    "{%- else -%}{{ v | tojson }}{%- endif -%}{%- endmacro -%}"
+    "{{ bos_token }}{%- for m in messages -%}"
+    "{%- if m.role == 'user' -%}<start_of_turn>user\n{{ m.content }}<end_of_turn>\n"
+    "{%- elif m.role == 'assistant' -%}<start_of_turn>model\n"
+    "{%- if m.tool_calls -%}{%- for tc in m.tool_calls -%}"
+    "<start_function_call>call:{{ tc.function.name }}{{ '{' }}"
+    "{%- for k, v in tc.function.arguments.items() -%}"
+    "{{ k }}:{{ val(v) }}{{ ',' if not loop.last }}{%- endfor -%}"
+    "{{ '}' }}<end_function_call>{%- endfor -%}<start_function_response>"
+    "{%- else -%}{{ m.content }}<end_of_turn>\n{%- endif -%}"
+    "{%- elif m.role == 'tool' -%}response:{{ m.name }}{{ '{' }}value:<escape>"
+    "{{ m.content }}<escape>{{ '}' }}<end_function_response>"
+    "{%- endif -%}{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<start_of_turn>model\n{%- endif -%}"
+)
+
+
+def test_functiongemma_hands_the_turn_to_the_tool() -> None:
+    # the probe knows <start_function_response> as the end of the model's turn: before, the
+    # functiongemma format read the calls but the marker was left in the content
+    guess = detect_format(FUNCTIONGEMMA_SHAPE)
+    assert guess.name == "functiongemma" and guess.confident, (str(guess), guess.warning)
+
+
 def test_a_template_that_renders_no_calls_says_so(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="toolmask.tools"):
         guess = detect_format(TEMPLATES["no calls"])

@@ -112,6 +112,9 @@ END_MARKERS: tuple[str, ...] = (
     "<end_of_turn>",
     "<turn|>",
     "<|tool_response>",
+    # FunctionGemma's hand-off to the tool: its template writes it right after the calls, and
+    # engines stop there (an additional stop sequence, as Gemma 4's <|tool_response>)
+    "<start_function_response>",
     "<|endoftext|>",
     "<|end_of_text|>",
     "<｜end▁of▁sentence｜>",
