@@ -251,6 +251,42 @@ def test_the_body_reads_as_json_loads_reads_it(body: bytes) -> None:
         assert json.loads(text[span[0] : span[1]]) == expected["tools"]
 
 
+def test_a_known_list_is_compared_in_the_bytes_and_never_taken_where_it_is_not_the_value() -> None:
+    """With the list kept, a body holding it as its top-level ``tools`` gets it without the
+    list's text being decoded; the same text elsewhere (nested under another key called
+    ``tools``, or a top-level ``tools`` given twice) is read as JSON reads it."""
+    from toolmask.server import ToolLists
+    from toolmask.server._body import KnownTools, read_body
+
+    lists = ToolLists()
+    fn = {**TOOL["function"], "name": "other", "description": "météo ☃"}
+    tools = [TOOL, {**TOOL, "function": fn}]
+    text = json.dumps(tools, ensure_ascii=False)  # multi-byte characters in the list's text
+    body = '{"model": "m", "messages": ' + json.dumps(MSG) + ', "tools": ' + text + "}"
+    parse_chat_request(body.encode(), tool_lists=lists)
+    known = [
+        '{"model": "m", "messages": [{"role": "user", "content": "ünï ☃"}], "tools": ' + text + "}",
+        '{"tools" :\n ' + text + ', "model": "m", "messages": []}',
+    ]
+    for body in known:
+        for raw in (body.encode(), body.encode("utf-16"), body):
+            data, _, _ = read_body(raw, lists)
+            assert isinstance(data["tools"], KnownTools)
+            assert data["tools"].names == ("get_weather", "other")
+            rest = {k: v for k, v in json.loads(body).items() if k != "tools"}
+            assert {k: v for k, v in data.items() if k != "tools"} == rest
+    other = json.dumps([TOOL])
+    elsewhere = [
+        '{"meta": {"tools": ' + text + '}, "tools": ' + other + "}",
+        '{"tools": ' + text + ', "tools": ' + other + "}",
+        '{"meta": {"tools": ' + text + "}}",
+        '{"a": "\\"tools\\": ' + text.replace('"', '\\"') + '"}',
+    ]
+    for body in elsewhere:
+        data, _, _ = read_body(body.encode(), lists)
+        assert data == json.loads(body), body
+
+
 def test_a_tool_list_sent_again_is_not_read_again() -> None:
     from toolmask.server import ToolLists
 

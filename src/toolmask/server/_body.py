@@ -40,47 +40,69 @@ class KnownTools:
 
 class ToolLists:
     """The tool lists of recent requests (a bounded, thread-safe LRU of ``size`` lists), each
-    kept with its JSON text as the client sent it and that text's digest. Reading a body, the
-    server compares the text at the ``tools`` value with the texts it holds (those that start
-    the same way): the same text is the same JSON value, so its :class:`Tool` objects are
-    reused without parsing or checking the tools again, and the layers below find everything
-    they keyed by those objects. Cost: a comparison of the text (O(bytes), in C).
+    kept with its JSON text as the client sent it (UTF-8) and that text's digest. Reading a
+    body, the server compares the bytes at the ``tools`` value with the texts it holds (those
+    that start the same way): the same text is the same JSON value, so its :class:`Tool`
+    objects are reused without parsing or checking the tools again, and the layers below find
+    everything they keyed by those objects. Cost: a comparison of the bytes (O(bytes), in C);
+    the known text is not decoded (:func:`read_body`).
 
     A ``tools`` value handed over parsed (the vLLM processors' turn specs: a new list of new
     dicts every request) is found by its :func:`value_digest` instead (:meth:`match_value`),
     once a list of that value has been read as text (:meth:`note_value`): no JSON text is
     written for it."""
 
-    #: how many characters of a text index it (a comparison is made only where they agree)
+    #: how many bytes of a text index it (a comparison is made only where they agree)
     PREFIX = 64
 
     def __init__(self, size: int = 64) -> None:
         self.size = size
-        self._lists: OrderedDict[str, tuple[str, KnownTools]] = OrderedDict()
-        self._by_prefix: dict[str, list[str]] = {}
+        self._lists: OrderedDict[str, tuple[bytes, KnownTools]] = OrderedDict()
+        self._by_prefix: dict[bytes, list[str]] = {}
         #: value digest -> the text digest of the list read from that value's JSON text, and
         #: per text digest the value digests noted for it (dropped with it)
         self._by_value: dict[bytes, str] = {}
         self._values_of: dict[str, list[bytes]] = {}
         self._lock = threading.Lock()
 
-    def match(self, text: str, at: int) -> tuple[KnownTools, int] | None:
-        """The list whose text stands in ``text`` at ``at``, and where that text ends."""
+    def match(self, raw: bytes, at: int) -> tuple[KnownTools, int] | None:
+        """The list whose text stands in ``raw`` (UTF-8) at ``at``, and where it ends."""
         with self._lock:
-            for key in self._by_prefix.get(text[at : at + self.PREFIX], ()):
+            for key in self._by_prefix.get(raw[at : at + self.PREFIX], ()):
                 known, hit = self._lists[key]
-                if text.startswith(known, at):
+                if raw.startswith(known, at):
                     self._lists.move_to_end(key)
                     return hit, at + len(known)
         return None
 
+    def find(self, raw: bytes) -> tuple[KnownTools, int, int] | None:
+        """A list this holds standing in ``raw`` (a UTF-8 JSON body) as the value of a key
+        ``"tools"``: the list, where its text starts and ends; the caller checks that the key
+        is the body's own (:func:`read_body`). O(bytes) in C: a search for the key, then one
+        comparison per list that starts the same way."""
+        if not self._lists:
+            return None
+        at = raw.find(b'"tools"')
+        while at >= 0:
+            m = _WS_BYTES.match(raw, at + 7)
+            i = m.end() if m is not None else at + 7
+            if raw[i : i + 1] == b":":
+                m = _WS_BYTES.match(raw, i + 1)
+                v = m.end() if m is not None else i + 1
+                hit = self.match(raw, v)
+                if hit is not None:
+                    return hit[0], v, hit[1]
+            at = raw.find(b'"tools"', at + 7)
+        return None
+
     def put(self, text: str, tools: tuple[Tool, ...]) -> str:
         """Keep ``tools``, read from ``text``; their key (the text's digest)."""
+        data = text.encode("utf-8", "surrogatepass")
         key = tools_digest(text)
         with self._lock:
             if key not in self._lists:
-                self._by_prefix.setdefault(text[: self.PREFIX], []).append(key)
-            self._lists[key] = (text, KnownTools(key, tools))
+                self._by_prefix.setdefault(data[: self.PREFIX], []).append(key)
+            self._lists[key] = (data, KnownTools(key, tools))
             self._lists.move_to_end(key)
             while len(self._lists) > self.size:
                 old, (old_text, _) = self._lists.popitem(last=False)
@@ -130,6 +152,7 @@ def tools_digest(text: str) -> str:
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
+_WS_BYTES = re.compile(rb"[ \t\n\r]*")
 
 
 def _skip(text: str, i: int) -> int:
@@ -187,18 +210,65 @@ def read_body(
 ) -> tuple[Any, str, tuple[int, int] | None]:
     """The JSON value of ``body`` (its ``tools`` a :class:`KnownTools` where ``tool_lists``
     holds their text), its text, and the span of the top-level ``tools`` value when there is
-    one. Raises what ``json.loads(body)`` raises."""
+    one (in that text). Raises what ``json.loads(body)`` raises.
+
+    Where ``tool_lists`` holds the list the body's bytes show at a ``"tools"`` key, only the
+    text around it is decoded and read, the list's place taken by a one-character stand-in
+    (the returned text holds it): the known list, often most of the body, is compared, never
+    decoded. The stand-in must be read as the body's own top-level ``tools`` value, else the
+    whole body is read as text."""
+    raw: bytes | None
+    try:
+        if isinstance(body, str):
+            raw = body.encode("utf-8", "surrogatepass")
+        elif json.detect_encoding(body) == "utf-8":
+            raw = body
+        else:  # UTF-16/32, or a byte-order mark: as text first
+            raw = body.decode(json.detect_encoding(body), "surrogatepass").encode(
+                "utf-8", "surrogatepass"
+            )
+    except (UnicodeError, LookupError):
+        raw = None
+    if raw is not None and tool_lists is not None:
+        got = _known_read(raw, tool_lists)
+        if got is not None:
+            return got
     text: str | None = None
-    if isinstance(body, str):
-        text = body
-    else:
+    if raw is not None:
         try:
-            text = body.decode(json.detect_encoding(body), "surrogatepass")
-        except (UnicodeDecodeError, LookupError):
+            text = raw.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
             text = None
-    known = tool_lists.match if tool_lists is not None else None
-    read = _members(text, known) if text is not None else None
+    read = _members(text) if text is not None else None
     if read is None or text is None:
         return json.loads(body), "", None
+    data, spans = read
+    return data, text, spans.get("tools")
+
+
+def _known_read(
+    raw: bytes, tool_lists: ToolLists
+) -> tuple[Any, str, tuple[int, int] | None] | None:
+    """:func:`read_body`'s reading of a body whose ``tools`` list ``tool_lists`` holds: the
+    bytes around the list decoded with a stand-in ``0`` for it, read, and the stand-in's place
+    checked to be the top-level ``tools`` value; None when it is not (or the list is not
+    there)."""
+    found = tool_lists.find(raw)
+    if found is None:
+        return None
+    known, start, end = found
+    try:
+        before = raw[:start].decode("utf-8", "surrogatepass")
+        text = before + "0" + raw[end:].decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return None
+    at = len(before)
+
+    def standin(t: str, i: int) -> tuple[KnownTools, int] | None:
+        return (known, i + 1) if i == at else None
+
+    read = _members(text, standin)
+    if read is None or read[0].get("tools") is not known:
+        return None
     data, spans = read
     return data, text, spans.get("tools")
