@@ -198,12 +198,12 @@ def _other_keys_body(
                 sub = built[k]
                 assert type(sub) is Choice
                 if v in ends:
-                    tree = Choice((*off, Seq((_PLAIN_LITS[cp], sub))))
-                    sizes[id(tree)] = 8 + sizes[id(sub)]
+                    one: Node = Choice((*off, Seq((_PLAIN_LITS[cp], sub))))
+                    sizes[id(one)] = 8 + sizes[id(sub)]
                 else:
-                    tree = Choice((*off, Seq((_PLAIN_LITS[cp], sub)), EMPTY))
-                    sizes[id(tree)] = 9 + sizes[id(sub)]
-                built[v] = tree
+                    one = Choice((*off, Seq((_PLAIN_LITS[cp], sub)), EMPTY))
+                    sizes[id(one)] = 9 + sizes[id(sub)]
+                built[v] = one
                 continue
         order = sorted(kids)
         kmask = 0

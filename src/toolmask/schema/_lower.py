@@ -208,7 +208,7 @@ class Lowerer:
             "schema.top_bodies", limit="max_memo_entries", entry_bytes=node_bytes
         )
         key = self._plain_top
-        got = bodies.get(key)
+        got: Node | None = bodies.get(key)
         if got is not None:
             self.shared("number")
             self.shared("string")
