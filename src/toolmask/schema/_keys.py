@@ -4,6 +4,8 @@ non-ASCII character), so that "any key but these" costs one automaton position p
 
 from __future__ import annotations
 
+import functools
+
 from toolmask._cache import memo
 from toolmask.grammar import (
     ANY_CHAR,
@@ -101,6 +103,25 @@ def _plain_node(mask: int) -> Node:
     return ByteClass(mask)
 
 
+@functools.cache
+def _single_off() -> dict[int, tuple[Node, ...]]:
+    """For each printable ASCII character written as itself, the off-trie alternatives of a
+    key-trie node whose only child it is (what the loop of :func:`_other_keys_body` builds for
+    such a node): made once per process, they are immutable."""
+    esc, mb = RuleRef(KEY_REST_ESC), RuleRef(KEY_REST_MB)
+    rest = RuleRef(KEY_REST)
+    return {cp: (Seq((_plain_node(_PLAIN_MASK & ~(1 << cp)), rest)), esc, mb) for cp in _PLAIN_LITS}
+
+
+@functools.cache
+def _leaf() -> Node:
+    """A key-trie node without children (where a name ends): any character then the rest."""
+    rest = RuleRef(KEY_REST)
+    return Choice(
+        (Seq((_plain_node(_PLAIN_MASK), rest)), RuleRef(KEY_REST_ESC), RuleRef(KEY_REST_MB))
+    )
+
+
 def _json_char_lit(cp: int) -> Node:
     return json_string_char(CharSet(((cp, cp),)))
 
@@ -158,9 +179,32 @@ def _other_keys_body(
     sizes: dict[int, int] = {}
     uses: set[str] = set()
     rest, esc_ref, mb_ref = RuleRef(KEY_REST), RuleRef(KEY_REST_ESC), RuleRef(KEY_REST_MB)
+    single_off, leaf = _single_off(), _leaf()
     # children have larger numbers than their parent: build from the last node back
     for v in range(len(children) - 1, -1, -1):
         kids = children[v]
+        if len(kids) <= 1 and (kids or v in ends):
+            # most trie nodes: a leaf (the end of a name), or one printable child; the same
+            # nodes as the general case below, with the off-trie alternatives made once
+            if not kids:
+                uses |= _ALL_KEY_RULES
+                built[v] = leaf
+                sizes[id(leaf)] = 6
+                continue
+            ((cp, k),) = kids.items()
+            off = single_off.get(cp)
+            if off is not None:
+                uses |= _ALL_KEY_RULES
+                sub = built[k]
+                assert type(sub) is Choice
+                if v in ends:
+                    one: Node = Choice((*off, Seq((_PLAIN_LITS[cp], sub))))
+                    sizes[id(one)] = 8 + sizes[id(sub)]
+                else:
+                    one = Choice((*off, Seq((_PLAIN_LITS[cp], sub)), EMPTY))
+                    sizes[id(one)] = 9 + sizes[id(sub)]
+                built[v] = one
+                continue
         order = sorted(kids)
         kmask = 0
         for cp in order:

@@ -20,6 +20,7 @@ so it is bounded by ``Limits.max_any_order_properties`` (beyond it, schema order
 
 from __future__ import annotations
 
+from toolmask._cache import current_caches
 from toolmask.errors import LimitError
 from toolmask.grammar import (
     NOTHING,
@@ -32,6 +33,7 @@ from toolmask.grammar import (
     byte_class,
     choice,
     lit,
+    node_bytes,
     opt,
     plus,
     seq,
@@ -45,7 +47,7 @@ from toolmask.schema._layout import Layout
 from toolmask.schema._lower_containers import array, obj
 from toolmask.schema._lower_values import DfaEncoding, literal_set, number, string, text_string
 from toolmask.schema._notation import NOTATIONS, Notation
-from toolmask.schema._terms import BOTTOM, TOP, Shape, Term
+from toolmask.schema._terms import BOTTOM, SHAPE_TOP, TOP, Shape, Term
 
 __all__ = ["Lowerer"]
 
@@ -85,6 +87,12 @@ class Lowerer:
         self.strings: dict[Dfa | None, Node] = {}
         self._n = 0
         self.over: set[tuple[str, str]] = set()
+        #: the key of this lowerer's body of any value in ``schema.top_bodies`` (see
+        #: :meth:`_top_body`), None where that body is not kept (indentation: it depends on the
+        #: depth; notations other than JSON: their strings are rules of their own)
+        self._plain_top: tuple[object, ...] | None = None
+        if layout.mode != "indent" and notation.name == "json":
+            self._plain_top = (layout, additional_properties_default, any_order)
 
     # -- driver -----------------------------------------------------------------------------------
     def run(self, root: Term, schema_json: str, resources_json: str) -> Grammar:
@@ -186,6 +194,43 @@ class Lowerer:
 
     # -- shapes -----------------------------------------------------------------------------------
     def body(self, shape: Shape, depth: int) -> Node:
+        if shape is SHAPE_TOP and depth == 0 and self._plain_top is not None:
+            return self._top_body()
+        return self._body(shape, depth)
+
+    def _top_body(self) -> Node:
+        """The body of any JSON value at depth 0 (the ``value`` rule, the extra keys' values of
+        most objects), built once per cache set, layout and options (it reads no limit): the
+        node :meth:`_body` builds, with its side effects replayed (the shared ``number`` and
+        ``string`` rules defined in that order, the ``value`` rule referenced). A build whose
+        side effects are not exactly those is not kept."""
+        bodies = current_caches().cache(
+            "schema.top_bodies", limit="max_memo_entries", entry_bytes=node_bytes
+        )
+        key = self._plain_top
+        got: Node | None = bodies.get(key)
+        if got is not None:
+            self.shared("number")
+            self.shared("string")
+            self.ref(TOP, 0)
+            return got
+        before = (self._n, len(self.order), len(self.over), len(self._todo))
+        node = self._body(SHAPE_TOP, 0)
+        new = self.order[before[1] :]
+        replayable = (
+            self._n == before[0]
+            and len(self.over) == before[2]
+            and new in ([], ["number"], ["string"], ["number", "string"])
+            and self.rules.get("number") == _NUMBER
+            and "string" in self.rules
+            and self._memo.get((TOP, 0)) == RuleRef("value")
+            and len(self._todo) <= before[3] + 1
+        )
+        if replayable:
+            bodies.put(key, node)
+        return node
+
+    def _body(self, shape: Shape, depth: int) -> Node:
         alts: list[Node] = []
         if shape.literals is not None:
             return literal_set(self, shape.literals, depth)
