@@ -241,3 +241,16 @@ def test_gemma_keys_bare_or_quoted() -> None:
     assert _accepts(compiled, [text])
     assert read_value(text, 0)[0] == {"a:b": 1, "x y": 2}
     assert not _accepts(compiled, ["{a:b:1}"])
+
+
+@pytest.mark.parametrize("notation", ["json", "python", "gemma", "functiongemma"])
+def test_an_enum_is_a_set_whatever_the_order_it_is_written_in(notation: str) -> None:
+    # in every notation the values' order does not reach the grammar's text (the same schema
+    # gives the same text in every run; before, a notation that spells strings beside the
+    # trie kept the order the values met in, which could differ between runs)
+    values = ["rectangle", "circle", "triangle", 3, None]
+    texts = {
+        str(tm.Grammar.from_json_schema({"enum": order}, notation=notation))
+        for order in (values, values[::-1], values[2:] + values[:2])
+    }
+    assert len(texts) == 1

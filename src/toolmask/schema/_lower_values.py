@@ -91,12 +91,13 @@ def literal_set(lw: Lowering, texts: Iterable[str], depth: int) -> Node:
     spelling, objects of 2 to 4 members in any member order, other values as the layout
     renders them. Values in a notation other than JSON, other than numbers, are spelled
     node by node beside the trie (their strings have several quotings). O(total bytes of
-    the spellings); no rule."""
+    the spellings); no rule. The values are taken in sorted order (a set has none; the terms
+    that meet to make it may come in any), so the grammar's text is the same in every run."""
     spellings: list[tuple[bytes, Tail]] = []
     others: list[Node] = []
     json_text = lw.notation.name == "json"
     render = lw.layout.render
-    for text in texts:
+    for text in sorted(set(texts)):
         first = text[0]
         if first == '"' and json_text:  # a string is written the same in every layout
             spellings.append((text.encode(), ""))
