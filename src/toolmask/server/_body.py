@@ -217,24 +217,24 @@ def read_body(
     (the returned text holds it): the known list, often most of the body, is compared, never
     decoded. The stand-in must be read as the body's own top-level ``tools`` value, else the
     whole body is read as text."""
-    raw: bytes | None
+    text: str | None = body if isinstance(body, str) else None
+    raw: bytes | None = None
     try:
-        if isinstance(body, str):
-            raw = body.encode("utf-8", "surrogatepass")
-        elif json.detect_encoding(body) == "utf-8":
-            raw = body
-        else:  # UTF-16/32, or a byte-order mark: as text first
-            raw = body.decode(json.detect_encoding(body), "surrogatepass").encode(
-                "utf-8", "surrogatepass"
-            )
+        if not isinstance(body, str):
+            encoding = json.detect_encoding(body)
+            if encoding == "utf-8":
+                raw = body
+            else:  # UTF-16/32, or a byte-order mark: as text first
+                text = body.decode(encoding, "surrogatepass")
+        if raw is None and text is not None and tool_lists is not None:
+            raw = text.encode("utf-8", "surrogatepass")
     except (UnicodeError, LookupError):
-        raw = None
+        raw = text = None
     if raw is not None and tool_lists is not None:
         got = _known_read(raw, tool_lists)
         if got is not None:
             return got
-    text: str | None = None
-    if raw is not None:
+    if text is None and raw is not None:
         try:
             text = raw.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:
