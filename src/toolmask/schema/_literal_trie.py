@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import Literal
 
 from toolmask.grammar import EMPTY, Bytes, Node, Seq, choice, lit, opt, plus, seq, star
+from toolmask.grammar.passes import LITERAL_TRIE_DEPTH
 
 __all__ = ["MAX_TRIE_DEPTH", "Tail", "number_spellings", "trie_node"]
 
@@ -31,8 +32,9 @@ __all__ = ["MAX_TRIE_DEPTH", "Tail", "number_spellings", "trie_node"]
 #: ``0*`` (more trailing zeros of a fraction)
 Tail = Literal["", "int", "frac"]
 
-#: branch points nested at most this deep in the IR (see the module docstring)
-MAX_TRIE_DEPTH = 48
+#: branch points nested at most this deep in the IR (see the module docstring): the bound the
+#: automaton builders' own tries of literal choices keep (``grammar.passes.literal_trie``)
+MAX_TRIE_DEPTH = LITERAL_TRIE_DEPTH
 
 _TAILS: dict[str, Node] = {
     "": EMPTY,

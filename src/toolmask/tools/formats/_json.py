@@ -529,7 +529,7 @@ class JsonCalls(CodecBase):
                 j = skip_ws(text, end)
                 if j >= n and not final:
                     return Block("pending")  # another call may follow
-                sep = lay.separator.strip(" \t\r\n")
+                sep = lay.separator_mark
                 if sep:  # the separator's text, then the next call
                     if not separator_at(text, j, sep, close, final):
                         if not final and sep.startswith(text[j:]):

@@ -180,7 +180,7 @@ class PythonCalls(CodecBase):
     def _read_lines(self, spec: FormatSpec, text: str, i: int, *, final: bool) -> Block:
         """The calls one a line from ``text[i]`` to the block's close marker."""
         close = spec.block.close
-        sep = spec.layout.separator.strip(" \t\r\n")
+        sep = spec.layout.separator_mark
         j = _block_end(text, i, close, sep, final)
         if j is None:
             if final:
@@ -192,7 +192,7 @@ class PythonCalls(CodecBase):
             body = body[len(fence_open) :]
         if fence_close and body.endswith(fence_close):
             body = body[: len(body) - len(fence_close)]
-        sep = spec.layout.separator.strip(" \t\r\n")  # else calls one a line
+        sep = spec.layout.separator_mark  # else calls one a line
         names = self.notation != "python"
         calls = (
             _read_separated(body, sep, names)

@@ -150,6 +150,12 @@ class Layout:
     close_admits: Node | None = None
 
     @property
+    def separator_mark(self) -> str:
+        """``separator`` without the whitespace around it: the text a reader looks for between
+        two calls of a block (``""``: none)."""
+        return self.separator.strip(_WS)
+
+    @property
     def inner_ws(self) -> int:
         """``max_inner_ws``, defaulting to ``max_trailing_ws``."""
         return self.max_trailing_ws if self.max_inner_ws is None else self.max_inner_ws

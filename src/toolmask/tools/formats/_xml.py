@@ -40,8 +40,6 @@ from toolmask.tools.formats._read import (
 )
 from toolmask.tools.formats._spec import Calls, CodecBase, FormatSpec, ToolLike
 
-_WS = " \t\r\n"
-
 __all__ = [
     "CDATA_CLOSE",
     "CDATA_OPEN",
@@ -247,7 +245,7 @@ class FunctionParams(CodecBase):
         pos = k + len(b.open) if text.startswith(b.open, k) else k
         got = read_functions(
             text, pos, b.close, final, schemas, function=self.function, param=self.param,
-            sep=spec.layout.separator.strip(_WS),
+            sep=spec.layout.separator_mark,
         )  # fmt: skip
         if isinstance(got, Block):
             return got
@@ -458,7 +456,7 @@ class InvokeParams(CodecBase):
         got = read_invokes(
             text, k if one else k + len(b.open), invoke=self.invoke, param=self.param,
             close="" if one else b.close, cdata=self.cdata, final=final, schemas=schemas,
-            bad_end=b.close, sep=spec.layout.separator.strip(_WS), pad=self.pad,
+            bad_end=b.close, sep=spec.layout.separator_mark, pad=self.pad,
         )  # fmt: skip
         if isinstance(got, Block):
             return got
