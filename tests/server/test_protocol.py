@@ -245,7 +245,8 @@ def test_the_body_reads_as_json_loads_reads_it(body: bytes) -> None:
         with pytest.raises(type(e)):
             read_body(body)
         return
-    data, text, span = read_body(body)
+    data, text, spans = read_body(body)
+    span = spans.get("tools")
     assert json.dumps(data) == json.dumps(expected)
     if span is not None:
         assert json.loads(text[span[0] : span[1]]) == expected["tools"]
@@ -310,6 +311,88 @@ def test_a_tool_list_sent_again_is_not_read_again() -> None:
     assert plain.tools == first.tools and plain.tools_key == first.tools_key
     parsed = parse_chat_request({"model": "m", "messages": MSG, "tools": tools})
     assert parsed.tools == first.tools and parsed.tools_key == ""
+
+
+def test_a_tool_choice_sent_again_over_a_known_list_is_compared_not_parsed() -> None:
+    """A ``tool_choice`` read and checked over a kept list is found again by its text (the
+    body's value is its KnownChoice, the client's value and its ToolChoice); any other text,
+    another list, or the same text over a list without those names is read and checked as
+    before, and a refused choice is never kept."""
+    from toolmask.server import ToolLists
+    from toolmask.server._body import KnownChoice, read_body
+    from toolmask.tools import ToolChoice
+
+    lists = ToolLists()
+    names = ["a", "b", "c"]
+    tools = [{**TOOL, "function": {**TOOL["function"], "name": n}} for n in names]
+    subset = {"type": "allowed_tools", "mode": "required", "tools": ["c", "a"]}
+
+    def body(choice: Any, tl: list[dict[str, Any]] = tools, sep: str = ", ") -> bytes:
+        raw = {"model": "m", "messages": MSG, "tools": tl, "tool_choice": choice}
+        return json.dumps(raw, separators=(sep, ": ")).encode()
+
+    first = parse_chat_request(body(subset), tool_lists=lists)
+    assert first.normal_choice() == ToolChoice("required", ("a", "c"))
+    data, _, _ = read_body(body(subset), lists)
+    assert isinstance(data["tool_choice"], KnownChoice)
+    again = parse_chat_request(body(subset), tool_lists=lists)
+    assert again.tool_choice == subset and again.normal_choice() == first.normal_choice()
+    # another spelling of the same subset: read, checked, the same normal form
+    spaced = parse_chat_request(body(subset, sep=" ,"), tool_lists=lists)
+    assert spaced.normal_choice() == first.normal_choice()
+    assert not isinstance(read_body(body("auto"), lists)[0]["tool_choice"], KnownChoice)
+    # a refused choice is refused every time, never kept
+    unknown = {"type": "allowed_tools", "mode": "required", "tools": ["a", "zz"]}
+    for _ in range(2):
+        with pytest.raises(APIError, match="zz"):
+            parse_chat_request(body(unknown), tool_lists=lists)
+    # the same text over another list that lacks one of the names: checked, refused
+    fewer = tools[:2]
+    with pytest.raises(APIError, match="unknown tools"):
+        parse_chat_request(body(subset, fewer), tool_lists=lists)
+    data, _, _ = read_body(body(subset, fewer), lists)
+    assert data["tool_choice"] == subset
+    # nested, the same text is a value like any other
+    nested = json.dumps({"model": "m", "messages": MSG, "tools": tools, "metadata": subset})
+    assert read_body(nested.encode(), lists)[0]["metadata"] == subset
+
+
+def test_a_known_list_keeps_its_last_tool_choices() -> None:
+    from toolmask.server._body import KnownTools
+    from toolmask.tools import ToolChoice
+
+    known = KnownTools("k", ())
+    texts = [json.dumps({"type": "function", "function": {"name": f"t{i}"}}) for i in range(70)]
+    for i, t in enumerate(texts):
+        known.note_choice(t, json.loads(t), ToolChoice("required", (f"t{i}",)))
+    assert known.match_choice("x" + texts[0], 1) is None  # the oldest dropped
+    hit = known.match_choice("x" + texts[-1] + "}", 1)
+    assert hit is not None and hit[0].choice.allowed == ("t69",) and hit[1] == 1 + len(texts[-1])
+    known.note_choice("1", 1, ToolChoice())  # not a string or an object: not kept
+    assert known.match_choice("12", 0) is None
+
+
+def test_a_request_made_with_another_tool_choice_is_keyed_by_it() -> None:
+    """The plan key takes the checked ToolChoice (a subset in any order is one key), and a
+    request replaced with another ``tool_choice`` is keyed by that value, not the old one."""
+    import dataclasses
+
+    from toolmask.server._plans import PlanCache
+
+    tools = [{**TOOL, "function": {**TOOL["function"], "name": n}} for n in "abc"]
+
+    def req(choice: Any) -> Any:
+        raw = {"model": "m", "messages": MSG, "tools": tools, "tool_choice": choice}
+        return parse_chat_request(json.dumps(raw).encode())
+
+    ab = req({"type": "allowed_tools", "mode": "required", "tools": ["a", "b"]})
+    ba = req({"type": "allowed_tools", "mode": "required", "tools": ["b", "a"]})
+    assert PlanCache.key(ab) == PlanCache.key(ba)
+    auto = req("auto")
+    forced = dataclasses.replace(auto, tool_choice="required")
+    assert forced.normal_choice() is None
+    assert PlanCache.key(forced) != PlanCache.key(auto)
+    assert PlanCache.key(forced) == PlanCache.key(dataclasses.replace(req("required")))
 
 
 def test_a_parsed_body_finds_its_tools_in_the_lists_too() -> None:

@@ -13,20 +13,64 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from toolmask.tools import Tool
+from toolmask.tools import Tool, ToolChoice
 
-__all__ = ["KnownTools", "ToolLists", "read_body", "tools_digest", "value_digest"]
+__all__ = [
+    "KnownChoice",
+    "KnownTools",
+    "ToolLists",
+    "read_body",
+    "tools_digest",
+    "value_digest",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class KnownChoice:
+    """A ``tool_choice`` value read before over the same tool list: the client's value and
+    its :class:`ToolChoice`, checked against that list's tools."""
+
+    value: Any
+    choice: ToolChoice
 
 
 @dataclass(frozen=True)
 class KnownTools:
-    """A ``tools`` value the server has read before: its digest and its tools."""
+    """A ``tools`` value the server has read before: its digest and its tools; and the
+    ``tool_choice`` texts read and checked over it (the last :attr:`CHOICES`), so that a
+    subset sent again is found by comparing its text, neither parsed nor checked again."""
 
     key: str
     tools: tuple[Tool, ...]
+    _choices: dict[str, KnownChoice] = field(default_factory=dict, compare=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+
+    #: how many ``tool_choice`` texts are kept per list
+    CHOICES = 64
+
+    def match_choice(self, text: str, at: int) -> tuple[KnownChoice, int] | None:
+        """The ``tool_choice`` kept whose text stands in ``text`` at ``at``, and where it ends.
+        Exact: a kept text is a whole JSON string or object, which ends where its text ends."""
+        with self._lock:
+            for kept, hit in self._choices.items():
+                if text.startswith(kept, at):
+                    return hit, at + len(kept)
+        return None
+
+    def note_choice(self, text: str, value: Any, choice: ToolChoice) -> None:
+        """Keep ``choice``, read from ``value`` (JSON text ``text``) and checked against these
+        tools; only a string or an object, whose text ends where the value ends."""
+        if not isinstance(value, str | dict) or len(text) < 2 or text[-1] not in '"}':
+            return
+        with self._lock:
+            if text in self._choices:
+                return
+            if len(self._choices) >= self.CHOICES:
+                del self._choices[next(iter(self._choices))]
+            self._choices[text] = KnownChoice(value, choice)
 
     @functools.cached_property
     def names(self) -> tuple[str, ...]:
@@ -95,14 +139,15 @@ class ToolLists:
             at = raw.find(b'"tools"', at + 7)
         return None
 
-    def put(self, text: str, tools: tuple[Tool, ...]) -> str:
-        """Keep ``tools``, read from ``text``; their key (the text's digest)."""
+    def put(self, text: str, tools: tuple[Tool, ...]) -> KnownTools:
+        """Keep ``tools``, read from ``text``; kept with their key (the text's digest)."""
         data = text.encode("utf-8", "surrogatepass")
         key = tools_digest(text)
+        known = KnownTools(key, tools)
         with self._lock:
             if key not in self._lists:
                 self._by_prefix.setdefault(data[: self.PREFIX], []).append(key)
-            self._lists[key] = (data, KnownTools(key, tools))
+            self._lists[key] = (data, known)
             self._lists.move_to_end(key)
             while len(self._lists) > self.size:
                 old, (old_text, _) = self._lists.popitem(last=False)
@@ -112,7 +157,7 @@ class ToolLists:
                     del self._by_prefix[old_text[: self.PREFIX]]
                 for value in self._values_of.pop(old, ()):
                     self._by_value.pop(value, None)
-        return key
+        return known
 
     def match_value(self, value: bytes) -> KnownTools | None:
         """The list noted for a ``tools`` value of this :func:`value_digest`, if still kept."""
@@ -152,17 +197,23 @@ def tools_digest(text: str) -> str:
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
+_WS_CHARS = frozenset(" \t\n\r")
 _WS_BYTES = re.compile(rb"[ \t\n\r]*")
 
 
 def _skip(text: str, i: int) -> int:
     """The first position at or after ``i`` that is not JSON whitespace."""
+    if text[i : i + 1] not in _WS_CHARS:  # most often: nothing to skip, no regex run
+        return i
     m = _WS.match(text, i)
     return m.end() if m is not None else i
 
 
-#: a reader of the known value at a top-level member: (text, position) -> (value, end) | None
-Known = Callable[[str, int], "tuple[KnownTools, int] | None"]
+#: a reader of a known value at a top-level member: (key, text, position) -> (value, end) |
+#: None (the ``tools`` and ``tool_choice`` members are asked)
+Known = Callable[[str, str, int], "tuple[KnownTools | KnownChoice, int] | None"]
+#: the members :class:`Known` is asked about
+_KNOWN_KEYS = frozenset({"tools", "tool_choice"})
 
 
 def _members(
@@ -171,7 +222,8 @@ def _members(
     """The members of the JSON object ``text`` (as ``json.loads`` reads them: the last of two
     equal keys wins) and the span of each value in ``text``; None when ``text`` is not one JSON
     object or cannot be read this way (then ``json.loads`` says why). ``known``: where it
-    recognises the ``tools`` value, that value is its :class:`KnownTools`, not parsed."""
+    recognises the ``tools`` value, that value is its :class:`KnownTools`, and the
+    ``tool_choice`` value its :class:`KnownChoice`, neither parsed."""
     try:
         i = _skip(text, 0)
         if text[i] != "{":
@@ -190,7 +242,7 @@ def _members(
                 if text[i] != ":":
                     return None
                 i = _skip(text, i + 1)
-                hit = known(text, i) if known is not None and key == "tools" else None
+                hit = known(key, text, i) if known is not None and key in _KNOWN_KEYS else None
                 value, end = hit if hit is not None else _DECODER.raw_decode(text, i)
                 data[key], spans[key] = value, (i, end)
                 i = _skip(text, end)
@@ -205,18 +257,23 @@ def _members(
     return (data, spans) if _skip(text, i) == len(text) else None
 
 
-def read_body(
-    body: bytes | str, tool_lists: ToolLists | None = None
-) -> tuple[Any, str, tuple[int, int] | None]:
+#: the span of each top-level member's value in the text read
+Spans = dict[str, tuple[int, int]]
+
+
+def read_body(body: bytes | str, tool_lists: ToolLists | None = None) -> tuple[Any, str, Spans]:
     """The JSON value of ``body`` (its ``tools`` a :class:`KnownTools` where ``tool_lists``
-    holds their text), its text, and the span of the top-level ``tools`` value when there is
-    one (in that text). Raises what ``json.loads(body)`` raises.
+    holds their text), its text, and the span of each top-level member's value in that text
+    (empty when the body is not read this way: then the text is ""). Raises what
+    ``json.loads(body)`` raises.
 
     Where ``tool_lists`` holds the list the body's bytes show at a ``"tools"`` key, only the
     text around it is decoded and read, the list's place taken by a one-character stand-in
     (the returned text holds it): the known list, often most of the body, is compared, never
     decoded. The stand-in must be read as the body's own top-level ``tools`` value, else the
-    whole body is read as text."""
+    whole body is read as text. A ``tool_choice`` text read and checked over that list before
+    (:meth:`KnownTools.note_choice`) is then found by a comparison too: its value is the
+    :class:`KnownChoice`."""
     text: str | None = body if isinstance(body, str) else None
     raw: bytes | None = None
     try:
@@ -241,18 +298,17 @@ def read_body(
             text = None
     read = _members(text) if text is not None else None
     if read is None or text is None:
-        return json.loads(body), "", None
+        return json.loads(body), "", {}
     data, spans = read
-    return data, text, spans.get("tools")
+    return data, text, spans
 
 
-def _known_read(
-    raw: bytes, tool_lists: ToolLists
-) -> tuple[Any, str, tuple[int, int] | None] | None:
+def _known_read(raw: bytes, tool_lists: ToolLists) -> tuple[Any, str, Spans] | None:
     """:func:`read_body`'s reading of a body whose ``tools`` list ``tool_lists`` holds: the
     bytes around the list decoded with a stand-in ``0`` for it, read, and the stand-in's place
     checked to be the top-level ``tools`` value; None when it is not (or the list is not
-    there)."""
+    there). A ``tool_choice`` kept with the list is compared, not parsed (it counts only
+    where the stand-in is the body's ``tools``, and so its list the body's)."""
     found = tool_lists.find(raw)
     if found is None:
         return None
@@ -264,11 +320,13 @@ def _known_read(
         return None
     at = len(before)
 
-    def standin(t: str, i: int) -> tuple[KnownTools, int] | None:
+    def standin(key: str, t: str, i: int) -> tuple[KnownTools | KnownChoice, int] | None:
+        if key == "tool_choice":
+            return known.match_choice(t, i)
         return (known, i + 1) if i == at else None
 
     read = _members(text, standin)
     if read is None or read[0].get("tools") is not known:
         return None
     data, spans = read
-    return data, text, spans.get("tools")
+    return data, text, spans

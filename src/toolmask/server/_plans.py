@@ -35,10 +35,13 @@ from toolmask.grammar import Grammar, Rule, choice
 from toolmask.limits import Limits
 from toolmask.schema import compile_json_schema
 from toolmask.server._protocol import APIError, ChatRequest, ResponseFormat, ToolLists
-from toolmask.tools import ToolError, ToolTurn, get_format, prefix_rules
+from toolmask.tools import ToolChoice, ToolError, ToolTurn, get_format, prefix_rules
 from toolmask.vocab import Vocabulary
 
 __all__ = ["Plan", "PlanCache", "schema_error"]
+
+#: the ``tool_choice`` strings that are a mode alone, and their ToolChoice
+_MODES: dict[str, ToolChoice] = {m: ToolChoice(m) for m in ("none", "auto", "required")}
 
 log = logging.getLogger("toolmask.server")
 
@@ -134,7 +137,7 @@ class PlanCache:
         #: owns every compile-side cache of this server (bounded by limits.max_cache_bytes)
         self.compiler = GrammarCompiler(limits=limits)
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, Plan | APIError] = OrderedDict()
+        self._cache: OrderedDict[tuple[Any, ...], Plan | APIError] = OrderedDict()
         #: the turn over each recent tool list (by its key and options), see :meth:`_turn`
         self._turns: OrderedDict[tuple[Any, ...], tuple[Any, ToolTurn]] = OrderedDict()
         #: the tool lists of recent requests, for :func:`parse_chat_request`
@@ -146,20 +149,28 @@ class PlanCache:
         compile_json_schema({"type": "string", "format": "email"}, limits=limits)
 
     @staticmethod
-    def key(req: ChatRequest, reasoning_open: bool = False) -> str:
+    def key(req: ChatRequest, reasoning_open: bool = False) -> tuple[Any, ...]:
         """The request's shape: its tools by :attr:`ChatRequest.tools_key` (the digest of
-        their JSON text) when the request has it, else serialised, and the rest as JSON."""
-        return json.dumps(
-            [
-                req.tools_key or [t.to_openai() for t in req.tools],
-                req.tool_choice,
-                req.parallel_tool_calls,
-                req.response_format.key(),
-                req.thinking,
-                reasoning_open,
-            ],
-            sort_keys=True,
-            ensure_ascii=False,
+        their JSON text) when the request has it, else serialised; its ``tool_choice`` as
+        checked (:meth:`ChatRequest.normal_choice`: a subset in any order or spelling is one
+        key, hashed, not written), else serialised; the rest as it is."""
+
+        def text(value: Any) -> str:
+            return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+        tc: Any = req.normal_choice()
+        if tc is None:  # a request made another way: a mode is its ToolChoice, as read
+            mode = req.tool_choice
+            tc = _MODES.get(mode) if isinstance(mode, str) else None
+            if tc is None:
+                tc = text(mode)
+        return (
+            req.tools_key or text([t.to_openai() for t in req.tools]),
+            tc,
+            req.parallel_tool_calls,
+            req.response_format.key(),
+            req.thinking,
+            reasoning_open,
         )
 
     def get(self, req: ChatRequest, *, reasoning_open: bool = False) -> Plan:
@@ -195,7 +206,9 @@ class PlanCache:
         """The request's turn: the turn over its tool list (kept per list and options, so a
         new ``tool_choice`` over tools seen before is derived from it in O(allowed names),
         with its tool key and prompt), with the request's ``tool_choice``."""
-        choice = req.tool_choice if req.tool_choice is not None else "auto"
+        choice = req.normal_choice() or req.tool_choice
+        if choice is None:
+            choice = "auto"
         key = (req.tools_key, req.parallel_tool_calls, req.thinking, reasoning_open)
         base: ToolTurn | None = None
         with self._lock:

@@ -28,7 +28,14 @@ from typing import Any
 from toolmask.agent import Message
 from toolmask.decoding import mode_names
 from toolmask.limits import SERVER_LIMITS, Limits
-from toolmask.server._body import KnownTools, ToolLists, read_body, tools_digest, value_digest
+from toolmask.server._body import (
+    KnownChoice,
+    KnownTools,
+    ToolLists,
+    read_body,
+    tools_digest,
+    value_digest,
+)
 from toolmask.tools import Tool, ToolCall, ToolChoice, ToolError
 
 __all__ = [
@@ -139,6 +146,16 @@ class ChatRequest:
     #: the digest of the ``tools`` array's JSON text as the client sent it ("" when unknown:
     #: a body given already parsed): the tool list's identity, without reading it again
     tools_key: str = ""
+    #: ``tool_choice`` as :func:`parse_chat_request` read it: (the client's value, its
+    #: :class:`ToolChoice` over ``tools``); see :meth:`normal_choice`
+    parsed_choice: tuple[Any, ToolChoice] | None = field(default=None, compare=False, repr=False)
+
+    def normal_choice(self) -> ToolChoice | None:
+        """``tool_choice`` normalised over ``tools`` (names in tool order), as
+        :func:`parse_chat_request` checked it; None when not given, or when this request was
+        made with another ``tool_choice`` since (``dataclasses.replace``)."""
+        kept = self.parsed_choice
+        return kept[1] if kept is not None and kept[0] is self.tool_choice else None
 
     @property
     def thinking(self) -> bool:
@@ -554,7 +571,7 @@ def parse_chat_request(
     without ``stream``, and a ``tool_choice`` that names unknown tools or needs tools that
     were not given. Never raises anything else on any input.
     """
-    span: tuple[int, int] | None = None
+    spans: dict[str, tuple[int, int]] = {}
     text = ""
     by_value: bytes | None = None  # the digest of a parsed body's tools (ToolLists.match_value)
     if isinstance(body, Mapping) and tool_lists is not None and body.get("tools"):
@@ -563,7 +580,7 @@ def parse_chat_request(
         data: Any = body
     else:
         try:
-            data, text, span = read_body(body, tool_lists)
+            data, text, spans = read_body(body, tool_lists)
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise bad_request(
                 f"We could not parse the JSON body of your request ({e}). The body must be a "
@@ -578,6 +595,7 @@ def parse_chat_request(
     values: dict[str, Any] = {}
     max_completion: int | None = None
     known: KnownTools | None = None
+    parsed: ToolChoice | None = None  # a tool_choice read and checked before (KnownChoice)
     for key, raw in data.items():
         if raw is None:
             continue
@@ -587,6 +605,9 @@ def parse_chat_request(
             if key == "tools" and isinstance(raw, KnownTools):
                 values["tools"], values["tools_key"] = raw.tools, raw.key
                 known = raw
+                continue
+            if key == "tool_choice" and isinstance(raw, KnownChoice):
+                values["tool_choice"], parsed = raw.value, raw.choice
                 continue
             value = reader(raw)
             if key == "max_completion_tokens":
@@ -626,9 +647,14 @@ def parse_chat_request(
     if known is None and len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise bad_request(f"Invalid 'tools': two tools are called {dup!r}.", "tools")
+    span = spans.get("tools")
     if known is None and span is not None:  # a list is kept once every check of it passed
-        read, lists = text[span[0] : span[1]], tool_lists
-        values["tools_key"] = lists.put(read, tools) if lists is not None else tools_digest(read)
+        read = text[span[0] : span[1]]
+        if tool_lists is not None:
+            known = tool_lists.put(read, tools)
+            values["tools_key"] = known.key
+        else:
+            values["tools_key"] = tools_digest(read)
     if by_value is not None and tool_lists is not None and values.get("tools_key"):
         tool_lists.note_value(by_value, values["tools_key"])
     choice = values.get("tool_choice")
@@ -640,12 +666,17 @@ def parse_chat_request(
                 "tool_choice",
                 "invalid_value",
             )
-        try:
-            ToolChoice.parse(choice, names, index=index)
-        except ToolError as e:
-            raise bad_request(
-                f"Invalid value for 'tool_choice': {e.message}", "tool_choice", "invalid_value"
-            ) from None
+        if parsed is None:
+            try:
+                parsed = ToolChoice.parse(choice, names, index=index)
+            except ToolError as e:
+                raise bad_request(
+                    f"Invalid value for 'tool_choice': {e.message}", "tool_choice", "invalid_value"
+                ) from None
+            at = spans.get("tool_choice")
+            if known is not None and at is not None:  # a subset sent again is compared
+                known.note_choice(text[at[0] : at[1]], choice, parsed)
+        values["parsed_choice"] = (choice, parsed)
     if values.get("top_p") == 0:  # nucleus of mass 0 is the single best token
         values["top_p"] = 1.0
         values["temperature"] = 0.0
