@@ -432,6 +432,108 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         _thinking("{{ '<<call>>' + " + _OBJECT + " + '<</call>>' }}", "\n", "never"),
         "JsonCalls",
     ),
+    # constants that are not strings: a number, a boolean, null
+    "json constants that are not strings": (
+        _chat(
+            "{{ '<<call>>' + ({'name': c.function.name, 'arguments': c.function.arguments, "
+            "'version': 1, 'strict': true, 'extra': none, 'weight': 0.5} | tojson) "
+            "+ '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    # OpenAI's objects with the id inside the function object
+    "openai objects, the id in the function object": (
+        _chat(
+            "{{ '<<call>>' + ({'type': 'function', 'function': {'id': c.id, 'name': "
+            "c.function.name, 'arguments': c.function.arguments}} | tojson) + '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    # a call id written outside the call: the id the client gave, or one that counts
+    "json objects after their ids": (
+        _chat("{{ '<<call id=\"' + c.id + '\">>' + " + _OBJECT + " + '<</call>>' }}", "\n"),
+        "TaggedJson",
+    ),
+    "json objects after counter ids, in a list": (
+        _chat(
+            "{{ '<call id=\"call_' ~ loop.index0 ~ '\">' + " + _OBJECT + " + '</call>' }}",
+            "\n",
+            "{{ '<calls>\\n' }}",
+            "{{ '\\n</calls>' }}",
+        ),
+        "TaggedJson",
+    ),
+    "json objects after indexes from 1": (
+        _chat("{{ '<call n=' ~ loop.index ~ '>' + " + _OBJECT + " + '</call>' }}", "\n"),
+        "TaggedJson",
+    ),
+    "json objects after bare ids, one a line": (
+        _chat("{{ c.id + ': ' + " + _OBJECT + " }}", "\n", "{{ '<calls>\\n' }}",
+              "{{ '\\n</calls>' }}"),  # fmt: skip
+        "TaggedJson",
+    ),
+    # function tags holding the JSON arguments, in markers no family uses
+    "function tags holding json": (
+        _chat(
+            "{{ '<tool=' + c.function.name + '>' + (c.function.arguments | tojson) + '</tool>' }}",
+            "",
+        ),
+        "TaggedJson",
+    ),
+    "function tags holding compact json, in a block": (
+        _chat(
+            "{{ '<function=' + c.function.name + '>\\n' + (c.function.arguments | "
+            "tojson(separators=(',', ':'))) + '\\n</function>' }}",
+            "\n",
+            "{{ '<<fns>>\\n' }}",
+            "{{ '\\n<</fns>>' }}",
+        ),
+        "TaggedJson",
+    ),
+    "name attribute tags holding json": (
+        _chat(
+            "{{ '<tool name=\"' + c.function.name + '\">' + (c.function.arguments | tojson) "
+            "+ '</tool>' }}",
+            "\n",
+        ),
+        "TaggedJson",
+    ),
+    "name attribute tags holding json, an id before": (
+        _chat(
+            "{{ '<tool id=\"' + c.id + '\" name=\"' + c.function.name + '\">' + "
+            "(c.function.arguments | tojson) + '</tool>' }}",
+            "\n",
+        ),
+        "TaggedJson",
+    ),
+    # calls as key: value lines, the arguments JSON
+    "key lines": (
+        _chat(
+            "{{ '<<call>>\\nname: ' + c.function.name + '\\narguments: ' + "
+            "(c.function.arguments | tojson) + '\\n<</call>>' }}",
+            "\n",
+        ),
+        "TaggedJson",
+    ),
+    "key lines in a block, a rule between": (
+        _chat(
+            "{{ 'tool: ' + c.function.name + '\\ninput: ' + (c.function.arguments | tojson) }}",
+            "\n---\n",
+            "{{ '<calls>\\n' }}",
+            "{{ '\\n</calls>' }}",
+        ),
+        "TaggedJson",
+    ),
+    "key lines, the arguments indented, an id line": (
+        _chat(
+            "{{ '<<call>>\\nid: ' + c.id + '\\nname: ' + c.function.name + '\\narguments: ' + "
+            "(c.function.arguments | tojson(indent=2)) + '\\n<</call>>' }}",
+            "\n",
+        ),
+        "TaggedJson",
+    ),
 }
 
 
@@ -536,8 +638,8 @@ def _with_render_ids(guess: FormatGuess, case: ProbeCase, is_open: bool = False)
     end = FORMATS[guess.name].reasoning.end
     if is_open and text.lstrip().startswith(end):
         text = text.lstrip()[len(end) :].lstrip()
-    for i, (name, _) in enumerate(case.calls):
-        text = text.replace(json.dumps(probe_call_id(guess.probe.variant, name, i)), f'"call_{i}"')
+    for i, (name, _) in enumerate(case.calls):  # in a JSON string or written raw
+        text = text.replace(probe_call_id(guess.probe.variant, name, i), f"call_{i}")
     return text
 
 
@@ -960,20 +1062,29 @@ def test_a_constant_in_the_function_object() -> None:
 def test_objects_that_are_not_exactly_a_call() -> None:
     args = {"city": "Paris", "days": 3}
     schema = PROBE_TOOLS[0]["function"]["parameters"]
-    # a tool's definition (no arguments), a call with a schema beside its arguments, a
-    # nested object with an id or a nested object of its own, a boolean key, a key whose
-    # text holds the call's id: no call
+    # a tool's definition (no arguments), a call with a schema beside its arguments, the id
+    # in both objects, a nested object of its own in the function object, a list or an
+    # object beside the call (no JSON scalar), a key whose text holds the call's id: no call
     for obj in (
         {"type": "function", "function": {"name": "get_weather", "description": "d",
                                           "parameters": schema}},
         {"type": "function", "function": {"name": "get_weather", "arguments": args,
                                           "parameters": schema}},
-        {"function": {"name": "get_weather", "arguments": args, "id": "c1"}},
+        {"id": "c1", "function": {"name": "get_weather", "arguments": args, "id": "c1"}},
         {"function": {"call": {"name": "get_weather", "arguments": args}}},
-        {"name": "get_weather", "arguments": args, "strict": True},
+        {"name": "get_weather", "arguments": args, "tags": ["a"]},
+        {"name": "get_weather", "arguments": args, "meta": {"v": 1}},
         {"name": "get_weather", "arguments": args, "ref": "ref-c1"},
     ):  # fmt: skip
         assert _shape(obj, "get_weather", args, "c1") is None, obj
+    # the id in the function object alone is the id; a boolean, a number, null beside the
+    # call are kept for the message's calls to settle
+    shape = _shape({"function": {"name": "get_weather", "arguments": args, "id": "c1"}},
+                   "get_weather", args, "c1")  # fmt: skip
+    assert shape is not None and ("id", "id") in shape.function_keys
+    flagged = {"name": "get_weather", "arguments": args, "strict": True, "v": 1, "x": None}
+    shape = _shape(flagged, "get_weather", args, "c1")
+    assert shape is not None and shape.others == (("strict", True), ("v", 1), ("x", None))
     # a string key in both the call object and the function object: not told apart
     both = {"kind": "a", "function": {"name": "get_weather", "arguments": args, "kind": "b"}}
     shape = _shape(both, "get_weather", args, "c1")
@@ -986,14 +1097,48 @@ def test_objects_that_are_not_exactly_a_call() -> None:
     assert settled is not None and settled.constants == (("kind", "b"),)
 
 
-def test_a_call_id_outside_the_found_calls_derives_nothing() -> None:
-    # the template writes each call's id in the text around the call object: that text is
-    # not a marker (the id is the call's), so no format is derived from it
-    text = _chat("{{ '<<call id=\"' + c.id + '\">>' + " + _OBJECT + " + '<</call>>' }}", "\n")
+@pytest.mark.parametrize(
+    "call",
+    [
+        # after the call, not before it
+        "{{ '<<call>>' + " + _OBJECT + " + '<</call id=\"' + c.id + '\">>' }}",
+        # before the call and inside it: two ids
+        "{{ '<<call id=\"' + c.id + '\">>' + ({'id': c.id, 'name': c.function.name, "
+        "'arguments': c.function.arguments} | tojson) + '<</call>>' }}",
+        # the first call's id in the block's opener (not one before each call)
+        "{% if loop.first %}{{ '<<calls id=\"' + c.id + '\">>' }}{% endif %}{{ "
+        + _OBJECT
+        + " }}{% if loop.last %}{{ '<</calls>>' }}{% endif %}",
+        # before Python calls and invoke tags: no notation of them takes an id before it
+        "{{ '<<call id=\"' + c.id + '\">>' }}" + _PY + "{{ '<</call>>' }}",
+        "{{ '<<call id=\"' + c.id + '\">>\\n' }}" + _INVOKE + "{{ '<</call>>' }}",
+    ],
+    ids=["after", "twice", "in the opener", "python", "invoke"],
+)
+def test_a_call_id_in_the_text_around_the_calls_derives_nothing(call: str) -> None:
+    # a call's id in the text around the calls, other than right before each call: that
+    # text is no marker (the id is the call's), so no format is derived from it
+    text = _chat(call, "\n")
     guess = detect_format(text)
     assert (guess.name, guess.confident) == (FALLBACK, False), guess.warning
     probe = probe_template(TemplateRenderer(text))
     assert derive_formats(probe) == []
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "{{ '<<CALL ' + c.function.name | upper + '>>' + " + _OBJECT + " + '<</call>>' }}",
+        "{{ '<tool=' + c.function.name + '>' + (c.function.arguments | tojson) + '</tool:' "
+        "+ c.function.name + '>' }}",
+    ],
+    ids=["upper case in the opener", "in the close"],
+)
+def test_a_call_s_name_in_the_text_around_the_calls_derives_nothing(call: str) -> None:
+    # the template echoes the call's name around it: that text changes from call to call,
+    # so it is no marker
+    probe = probe_template(TemplateRenderer(_chat(call, "\n")))
+    assert probe.renders_calls and derive_formats(probe) == []
 
 
 @pytest.mark.parametrize(
