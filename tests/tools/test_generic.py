@@ -42,11 +42,12 @@ from toolmask.tools import (
     sequential_call_id,
 )
 from toolmask.tools._detect import FALLBACK, prove_format
-from toolmask.tools._generic import _settle, _shape, derive_formats, is_generic
+from toolmask.tools._generic import _same, _settle, _shape, derive_formats, is_generic
 from toolmask.tools._probe import PROBE_TOOLS, ProbeCase, probe_call_id
 from toolmask.tools._template import TemplateRenderer
 from toolmask.tools.formats._json import JsonCalls
 from toolmask.tools.formats._kit import escape_in_string
+from toolmask.tools.formats._tagged import TaggedJson
 from toolmask.tools.formats._xml import FunctionParams
 
 
@@ -470,8 +471,9 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         "TaggedJson",
     ),
     "json objects after bare ids, one a line": (
-        _chat("{{ c.id + ': ' + " + _OBJECT + " }}", "\n", "{{ '<calls>\\n' }}",
-              "{{ '\\n</calls>' }}"),  # fmt: skip
+        _chat(
+            "{{ c.id + ': ' + " + _OBJECT + " }}", "\n", "{{ '<calls>\\n' }}", "{{ '\\n</calls>' }}"
+        ),
         "TaggedJson",
     ),
     # function tags holding the JSON arguments, in markers no family uses
@@ -1165,3 +1167,221 @@ def test_prose_that_shows_a_call_without_the_opener_is_no_call(name: str) -> Non
     assert _streamed(fmt.name, prose, False, 3) == got
     assert _takes(ToolTurn(_tools(), fmt.name, "auto"), prose)
     assert not _takes(ToolTurn(_tools(), fmt.name, "required"), prose)
+
+
+def test_constants_that_are_not_strings_are_written_exactly() -> None:
+    # a number, a boolean, null: the same JSON value in every call, type included
+    fmt = FORMATS[_guess("json constants that are not strings").name]
+    codec = fmt.codec
+    assert isinstance(codec, JsonCalls)
+    assert codec.constants == (("version", 1), ("strict", True), ("extra", None), ("weight", 0.5))
+    assert (
+        "version 1, strict true, extra null, weight 0.5"
+        in _guess("json constants that are not strings").warning
+    )
+    text = fmt.render_calls([("get_time", {"city": "Oslo"})])
+    assert '"version": 1, "strict": true, "extra": null, "weight": 0.5}' in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text)
+    for old, new in (
+        ('"version": 1', '"version": 2'),
+        ('"version": 1', '"version": "1"'),
+        ('"version": 1', '"version": 1.0'),
+        ('"strict": true', '"strict": false'),
+        ('"strict": true', '"strict": 1'),
+        ('"extra": null', '"extra": "null"'),
+        ('"weight": 0.5', '"weight": 0.50'),
+    ):
+        assert not _takes(turn, text.replace(old, new)), new
+    # values that agree only up to their type are no constant
+    assert _same([1, 1]) and not _same([1, True]) and not _same([1, 1.0]) and not _same([0, None])
+
+
+@pytest.mark.parametrize(
+    "name", ["json objects after their ids", "name attribute tags holding json, an id before"]
+)
+def test_an_id_before_each_call_is_generated_and_read(name: str) -> None:
+    # the id the client gave, written before the call: the grammar writes any id of 1 to 64
+    # token characters there, the parser reads it as the call's id
+    fmt = FORMATS[_guess(name).name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson) and codec.id_shape == "token"
+    calls = [("get_time", {"city": "Oslo"}), ("get_time", {"city": "Rome"})]
+    text = fmt.render_calls(calls)
+    assert text.count("call_1") == 1 and fmt.block.open + "call_0" in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    for cid in ("call_17", "toolu_01A-bC", "x" * 64):
+        other = text.replace("call_1", cid)
+        assert _takes(turn, other), other
+        got = parse_turn(other, fmt)
+        assert [c.id for c in got.calls] == ["call_0", cid] and _named(got) == calls
+        assert _streamed(fmt.name, other, False, 3) == parse_turn(
+            other, fmt, id_factory=sequential_call_id
+        )
+    for bad in ("", "call 1", 'call"1', "call.1", "x" * 65):
+        other = text.replace("call_1", bad)
+        assert not _takes(turn, other), bad
+        got = parse_turn(other, fmt)  # the first call, the second block malformed
+        assert _named(got) == calls[:1] and got.malformed, bad
+
+
+def test_ids_that_count_the_calls_before_each() -> None:
+    # "call_" and the call's index from 0, in a list of blocks: any number in the grammar,
+    # the call's index in the renderer, the text read as the id
+    fmt = FORMATS[_guess("json objects after counter ids, in a list").name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson)
+    assert (codec.id_shape, codec.id_prefix, codec.id_base) == ("counter", "call_", 0)
+    calls = [("get_time", {"city": c}) for c in ("Oslo", "Rome", "Lima")]
+    text = fmt.render_calls(calls)
+    assert all(f'<call id="call_{i}">' in text for i in range(3)), text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text) and _takes(turn, text.replace('"call_2"', '"call_12"'))
+    for bad in ('"call_x"', '"id_2"', '"call_"', '"call_1234567"', '"2"'):
+        assert not _takes(turn, text.replace('"call_2"', bad)), bad
+    got = parse_turn(text.replace('"call_2"', '"call_12"'), fmt)
+    assert [c.id for c in got.calls] == ["call_0", "call_1", "call_12"] and _named(got) == calls
+    # an index from 1, written bare
+    fmt = FORMATS[_guess("json objects after indexes from 1").name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson)
+    assert (codec.id_shape, codec.id_prefix, codec.id_base) == ("index", "", 1)
+    assert "'' and the index from 1" in _guess("json objects after indexes from 1").warning
+    text = fmt.render_calls(calls)
+    assert all(f"<call n={i + 1}>" in text for i in range(3)), text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text) and _takes(turn, text.replace("n=3", "n=42"))
+    for bad in ("n=x", "n=-3", 'n="3"', "n=", "n= 3"):
+        assert not _takes(turn, text.replace("n=3", bad)), bad
+    got = parse_turn(text.replace("n=3", "n=42"), fmt)
+    assert [c.id for c in got.calls] == ["1", "2", "42"] and _named(got) == calls
+
+
+def test_the_id_in_the_function_object_is_the_call_s() -> None:
+    fmt = FORMATS[_guess("openai objects, the id in the function object").name]
+    codec = fmt.codec
+    assert isinstance(codec, JsonCalls) and codec.id_shape == "string"
+    assert codec.call_keys == (("type", "type"), ("function", "function"))
+    assert codec.function_keys == (("id", "id"), ("name", "name"), ("arguments", "args"))
+    text = fmt.render_calls([("get_time", {"city": "Oslo"})])
+    assert '{"type": "function", "function": {"id": "call_0", "name": "get_time"' in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text.replace('"call_0"', '"abc 1"'))
+    assert [c.id for c in parse_turn(text.replace('"call_0"', '"abc 1"'), fmt).calls] == ["abc 1"]
+    # the id in the call object instead is another shape
+    moved = text.replace('{"type": "function", "function": {"id": "call_0", ',
+                         '{"id": "call_0", "type": "function", "function": {')  # fmt: skip
+    assert moved != text and not _takes(turn, moved)
+
+
+def test_tags_holding_json_arguments() -> None:
+    fmt = FORMATS[_guess("function tags holding json").name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson) and (codec.mid, codec.call_object) == (">", None)
+    assert (fmt.block.open, fmt.block.close) == ("<tool=", "</tool>")
+    text = fmt.render_calls([("get_weather", {"city": "Oslo", "days": 2})])
+    assert text == '<tool=get_weather>{"city": "Oslo", "days": 2}</tool>', text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text)
+    for bad in (
+        text.replace(">{", " >{"),
+        text.replace(">{", ">\n{"),
+        text.replace('"days": 2', '"days": "2"'),
+        text.replace('"days": 2', '"days": 2, "x": 1'),
+        text.replace("get_weather", "get_weather_2"),
+    ):
+        assert not _takes(turn, bad), bad
+    # a close tag inside a string value stays the value's
+    tricky = fmt.render_calls([("get_time", {"city": "a</tool><tool=b>{}"})])
+    assert _takes(turn, tricky)
+    got = parse_turn(tricky, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_time", {"city": "a</tool><tool=b>{}"})] and got.content == ""
+    assert _streamed(fmt.name, tricky, False, 2) == got
+    # compact JSON where the template writes it so, spaced JSON refused
+    compact = FORMATS[_guess("function tags holding compact json, in a block").name]
+    assert compact.values.whitespace == "compact"
+    text = compact.render_calls([("get_time", {"city": "Oslo"})])
+    assert '<function=get_time>\n{"city":"Oslo"}\n</function>' in text, text
+    turn = ToolTurn(_tools(), compact.name, "required")
+    assert _takes(turn, text) and not _takes(turn, text.replace('{"city":', '{"city": '))
+
+
+def test_key_lines_hold_the_name_and_the_json_arguments() -> None:
+    fmt = FORMATS[_guess("key lines").name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson) and codec.mid == "\narguments: "
+    text = fmt.render_calls([("get_weather", {"city": "Oslo", "days": 2})])
+    assert text == '<<call>>\nname: get_weather\narguments: {"city": "Oslo", "days": 2}\n<</call>>'
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text)
+    for bad in (
+        text.replace("name: get_weather", 'name: "get_weather"'),
+        text.replace("name: get_weather", "Name: get_weather"),
+        text.replace(
+            'arguments: {"city": "Oslo", "days": 2}', "arguments:\n  city: Oslo\n  days: 2"
+        ),
+        text.replace('{"city": "Oslo", "days": 2}', "{city: Oslo, days: 2}"),
+    ):
+        assert not _takes(turn, bad), bad
+        assert parse_turn(bad, fmt).calls == (), bad
+    got = parse_turn(text, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_weather", {"city": "Oslo", "days": 2})]
+    # the arguments over the lines tojson(indent=2) writes, the id on a line of its own
+    fmt = FORMATS[_guess("key lines, the arguments indented, an id line").name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson) and (codec.indent, codec.id_shape) == (2, "token")
+    text = fmt.render_calls([("get_weather", {"city": "Oslo", "days": 2})])
+    assert '\nid: call_0\nname: get_weather\narguments: {\n  "city": "Oslo",\n' in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text)
+    assert not _takes(
+        turn, text.replace('{\n  "city": "Oslo",\n  "days": 2\n}', '{"city": "Oslo", "days": 2}')
+    )
+    got = parse_turn(text.replace("call_0", "abc"), fmt)
+    assert [(c.id, c.name) for c in got.calls] == [("abc", "get_weather")]
+
+
+def test_key_lines_with_yaml_arguments_derive_nothing() -> None:
+    # the arguments as YAML lines: a string "3" and the integer 3 are written alike, and how
+    # a string that needs quoting is written the probe cannot show; so no notation reads the
+    # arguments back exactly, and detection falls back
+    yaml = (
+        "{{ '<<call>>\\nname: ' + c.function.name + '\\narguments:' }}"
+        "{% for k, v in c.function.arguments.items() %}{{ '\\n  ' + k + ': ' + (v | string) }}"
+        "{% endfor %}{{ '\\n<</call>>' }}"
+    )
+    guess = detect_format(_chat(yaml, "\n"))
+    assert (guess.name, guess.confident) == (FALLBACK, False), guess.warning
+    assert guess.probe is not None and derive_formats(guess.probe) == []
+
+
+def test_calls_back_to_back_need_a_close_told_from_a_call() -> None:
+    # ids before calls one a line: a close that starts like an id ("end_calls") cannot be
+    # told from the next call's id, so no format is derived; "</calls>" can
+    template = TEMPLATES["json objects after bare ids, one a line"][0]
+    fmt = FORMATS[detect_format(template).name]
+    assert fmt.layout.list_calls and fmt.block.close == "</calls>"
+    ending = template.replace("\\n</calls>", "\\nend_calls")
+    assert ending != template
+    probe = probe_template(TemplateRenderer(ending))
+    assert probe.renders_calls and derive_formats(probe) == []
+
+
+def test_a_family_reads_its_own_function_tags_first() -> None:
+    # Functionary v3.1's calls (<function=NAME>{json}</function>, back to back): a generic
+    # format derived from them proves itself too, but the family is detected
+    text = _chat(
+        "{{ '<function=' + c.function.name + '>' + (c.function.arguments | tojson) "
+        "+ '</function>' }}",
+        "",
+    ).replace(
+        "{% if m.reasoning_content %}{{ '<reason>' + m.reasoning_content + '</reason>\\n' }}"
+        "{% endif %}",
+        "",
+    )
+    guess = detect_format(text)
+    assert guess.name == "functionary_v31" and not any(is_generic(e.format) for e in guess.evidence)
+    probe = probe_template(TemplateRenderer(text))
+    derived = derive_formats(probe)
+    assert derived and isinstance(derived[0].codec, TaggedJson)
+    assert prove_format(derived[0], probe).proven
