@@ -1385,3 +1385,21 @@ def test_a_family_reads_its_own_function_tags_first() -> None:
     derived = derive_formats(probe)
     assert derived and isinstance(derived[0].codec, TaggedJson)
     assert prove_format(derived[0], probe).proven
+
+
+def test_markers_that_number_the_calls_otherwise_derive_nothing() -> None:
+    # the blocks are numbered from 11: no counter of the calls, and the second block's
+    # number is no separator to write every time, so nothing is derived
+    numbered = (
+        "{{ '<call n=' ~ (loop.index + 10) ~ '>\\n<!-- note -->\\n' + "
+        + _OBJECT
+        + " + '</call>' }}"
+    )
+    probe = probe_template(TemplateRenderer(_chat(numbered, "\n")))
+    assert probe.renders_calls and derive_formats(probe) == []
+    # numbered from 1, the text up to the call however long: a counter
+    counted = numbered.replace("(loop.index + 10)", "loop.index")
+    fmt = FORMATS[detect_format(_chat(counted, "\n")).name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson) and (codec.id_shape, codec.id_base) == ("index", 1)
+    assert codec.id_text == ">\n<!-- note -->\n"

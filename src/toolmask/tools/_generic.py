@@ -481,8 +481,8 @@ def _outside(notation: str, probe: Probe, case: ProbeCase) -> _Outside | None:
     outside what the notation finds: the probe's id in the text before every call (its
     last), or, where that text holds none, a counter of the calls (``call_0``, ``call_1``,
     from 0 or 1) right before the text every call's shares; the same text between the id
-    and each call, of 32 characters at most, starting with a character an id cannot hold,
-    holding no call's id or name. None where no such id is there."""
+    and each call, starting with a character an id cannot hold, holding no call's id or
+    name. None where no such id is there."""
     if notation not in _OUTSIDE:
         return None
     text = case.text
@@ -515,7 +515,7 @@ def _outside(notation: str, probe: Probe, case: ProbeCase) -> _Outside | None:
                     prefix = prefixes.pop()
                     got = _Outside("counter" if prefix else "index", after, prefix, base)
                     break
-    if got is None or len(got.text) > 32 or got.text[:1] in ID_CHARS:
+    if got is None or got.text[:1] in ID_CHARS:
         return None
     if not got.text and notation != "json":  # a name or an id runs on into the next
         return None
@@ -714,8 +714,20 @@ def _layout(d: Derived, brackets: tuple[str, str]) -> tuple[BlockMarkers, Layout
             return markers, Layout(block_sep=block_sep, max_trailing_ws=max(ws, len(block_sep)))
         # text between the blocks (a rule, a word): the calls of one block, that text with
         # the closer and the opener around it their separator
+    elif _renumbered(d.between, first, last):
+        return None  # the markers number the blocks (call 1, call 2) away from the calls
     layout = Layout(separator=mid, separator_text=d.between, max_trailing_ws=ws)
     return markers, layout
+
+
+def _renumbered(text: str, first: str, last: str) -> bool:
+    """Whether ``text`` is ``first``, anything, then ``last``, up to the numbers in them:
+    markers that number the calls where :class:`_Outside` finds no counter (numbers that
+    do not count from 0 or 1), whose second block's number a separator would bake in."""
+    if not any(c in _DIGIT_CHARS for c in first + last):
+        return False
+    t, f, la = (re.sub(r"[0-9]+", "0", x) for x in (text, first, last))
+    return len(t) >= len(f) + len(la) and t.startswith(f) and t.endswith(la)
 
 
 def _json_codecs(
