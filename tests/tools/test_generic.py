@@ -1133,12 +1133,15 @@ def test_a_call_id_in_the_text_around_the_calls_derives_nothing(call: str) -> No
         "{{ '<<CALL ' + c.function.name | upper + '>>' + " + _OBJECT + " + '<</call>>' }}",
         "{{ '<tool=' + c.function.name + '>' + (c.function.arguments | tojson) + '</tool:' "
         "+ c.function.name + '>' }}",
+        "{{ '<<call about=\"' + (c.function.arguments.city | lower) + '\">>' + "
+        + _OBJECT
+        + " + '<</call>>' }}",
     ],
-    ids=["upper case in the opener", "in the close"],
+    ids=["upper case in the opener", "in the close", "a value in the opener"],
 )
 def test_a_call_s_name_in_the_text_around_the_calls_derives_nothing(call: str) -> None:
-    # the template echoes the call's name around it: that text changes from call to call,
-    # so it is no marker
+    # the template echoes the call's name or a value around it: that text changes from
+    # call to call, so it is no marker
     probe = probe_template(TemplateRenderer(_chat(call, "\n")))
     assert probe.renders_calls and derive_formats(probe) == []
 

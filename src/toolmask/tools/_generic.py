@@ -538,8 +538,8 @@ def _read(
     may start with (the channel left empty), not part of the calls' texts; ``outside``: the
     call id written before each call (part of the call, not of those texts). None where those
     texts hold a call's id (the notation found a part of each call only: the id is the
-    call's, not a marker's) or a call's name in any case (the template echoes the call
-    around it: ``<<CALL GET_WEATHER>>``, no marker)."""
+    call's, not a marker's) or a call's name or string value in any case (the template
+    echoes the call around it: ``<<CALL GET_WEATHER>>``, no marker)."""
     text = case.text
     ids = _ids(probe, case)
     spans = NOTATIONS[notation](text, case.calls, ids)
@@ -566,9 +566,15 @@ def _read(
     around = [t.lower() for t in (before, between or "", after)]
     if any(i in t for i in ids for t in (before, between or "", after)):
         return None
-    if any(n.lower() in t for n, _ in case.calls for t in around):
+    if any(w.lower() in t for w in _echoes(case.calls) for t in around):
         return None
     return before, between, after, spans
+
+
+def _echoes(calls: Sequence[Call]) -> list[str]:
+    """The texts of the calls that no marker holds: their names and their string values."""
+    out = [name for name, _ in calls]
+    return out + [v for _, args in calls for v in args.values() if isinstance(v, str)]
 
 
 #: a marker a generation prompt may end with, opening the reasoning channel: a tag or a
