@@ -10,22 +10,34 @@ template's output, and proves each the same way a family format is proven. The d
    keys, in the template's order, give the roles: the name, the arguments as an object or as
    a JSON string holding their JSON, under keys of any names, the probe's call id, the text
    ``"function"``, or an object nested under any key holding the name and the arguments,
-   OpenAI's ``"function": {name, arguments}``; any other key, in either object, a string the
-   same in every call of the message, a constant, or a counter of its calls, ``"call_0"``,
-   ``"call_1"`` or ``0``, ``1``: the id where the call object has none, else a key that
-   counts beside it, ``"index": 0``: :func:`_settle`), a Python call ``NAME(key=value, ...)``,
-   an XML invoke tag ``<TAG name="NAME">`` holding one ``<PTAG name="KEY">VALUE</PTAG>`` per
-   argument, a function tag ``<function=NAME>`` holding one ``<parameter=KEY>VALUE
-   </parameter>`` per argument (Qwen3-Coder's notation; any tag names: ``<tool=NAME>`` with
-   ``<arg=KEY>``; the whitespace after the function's tag and around a value the
-   rendering's, the invoke tags' too). Where a notation finds them, the text
+   OpenAI's ``"function": {name, arguments}``, the id in it or beside it; any other key, in
+   either object, a JSON scalar the same in every call of the message, type included, a
+   constant (``"kind": "call"``, ``"version": 1``, ``"strict": true``, ``null``), or a
+   counter of its calls, ``"call_0"``, ``"call_1"`` or ``0``, ``1``: the id where neither
+   object has one, else a key that counts beside it, ``"index": 0``: :func:`_settle`), a
+   Python call ``NAME(key=value, ...)``, an XML invoke tag ``<TAG name="NAME">`` holding one
+   ``<PTAG name="KEY">VALUE</PTAG>`` per argument, a function tag ``<function=NAME>`` holding
+   one ``<parameter=KEY>VALUE</parameter>`` per argument (Qwen3-Coder's notation; any tag
+   names: ``<tool=NAME>`` with ``<arg=KEY>``; the whitespace after the function's tag and
+   around a value the rendering's, the invoke tags' too), or the name, a text and the JSON
+   arguments (:data:`_TAGGED`: a function tag ``<TAG=NAME>ARGS</TAG>``, a tag naming it in
+   its last attribute ``<TAG KEY="NAME">ARGS</TAG>``, a line ``KEY: NAME`` then a line
+   ``KEY: ARGS``; the call from the name to the arguments' end, the tags' texts around it).
+   A JSON object or a name-text-arguments call may follow a call id written right before it
+   (:func:`_outside`): the probe's id, or a counter of the calls from 0 or 1 (``call_0``,
+   ``1``), then a text (``">``) the same before every call; the id and that text are then
+   part of the call. Where a notation finds them, the text
    around them is literal bytes: before the first call (``one``'s and ``two``'s must agree),
-   after the last (the same), and between two calls; a call's id in those texts (the
-   notation found only a part of each call) derives nothing.
+   after the last (the same), and between two calls; a call's id, name or string value in
+   those texts (the notation found only a part of each call, or the template echoes it)
+   derives nothing.
 2. **Read the layout from the between-text.** The closer, whitespace, then the opener again:
    one call per block, blocks repeated; the closer, other text (``\n---\n``), the opener
-   again: the calls of one block, that whole text their separator. Whitespace only: the
-   calls of one block back to back.
+   again: the calls of one block, that whole text their separator; the closer and the
+   opener again up to the numbers in them (``<call n=11>``, ``<call n=12>``: numbers that
+   do not count from 0 or 1): nothing. Whitespace only: the calls of one block back to back
+   (name-text-arguments calls and calls after an id only where the close starts with a
+   character no call starts with).
    Anything else: the calls of one block with that text between two (any text: ``;\n``,
    `` <and> ``; in every notation, invoke and function tags too; the closer and the opener
    of blocks inside a list wrapper as well: ``</tc>\n<tc>``); a comma with brackets right
@@ -34,7 +46,9 @@ template's output, and proves each the same way a family format is proven. The d
    (:class:`~toolmask.tools.formats._json.JsonCalls`,
    :class:`~toolmask.tools.formats._pythonic.PythonCalls`,
    :class:`~toolmask.tools.formats._xml.InvokeParams`,
-   :class:`~toolmask.tools.formats._xml.FunctionParams`), its markers the literal texts found,
+   :class:`~toolmask.tools.formats._xml.FunctionParams`,
+   :class:`~toolmask.tools.formats._tagged.TaggedJson`: name-text-arguments calls, and JSON
+   objects after an id), its markers the literal texts found,
    the reasoning channel's markers the texts around the probe's reasoning where the template
    renders it. Where the generation prompt ends with a marker (``<think>\n``) and the
    reasoning starts the reply, the prompt opens the channel: its opener is that marker, its
@@ -42,8 +56,9 @@ template's output, and proves each the same way a family format is proven. The d
    ``\n</think>\n\n``, which is not part of the calls' texts); a template that drops reasoning
    from the history shows no close, and the opener's paired tag (``</think>``) is taken only
    where the template's own text holds it. A call id the template writes is any JSON string
-   in the grammar (the model makes ids up; the renderer writes ``call_<i>``), ``"function"``
-   a literal. Its name is ``generic_`` and a digest of the data (the same rendering, the same name).
+   in the grammar (the model makes ids up; the renderer writes ``call_<i>``), any 1 to 64
+   token characters outside a JSON string, ``"function"`` a literal. Its name is
+   ``generic_`` and a digest of the data (the same rendering, the same name).
 
 A derived format needs a non-blank opener (prose must be told from a call) and is never
 registered until detection proved it (:func:`register_generic`); detection never tries a
