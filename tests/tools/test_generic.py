@@ -12,7 +12,11 @@ separated by ``;\n``, `` <and> ``, ``, `` and `` && ``, invoke and function tags
 function tags without a newline after the tag, invoke tags with values on lines of their own,
 OpenAI objects with an index beside the id or a constant in the function object, the name and
 arguments under keys of any names (``function`` / ``parameters``, ``tool`` / ``input``, in a
-wrapper key), and a reasoning channel in markers of its own. Each must be
+wrapper key), a reasoning channel in markers of its own, constants that are not strings, the id
+in the function object, a call id before each call (the client's, a counter from 0 or 1, in an
+attribute, on a line of its own or bare), function tags and name attributes holding JSON
+arguments (``<tool=NAME>{...}</tool>``, ``<tool name="NAME">{...}</tool>``) and key lines
+(``name: NAME`` then ``arguments: {...}``). Each must be
 detected as a generic format whose grammar takes the rendered bytes (one call and two,
 ``required`` and ``auto``, parallel calls off for one), whose parser gives the calls back (batch,
 and streamed in chunks), whose renderer writes the template's bytes (its own call ids aside),
@@ -890,6 +894,9 @@ _SEPARATED_TAGS = [
     "function blocks in a list",
     "invoke tags, the close starts with the separator",
     "function tags, the close starts with the separator",
+    "function tags holding compact json, in a block",
+    "key lines in a block, a rule between",
+    "json objects after counter ids, in a list",
 ]
 
 
@@ -1158,6 +1165,13 @@ def test_a_call_s_name_in_the_text_around_the_calls_derives_nothing(call: str) -
         "json function and parameters keys",
         "json tool and input keys in a list",
         "json call in a wrapper key",
+        "json constants that are not strings",
+        "json objects after their ids",
+        "json objects after counter ids, in a list",
+        "json objects after bare ids, one a line",
+        "function tags holding json",
+        "name attribute tags holding json, an id before",
+        "key lines",
     ],
 )
 def test_prose_that_shows_a_call_without_the_opener_is_no_call(name: str) -> None:

@@ -18,10 +18,10 @@ requires), read up to the first other character, which must start ``mid``. An id
 raw (no quotes of its own): the id the client gave, any 1 to 64 of ``[A-Za-z0-9_-]`` in the
 grammar (the renderer writes ``call_<i>``), or one that counts the calls (``id_prefix`` and the
 index from ``id_base``: ``call_0``, ``call_1``; the grammar any number of 1 to 6 digits), read
-up to the first other character, which must start ``id_text``. The reader is exact where the
-grammar is: the texts between the pieces as written, whitespace after the block's opener, around
-a separator and before the close aside; the arguments any JSON object (:func:`~toolmask.tools.
-formats._read.loads`).
+up to the first other character, which must start ``id_text``. The reader takes the texts
+between the pieces as the grammar writes them, whitespace after the block's opener, around a
+separator, before the arguments and before the close aside, and the arguments as any JSON
+object (:func:`~toolmask.tools.formats._read.loads`), as the other JSON readers do.
 """
 
 from __future__ import annotations
