@@ -532,6 +532,14 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         ),
         "TaggedJson",
     ),
+    "key lines, the name quoted": (
+        _chat(
+            "{{ '<<call>>\\nname: \"' + c.function.name + '\"\\narguments: ' + "
+            "(c.function.arguments | tojson) + '\\n<</call>>' }}",
+            "\n",
+        ),
+        "TaggedJson",
+    ),
     "key lines, the arguments indented, an id line": (
         _chat(
             "{{ '<<call>>\\nid: ' + c.id + '\\nname: ' + c.function.name + '\\narguments: ' + "

@@ -405,9 +405,9 @@ def _tag_spans(tag: re.Pattern[str], text: str, calls: Sequence[Call]) -> Spans 
 #: up to the name, the text between the name and the arguments, the pattern right after the
 #: arguments)``, each ``{tag}`` the tag's name the first pattern found: a function tag
 #: ``<TAG=NAME>ARGS</TAG>``, a tag naming it in its last attribute ``<TAG KEY="NAME">ARGS
-#: </TAG>`` (other attributes before it: an id), or a line ``KEY: NAME`` followed by a line
-#: ``KEY: ARGS`` (the arguments' JSON to the end of that line, or over the lines
-#: ``tojson(indent=k)`` writes)
+#: </TAG>`` (other attributes before it: an id), or a line ``KEY: NAME`` (the name bare or
+#: in double quotes) followed by a line ``KEY: ARGS`` (the arguments' JSON to the end of that
+#: line, or over the lines ``tojson(indent=k)`` writes)
 _TAGGED: tuple[tuple[str, str, str], ...] = (
     (r"<(?P<tag>[A-Za-z_][\w:.-]*)=", r">[ \t\r\n]*", r"[ \t\r\n]*</{tag}>"),
     (
@@ -416,8 +416,8 @@ _TAGGED: tuple[tuple[str, str, str], ...] = (
         r"[ \t\r\n]*</{tag}>",
     ),
     (
-        r"(?:^|(?<=\n))(?P<tag>[ \t]*)[A-Za-z_][\w-]*:[ \t]*",
-        r"\n(?P=tag)[A-Za-z_][\w-]*:[ \t]*",
+        r'(?:^|(?<=\n))(?P<tag>[ \t]*)[A-Za-z_][\w-]*:[ \t]*"?',
+        r'"?\n(?P=tag)[A-Za-z_][\w-]*:[ \t]*',
         r"[ \t]*(?:\n|$)",
     ),
 )
