@@ -496,8 +496,8 @@ def _outside(notation: str, probe: Probe, case: ProbeCase) -> _Outside | None:
     outside what the notation finds: the probe's id in the text before every call (its
     last), or, where that text holds none, a counter of the calls (``call_0``, ``call_1``,
     from 0 or 1) right before the text every call's shares; the same text between the id
-    and each call, starting with a character an id cannot hold, holding no call's id or
-    name. None where no such id is there."""
+    and each call, starting with a character an id cannot hold, holding no call's id, name
+    or string value. None where no such id is there."""
     if notation not in _OUTSIDE:
         return None
     text = case.text
@@ -534,8 +534,9 @@ def _outside(notation: str, probe: Probe, case: ProbeCase) -> _Outside | None:
         return None
     if not got.text and notation != "json":  # a name or an id runs on into the next
         return None
-    names = [n.lower() for n, _ in case.calls]
-    if any(c in got.text for c in ids) or any(n in got.text.lower() for n in names):
+    if any(c in got.text for c in ids) or any(
+        w.lower() in got.text.lower() for w in _echoes(case.calls)
+    ):
         return None
     return got
 
