@@ -12,7 +12,11 @@ separated by ``;\n``, `` <and> ``, ``, `` and `` && ``, invoke and function tags
 function tags without a newline after the tag, invoke tags with values on lines of their own,
 OpenAI objects with an index beside the id or a constant in the function object, the name and
 arguments under keys of any names (``function`` / ``parameters``, ``tool`` / ``input``, in a
-wrapper key), and a reasoning channel in markers of its own. Each must be
+wrapper key), a reasoning channel in markers of its own, constants that are not strings, the id
+in the function object, a call id before each call (the client's, a counter from 0 or 1, in an
+attribute, on a line of its own or bare), function tags and name attributes holding JSON
+arguments (``<tool=NAME>{...}</tool>``, ``<tool name="NAME">{...}</tool>``) and key lines
+(``name: NAME`` then ``arguments: {...}``). Each must be
 detected as a generic format whose grammar takes the rendered bytes (one call and two,
 ``required`` and ``auto``, parallel calls off for one), whose parser gives the calls back (batch,
 and streamed in chunks), whose renderer writes the template's bytes (its own call ids aside),
@@ -42,11 +46,12 @@ from toolmask.tools import (
     sequential_call_id,
 )
 from toolmask.tools._detect import FALLBACK, prove_format
-from toolmask.tools._generic import _settle, _shape, derive_formats, is_generic
+from toolmask.tools._generic import _same, _settle, _shape, derive_formats, is_generic
 from toolmask.tools._probe import PROBE_TOOLS, ProbeCase, probe_call_id
 from toolmask.tools._template import TemplateRenderer
 from toolmask.tools.formats._json import JsonCalls
 from toolmask.tools.formats._kit import escape_in_string
+from toolmask.tools.formats._tagged import TaggedJson
 from toolmask.tools.formats._xml import FunctionParams
 
 
@@ -432,6 +437,117 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         _thinking("{{ '<<call>>' + " + _OBJECT + " + '<</call>>' }}", "\n", "never"),
         "JsonCalls",
     ),
+    # constants that are not strings: a number, a boolean, null
+    "json constants that are not strings": (
+        _chat(
+            "{{ '<<call>>' + ({'name': c.function.name, 'arguments': c.function.arguments, "
+            "'version': 1, 'strict': true, 'extra': none, 'weight': 0.5} | tojson) "
+            "+ '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    # OpenAI's objects with the id inside the function object
+    "openai objects, the id in the function object": (
+        _chat(
+            "{{ '<<call>>' + ({'type': 'function', 'function': {'id': c.id, 'name': "
+            "c.function.name, 'arguments': c.function.arguments}} | tojson) + '<</call>>' }}",
+            "\n",
+        ),
+        "JsonCalls",
+    ),
+    # a call id written outside the call: the id the client gave, or one that counts
+    "json objects after their ids": (
+        _chat("{{ '<<call id=\"' + c.id + '\">>' + " + _OBJECT + " + '<</call>>' }}", "\n"),
+        "TaggedJson",
+    ),
+    "json objects after counter ids, in a list": (
+        _chat(
+            "{{ '<call id=\"call_' ~ loop.index0 ~ '\">' + " + _OBJECT + " + '</call>' }}",
+            "\n",
+            "{{ '<calls>\\n' }}",
+            "{{ '\\n</calls>' }}",
+        ),
+        "TaggedJson",
+    ),
+    "json objects after indexes from 1": (
+        _chat("{{ '<call n=' ~ loop.index ~ '>' + " + _OBJECT + " + '</call>' }}", "\n"),
+        "TaggedJson",
+    ),
+    "json objects after bare ids, one a line": (
+        _chat(
+            "{{ c.id + ': ' + " + _OBJECT + " }}", "\n", "{{ '<calls>\\n' }}", "{{ '\\n</calls>' }}"
+        ),
+        "TaggedJson",
+    ),
+    # function tags holding the JSON arguments, in markers no family uses
+    "function tags holding json": (
+        _chat(
+            "{{ '<tool=' + c.function.name + '>' + (c.function.arguments | tojson) + '</tool>' }}",
+            "",
+        ),
+        "TaggedJson",
+    ),
+    "function tags holding compact json, in a block": (
+        _chat(
+            "{{ '<function=' + c.function.name + '>\\n' + (c.function.arguments | "
+            "tojson(separators=(',', ':'))) + '\\n</function>' }}",
+            "\n",
+            "{{ '<<fns>>\\n' }}",
+            "{{ '\\n<</fns>>' }}",
+        ),
+        "TaggedJson",
+    ),
+    "name attribute tags holding json": (
+        _chat(
+            "{{ '<tool name=\"' + c.function.name + '\">' + (c.function.arguments | tojson) "
+            "+ '</tool>' }}",
+            "\n",
+        ),
+        "TaggedJson",
+    ),
+    "name attribute tags holding json, an id before": (
+        _chat(
+            "{{ '<tool id=\"' + c.id + '\" name=\"' + c.function.name + '\">' + "
+            "(c.function.arguments | tojson) + '</tool>' }}",
+            "\n",
+        ),
+        "TaggedJson",
+    ),
+    # calls as key: value lines, the arguments JSON
+    "key lines": (
+        _chat(
+            "{{ '<<call>>\\nname: ' + c.function.name + '\\narguments: ' + "
+            "(c.function.arguments | tojson) + '\\n<</call>>' }}",
+            "\n",
+        ),
+        "TaggedJson",
+    ),
+    "key lines in a block, a rule between": (
+        _chat(
+            "{{ 'tool: ' + c.function.name + '\\ninput: ' + (c.function.arguments | tojson) }}",
+            "\n---\n",
+            "{{ '<calls>\\n' }}",
+            "{{ '\\n</calls>' }}",
+        ),
+        "TaggedJson",
+    ),
+    "key lines, the name quoted": (
+        _chat(
+            "{{ '<<call>>\\nname: \"' + c.function.name + '\"\\narguments: ' + "
+            "(c.function.arguments | tojson) + '\\n<</call>>' }}",
+            "\n",
+        ),
+        "TaggedJson",
+    ),
+    "key lines, the arguments indented, an id line": (
+        _chat(
+            "{{ '<<call>>\\nid: ' + c.id + '\\nname: ' + c.function.name + '\\narguments: ' + "
+            "(c.function.arguments | tojson(indent=2)) + '\\n<</call>>' }}",
+            "\n",
+        ),
+        "TaggedJson",
+    ),
 }
 
 
@@ -536,8 +652,8 @@ def _with_render_ids(guess: FormatGuess, case: ProbeCase, is_open: bool = False)
     end = FORMATS[guess.name].reasoning.end
     if is_open and text.lstrip().startswith(end):
         text = text.lstrip()[len(end) :].lstrip()
-    for i, (name, _) in enumerate(case.calls):
-        text = text.replace(json.dumps(probe_call_id(guess.probe.variant, name, i)), f'"call_{i}"')
+    for i, (name, _) in enumerate(case.calls):  # in a JSON string or written raw
+        text = text.replace(probe_call_id(guess.probe.variant, name, i), f"call_{i}")
     return text
 
 
@@ -786,6 +902,9 @@ _SEPARATED_TAGS = [
     "function blocks in a list",
     "invoke tags, the close starts with the separator",
     "function tags, the close starts with the separator",
+    "function tags holding compact json, in a block",
+    "key lines in a block, a rule between",
+    "json objects after counter ids, in a list",
 ]
 
 
@@ -960,20 +1079,29 @@ def test_a_constant_in_the_function_object() -> None:
 def test_objects_that_are_not_exactly_a_call() -> None:
     args = {"city": "Paris", "days": 3}
     schema = PROBE_TOOLS[0]["function"]["parameters"]
-    # a tool's definition (no arguments), a call with a schema beside its arguments, a
-    # nested object with an id or a nested object of its own, a boolean key, a key whose
-    # text holds the call's id: no call
+    # a tool's definition (no arguments), a call with a schema beside its arguments, the id
+    # in both objects, a nested object of its own in the function object, a list or an
+    # object beside the call (no JSON scalar), a key whose text holds the call's id: no call
     for obj in (
         {"type": "function", "function": {"name": "get_weather", "description": "d",
                                           "parameters": schema}},
         {"type": "function", "function": {"name": "get_weather", "arguments": args,
                                           "parameters": schema}},
-        {"function": {"name": "get_weather", "arguments": args, "id": "c1"}},
+        {"id": "c1", "function": {"name": "get_weather", "arguments": args, "id": "c1"}},
         {"function": {"call": {"name": "get_weather", "arguments": args}}},
-        {"name": "get_weather", "arguments": args, "strict": True},
+        {"name": "get_weather", "arguments": args, "tags": ["a"]},
+        {"name": "get_weather", "arguments": args, "meta": {"v": 1}},
         {"name": "get_weather", "arguments": args, "ref": "ref-c1"},
     ):  # fmt: skip
         assert _shape(obj, "get_weather", args, "c1") is None, obj
+    # the id in the function object alone is the id; a boolean, a number, null beside the
+    # call are kept for the message's calls to settle
+    shape = _shape({"function": {"name": "get_weather", "arguments": args, "id": "c1"}},
+                   "get_weather", args, "c1")  # fmt: skip
+    assert shape is not None and ("id", "id") in shape.function_keys
+    flagged = {"name": "get_weather", "arguments": args, "strict": True, "v": 1, "x": None}
+    shape = _shape(flagged, "get_weather", args, "c1")
+    assert shape is not None and shape.others == (("strict", True), ("v", 1), ("x", None))
     # a string key in both the call object and the function object: not told apart
     both = {"kind": "a", "function": {"name": "get_weather", "arguments": args, "kind": "b"}}
     shape = _shape(both, "get_weather", args, "c1")
@@ -986,14 +1114,51 @@ def test_objects_that_are_not_exactly_a_call() -> None:
     assert settled is not None and settled.constants == (("kind", "b"),)
 
 
-def test_a_call_id_outside_the_found_calls_derives_nothing() -> None:
-    # the template writes each call's id in the text around the call object: that text is
-    # not a marker (the id is the call's), so no format is derived from it
-    text = _chat("{{ '<<call id=\"' + c.id + '\">>' + " + _OBJECT + " + '<</call>>' }}", "\n")
+@pytest.mark.parametrize(
+    "call",
+    [
+        # after the call, not before it
+        "{{ '<<call>>' + " + _OBJECT + " + '<</call id=\"' + c.id + '\">>' }}",
+        # before the call and inside it: two ids
+        "{{ '<<call id=\"' + c.id + '\">>' + ({'id': c.id, 'name': c.function.name, "
+        "'arguments': c.function.arguments} | tojson) + '<</call>>' }}",
+        # the first call's id in the block's opener (not one before each call)
+        "{% if loop.first %}{{ '<<calls id=\"' + c.id + '\">>' }}{% endif %}{{ "
+        + _OBJECT
+        + " }}{% if loop.last %}{{ '<</calls>>' }}{% endif %}",
+        # before Python calls and invoke tags: no notation of them takes an id before it
+        "{{ '<<call id=\"' + c.id + '\">>' }}" + _PY + "{{ '<</call>>' }}",
+        "{{ '<<call id=\"' + c.id + '\">>\\n' }}" + _INVOKE + "{{ '<</call>>' }}",
+    ],
+    ids=["after", "twice", "in the opener", "python", "invoke"],
+)
+def test_a_call_id_in_the_text_around_the_calls_derives_nothing(call: str) -> None:
+    # a call's id in the text around the calls, other than right before each call: that
+    # text is no marker (the id is the call's), so no format is derived from it
+    text = _chat(call, "\n")
     guess = detect_format(text)
     assert (guess.name, guess.confident) == (FALLBACK, False), guess.warning
     probe = probe_template(TemplateRenderer(text))
     assert derive_formats(probe) == []
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "{{ '<<CALL ' + c.function.name | upper + '>>' + " + _OBJECT + " + '<</call>>' }}",
+        "{{ '<tool=' + c.function.name + '>' + (c.function.arguments | tojson) + '</tool:' "
+        "+ c.function.name + '>' }}",
+        "{{ '<<call about=\"' + (c.function.arguments.city | lower) + '\">>' + "
+        + _OBJECT
+        + " + '<</call>>' }}",
+    ],
+    ids=["upper case in the opener", "in the close", "a value in the opener"],
+)
+def test_a_call_s_name_in_the_text_around_the_calls_derives_nothing(call: str) -> None:
+    # the template echoes the call's name or a value around it: that text changes from
+    # call to call, so it is no marker
+    probe = probe_template(TemplateRenderer(_chat(call, "\n")))
+    assert probe.renders_calls and derive_formats(probe) == []
 
 
 @pytest.mark.parametrize(
@@ -1008,6 +1173,13 @@ def test_a_call_id_outside_the_found_calls_derives_nothing() -> None:
         "json function and parameters keys",
         "json tool and input keys in a list",
         "json call in a wrapper key",
+        "json constants that are not strings",
+        "json objects after their ids",
+        "json objects after counter ids, in a list",
+        "json objects after bare ids, one a line",
+        "function tags holding json",
+        "name attribute tags holding json, an id before",
+        "key lines",
     ],
 )
 def test_prose_that_shows_a_call_without_the_opener_is_no_call(name: str) -> None:
@@ -1020,3 +1192,239 @@ def test_prose_that_shows_a_call_without_the_opener_is_no_call(name: str) -> Non
     assert _streamed(fmt.name, prose, False, 3) == got
     assert _takes(ToolTurn(_tools(), fmt.name, "auto"), prose)
     assert not _takes(ToolTurn(_tools(), fmt.name, "required"), prose)
+
+
+def test_constants_that_are_not_strings_are_written_exactly() -> None:
+    # a number, a boolean, null: the same JSON value in every call, type included
+    fmt = FORMATS[_guess("json constants that are not strings").name]
+    codec = fmt.codec
+    assert isinstance(codec, JsonCalls)
+    assert codec.constants == (("version", 1), ("strict", True), ("extra", None), ("weight", 0.5))
+    assert (
+        "version 1, strict true, extra null, weight 0.5"
+        in _guess("json constants that are not strings").warning
+    )
+    text = fmt.render_calls([("get_time", {"city": "Oslo"})])
+    assert '"version": 1, "strict": true, "extra": null, "weight": 0.5}' in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text)
+    for old, new in (
+        ('"version": 1', '"version": 2'),
+        ('"version": 1', '"version": "1"'),
+        ('"version": 1', '"version": 1.0'),
+        ('"strict": true', '"strict": false'),
+        ('"strict": true', '"strict": 1'),
+        ('"extra": null', '"extra": "null"'),
+        ('"weight": 0.5', '"weight": 0.50'),
+    ):
+        assert not _takes(turn, text.replace(old, new)), new
+    # values that agree only up to their type are no constant
+    assert _same([1, 1]) and not _same([1, True]) and not _same([1, 1.0]) and not _same([0, None])
+
+
+@pytest.mark.parametrize(
+    "name", ["json objects after their ids", "name attribute tags holding json, an id before"]
+)
+def test_an_id_before_each_call_is_generated_and_read(name: str) -> None:
+    # the id the client gave, written before the call: the grammar writes any id of 1 to 64
+    # token characters there, the parser reads it as the call's id
+    fmt = FORMATS[_guess(name).name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson) and codec.id_shape == "token"
+    calls = [("get_time", {"city": "Oslo"}), ("get_time", {"city": "Rome"})]
+    text = fmt.render_calls(calls)
+    assert text.count("call_1") == 1 and fmt.block.open + "call_0" in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    for cid in ("call_17", "toolu_01A-bC", "x" * 64):
+        other = text.replace("call_1", cid)
+        assert _takes(turn, other), other
+        got = parse_turn(other, fmt)
+        assert [c.id for c in got.calls] == ["call_0", cid] and _named(got) == calls
+        assert _streamed(fmt.name, other, False, 3) == parse_turn(
+            other, fmt, id_factory=sequential_call_id
+        )
+    for bad in ("", "call 1", 'call"1', "call.1", "x" * 65):
+        other = text.replace("call_1", bad)
+        assert not _takes(turn, other), bad
+        got = parse_turn(other, fmt)  # the first call, the second block malformed
+        assert _named(got) == calls[:1] and got.malformed, bad
+
+
+def test_ids_that_count_the_calls_before_each() -> None:
+    # "call_" and the call's index from 0, in a list of blocks: any number in the grammar,
+    # the call's index in the renderer, the text read as the id
+    fmt = FORMATS[_guess("json objects after counter ids, in a list").name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson)
+    assert (codec.id_shape, codec.id_prefix, codec.id_base) == ("counter", "call_", 0)
+    calls = [("get_time", {"city": c}) for c in ("Oslo", "Rome", "Lima")]
+    text = fmt.render_calls(calls)
+    assert all(f'<call id="call_{i}">' in text for i in range(3)), text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text) and _takes(turn, text.replace('"call_2"', '"call_12"'))
+    for bad in ('"call_x"', '"id_2"', '"call_"', '"call_1234567"', '"2"'):
+        assert not _takes(turn, text.replace('"call_2"', bad)), bad
+    got = parse_turn(text.replace('"call_2"', '"call_12"'), fmt)
+    assert [c.id for c in got.calls] == ["call_0", "call_1", "call_12"] and _named(got) == calls
+    # an index from 1, written bare
+    fmt = FORMATS[_guess("json objects after indexes from 1").name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson)
+    assert (codec.id_shape, codec.id_prefix, codec.id_base) == ("index", "", 1)
+    assert "'' and the index from 1" in _guess("json objects after indexes from 1").warning
+    text = fmt.render_calls(calls)
+    assert all(f"<call n={i + 1}>" in text for i in range(3)), text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text) and _takes(turn, text.replace("n=3", "n=42"))
+    for bad in ("n=x", "n=-3", 'n="3"', "n=", "n= 3"):
+        assert not _takes(turn, text.replace("n=3", bad)), bad
+    got = parse_turn(text.replace("n=3", "n=42"), fmt)
+    assert [c.id for c in got.calls] == ["1", "2", "42"] and _named(got) == calls
+
+
+def test_the_id_in_the_function_object_is_the_call_s() -> None:
+    fmt = FORMATS[_guess("openai objects, the id in the function object").name]
+    codec = fmt.codec
+    assert isinstance(codec, JsonCalls) and codec.id_shape == "string"
+    assert codec.call_keys == (("type", "type"), ("function", "function"))
+    assert codec.function_keys == (("id", "id"), ("name", "name"), ("arguments", "args"))
+    text = fmt.render_calls([("get_time", {"city": "Oslo"})])
+    assert '{"type": "function", "function": {"id": "call_0", "name": "get_time"' in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text.replace('"call_0"', '"abc 1"'))
+    assert [c.id for c in parse_turn(text.replace('"call_0"', '"abc 1"'), fmt).calls] == ["abc 1"]
+    # the id in the call object instead is another shape
+    moved = text.replace('{"type": "function", "function": {"id": "call_0", ',
+                         '{"id": "call_0", "type": "function", "function": {')  # fmt: skip
+    assert moved != text and not _takes(turn, moved)
+
+
+def test_tags_holding_json_arguments() -> None:
+    fmt = FORMATS[_guess("function tags holding json").name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson) and (codec.mid, codec.call_object) == (">", None)
+    assert (fmt.block.open, fmt.block.close) == ("<tool=", "</tool>")
+    text = fmt.render_calls([("get_weather", {"city": "Oslo", "days": 2})])
+    assert text == '<tool=get_weather>{"city": "Oslo", "days": 2}</tool>', text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text)
+    for bad in (
+        text.replace(">{", " >{"),
+        text.replace(">{", ">\n{"),
+        text.replace('"days": 2', '"days": "2"'),
+        text.replace('"days": 2', '"days": 2, "x": 1'),
+        text.replace("get_weather", "get_weather_2"),
+    ):
+        assert not _takes(turn, bad), bad
+    # a close tag inside a string value stays the value's
+    tricky = fmt.render_calls([("get_time", {"city": "a</tool><tool=b>{}"})])
+    assert _takes(turn, tricky)
+    got = parse_turn(tricky, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_time", {"city": "a</tool><tool=b>{}"})] and got.content == ""
+    assert _streamed(fmt.name, tricky, False, 2) == got
+    # compact JSON where the template writes it so, spaced JSON refused
+    compact = FORMATS[_guess("function tags holding compact json, in a block").name]
+    assert compact.values.whitespace == "compact"
+    text = compact.render_calls([("get_time", {"city": "Oslo"})])
+    assert '<function=get_time>\n{"city":"Oslo"}\n</function>' in text, text
+    turn = ToolTurn(_tools(), compact.name, "required")
+    assert _takes(turn, text) and not _takes(turn, text.replace('{"city":', '{"city": '))
+
+
+def test_key_lines_hold_the_name_and_the_json_arguments() -> None:
+    fmt = FORMATS[_guess("key lines").name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson) and codec.mid == "\narguments: "
+    text = fmt.render_calls([("get_weather", {"city": "Oslo", "days": 2})])
+    assert text == '<<call>>\nname: get_weather\narguments: {"city": "Oslo", "days": 2}\n<</call>>'
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text)
+    for bad in (
+        text.replace("name: get_weather", 'name: "get_weather"'),
+        text.replace("name: get_weather", "Name: get_weather"),
+        text.replace(
+            'arguments: {"city": "Oslo", "days": 2}', "arguments:\n  city: Oslo\n  days: 2"
+        ),
+        text.replace('{"city": "Oslo", "days": 2}', "{city: Oslo, days: 2}"),
+    ):
+        assert not _takes(turn, bad), bad
+        assert parse_turn(bad, fmt).calls == (), bad
+    got = parse_turn(text, fmt, id_factory=sequential_call_id)
+    assert _named(got) == [("get_weather", {"city": "Oslo", "days": 2})]
+    # the arguments over the lines tojson(indent=2) writes, the id on a line of its own
+    fmt = FORMATS[_guess("key lines, the arguments indented, an id line").name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson) and (codec.indent, codec.id_shape) == (2, "token")
+    text = fmt.render_calls([("get_weather", {"city": "Oslo", "days": 2})])
+    assert '\nid: call_0\nname: get_weather\narguments: {\n  "city": "Oslo",\n' in text, text
+    turn = ToolTurn(_tools(), fmt.name, "required")
+    assert _takes(turn, text)
+    assert not _takes(
+        turn, text.replace('{\n  "city": "Oslo",\n  "days": 2\n}', '{"city": "Oslo", "days": 2}')
+    )
+    got = parse_turn(text.replace("call_0", "abc"), fmt)
+    assert [(c.id, c.name) for c in got.calls] == [("abc", "get_weather")]
+
+
+def test_key_lines_with_yaml_arguments_derive_nothing() -> None:
+    # the arguments as YAML lines: a string "3" and the integer 3 are written alike, and how
+    # a string that needs quoting is written the probe cannot show; so no notation reads the
+    # arguments back exactly, and detection falls back
+    yaml = (
+        "{{ '<<call>>\\nname: ' + c.function.name + '\\narguments:' }}"
+        "{% for k, v in c.function.arguments.items() %}{{ '\\n  ' + k + ': ' + (v | string) }}"
+        "{% endfor %}{{ '\\n<</call>>' }}"
+    )
+    guess = detect_format(_chat(yaml, "\n"))
+    assert (guess.name, guess.confident) == (FALLBACK, False), guess.warning
+    assert guess.probe is not None and derive_formats(guess.probe) == []
+
+
+def test_calls_back_to_back_need_a_close_told_from_a_call() -> None:
+    # ids before calls one a line: a close that starts like an id ("end_calls") cannot be
+    # told from the next call's id, so no format is derived; "</calls>" can
+    template = TEMPLATES["json objects after bare ids, one a line"][0]
+    fmt = FORMATS[detect_format(template).name]
+    assert fmt.layout.list_calls and fmt.block.close == "</calls>"
+    ending = template.replace("\\n</calls>", "\\nend_calls")
+    assert ending != template
+    probe = probe_template(TemplateRenderer(ending))
+    assert probe.renders_calls and derive_formats(probe) == []
+
+
+def test_a_family_reads_its_own_function_tags_first() -> None:
+    # Functionary v3.1's calls (<function=NAME>{json}</function>, back to back): a generic
+    # format derived from them proves itself too, but the family is detected
+    text = _chat(
+        "{{ '<function=' + c.function.name + '>' + (c.function.arguments | tojson) "
+        "+ '</function>' }}",
+        "",
+    ).replace(
+        "{% if m.reasoning_content %}{{ '<reason>' + m.reasoning_content + '</reason>\\n' }}"
+        "{% endif %}",
+        "",
+    )
+    guess = detect_format(text)
+    assert guess.name == "functionary_v31" and not any(is_generic(e.format) for e in guess.evidence)
+    probe = probe_template(TemplateRenderer(text))
+    derived = derive_formats(probe)
+    assert derived and isinstance(derived[0].codec, TaggedJson)
+    assert prove_format(derived[0], probe).proven
+
+
+def test_markers_that_number_the_calls_otherwise_derive_nothing() -> None:
+    # the blocks are numbered from 11: no counter of the calls, and the second block's
+    # number is no separator to write every time, so nothing is derived
+    numbered = (
+        "{{ '<call n=' ~ (loop.index + 10) ~ '>\\n<!-- note -->\\n' + "
+        + _OBJECT
+        + " + '</call>' }}"
+    )
+    probe = probe_template(TemplateRenderer(_chat(numbered, "\n")))
+    assert probe.renders_calls and derive_formats(probe) == []
+    # numbered from 1, the text up to the call however long: a counter
+    counted = numbered.replace("(loop.index + 10)", "loop.index")
+    fmt = FORMATS[detect_format(_chat(counted, "\n")).name]
+    codec = fmt.codec
+    assert isinstance(codec, TaggedJson) and (codec.id_shape, codec.id_base) == ("index", 1)
+    assert codec.id_text == ">\n<!-- note -->\n"

@@ -10,22 +10,34 @@ template's output, and proves each the same way a family format is proven. The d
    keys, in the template's order, give the roles: the name, the arguments as an object or as
    a JSON string holding their JSON, under keys of any names, the probe's call id, the text
    ``"function"``, or an object nested under any key holding the name and the arguments,
-   OpenAI's ``"function": {name, arguments}``; any other key, in either object, a string the
-   same in every call of the message, a constant, or a counter of its calls, ``"call_0"``,
-   ``"call_1"`` or ``0``, ``1``: the id where the call object has none, else a key that
-   counts beside it, ``"index": 0``: :func:`_settle`), a Python call ``NAME(key=value, ...)``,
-   an XML invoke tag ``<TAG name="NAME">`` holding one ``<PTAG name="KEY">VALUE</PTAG>`` per
-   argument, a function tag ``<function=NAME>`` holding one ``<parameter=KEY>VALUE
-   </parameter>`` per argument (Qwen3-Coder's notation; any tag names: ``<tool=NAME>`` with
-   ``<arg=KEY>``; the whitespace after the function's tag and around a value the
-   rendering's, the invoke tags' too). Where a notation finds them, the text
+   OpenAI's ``"function": {name, arguments}``, the id in it or beside it; any other key, in
+   either object, a JSON scalar the same in every call of the message, type included, a
+   constant (``"kind": "call"``, ``"version": 1``, ``"strict": true``, ``null``), or a
+   counter of its calls, ``"call_0"``, ``"call_1"`` or ``0``, ``1``: the id where neither
+   object has one, else a key that counts beside it, ``"index": 0``: :func:`_settle`), a
+   Python call ``NAME(key=value, ...)``, an XML invoke tag ``<TAG name="NAME">`` holding one
+   ``<PTAG name="KEY">VALUE</PTAG>`` per argument, a function tag ``<function=NAME>`` holding
+   one ``<parameter=KEY>VALUE</parameter>`` per argument (Qwen3-Coder's notation; any tag
+   names: ``<tool=NAME>`` with ``<arg=KEY>``; the whitespace after the function's tag and
+   around a value the rendering's, the invoke tags' too), or the name, a text and the JSON
+   arguments (:data:`_TAGGED`: a function tag ``<TAG=NAME>ARGS</TAG>``, a tag naming it in
+   its last attribute ``<TAG KEY="NAME">ARGS</TAG>``, a line ``KEY: NAME`` then a line
+   ``KEY: ARGS``; the call from the name to the arguments' end, the tags' texts around it).
+   A JSON object or a name-text-arguments call may follow a call id written right before it
+   (:func:`_outside`): the probe's id, or a counter of the calls from 0 or 1 (``call_0``,
+   ``1``), then a text (``">``) the same before every call; the id and that text are then
+   part of the call. Where a notation finds them, the text
    around them is literal bytes: before the first call (``one``'s and ``two``'s must agree),
-   after the last (the same), and between two calls; a call's id in those texts (the
-   notation found only a part of each call) derives nothing.
+   after the last (the same), and between two calls; a call's id, name or string value in
+   those texts (the notation found only a part of each call, or the template echoes it)
+   derives nothing.
 2. **Read the layout from the between-text.** The closer, whitespace, then the opener again:
    one call per block, blocks repeated; the closer, other text (``\n---\n``), the opener
-   again: the calls of one block, that whole text their separator. Whitespace only: the
-   calls of one block back to back.
+   again: the calls of one block, that whole text their separator; the closer and the
+   opener again up to the numbers in them (``<call n=11>``, ``<call n=12>``: numbers that
+   do not count from 0 or 1): nothing. Whitespace only: the calls of one block back to back
+   (name-text-arguments calls and calls after an id only where the close starts with a
+   character no call starts with).
    Anything else: the calls of one block with that text between two (any text: ``;\n``,
    `` <and> ``; in every notation, invoke and function tags too; the closer and the opener
    of blocks inside a list wrapper as well: ``</tc>\n<tc>``); a comma with brackets right
@@ -34,7 +46,9 @@ template's output, and proves each the same way a family format is proven. The d
    (:class:`~toolmask.tools.formats._json.JsonCalls`,
    :class:`~toolmask.tools.formats._pythonic.PythonCalls`,
    :class:`~toolmask.tools.formats._xml.InvokeParams`,
-   :class:`~toolmask.tools.formats._xml.FunctionParams`), its markers the literal texts found,
+   :class:`~toolmask.tools.formats._xml.FunctionParams`,
+   :class:`~toolmask.tools.formats._tagged.TaggedJson`: name-text-arguments calls, and JSON
+   objects after an id), its markers the literal texts found,
    the reasoning channel's markers the texts around the probe's reasoning where the template
    renders it. Where the generation prompt ends with a marker (``<think>\n``) and the
    reasoning starts the reply, the prompt opens the channel: its opener is that marker, its
@@ -42,8 +56,9 @@ template's output, and proves each the same way a family format is proven. The d
    ``\n</think>\n\n``, which is not part of the calls' texts); a template that drops reasoning
    from the history shows no close, and the opener's paired tag (``</think>``) is taken only
    where the template's own text holds it. A call id the template writes is any JSON string
-   in the grammar (the model makes ids up; the renderer writes ``call_<i>``), ``"function"``
-   a literal. Its name is ``generic_`` and a digest of the data (the same rendering, the same name).
+   in the grammar (the model makes ids up; the renderer writes ``call_<i>``), any 1 to 64
+   token characters outside a JSON string, ``"function"`` a literal. Its name is
+   ``generic_`` and a digest of the data (the same rendering, the same name).
 
 A derived format needs a non-blank opener (prose must be told from a call) and is never
 registered until detection proved it (:func:`register_generic`); detection never tries a
@@ -74,6 +89,7 @@ from toolmask.tools.formats import (
 from toolmask.tools.formats._json import JsonCalls
 from toolmask.tools.formats._pythonic import PythonCalls, expression_end, read_calls
 from toolmask.tools.formats._read import json_end, loads
+from toolmask.tools.formats._tagged import ID_CHARS, TaggedJson
 from toolmask.tools.formats._xml import FunctionParams, InvokeParams
 
 __all__ = ["GENERIC", "NOTATIONS", "Derived", "derive_formats", "is_generic", "register_generic"]
@@ -82,6 +98,8 @@ __all__ = ["GENERIC", "NOTATIONS", "Derived", "derive_formats", "is_generic", "r
 GENERIC = "generic"
 
 _WS = " \t\r\n"
+
+_DIGIT_CHARS = frozenset("0123456789")
 
 #: ``(start, end)`` of each call in a rendered text
 Spans = list[tuple[int, int]]
@@ -92,13 +110,15 @@ Call = tuple[str, dict[str, Any]]
 class Derived:
     """What the rendering showed around the calls, one notation's reading: the text before
     the first call, between two calls (``None``: one call only) and after the last; ``spans``:
-    where the ``one`` case's calls stand in its text."""
+    where the ``one`` case's calls stand in its text (the notation's part, without the id
+    written before it); ``outside``: the call id written before each call, if any."""
 
     notation: str
     before: str
     between: str | None
     after: str
     spans: tuple[tuple[int, int], ...]
+    outside: _Outside | None = None
 
 
 def is_generic(name: str) -> bool:
@@ -174,7 +194,7 @@ class _Keys:
     call_keys: tuple[tuple[str, str], ...]
     function_keys: tuple[tuple[str, str], ...]
     args_string: bool
-    constants: tuple[tuple[str, str], ...] = ()
+    constants: tuple[tuple[str, Any], ...] = ()
     id_shape: str = ""
     id_prefix: str = ""
     counts: tuple[tuple[str, str, str], ...] = ()
@@ -196,15 +216,16 @@ def _counter(values: Sequence[Any]) -> tuple[str, str] | None:
 def _settle(shapes: Sequence[_Shape]) -> _Keys | None:
     """The keys every call object of a message shares: the same keys and roles in every
     call; a key of no known role (in the call object or in its nested function object) a
-    string the same in every call (a constant), or a counter of the calls: the id, where
-    the call object has none, else a key that counts (``"index": 0``); None when they
+    JSON scalar the same in every call, type included (a constant: ``"kind": "call"``,
+    ``"version": 1``, ``"strict": true``, ``null``), or a counter of the calls: the id, where
+    neither object has one, else a key that counts (``"index": 0``); None when they
     disagree, or where one key of no known role is in both objects."""
     first = shapes[0]
     head = (first.call_keys, first.function_keys, first.args_string)
     if any((s.call_keys, s.function_keys, s.args_string) != head for s in shapes):
         return None
-    has_id = any(r == "id" for _, r in first.call_keys)
-    constants: list[tuple[str, str]] = []
+    has_id = any(r == "id" for _, r in (*first.call_keys, *first.function_keys))
+    constants: list[tuple[str, Any]] = []
     counts: list[tuple[str, str, str]] = []
     id_shape, prefix = ("string" if has_id else ""), ""
 
@@ -222,7 +243,7 @@ def _settle(shapes: Sequence[_Shape]) -> _Keys | None:
                 elif got is not None:
                     counts.append((key, *got))
                     role = "count"
-                elif isinstance(values[0], str) and all(v == values[0] for v in values):
+                elif _scalar(values[0]) and _same(values):
                     constants.append((key, values[0]))
                     role = "const"
                 else:
@@ -239,6 +260,18 @@ def _settle(shapes: Sequence[_Shape]) -> _Keys | None:
         tuple(outer), tuple(inner), first.args_string, tuple(constants), id_shape, prefix,
         tuple(counts),
     )  # fmt: skip
+
+
+def _scalar(value: Any) -> bool:
+    """Whether ``value`` is a JSON scalar (a string, a number, a boolean or null)."""
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _same(values: Sequence[Any]) -> bool:
+    """Whether the JSON values are one and the same, type included (``1``, ``1.0`` and
+    ``true`` are three)."""
+    texts = {json.dumps(v, sort_keys=True) for v in values}
+    return len(texts) == 1
 
 
 def _role(value: Any, name: str, args: dict[str, Any], cid: str) -> tuple[str, bool]:
@@ -262,10 +295,10 @@ def _shape(
 ) -> _Shape | None:
     """How the JSON value ``obj`` holds the call: each key's role, once each (the name and the
     arguments, directly or in one nested object that holds them: OpenAI's function object;
-    an id, the probe call's ``cid``, and ``"function"`` at most once; other keys of a string
-    or an integer, in either object, for :func:`_settle` to tell constants from counters),
-    or None when it is not exactly the call. ``nested``: ``obj`` is the nested object (no
-    id, no type, no object nested in it)."""
+    an id, the probe call's ``cid``, in either object, and ``"function"`` at most once;
+    other keys of a JSON scalar, in either object, for :func:`_settle` to tell constants from
+    counters), or None when it is not exactly the call. ``nested``: ``obj`` is the nested
+    object (no type, no object nested in it)."""
     if not isinstance(obj, dict):
         return None
     keys: list[tuple[str, str]] = []
@@ -274,16 +307,14 @@ def _shape(
     quoted = False
     for key, value in obj.items():
         role, as_text = _role(value, name, args, cid)
-        if nested and role in ("id", "type"):
-            if role == "id":
-                return None  # the call's id inside the function object
+        if nested and role == "type":
             role = ""  # "function" inside the function object: a constant, if anything
         if not role and not nested and inner is None:  # OpenAI's nested function object
             inner = _shape(value, name, args, cid, nested=True)
             role = "function" if inner is not None else ""
         if isinstance(value, str) and cid and cid in value and role != "id":
             return None  # the call's id in another key's text: not a constant
-        if not role and isinstance(value, str | int) and not isinstance(value, bool):
+        if not role and _scalar(value):
             role = "other"  # a constant or a counter, as the message's calls settle it
             others.append((key, value))
         if not role:
@@ -294,12 +325,12 @@ def _shape(
     if nested:
         return (
             _Shape(tuple(keys), (), quoted, tuple(others))
-            if sorted(roles) == ["args", "name"]
+            if sorted(roles) in (["args", "name"], ["args", "id", "name"])
             else None
         )
-    if inner is not None:
+    if inner is not None:  # its name, its arguments and its id, if it holds the id
         quoted = inner.args_string
-        roles += ["args", "name"]
+        roles += [r for _, r in inner.call_keys if r != "other"]
     if tuple(sorted(roles)) not in _ROLE_SETS:
         return None
     if inner is None:
@@ -370,13 +401,144 @@ def _tag_spans(tag: re.Pattern[str], text: str, calls: Sequence[Call]) -> Spans 
     return out
 
 
+#: the shapes of a call written as its name, a text and its JSON arguments: ``(the pattern
+#: up to the name, the text between the name and the arguments, the pattern right after the
+#: arguments)``, each ``{tag}`` the tag's name the first pattern found: a function tag
+#: ``<TAG=NAME>ARGS</TAG>``, a tag naming it in its last attribute ``<TAG KEY="NAME">ARGS
+#: </TAG>`` (other attributes before it: an id), or a line ``KEY: NAME`` (the name bare or
+#: in double quotes) followed by a line ``KEY: ARGS`` (the arguments' JSON to the end of that
+#: line, or over the lines ``tojson(indent=k)`` writes)
+_TAGGED: tuple[tuple[str, str, str], ...] = (
+    (r"<(?P<tag>[A-Za-z_][\w:.-]*)=", r">[ \t\r\n]*", r"[ \t\r\n]*</{tag}>"),
+    (
+        r'<(?P<tag>[A-Za-z_][\w:.-]*)(?: [A-Za-z_][\w:.-]*="[^"<>]*")* [A-Za-z_][\w:.-]*="',
+        r'">[ \t\r\n]*',
+        r"[ \t\r\n]*</{tag}>",
+    ),
+    (
+        r'(?:^|(?<=\n))(?P<tag>[ \t]*)[A-Za-z_][\w-]*:[ \t]*"?',
+        r'"?\n(?P=tag)[A-Za-z_][\w-]*:[ \t]*',
+        r"[ \t]*(?:\n|$)",
+    ),
+)
+
+
+def _tagged_spans(text: str, calls: Sequence[Call], ids: Sequence[str]) -> Spans | None:
+    """Each call written as its name, a text and its JSON arguments, in one of the shapes of
+    :data:`_TAGGED` (the same for every call, the same text between the name and the
+    arguments): from the name to the arguments' end."""
+    for head, mid, tail in _TAGGED:
+        out: Spans = []
+        mids: set[str] = set()
+        i = 0
+        for name, args in calls:
+            pattern = re.compile(head + "(?P<name>" + re.escape(name) + ")(?P<mid>" + mid + r")\{")
+            got = None
+            for m in pattern.finditer(text, i):
+                a = m.end() - 1
+                end = json_end(text, a)
+                if end is None or loads(text[a:end])[0] != args:
+                    continue
+                after = re.compile(tail.format(tag=re.escape(m.group("tag"))))
+                if after.match(text, end) is not None:
+                    got = (m.start("name"), end, m.group("mid"))
+                    break
+            if got is None:
+                break
+            out.append(got[:2])
+            mids.add(got[2])
+            i = got[1]
+        if len(out) == len(calls) and len(mids) == 1:
+            return out
+    return None
+
+
 #: notation -> the finder of its calls in a rendered text (given the calls and their ids)
 NOTATIONS: dict[str, Callable[[str, Sequence[Call], Sequence[str]], Spans | None]] = {
     "json": _json_spans,
     "python": _python_spans,
     "xml": _invoke_spans,
     "function": _function_spans,
+    "tagged": _tagged_spans,
 }
+
+#: the notations whose calls may follow a call id written outside them (:class:`_Outside`)
+_OUTSIDE = ("json", "tagged")
+
+
+@dataclass(frozen=True, slots=True)
+class _Outside:
+    """A call id written right before each call, outside what the notation finds, then
+    ``text`` up to the call: ``shape`` ``"token"`` (the id the probe gave the call),
+    ``"counter"`` (``prefix`` and the call's index from ``base``: ``call_0``, ``call_1``) or
+    ``"index"`` (the index alone: ``0``, ``1``)."""
+
+    shape: str
+    text: str
+    prefix: str = ""
+    base: int = 0
+
+    def id(self, given: str, index: int) -> str:
+        """The id written before the ``index``-th call, whose probe id is ``given``."""
+        return given if self.shape == "token" else f"{self.prefix}{index + self.base}"
+
+
+def _common_suffix(texts: Sequence[str]) -> str:
+    first = texts[0]
+    n = 0
+    while n < len(first) and all(len(t) > n and t[-1 - n] == first[-1 - n] for t in texts):
+        n += 1
+    return first[len(first) - n :]
+
+
+def _outside(notation: str, probe: Probe, case: ProbeCase) -> _Outside | None:
+    """The call id written before each call of ``case`` (the most calls a message shows),
+    outside what the notation finds: the probe's id in the text before every call (its
+    last), or, where that text holds none, a counter of the calls (``call_0``, ``call_1``,
+    from 0 or 1) right before the text every call's shares; the same text between the id
+    and each call, starting with a character an id cannot hold, holding no call's id, name
+    or string value. None where no such id is there."""
+    if notation not in _OUTSIDE:
+        return None
+    text = case.text
+    ids = _ids(probe, case)
+    spans = NOTATIONS[notation](text, case.calls, ids)
+    if not spans:
+        return None
+    pres = [text[(spans[i - 1][1] if i else 0) : s] for i, (s, _) in enumerate(spans)]
+    got: _Outside | None = None
+    given = list(zip(ids, pres, strict=True))
+    if all(cid in pre and all(c in ID_CHARS for c in cid) for cid, pre in given):
+        tails = {pre[pre.rfind(cid) + len(cid) :] for cid, pre in given}
+        got = _Outside("token", tails.pop()) if len(tails) == 1 else None
+    elif len(spans) > 1 and not any(cid in pre for cid in ids for pre in pres):
+        after = _common_suffix(pres)
+        heads = [pre[: len(pre) - len(after)] for pre in pres]
+        for base in (0, 1):
+            prefixes: set[str] = set()
+            for i, head in enumerate(heads):
+                number = str(i + base)
+                body = head[: len(head) - len(number)]
+                if not head.endswith(number) or body[-1:] in _DIGIT_CHARS:
+                    break
+                k = len(body)
+                while k and body[k - 1] in ID_CHARS:
+                    k -= 1
+                prefixes.add(body[k:])
+            else:
+                if len(prefixes) == 1:
+                    prefix = prefixes.pop()
+                    got = _Outside("counter" if prefix else "index", after, prefix, base)
+                    break
+    if got is None or got.text[:1] in ID_CHARS:
+        return None
+    if not got.text and notation != "json":  # a name or an id runs on into the next
+        return None
+    if any(c in got.text for c in ids) or any(
+        w.lower() in got.text.lower() for w in _echoes(case.calls)
+    ):
+        return None
+    return got
 
 
 def _ids(probe: Probe, case: ProbeCase) -> list[str]:
@@ -385,29 +547,50 @@ def _ids(probe: Probe, case: ProbeCase) -> list[str]:
 
 
 def _read(
-    notation: str, probe: Probe, case: ProbeCase, skip: str = ""
+    notation: str, probe: Probe, case: ProbeCase, skip: str = "", outside: _Outside | None = None
 ) -> tuple[str, str | None, str, Spans] | None:
     """The texts before, between (the first two) and after the calls of ``case``, and the
     calls' spans; ``skip``: the close of a reasoning channel the prompt opened, which a case
-    may start with (the channel left empty), not part of the calls' texts. None where those
+    may start with (the channel left empty), not part of the calls' texts; ``outside``: the
+    call id written before each call (part of the call, not of those texts). None where those
     texts hold a call's id (the notation found a part of each call only: the id is the
-    call's, not a marker's)."""
+    call's, not a marker's) or a call's name or string value in any case (the template
+    echoes the call around it: ``<<CALL GET_WEATHER>>``, no marker)."""
     text = case.text
     ids = _ids(probe, case)
     spans = NOTATIONS[notation](text, case.calls, ids)
     if not spans:
         return None
+    calls = spans
+    if outside is not None:  # the id and the text after it belong to the call
+        calls = []
+        for i, (s, e) in enumerate(spans):
+            head = outside.id(ids[i], i) + outside.text
+            if text[max(0, s - len(head)) : s] != head or s - len(head) < (
+                calls[-1][1] if calls else 0
+            ):
+                return None
+            calls.append((s - len(head), e))
     start = 0
     rest = text.lstrip(_WS)
     if skip and rest.startswith(skip):
         start = len(text) - len(rest) + len(skip)
-        if start > spans[0][0]:
+        if start > calls[0][0]:
             return None
-    between = text[spans[0][1] : spans[1][0]] if len(spans) > 1 else None
-    before, after = text[start : spans[0][0]], text[spans[-1][1] :]
+    between = text[calls[0][1] : calls[1][0]] if len(calls) > 1 else None
+    before, after = text[start : calls[0][0]], text[calls[-1][1] :]
+    around = [t.lower() for t in (before, between or "", after)]
     if any(i in t for i in ids for t in (before, between or "", after)):
         return None
+    if any(w.lower() in t for w in _echoes(case.calls) for t in around):
+        return None
     return before, between, after, spans
+
+
+def _echoes(calls: Sequence[Call]) -> list[str]:
+    """The texts of the calls that no marker holds: their names and their string values."""
+    out = [name for name, _ in calls]
+    return out + [v for _, args in calls for v in args.values() if isinstance(v, str)]
 
 
 #: a marker a generation prompt may end with, opening the reasoning channel: a tag or a
@@ -470,19 +653,20 @@ def _derive(notation: str, probe: Probe, source: str = "") -> tuple[Derived, Rea
         return None
     opened = _prompt_channel(probe, one, source)
     skip = opened.end if opened is not None else ""
-    got = _read(notation, probe, one, skip)
+    two = cases.get("two")
+    outside = _outside(notation, probe, two or one)
+    got = _read(notation, probe, one, skip, outside)
     if got is None:
         return None
     before, _, after, spans = got
     between = None
-    two = cases.get("two")
     if two is not None:
-        got2 = _read(notation, probe, two, skip)
+        got2 = _read(notation, probe, two, skip, outside)
         if got2 is None or (got2[0], got2[2]) != (before, after):
             return None
         between = got2[1]
     if opened is not None:
-        return Derived(notation, before, between, after, tuple(spans)), opened
+        return Derived(notation, before, between, after, tuple(spans), outside), opened
     reasoning = Reasoning()
     r = cases.get("reasoning")
     if r is not None:
@@ -494,7 +678,7 @@ def _derive(notation: str, probe: Probe, source: str = "") -> tuple[Derived, Rea
         if not end:
             return None
         reasoning = Reasoning(start, end)
-    return Derived(notation, before, between, after, tuple(spans)), reasoning
+    return Derived(notation, before, between, after, tuple(spans), outside), reasoning
 
 
 # -- building the format ------------------------------------------------------------------------
@@ -552,8 +736,20 @@ def _layout(d: Derived, brackets: tuple[str, str]) -> tuple[BlockMarkers, Layout
             return markers, Layout(block_sep=block_sep, max_trailing_ws=max(ws, len(block_sep)))
         # text between the blocks (a rule, a word): the calls of one block, that text with
         # the closer and the opener around it their separator
+    elif _renumbered(d.between, first, last):
+        return None  # the markers number the blocks (call 1, call 2) away from the calls
     layout = Layout(separator=mid, separator_text=d.between, max_trailing_ws=ws)
     return markers, layout
+
+
+def _renumbered(text: str, first: str, last: str) -> bool:
+    """Whether ``text`` is ``first``, anything, then ``last``, up to the numbers in them:
+    markers that number the calls where :class:`_Outside` finds no counter (numbers that
+    do not count from 0 or 1), whose second block's number a separator would bake in."""
+    if not any(c in _DIGIT_CHARS for c in first + last):
+        return False
+    t, f, la = (re.sub(r"[0-9]+", "0", x) for x in (text, first, last))
+    return len(t) >= len(f) + len(la) and t.startswith(f) and t.endswith(la)
 
 
 def _json_codecs(
@@ -583,18 +779,62 @@ def _json_codecs(
         id_shape=keys.id_shape, json_list=listed, constants=keys.constants,
         id_prefix=keys.id_prefix, counts=keys.counts,
     )  # fmt: skip
-    if "\n" not in one.text[s:e]:
-        return [(flat, values)]
-    # tojson(indent=k): the keys k x (depth + 1) spaces in, the object depth levels down
-    first = body.split("\n", 1)[1]
-    spaces = len(first) - len(first.lstrip(" "))
     out: list[tuple[Codec, Values]] = []
-    for depth in (1, 0) if listed else (0,):
-        indent = spaces // (depth + 1)
-        if indent and indent * (depth + 1) == spaces:
-            codec = dataclasses.replace(flat, indent=indent, depth=depth)
-            out.append((codec, values))
-    return out
+    if "\n" not in one.text[s:e]:
+        out.append((flat, values))
+    else:
+        # tojson(indent=k): the keys k x (depth + 1) spaces in, the object depth levels down
+        first = body.split("\n", 1)[1]
+        spaces = len(first) - len(first.lstrip(" "))
+        for depth in (1, 0) if listed else (0,):
+            indent = spaces // (depth + 1)
+            if indent and indent * (depth + 1) == spaces:
+                codec = dataclasses.replace(flat, indent=indent, depth=depth)
+                out.append((codec, values))
+    if d.outside is None:
+        return out
+    if listed or keys.id_shape:  # an id before each object of a list, or a second id
+        return []
+    return [(_with_id(d.outside, call_object=c), v) for c, v in out if isinstance(c, JsonCalls)]
+
+
+def _with_id(outside: _Outside, **fields: Any) -> TaggedJson:
+    """The :class:`~toolmask.tools.formats._tagged.TaggedJson` codec of ``fields`` whose
+    calls follow the id ``outside`` describes."""
+    return TaggedJson(
+        id_shape=outside.shape, id_prefix=outside.prefix, id_base=outside.base,
+        id_text=outside.text, **fields,
+    )  # fmt: skip
+
+
+def _tagged_codecs(
+    probe: Probe, one: ProbeCase, d: Derived, layout: Layout
+) -> list[tuple[Codec, Values]]:
+    """The codec of calls written as the name, the text the rendering shows between it and
+    the arguments, and the arguments (on one line, compact or as ``json.dumps`` spaces them,
+    or as ``tojson(indent=k)`` writes them), after the call id written before them, if any."""
+    s, e = d.spans[0]
+    name, args = one.calls[0]
+    body = one.text[s:e]
+    k = body.find("{", len(name))
+    mid, text = body[len(name) : k], body[k:]
+    indent = 0
+    if "\n" in text:
+        first = text.split("\n", 1)[1]
+        indent = len(first) - len(first.lstrip(" "))
+        if not indent:
+            return []
+    compact = json.dumps(args, separators=(",", ":")) == text and json.dumps(args) != "{}"
+    values = Values(whitespace="compact") if compact else Values()
+    try:
+        codec = (
+            TaggedJson(mid=mid, indent=indent)
+            if d.outside is None
+            else _with_id(d.outside, mid=mid, indent=indent)
+        )
+    except ValueError:  # a name or an id that would run on into the text after it
+        return []
+    return [(codec, values)]
 
 
 def _args_text(obj: dict[str, Any], shape: _Shape) -> str:
@@ -673,8 +913,21 @@ _CODECS: dict[str, _CodecsOf] = {
     "python": _python_codecs,
     "xml": _xml_codecs,
     "function": _function_codecs,
+    "tagged": _tagged_codecs,
 }
-_BRACKETS = {"json": ("[", "]"), "python": ("[", "]"), "xml": ("", ""), "function": ("", "")}
+_BRACKETS = {
+    "json": ("[", "]"),
+    "python": ("[", "]"),
+    "xml": ("", ""),
+    "function": ("", ""),
+    "tagged": ("", ""),
+}
+
+
+def _closes(codec: TaggedJson, block: BlockMarkers) -> bool:
+    """Whether the block's close is told from a next call of ``codec`` by its first
+    character (calls back to back, whitespace between them)."""
+    return bool(block.close) and not codec.starts_call(block.close, 0)
 
 
 def _named(spec: FormatSpec) -> FormatSpec:
@@ -702,6 +955,8 @@ def derive_formats(probe: Probe, source: str = "") -> list[FormatSpec]:
             continue
         one = next(c for c in probe.cases if c.name == "one")  # _derive found it
         for codec, values in _CODECS[notation](probe, one, d, layout):
+            if isinstance(codec, TaggedJson) and layout.list_calls and not _closes(codec, block):
+                continue
             try:
                 spec = FormatSpec(
                     GENERIC, codec, block, layout, reasoning, values,
@@ -718,12 +973,23 @@ def describe(spec: FormatSpec) -> str:
     b, lay, r = spec.block, spec.layout, spec.reasoning
     kind = type(spec.codec).__name__
     parts = [f"{kind} calls", f"open {b.open!r}", f"close {b.close!r}"]
-    c = spec.codec
+    c: Codec | None = spec.codec
+    if isinstance(c, TaggedJson):  # what each call is written as, and the id before it
+        if c.id_shape == "token":
+            parts.append(f"a call id before each call, then {c.id_text!r}")
+        elif c.id_shape:
+            parts.append(
+                f"ids counting the calls before each ({c.id_prefix!r} and the index from "
+                f"{c.id_base}), then {c.id_text!r}"
+            )
+        if c.call_object is None:
+            parts.append(f"each call its name, {c.mid!r}, its arguments")
+        c = c.call_object
     if isinstance(c, JsonCalls):  # the call object's keys, and how the arguments are written
         inner = ", ".join(k for k, _ in c.function_keys)
-        const = dict(c.constants)
+        const = {k: json.dumps(v, ensure_ascii=False) for k, v in c.constants}
         keys = [
-            f"{k} {{{inner}}}" if role == "function" else f"{k} {const[k]!r}" if k in const else k
+            f"{k} {{{inner}}}" if role == "function" else f"{k} {const[k]}" if k in const else k
             for k, role in c.call_keys
         ]
         if c.id_shape in ("counter", "index"):

@@ -24,8 +24,8 @@ The package is a leaf of the tool layer: it imports nothing of :mod:`toolmask.to
 itself (a tool is read through :class:`ToolLike`; the kit's schema compiler is passed in).
 Formats never import each other: what several share is a codec (:mod:`._json`, :mod:`._xml`,
 :mod:`._keyvalue`, :mod:`._pythonic`, :mod:`._objects`, :mod:`._marked`, :mod:`._dsml`,
-:mod:`._messages`, :mod:`._recipient`) or a chat template's texts (:mod:`._chat`); the readers
-every codec uses are in :mod:`._read`.
+:mod:`._messages`, :mod:`._recipient`; :mod:`._tagged`, the formats derived from a rendering) or
+a chat template's texts (:mod:`._chat`); the readers every codec uses are in :mod:`._read`.
 
 ``auto`` is not a format but a request: :func:`toolmask.tools.resolve_format` /
 :func:`toolmask.tools.detect_format` prove a format on the calls a model's chat template renders;

@@ -319,14 +319,16 @@ class JsonCalls(CodecBase):
     ``args_string``: the arguments are written as a JSON string holding their JSON text
     (OpenAI's ``"arguments": "{\\"city\\": \\"Paris\\"}"``), the grammar the arguments'
     grammar escaped inside it (:func:`~toolmask.tools.formats._kit.escape_in_string`). A
-    ``"type"`` role is the text ``"function"`` wherever it sits; a ``"const"`` role the
-    string :attr:`constants` gives its key, the same in every call (``"kind": "call"``).
+    ``"type"`` role is the text ``"function"`` wherever it sits; a ``"const"`` role the JSON
+    value :attr:`constants` gives its key (a string, a number, a boolean or null), the same in
+    every call (``"kind": "call"``, ``"version": 1``, ``"strict": true``).
     ``id_shape`` ``"counter"``: the id is :attr:`id_prefix` then the call's index in its
     message (``"call_0"``, ``"call_1"``; the grammar any number), ``"index"``: the index as
     a JSON integer. A ``"count"`` role is a key that counts the calls besides the id
     (``"index": 0`` next to ``"id"``), :attr:`counts` giving its shape (``"counter"`` or
     ``"index"``) and prefix; ``"const"`` and ``"count"`` keys may sit in the nested function
-    object too (its keys named apart from the call object's)."""
+    object too (its keys named apart from the call object's), and so may the ``"id"`` where
+    the call object has none."""
 
     call_keys: tuple[tuple[str, str], ...] = (("name", "name"), ("arguments", "args"))
     name_as_key: bool = False
@@ -337,7 +339,7 @@ class JsonCalls(CodecBase):
     json_list: bool = False
     function_keys: tuple[tuple[str, str], ...] = ()
     args_string: bool = False
-    constants: tuple[tuple[str, str], ...] = ()
+    constants: tuple[tuple[str, object], ...] = ()
     id_prefix: str = ""
     counts: tuple[tuple[str, str, str], ...] = ()
 
@@ -351,9 +353,10 @@ class JsonCalls(CodecBase):
         nested function object: one more)."""
         return self.depth + (2 if self.function_keys else 1)
 
-    def _call(self, obj: Any) -> Call | str:
+    def read_object(self, obj: Any) -> Call | str:
         """The call a decoded call object holds (the name and arguments of its nested function
-        object, where it has one), or why it is not one."""
+        object, where it has one; the id where either object holds it), or why it is not
+        one."""
         name, args = self._key("name"), self._key("args")
         if not self.function_keys:
             id_key = self._key("id")
@@ -362,9 +365,11 @@ class JsonCalls(CodecBase):
             )
         if not isinstance(obj, dict):
             return "a call must be a JSON object"
-        got = call_of(obj.get(self._key("function")), name_key=name, args_key=args)
-        if isinstance(got, Call):
-            got.id = id_of(obj.get(self._key("id")))
+        inner = obj.get(self._key("function"))
+        got = call_of(inner, name_key=name, args_key=args)
+        if isinstance(got, Call) and isinstance(inner, dict):
+            nested = any(role == "id" for _, role in self.function_keys)
+            got.id = id_of((inner if nested else obj).get(self._key("id")))
         return got
 
     # -- grammar ----------------------------------------------------------------------------------
@@ -543,7 +548,7 @@ class JsonCalls(CodecBase):
                 i = j
         calls: list[Call] = []
         for obj in objs:
-            got = self._call(obj)
+            got = self.read_object(obj)
             if isinstance(got, str):
                 return bad(got)
             calls.append(got)
