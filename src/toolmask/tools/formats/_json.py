@@ -49,7 +49,7 @@ from toolmask.tools.formats._read import (
     id_of,
     json_end,
     loads,
-    separator_at,
+    next_call_at,
     skip_ws,
 )
 from toolmask.tools.formats._spec import Calls, CodecBase, FormatSpec, ToolLike
@@ -531,21 +531,14 @@ class JsonCalls(CodecBase):
                 objs.append(obj)
                 if not lay.one_block:
                     break
-                j = skip_ws(text, end)
-                if j >= n and not final:
-                    return Block("pending")  # another call may follow
-                sep = lay.separator_mark
-                if sep:  # the separator's text, then the next call
-                    if not separator_at(text, j, sep, close, final):
-                        if not final and sep.startswith(text[j:]):
-                            return Block("pending")
-                        break
-                    j = skip_ws(text, j + len(sep))
-                    if j >= n:
-                        return cut("after a separator")
-                elif j >= n or text[j] != "{":
+                nxt = next_call_at(
+                    text, end, lay.separator_mark, close, final, start, _starts_object
+                )
+                if nxt is None:
                     break
-                i = j
+                if isinstance(nxt, Block):
+                    return nxt
+                i = nxt
         calls: list[Call] = []
         for obj in objs:
             got = self.read_object(obj)
@@ -553,6 +546,10 @@ class JsonCalls(CodecBase):
                 return bad(got)
             calls.append(got)
         return close_block(spec, text, end, calls, final=final, close=close, start=start)
+
+
+def _starts_object(text: str, j: int) -> bool:
+    return text[j : j + 1] == "{"
 
 
 def close_block(

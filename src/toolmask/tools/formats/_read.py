@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +99,45 @@ def separator_at(text: str, j: int, sep: str, close: str, final: bool) -> bool:
         return True
     rest = text[j : j + len(close)]
     return not (rest == close or (not final and close.startswith(rest)))
+
+
+def next_call_at(
+    text: str,
+    end: int,
+    sep: str,
+    close: str,
+    final: bool,
+    start: int,
+    starts: Callable[[str, int], bool],
+) -> int | Block | None:
+    """In a block of several calls, where the call after the one that ends at ``end`` starts:
+    after the separator ``sep`` (its text without whitespace, :attr:`Layout.separator_mark`)
+    or, without one, where ``starts`` says a call starts and the block's ``close`` does not.
+    None: the calls end there (the close is to follow). A pending :class:`Block` where the
+    text can still go either way; a truncated one (from ``start``, the block's inside) where
+    the reply ends after a separator."""
+    n = len(text)
+    j = skip_ws(text, end)
+    if j >= n and not final:
+        return Block("pending")  # another call may follow
+    if sep:  # the separator's text, then the next call
+        if not separator_at(text, j, sep, close, final):
+            if not final and sep.startswith(text[j:]):
+                return Block("pending")
+            return None
+        j = skip_ws(text, j + len(sep))
+        if j < n:
+            return j
+        if final:
+            return bad_block(
+                text, start, close, "truncated: the reply ends after a separator", True
+            )
+        return Block("pending")
+    if (close and text.startswith(close, j)) or not starts(text, j):
+        if not final and close.startswith(text[j:]):
+            return Block("pending")
+        return None
+    return j
 
 
 def closed_block(

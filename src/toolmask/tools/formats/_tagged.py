@@ -41,7 +41,7 @@ from toolmask.tools.formats._read import (
     done,
     json_end,
     loads,
-    separator_at,
+    next_call_at,
     skip_ws,
 )
 from toolmask.tools.formats._spec import Calls, CodecBase, FormatSpec, ToolLike
@@ -160,7 +160,6 @@ class TaggedJson(CodecBase):
         """The block whose opener is at ``text[k]``: its calls, each after the previous and the
         separator (or whitespace, where the calls sit back to back), then the close."""
         b, lay = spec.block, spec.layout
-        n = len(text)
         start = k + len(b.open)
         close = b.close
         i = skip_ws(text, start)
@@ -179,25 +178,12 @@ class TaggedJson(CodecBase):
             calls.append(call)
             if not lay.one_block:
                 break
-            j = skip_ws(text, end)
-            if j >= n and not final:
-                return Block("pending")  # another call may follow
-            sep = lay.separator_mark
-            if sep:  # the separator's text, then the next call
-                if not separator_at(text, j, sep, close, final):
-                    if not final and sep.startswith(text[j:]):
-                        return Block("pending")
-                    break
-                j = skip_ws(text, j + len(sep))
-                if j >= n:
-                    if final:
-                        return bad("truncated: the reply ends after a separator")
-                    return Block("pending")
-            elif text.startswith(close, j) or not self.starts_call(text, j):
-                if not final and close.startswith(text[j:]):
-                    return Block("pending")
+            nxt = next_call_at(text, end, lay.separator_mark, close, final, start, self.starts_call)
+            if nxt is None:
                 break
-            i = j
+            if isinstance(nxt, Block):
+                return nxt
+            i = nxt
         return close_block(spec, text, end, calls, final=final, close=close, start=start)
 
     def _call_at(self, text: str, i: int, final: bool) -> tuple[Call, int] | str | None:
