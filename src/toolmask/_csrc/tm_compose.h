@@ -326,7 +326,7 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
     o.esc = &esc;
     int32_t L = mc_local_state(mc, p);
     wo_note(&o, &au->st.a[L]);
-    M256 ab = au_allowed_bytes(au, L);
+    M256 ab = mc_allowed_bytes(mc, L);
     if (!m_zero(&ab)) {
         int32_t targets[260], nt;
         M256 firsts[260], wfirst = ab;
@@ -396,13 +396,12 @@ static int32_t mc_continuation(MaskCache *mc, int32_t base) {
 }
 
 static void mc_dense_walk(MaskCache *mc, int32_t sid, uint32_t *dense) {
-    Auto *au = mc->au;
     IVec ids = {0};
     WalkOut o;
     memset(&o, 0, sizeof(o));
     o.ids = &ids;
     mc->exact_walks++;
-    walk_first(mc, sid, &mc->v->trie, au_allowed_bytes(au, sid), 0, &o);
+    walk_first(mc, sid, &mc->v->trie, mc_allowed_bytes(mc, sid), 0, &o);
     for (int32_t j = 0; j < ids.n; j++) dense[ids.a[j] >> 5] |= 1u << (ids.a[j] & 31);
     VFREE(ids);
 }

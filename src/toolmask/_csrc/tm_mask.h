@@ -158,9 +158,11 @@ static void mc_sync(MaskCache *mc) {
     }
 }
 
+/* the walk's stack: per depth, a state and (in the second half) the character a walk is
+ * inside of (walk_range) */
 static int32_t *mc_wst(MaskCache *mc, int32_t need) {
     if (need > mc->wst_cap) {
-        mc->wst = tm_xrealloc(mc->wst, (size_t)need * sizeof(int32_t));
+        mc->wst = tm_xrealloc(mc->wst, (size_t)need * 2 * sizeof(int32_t));
         mc->wst_cap = need;
     }
     return mc->wst;
@@ -178,6 +180,48 @@ static int32_t *mc_wst(MaskCache *mc, int32_t need) {
 #define BULK_WALK_RUN 88
 
 static int32_t mc_utf8_target(MaskCache *mc, int32_t s);
+
+/* the state every complete multi-byte character leads s to when it is known from the
+ * positions' targets alone (au_utf8_fast: s's high-byte edges are exactly those of recognised
+ * UTF-8 choices, through positions inside the character that are neither final nor calling),
+ * else -1. Never follows the characters byte by byte (that would build the positions inside
+ * them). Memoised with mc_utf8_target. */
+static int32_t mc_utf8_virtual(MaskCache *mc, int32_t s) {
+    St *S = &mc->au->st.a[s];
+    if (S->utf8_tgt != -3) return S->utf8_fast && S->utf8_tgt >= 0 ? S->utf8_tgt : -1;
+    int32_t fast = au_utf8_fast(mc->au, s);
+    if (fast == U8_SLOW) return -1;
+    S = &mc->au->st.a[s]; /* au_utf8_fast may grow the state table */
+    S->utf8_tgt = fast;
+    S->utf8_fast = 1;
+    return fast >= 0 ? fast : -1;
+}
+
+/* the state's allowed bytes (au_allowed_bytes), without building the positions inside
+ * multi-byte characters where its characters are known to lead to one state
+ * (mc_utf8_virtual): its high-byte edges are then the lead bytes of recognised UTF-8
+ * choices, each alive (the position after it is neither final nor calling, and no deeper) */
+static M256 mc_allowed_bytes(MaskCache *mc, int32_t s) {
+    Auto *au = mc->au;
+    if (au->st.a[s].allowed_ok) return au->st.a[s].allowed;
+    M256 high = m_and(au->st.a[s].umask, M_HIGH);
+    if (m_zero(&high) || au->dfa_broken || mc_utf8_virtual(mc, s) < 0) return au_allowed_bytes(au, s);
+    M256 allowed = high, todo = m_and(au->st.a[s].umask, M_ASCII);
+    while (!m_zero(&todo)) {
+        int b = m_low(&todo);
+        M256 atom = m_and(au_atom(au, s, b), todo);
+        if (au_advance(au, s, b) != TR_DEAD) allowed = m_or(allowed, atom);
+        todo = m_andnot(todo, atom);
+    }
+    St *S = &au->st.a[s];
+    S->allowed = allowed;
+    S->allowed_ok = 1;
+    return allowed;
+}
+
+/* walk_range's code for "inside a multi-byte character of UTF8_RANGES row r, k bytes read"
+ * (0: not inside one) */
+#define VCH(r, k) (1 + (r) * 4 + (k))
 
 /* every complete multi-byte character leads s back to s, through positions inside the
  * character that are neither final nor calling (the fast path of the UTF-8 target: a
@@ -218,7 +262,15 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
     Auto *au = mc->au;
     const Vocab *v = mc->v;
     int32_t *st = mc_wst(mc, t->max_depth + 2);
+    /* per depth: inside a multi-byte character whose state after it is st[d] (VCH), or 0.
+     * Where a state's characters are known to lead to one state (mc_utf8_virtual), a token
+     * byte that would build a position inside a character (the automaton's transition not
+     * memoised yet) is checked against the UTF-8 ranges instead: a well-formed prefix is
+     * alive and neither accepting nor deeper than the state before it, a complete character
+     * leads to that state, anything else is dead. */
+    int32_t *vch = st + mc->wst_cap;
     st[d0] = root;
+    vch[d0] = 0;
     const uint8_t *byte = t->byte;
     const uint16_t *depth = t->depth;
     const int32_t *skip = t->skip, *ends = t->ends;
@@ -228,9 +280,39 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
         visited++;
         int32_t d = depth[i];
         int32_t prev = st[d - 1];
-        const int32_t *tr = au->st.a[prev].trans;
-        int32_t nx = tr ? tr[byte[i]] : TR_UNKNOWN;
-        if (TM_UNLIKELY(nx == TR_UNKNOWN)) nx = au_advance_miss(au, prev, byte[i]);
+        int32_t nx = TR_DEAD, r = -1, k = 0;
+        if (TM_UNLIKELY(vch[d - 1])) { /* inside a character: its next byte */
+            r = (vch[d - 1] - 1) >> 2;
+            k = (vch[d - 1] - 1) & 3;
+        } else {
+            const int32_t *tr = au->st.a[prev].trans;
+            nx = tr ? tr[byte[i]] : TR_UNKNOWN;
+            if (TM_UNLIKELY(nx == TR_UNKNOWN)) {
+                int b = byte[i];
+                if (b >= 0xC2 && b <= 0xF4 && !au->dfa_broken && m_test(&au->st.a[prev].umask, b) &&
+                    mc_utf8_virtual(mc, prev) >= 0) {
+                    prev = au->st.a[prev].utf8_tgt;
+                    for (r = 0; b > UTF8_RANGES[r][0][1]; r++) {
+                    }
+                } else {
+                    nx = au_advance_miss(au, prev, b);
+                }
+            }
+        }
+        if (TM_UNLIKELY(r >= 0)) {
+            if (k && (byte[i] < UTF8_RANGES[r][k][0] || byte[i] > UTF8_RANGES[r][k][1])) {
+                i = skip[i];
+                continue;
+            }
+            if (k + 1 < UTF8_NRANGES[r]) { /* a prefix of a character: alive, not accepting */
+                if (ends[i] >= 0) add_ids(v, t, i, o);
+                st[d] = prev;
+                vch[d] = VCH(r, k + 1);
+                i++;
+                continue;
+            }
+            nx = prev; /* the character's last byte */
+        }
         if (nx < 0) {
             i = skip[i];
             continue;
@@ -258,9 +340,13 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
              * accepts in LOCAL mode (each node would be an escape). */
             const uint64_t *sub = t->sub ? t->sub + 2 * (size_t)i : NULL;
             uint8_t subf = sub ? t->subf[i] : SUB_BAD;
+            /* a quick test first: an ASCII byte below i loops (not a high byte, whose
+             * transition would build a position inside a character) */
+            int probe = byte[i + 1] < 0x80 ? byte[i + 1] : -1;
+            if (probe < 0 && sub) probe = sub[0] ? __builtin_ctzll(sub[0]) : sub[1] ? 64 + __builtin_ctzll(sub[1]) : -1;
             if (sub && skip[i] - i > BULK_MIN && !(subf & SUB_BAD) && !(local && S->accepting) &&
                 !(sub[0] & ~S->umask.w[0]) && !(sub[1] & ~S->umask.w[1]) &&
-                au_advance(au, nx, byte[i + 1]) == nx) {
+                (probe < 0 || au_advance(au, nx, probe) == nx)) {
                 const uint64_t *loop = st_loop_set(au, nx);
                 if (!(sub[0] & ~loop[0]) && !(sub[1] & ~loop[1]) && (!(subf & SUB_HIGH) || mc_utf8_loops(mc, nx))) {
                     int32_t end = skip[i];
@@ -272,6 +358,7 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
                 }
             }
             st[d] = nx;
+            vch[d] = 0;
         }
         i++;
     }
@@ -370,7 +457,7 @@ static int32_t mc_step(MaskCache *mc, int32_t c, const RunKey *rk) {
         if (succ.a[j].next < 0 || succ.a[j].next != succ.a[0].next) all_same = 0;
     }
     if (all_dead) {
-        M256 hi = m_and(au_allowed_bytes(au, c), M_HIGH);
+        M256 hi = m_and(mc_allowed_bytes(mc, c), M_HIGH);
         out = (rk->utf8 && !m_zero(&hi)) ? STEP_NONE : STEP_FALSE;
     } else if (all_same) {
         int32_t y = succ.a[0].next;
