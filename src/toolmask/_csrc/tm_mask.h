@@ -38,6 +38,8 @@ typedef struct {
     uint8_t has_sel;
     uint64_t sel[2];
     uint8_t sel_mb;
+    const int32_t *excl; /* ids left out (the position's, sorted: a run's exceptions), or NULL */
+    int32_t nexcl;
 } Esc;
 typedef VEC(Esc) EscVec;
 
@@ -66,6 +68,8 @@ typedef struct {
     uint32_t *dense; /* walked tokens as a bitmask, when that is smaller than the id list */
     Esc *esc;
     int32_t nesc;
+    int32_t *excl; /* the tokens a run's exit walk left to its exceptions (sorted; held by esc) */
+    int32_t nexcl;
     RunEsc *resc;
     int32_t nresc;
     int32_t maxdepth, maxstacks;
@@ -98,6 +102,8 @@ typedef struct {
     int64_t bytes, max_bytes;
     int64_t hits, misses, local_misses, exact_walks, nodes, bulk_nodes;
     int64_t counted_runs; /* truncated chains whose long tokens were decided by count */
+    int64_t exc_merged;   /* groups of first characters merged into a run as its exceptions */
+    int64_t exc_tokens;   /* tokens left out of such a run's exit walk, walked from their prefix */
     /* (state, run class) -> _step result */
     IMap step;
     VEC(RunKey) runkeys;
@@ -110,6 +116,7 @@ static void pl_clear(MaskCache *mc, PosLocal *pl) {
     free(pl->ids);
     free(pl->dense);
     free(pl->esc);
+    free(pl->excl);
     free(pl->resc);
     memset(pl, 0, sizeof(*pl));
     (void)mc;
@@ -240,6 +247,27 @@ typedef struct {
     int32_t maxdepth, maxstacks;
 } WalkOut;
 
+static int in_sorted(const int32_t *a, int32_t n, int32_t x) {
+    int32_t lo = 0, hi = n;
+    while (lo < hi) {
+        int32_t mid = (lo + hi) >> 1;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && a[lo] == x;
+}
+
+/* drop from ids[from..] the ids of excl (sorted) */
+static void drop_excluded(IVec *ids, int32_t from, const int32_t *excl, int32_t nexcl) {
+    if (!nexcl) return;
+    int32_t w = from;
+    for (int32_t j = from; j < ids->n; j++)
+        if (!in_sorted(excl, nexcl, ids->a[j])) ids->a[w++] = ids->a[j];
+    ids->n = w;
+}
+
 static inline void wo_note(WalkOut *o, const St *S) {
     if (S->maxdepth > o->maxdepth) o->maxdepth = S->maxdepth;
     if (S->nstk > o->maxstacks) o->maxstacks = S->nstk;
@@ -326,6 +354,8 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
             e.sel[0] = o->sel[0];
             e.sel[1] = o->sel[1];
             e.sel_mb = o->sel_mb;
+            e.excl = NULL;
+            e.nexcl = 0;
             VPUSH(*o->esc, e);
         }
         if (ends[i] >= 0 && (!local || S->nstk)) add_ids(v, t, i, o);
