@@ -169,6 +169,35 @@ CASES: list[tuple[str, tm.Grammar, list[str]]] = [
         ],
     ),
     ("a prefix state refusing a run character", REFUSING, ['"a"', '"axe"', '"ac\\n"', '"xab"']),
+    # counted repetitions of a class walked by count: an email's domain labels up to their 63
+    # characters, a repetition with a mandatory part left through its last character, one
+    # repeated inside a loop (docs/masks.md, "Counted repetitions walked by count")
+    (
+        "counted classes walked by count",
+        tm.Grammar.from_json_schema(
+            {
+                "type": "array",
+                "prefixItems": [
+                    {"type": "string", "format": "email"},
+                    {"type": "string", "pattern": "^[a-z-]{2,70}x$"},
+                    {"type": "string", "pattern": "^([0-9a-f]{0,30}:)*$"},
+                ],
+                "items": False,
+            }
+        ),
+        [
+            '["ab@'
+            + "x" * 60
+            + "-y."
+            + "q" * 63
+            + '.io","'
+            + "-" * 50
+            + 'x","0f:'
+            + "a" * 30
+            + ':"]',
+            '["a@b-' + "-" * 58 + 'c","ab-x","::"]',
+        ],
+    ),
 ]
 
 
@@ -353,6 +382,13 @@ def test_the_class_paths_are_taken() -> None:
         merged[name] = _run(g, texts[:1], vocab, index)
     assert merged["free-form string"] == 0 and merged["pattern classes"] == 0
     assert merged["keys that may be undeclared"] >= 5  # b, h, l, r, w after '{"' at least
+    _, g, texts = _case("counted classes walked by count")
+    a = build_native_automaton(g)
+    native = NativeMaskCache(a, index, 1 << 26)
+    s = a.advance_bytes(a.initial, b'["ana@example')
+    assert s is not None
+    native.get(s)
+    assert native.stats()["counted_moves"] > 0
     assert index.native.info()["bases_narrowed"] == 0
     _, g, texts = _case("a prefix state refusing a run character")
     assert _run(g, texts, vocab, index) == 0

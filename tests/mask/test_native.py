@@ -359,6 +359,55 @@ def test_partial_characters_brute_force(native: tm.GrammarCompiler) -> None:
                 assert m.accept_bytes(data[i : i + 1])
 
 
+def test_counted_classes_brute_force(native: tm.GrammarCompiler) -> None:
+    """Runs of one character in counted repetitions of a class, each token tried with
+    accept_bytes on every state: the kernel stands for a state at a high copy by one at a low
+    copy (docs/masks.md, "Counted repetitions walked by count"), only where the copies have the
+    same edges (past a mandatory part, before the last copy)."""
+    words = [b'"', b'["', b'","', b'"]', b"x", b'x"', b"a", b"ab", b"@", b".", b"-a", b"a-"]
+    words += [b"-" * n for n in range(1, 40)] + [b"-" * n + b"x" for n in (1, 2, 3, 5, 8, 13, 26)]
+    words += [b"-" * n + b'x"' for n in (2, 3, 4, 9, 26, 27, 28)]
+    words += [b"a" * n for n in (3, 7, 20, 61, 62, 63)] + [b"a" * 60 + b"-", b"a-" * 20]
+    words += [b"-" * 59 + b"a", b"-" * 60 + b"a", b"a" * 62 + b".a", b"x" * 5, b"x" * 30]
+    vocab = Vocabulary.from_token_bytes(
+        [*words, b"<eos>"], eos_ids=[len(words)], special_ids=[len(words)]
+    )
+    email = {
+        "type": "array",
+        "prefixItems": [{"type": "string", "format": "email"}, {"type": "string"}],
+        "items": False,
+    }
+    cases = [
+        # a mandatory part (4), the class holding the character after it
+        (tm.Grammar.from_regex('"[a-z-]{4,30}x"'), ['"a---x"', '"' + "-" * 29 + 'xx"', '"xxxxxx"']),
+        # an email's domain labels: 1 + {0,61} + 1 characters, in a loop
+        (
+            tm.Grammar.from_json_schema(email),
+            ['["a@' + "a" * 20 + "-" * 30 + 'a.a","x"]', '["a@b' + "-" * 60 + 'a","-"]'],
+        ),
+    ]
+    moves = 0
+    for g, texts in cases:
+        c = native.compile(g, vocab)
+        for text in texts:
+            data = text.encode()
+            m = c.matcher()
+            for i in range(len(data) + 1):
+                want = set()
+                for t, w in enumerate(words):
+                    probe = c.matcher()
+                    if probe.accept_bytes(data[:i]) and probe.accept_bytes(w):
+                        want.add(t)
+                if m.is_accepting():
+                    want.add(len(words))
+                assert set(m.allowed_token_ids().tolist()) == want, data[:i]
+                if i < len(data):
+                    assert m.accept_bytes(data[i : i + 1])
+        assert c.masks is not None
+        moves += c.masks.stats()["counted_moves"]
+    assert moves > 0
+
+
 _QWEN3: list[Vocabulary] = []
 _LLAMA3: list[Vocabulary] = []
 

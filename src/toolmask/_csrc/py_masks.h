@@ -286,11 +286,11 @@ static PyObject *Masks_stats(MasksObject *self, PyObject *unused) {
     for (int32_t i = 0; i < mc->nreps; i++) reps += mc->reps[i] != NULL;
     MaskCache c = *mc;
     AU_UNLOCK(self->auto_);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "nodes", (long long)c.nodes, "bulk_nodes",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "nodes", (long long)c.nodes, "bulk_nodes",
                          (long long)c.bulk_nodes, "hits", (long long)c.hits, "misses", (long long)c.misses,
                          "position_misses", (long long)c.local_misses, "exact_walks", (long long)c.exact_walks,
                          "counted_runs", (long long)c.counted_runs, "exception_groups", (long long)c.exc_merged,
-                         "exception_tokens", (long long)c.exc_tokens,
+                         "exception_tokens", (long long)c.exc_tokens, "counted_moves", (long long)c.cnt_moves,
                          "positions", (long long)locals, "states", (long long)reps, "bytes", (long long)c.bytes);
 }
 

@@ -104,6 +104,11 @@ typedef struct {
     uint64_t loop[2]; /* ASCII bytes (NUL never) that lead the state to itself (st_loop_set) */
     uint8_t accepting, allowed_ok, spec_ok, utf8_flags, loop_ok;
     uint8_t utf8_fast; /* utf8_tgt came from au_utf8_fast */
+    /* mask module memo (mc_cnt): the counted repetition (index in Auto.reps) of the one copy
+     * state its positions hold, -1 none, -2 more than one or not one frame, -3 unknown; the
+     * copy's index and a hash of the rest of the state */
+    int32_t cnt_rep, cnt_k;
+    uint64_t cnt_sig;
 } St;
 typedef VEC(St) StVec;
 
@@ -114,6 +119,7 @@ typedef VEC(St) StVec;
 typedef struct {
     int32_t copy1;
     int64_t lo, hi;
+    uint8_t cls; /* the item is one byte class: a copy's states are its copy states alone */
 } RepCopies;
 
 /* bump allocation for the NFA states' edge vectors, which live as long as the automaton */

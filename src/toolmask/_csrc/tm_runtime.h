@@ -29,6 +29,7 @@ static int32_t au_make(Auto *au, IVec *set, int accepting) {
     s.nstk = n;
     s.accepting = (uint8_t)(accepting != 0);
     s.utf8_tgt = -3;
+    s.cnt_rep = -3;
     int32_t md = 0;
     for (int32_t i = 0; i < n; i++) {
         const SNode *x = &au->sn.a[set->a[i]];
