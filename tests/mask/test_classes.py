@@ -359,6 +359,46 @@ def test_declared_names_leaving_the_string(name: str) -> None:
     assert _run(g, [text], vocab, index) > 0
 
 
+#: runs of one character of a counted class, some leaving it by a byte the class also holds
+RUNS = [b"-" * n + b"x" for n in (1, 2, 3, 5, 8, 13, 26, 29, 30, 31)]
+RUNS += [b"-" * n + b'x"' for n in (2, 3, 4, 9, 26, 27, 28, 29)] + [b"a" * 60 + b"-", b"a-" * 20]
+RUNS += [b"-" * 59 + b"a", b"-" * 60 + b"a", b"a" * 62 + b".a", b"x" * 30, b"x" * 31]
+RUNS += [b"a" + b"-" * n + b'b"' for n in range(1, 9)] + [b"a" + b"-" * n for n in range(2, 9)]
+
+
+@pytest.mark.parametrize("name", ["qwen3", "llama3"])
+def test_counted_classes_by_count(name: str) -> None:
+    """The long tokens of a counted class's runs (dashes, up to 96 in these vocabularies, and
+    runs added near the bounds) stand for states at high copies by states at low ones: past a
+    mandatory part (4), before the last copy, in a repetition holding the byte after it, in a
+    label whose copies start after a mandatory part, and in an email's domain labels of
+    1 + {0,61} + 1 characters; every state against the reference."""
+    vocab = _with_tokens(name, RUNS)
+    index = NativeVocabIndex(vocab)
+    email = {
+        "type": "array",
+        "prefixItems": [{"type": "string", "format": "email"}, {"type": "string"}],
+        "items": False,
+    }
+    cases = [
+        (tm.Grammar.from_regex('"[a-z-]{4,30}x"'), ['"a---x"', '"' + "-" * 29 + 'xx"']),
+        # a label with a mandatory part: dashes leave the letters' run into the copies
+        (tm.Grammar.from_regex('"[a-z]([a-z-]{4,30}[a-z])?"'), ['"a----b"', '"a"', '"abcdefgh"']),
+        (
+            tm.Grammar.from_json_schema(email),
+            ['["a@' + "a" * 20 + "-" * 30 + 'a.a","x"]', '["a@b' + "-" * 60 + 'a","-"]'],
+        ),
+    ]
+    for g, texts in cases:
+        _run(g, texts, vocab, index)
+        a = build_native_automaton(g)
+        native = NativeMaskCache(a, index, 1 << 26)
+        s = a.advance_bytes(a.initial, texts[0][:6].encode())
+        assert s is not None
+        native.get(s)
+        assert native.stats()["counted_moves"] > 0, texts[0][:6]
+
+
 def _case(name: str) -> tuple[str, tm.Grammar, list[str]]:
     return next(c for c in CASES if c[0] == name)
 

@@ -360,10 +360,9 @@ def test_partial_characters_brute_force(native: tm.GrammarCompiler) -> None:
 
 
 def test_counted_classes_brute_force(native: tm.GrammarCompiler) -> None:
-    """Runs of one character in counted repetitions of a class, each token tried with
-    accept_bytes on every state: the kernel stands for a state at a high copy by one at a low
-    copy (docs/masks.md, "Counted repetitions walked by count"), only where the copies have the
-    same edges (past a mandatory part, before the last copy)."""
+    """Runs of one character in counted repetitions of a class, near both bounds, each token
+    tried with accept_bytes on every state (a vocabulary this small is walked: the counted
+    shortcut of run tables is checked on full vocabularies in test_classes.py)."""
     words = [b'"', b'["', b'","', b'"]', b"x", b'x"', b"a", b"ab", b"@", b".", b"-a", b"a-"]
     words += [b"-" * n for n in range(1, 40)] + [b"-" * n + b"x" for n in (1, 2, 3, 5, 8, 13, 26)]
     words += [b"-" * n + b'x"' for n in (2, 3, 4, 9, 26, 27, 28)]
@@ -386,7 +385,6 @@ def test_counted_classes_brute_force(native: tm.GrammarCompiler) -> None:
             ['["a@' + "a" * 20 + "-" * 30 + 'a.a","x"]', '["a@b' + "-" * 60 + 'a","-"]'],
         ),
     ]
-    moves = 0
     for g, texts in cases:
         c = native.compile(g, vocab)
         for text in texts:
@@ -403,9 +401,6 @@ def test_counted_classes_brute_force(native: tm.GrammarCompiler) -> None:
                 assert set(m.allowed_token_ids().tolist()) == want, data[:i]
                 if i < len(data):
                     assert m.accept_bytes(data[i : i + 1])
-        assert c.masks is not None
-        moves += c.masks.stats()["counted_moves"]
-    assert moves > 0
 
 
 _QWEN3: list[Vocabulary] = []

@@ -298,7 +298,7 @@ static PyObject *Masks_memory_bytes(MasksObject *self, PyObject *unused) {
     (void)unused;
     AU_LOCK(self->auto_);
     long long n = self->mc.bytes + (int64_t)self->mc.npl * (int64_t)sizeof(PosLocal) + (int64_t)self->mc.nreps * 8 +
-                  imap_bytes(&self->mc.step);
+                  imap_bytes(&self->mc.step) + imap_bytes(&self->mc.shifted);
     AU_UNLOCK(self->auto_);
     return PyLong_FromLongLong(n);
 }

@@ -250,6 +250,9 @@ static void local_run_tables(MaskCache *mc, PosLocal *res, const Run *r, const i
     eo.sel[0] = r->firsts[0];
     eo.sel[1] = r->firsts[1];
     eo.sel_mb = r->mb;
+    /* the tokens that leave the run, or outlast its chain: long runs of one class (dashes in
+     * an email's domain label) walked by count */
+    eo.counted = 1;
     int32_t ids0 = o->ids->n, esc0 = o->esc->n;
     for (int32_t q = 0; q < ex->np; q++) {
         if (!ex->tries[q]) continue;

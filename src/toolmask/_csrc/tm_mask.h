@@ -107,6 +107,8 @@ typedef struct {
     int64_t cnt_moves;    /* walk nodes whose state a state at a lower copy stood for */
     /* (state, run class) -> _step result */
     IMap step;
+    /* (state, copies) -> the state moved on so many copies (mc_shift_state) */
+    IMap shifted;
     VEC(RunKey) runkeys;
     int32_t *wst; /* walk stack of states per depth */
     int32_t wst_cap;
@@ -137,6 +139,7 @@ static void mc_clear_reps(MaskCache *mc) {
         mc->reps[i] = NULL;
     }
     imap_free(&mc->step);
+    imap_free(&mc->shifted);
     mc->runkeys.n = 0;
 }
 
@@ -274,6 +277,7 @@ static void mc_cnt(MaskCache *mc, int32_t s) {
     W->cnt_rep = rep;
     W->cnt_k = kk;
     W->cnt_sig = sig;
+    W->cnt_room = rep >= 0 && kk >= au->reps.a[rep].lo ? (int32_t)(au->reps.a[rep].hi - 1 - kk) : -1;
 }
 
 /* is n the state p moved one copy on (both classified by mc_cnt, in one repetition): the same
@@ -305,16 +309,15 @@ static int mc_cnt_next(const Auto *au, const St *P, const St *N) {
 
 /* may a walk stand for s at copy cnt_k + j (j >= 0) by s: one frame, its copy in the range
  * where copies alike (lo <= k, k + j <= hi - 1) */
-static inline int mc_cnt_room(const Auto *au, const St *S, int64_t j) {
-    if (S->cnt_rep < 0) return 0;
-    const RepCopies *rc = &au->reps.a[S->cnt_rep];
-    return S->cnt_k >= rc->lo && (int64_t)S->cnt_k + j <= rc->hi - 1;
-}
+static inline int mc_cnt_room(const St *S, int64_t j) { return S->cnt_rep >= 0 && j <= S->cnt_room; }
 
 /* the state s (one frame, one copy state: mc_cnt) with its copy state moved j copies on, built;
  * TR_DEAD on a cap */
 static int32_t mc_shift_state(MaskCache *mc, int32_t s, int32_t j) {
     Auto *au = mc->au;
+    uint64_t memo = ((uint64_t)(uint32_t)s << 24) | (uint64_t)(uint32_t)j;
+    int32_t known = imap_get(&mc->shifted, memo, -3);
+    if (known != -3) return known;
     const St *S = &au->st.a[s];
     const RepCopies *rc = &au->reps.a[S->cnt_rep];
     int32_t e = rc->copy1 + S->cnt_k - 1, pos = au->sn.a[st_stacks(au, S)[0]].pos, nk;
@@ -331,6 +334,7 @@ static int32_t mc_shift_state(MaskCache *mc, int32_t s, int32_t j) {
         if (r >= 0 && (set.n || r) && set.n <= au->lim.max_stacks) out = au_make(au, &set, r);
         VFREE(set);
     }
+    if (out >= 0) imap_put(&mc->shifted, memo, out);
     return out;
 }
 
@@ -352,6 +356,7 @@ typedef struct {
     int has_sel;
     uint64_t sel[2];
     uint8_t sel_mb;
+    uint8_t counted; /* stand for states at high copies by states at low ones (walk_counted) */
     int32_t maxdepth, maxstacks;
 } WalkOut;
 
@@ -391,6 +396,17 @@ static inline void add_ids(const Vocab *v, const Trie *t, int32_t node, WalkOut 
     }
 }
 
+/* walk_counted where the copies would leave the range where they are alike: prev built moved
+ * sh copies on (0 returned, *prev and *nx its own), or -1 */
+static int32_t walk_built(MaskCache *mc, int32_t *prev, int32_t *nx, int32_t sh, int b) {
+    if (!sh) return 0;
+    int32_t built = mc_shift_state(mc, *prev, sh);
+    if (built < 0) return -1;
+    *prev = built;
+    *nx = au_advance(mc->au, built, b);
+    return *nx < 0 ? -1 : 0;
+}
+
 /* walk_range's counted step (see "counted repetitions walked by count"): from prev, standing
  * for its state moved sh copies on, byte b leads by prev's transition to nx; returns how many
  * copies the node's state is moved on from the state standing for it (prev when more than sh,
@@ -400,17 +416,18 @@ static int32_t walk_counted(MaskCache *mc, int32_t *prev, int32_t *nx, int32_t s
     Auto *au = mc->au;
     mc_cnt(mc, *prev);
     if (au->st.a[*prev].cnt_rep < 0 && !sh) return 0;
+    if (*nx == au->st.a[*prev].cnt_next) return walk_built(mc, prev, nx, sh, b); /* past the range */
     mc_cnt(mc, *nx);
-    const St *P = &au->st.a[*prev], *N = &au->st.a[*nx];
+    St *P = &au->st.a[*prev];
+    const St *N = &au->st.a[*nx];
     if (sh && N->cnt_rep != P->cnt_rep && N->cnt_rep != -2) return 0; /* out of the repetition */
-    if (P->cnt_rep >= 0 && mc_cnt_room(au, P, sh + 1) && mc_cnt_next(au, P, N)) return sh + 1;
+    if (P->cnt_rep >= 0 && mc_cnt_next(au, P, N)) {
+        P->cnt_next = *nx;
+        if (mc_cnt_room(P, sh + 1)) return sh + 1;
+    }
     if (!sh) return 0;
-    if (N->cnt_rep == P->cnt_rep && mc_cnt_room(au, N, sh)) return sh;
-    int32_t built = mc_shift_state(mc, *prev, sh);
-    if (built < 0) return -1;
-    *prev = built;
-    *nx = au_advance(au, built, b);
-    return *nx < 0 ? -1 : 0;
+    if (N->cnt_rep == P->cnt_rep && mc_cnt_room(N, sh)) return sh;
+    return walk_built(mc, prev, nx, sh, b);
 }
 
 /* the end of node i's subtree when its state nx loops on every byte below it (a string body, a
@@ -501,7 +518,10 @@ static void walk_range(MaskCache *mc, int32_t root, int32_t d0, const Trie *t, i
                     nx = au_advance_miss(au, prev, b);
                 }
             }
-            if (nx >= 0 && (sh || au->st.a[prev].cnt_rep != -1)) {
+            if (!o->counted || nx < 0) {
+            } else if (nx == au->st.a[prev].cnt_next && sh < au->st.a[prev].cnt_room) {
+                nsh = sh + 1; /* one copy on, as met before */
+            } else if (sh || au->st.a[prev].cnt_rep != -1) {
                 int32_t p0 = prev;
                 nsh = walk_counted(mc, &prev, &nx, sh, byte[i]);
                 if (nsh < 0) {
