@@ -292,6 +292,117 @@ def test_small_vocabulary_brute_force(native: tm.GrammarCompiler) -> None:
             assert m.accept_bytes(text[i : i + 1])
 
 
+def test_partial_characters_brute_force(native: tm.GrammarCompiler) -> None:
+    """Tokens that end inside a character, hold ill-formed UTF-8 (surrogates, overlong forms,
+    past U+10FFFF, stray continuation bytes) or a character then more bytes, on every state of
+    a document with multi-byte characters in keys and values: the kernel, which checks a
+    token's multi-byte characters against the UTF-8 ranges where a state's characters lead to
+    one state instead of building the positions inside them, allows exactly the tokens
+    accept_bytes takes."""
+    words = [b"{", b"}", b'"', b'":', b",", b"1", b"n", b"na", b"a", b"e", b"v", b"x", b'"}', b":"]
+    words += [
+        b"\xc3",
+        b"\xa9",
+        b"\xc3\xa9",
+        b'\xc3\xa9"',
+        b"\xc3\xaf",
+        b"\xc3\xafve",
+        b"\xe6\x9d",
+        b"\xe6\x9d\xb1",
+        b'\xe6\x9d\xb1"',
+        b"\xb1",
+        b"\xf0\x9f",
+        b"\xf0\x9f\x8c",
+        b"\xf0\x9f\x8c\xa7",
+        b"\x8c\xa7",
+        b"\xed\xa0\x80",
+        b"\xed\x9f\xbf",
+        b"\xe0\x80\x80",
+        b"\xe0\xa0\x80",
+        b"\xc0\xaf",
+        b"\xc1",
+        b"\xf4\x90\x80\x80",
+        b"\xf4\x8f\xbf\xbf",
+        b"\xf5",
+        b"\xff",
+        b"\xc3A",
+        b"a\xc3",
+        b"a\xc3\xa9",
+        b"x\xe6\x9d",
+        b"na\xc3",
+        b"na\xc3\xaf",
+        b'na\xc3\xafve":',
+        b"\xc3\xa9\xc3",
+        b"\xe6\x9d\xb1\xe6",
+    ]
+    vocab = Vocabulary.from_token_bytes(
+        [*words, b"<eos>"], eos_ids=[len(words)], special_ids=[len(words)]
+    )
+    schema = {
+        "type": "object",
+        "properties": {"naïve": {"type": "integer"}, "v": {"type": "string", "maxLength": 4}},
+    }
+    c = native.compile(tm.Grammar.from_json_schema(schema), vocab)
+    for text in ['{"naïve":1,"v":"é東🌧","é東":"x","na":"ïé"}', '{"ñ":"\U0010ffff\ud7ff"}']:
+        data = text.encode()
+        m = c.matcher()
+        for i in range(len(data) + 1):
+            want = set()
+            for t, w in enumerate(words):
+                probe = c.matcher()
+                if probe.accept_bytes(data[:i]) and probe.accept_bytes(w):
+                    want.add(t)
+            if m.is_accepting():
+                want.add(len(words))
+            assert set(m.allowed_token_ids().tolist()) == want, data[:i]
+            if i < len(data):
+                assert m.accept_bytes(data[i : i + 1])
+
+
+def test_counted_classes_brute_force(native: tm.GrammarCompiler) -> None:
+    """Runs of one character in counted repetitions of a class, near both bounds, each token
+    tried with accept_bytes on every state (a vocabulary this small is walked: the counted
+    shortcut of run tables is checked on full vocabularies in test_classes.py)."""
+    words = [b'"', b'["', b'","', b'"]', b"x", b'x"', b"a", b"ab", b"@", b".", b"-a", b"a-"]
+    words += [b"-" * n for n in range(1, 40)] + [b"-" * n + b"x" for n in (1, 2, 3, 5, 8, 13, 26)]
+    words += [b"-" * n + b'x"' for n in (2, 3, 4, 9, 26, 27, 28)]
+    words += [b"a" * n for n in (3, 7, 20, 61, 62, 63)] + [b"a" * 60 + b"-", b"a-" * 20]
+    words += [b"-" * 59 + b"a", b"-" * 60 + b"a", b"a" * 62 + b".a", b"x" * 5, b"x" * 30]
+    vocab = Vocabulary.from_token_bytes(
+        [*words, b"<eos>"], eos_ids=[len(words)], special_ids=[len(words)]
+    )
+    email = {
+        "type": "array",
+        "prefixItems": [{"type": "string", "format": "email"}, {"type": "string"}],
+        "items": False,
+    }
+    cases = [
+        # a mandatory part (4), the class holding the character after it
+        (tm.Grammar.from_regex('"[a-z-]{4,30}x"'), ['"a---x"', '"' + "-" * 29 + 'xx"', '"xxxxxx"']),
+        # an email's domain labels: 1 + {0,61} + 1 characters, in a loop
+        (
+            tm.Grammar.from_json_schema(email),
+            ['["a@' + "a" * 20 + "-" * 30 + 'a.a","x"]', '["a@b' + "-" * 60 + 'a","-"]'],
+        ),
+    ]
+    for g, texts in cases:
+        c = native.compile(g, vocab)
+        for text in texts:
+            data = text.encode()
+            m = c.matcher()
+            for i in range(len(data) + 1):
+                want = set()
+                for t, w in enumerate(words):
+                    probe = c.matcher()
+                    if probe.accept_bytes(data[:i]) and probe.accept_bytes(w):
+                        want.add(t)
+                if m.is_accepting():
+                    want.add(len(words))
+                assert set(m.allowed_token_ids().tolist()) == want, data[:i]
+                if i < len(data):
+                    assert m.accept_bytes(data[i : i + 1])
+
+
 _QWEN3: list[Vocabulary] = []
 _LLAMA3: list[Vocabulary] = []
 

@@ -286,10 +286,11 @@ static PyObject *Masks_stats(MasksObject *self, PyObject *unused) {
     for (int32_t i = 0; i < mc->nreps; i++) reps += mc->reps[i] != NULL;
     MaskCache c = *mc;
     AU_UNLOCK(self->auto_);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "nodes", (long long)c.nodes, "bulk_nodes",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "nodes", (long long)c.nodes, "bulk_nodes",
                          (long long)c.bulk_nodes, "hits", (long long)c.hits, "misses", (long long)c.misses,
                          "position_misses", (long long)c.local_misses, "exact_walks", (long long)c.exact_walks,
-                         "counted_runs", (long long)c.counted_runs,
+                         "counted_runs", (long long)c.counted_runs, "exception_groups", (long long)c.exc_merged,
+                         "exception_tokens", (long long)c.exc_tokens, "counted_moves", (long long)c.cnt_moves,
                          "positions", (long long)locals, "states", (long long)reps, "bytes", (long long)c.bytes);
 }
 
@@ -297,7 +298,7 @@ static PyObject *Masks_memory_bytes(MasksObject *self, PyObject *unused) {
     (void)unused;
     AU_LOCK(self->auto_);
     long long n = self->mc.bytes + (int64_t)self->mc.npl * (int64_t)sizeof(PosLocal) + (int64_t)self->mc.nreps * 8 +
-                  imap_bytes(&self->mc.step);
+                  imap_bytes(&self->mc.step) + imap_bytes(&self->mc.shifted);
     AU_UNLOCK(self->auto_);
     return PyLong_FromLongLong(n);
 }

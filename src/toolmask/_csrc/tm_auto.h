@@ -94,8 +94,15 @@ typedef struct {
 #define TR_DEAD (-1)
 
 typedef struct {
+    int32_t *trans; /* 256 next-state ids (TR_UNKNOWN / TR_DEAD) or NULL */
+    /* mask module memo (mc_cnt), next to trans (a walk reads both per trie node): the counted
+     * repetition (index in Auto.reps) of the one copy state its positions hold, -1 none, -2
+     * more than one or not one frame, -3 unknown; the state one copy on from this one, once a
+     * walk met it (-1 not yet); how many copies on a walk may stand for by this state (-1:
+     * none); the copy's index and a hash of the rest of the state */
+    int32_t cnt_rep, cnt_next, cnt_room, cnt_k;
+    uint64_t cnt_sig;
     M256 umask, allowed;
-    int32_t *trans;   /* 256 next-state ids (TR_UNKNOWN / TR_DEAD) or NULL */
     Pair *spec;       /* (text, next or TR_DEAD) memo */
     PyObject *handle; /* the live Python handle of this state, or NULL (borrowed) */
     int32_t stk_off;  /* in the intern pool: [accepting, stack ids...] */
@@ -114,6 +121,7 @@ typedef VEC(St) StVec;
 typedef struct {
     int32_t copy1;
     int64_t lo, hi;
+    uint8_t cls; /* the item is one byte class: a copy's states are its copy states alone */
 } RepCopies;
 
 /* bump allocation for the NFA states' edge vectors, which live as long as the automaton */

@@ -232,7 +232,8 @@ static int mc_counted_longs(MaskCache *mc, const Run *r, ExitTries *ex, WalkOut 
 
 /* the run's tables into res (held), its exits walked from the chain states where they leave
  * (into o's ids and escapes), and its run escape when the frame can return inside it */
-static void local_run_tables(MaskCache *mc, PosLocal *res, const Run *r, WalkOut *o) {
+static void local_run_tables(MaskCache *mc, PosLocal *res, const Run *r, const int32_t *excl, int32_t nexcl,
+                             WalkOut *o) {
     Auto *au = mc->au;
     Vocab *v = mc->v;
     int32_t steps = r->chain.n;
@@ -249,6 +250,10 @@ static void local_run_tables(MaskCache *mc, PosLocal *res, const Run *r, WalkOut
     eo.sel[0] = r->firsts[0];
     eo.sel[1] = r->firsts[1];
     eo.sel_mb = r->mb;
+    /* the tokens that leave the run, or outlast its chain: long runs of one class (dashes in
+     * an email's domain label) walked by count */
+    eo.counted = 1;
+    int32_t ids0 = o->ids->n, esc0 = o->esc->n;
     for (int32_t q = 0; q < ex->np; q++) {
         if (!ex->tries[q]) continue;
         int32_t c;
@@ -272,6 +277,13 @@ static void local_run_tables(MaskCache *mc, PosLocal *res, const Run *r, WalkOut
     }
     o->maxdepth = eo.maxdepth;
     o->maxstacks = eo.maxstacks;
+    if (nexcl) { /* the exceptions' tokens are not U's: walked from where they leave */
+        drop_excluded(o->ids, ids0, excl, nexcl);
+        for (int32_t e = esc0; e < o->esc->n; e++) {
+            o->esc->a[e].excl = excl;
+            o->esc->a[e].nexcl = nexcl;
+        }
+    }
     if (r->accmask) {
         RunEsc e;
         memset(&e, 0, sizeof(e));
@@ -286,6 +298,123 @@ static void local_run_tables(MaskCache *mc, PosLocal *res, const Run *r, WalkOut
         res->resc[res->nresc++] = e;
     }
     free(chain);
+}
+
+/* ---- a run's exceptions: first characters whose state is the loop's but for a few paths -----
+ *
+ * A key of an object that allows undeclared keys: after its opening quote, most first
+ * characters lead into the loop U of any string character (an undeclared key), and the first
+ * letters of the declared names into states that follow those names (a trie of declared
+ * prefixes, each also an undeclared key) and fall back into U at the first character off them.
+ * A token t = c + tail whose first character c leads to such a state has the fate it would
+ * have from U as a run character, unless it leaves the run (a quote, a backslash) while still
+ * on a declared prefix: its path joins U's at its first character off the prefixes, with the
+ * same bytes left. So c joins the run's selection (the base table of the whole class, the
+ * exit tries walked from U), and only the prefixes are walked: their exits exactly from the
+ * state where they leave, those tokens left out of U's exit walk. Checked on the way, else
+ * nothing is kept and c is walked as before: every run character a prefix state meets in
+ * the trie is alive (a token that stays in the run is in the base table), no prefix state
+ * accepts, and with a run that takes multi-byte characters each prefix state's characters
+ * lead to U. */
+
+/* trie nodes an exception walk visits at most (the children of the prefix nodes) */
+#define EXC_BUDGET 4096
+
+/* walk the first bytes `first` from L along the states other than U: tokens that stay in the
+ * run or reach U are left to the run's tables; those that leave the run before reaching U are
+ * walked exactly (into o) and their ids added to excl. 0 when a check fails (the caller
+ * rolls o and excl back). */
+static int exc_walk(MaskCache *mc, int32_t L, int32_t U, const Run *r, M256 first, WalkOut *o, IVec *excl) {
+    Auto *au = mc->au;
+    const Vocab *v = mc->v;
+    const Trie *t = &v->trie;
+    const uint8_t *byte = t->byte;
+    const uint16_t *depth = t->depth;
+    const int32_t *skip = t->skip, *ends = t->ends;
+    int32_t *st = tm_xmalloc((size_t)(t->max_depth + 2) * sizeof(int32_t)); /* walk_range has mc's */
+    int64_t visited = 0;
+    int ok = 1;
+    st[0] = L;
+    while (ok && !m_zero(&first)) {
+        int b = m_low(&first);
+        m_clear(&first, b);
+        int32_t i = t->lo[b], hi = t->hi[b];
+        while (i < hi) {
+            if (++visited > EXC_BUDGET) {
+                ok = 0;
+                break;
+            }
+            int32_t d = depth[i], prev = st[d - 1];
+            int c = byte[i];
+            if (c < 0x80 && run_has(&r->key, (uint8_t)c)) {
+                int32_t nx = au_advance(au, prev, c);
+                if (nx == U) { /* joins the loop: the run's tables */
+                    i = skip[i];
+                    continue;
+                }
+                if (nx < 0 || au->st.a[nx].accepting) {
+                    ok = 0;
+                    break;
+                }
+                wo_note(o, &au->st.a[nx]); /* a token ending here stays in the run: the base table */
+                st[d] = nx;
+                i++;
+                continue;
+            }
+            if (c >= 0x80 && r->utf8) { /* a multi-byte character: into U, or no shortcut */
+                if (mc_utf8_virtual(mc, prev) != U) {
+                    ok = 0;
+                    break;
+                }
+                i = skip[i];
+                continue;
+            }
+            /* leaves the run at prev: walked exactly, and left out of U's exit walk */
+            int32_t end = skip[i];
+            for (int32_t j = i; j < end; j++)
+                if (ends[j] >= 0) {
+                    const int32_t *e = t->end_ids.a + ends[j];
+                    for (int32_t x = 1; x <= e[0]; x++) VPUSH(*excl, e[x]);
+                }
+            walk_range(mc, prev, d - 1, t, i, end, 1, o);
+            i = end;
+        }
+    }
+    mc->nodes += visited;
+    free(st);
+    return ok;
+}
+
+/* merge into the run r (a loop reached at once: U = its first state, no return inside it) the
+ * groups of first characters not handled yet (done[k] clear) whose states follow a few
+ * prefixes before falling into U (exc_walk); their ids left to the prefixes into *excl
+ * (sorted), done[k] set */
+static void exc_merge(MaskCache *mc, int32_t p, int32_t L, Run *r, const int32_t *targets, const M256 *firsts,
+                      int32_t nt, int32_t mb, uint8_t *done, WalkOut *o, IVec *excl) {
+    if (!r->infinite || r->chain.n != 1 || r->accmask) return;
+    int32_t U = r->chain.a[0];
+    M256 run = M_ZERO;
+    run.w[0] = r->key.run[0];
+    run.w[1] = r->key.run[1];
+    for (int32_t k = 0; k < nt; k++) {
+        if (done[k] || targets[k] == U || targets[k] == mb) continue;
+        M256 f = m_and(firsts[k], M_ASCII), outside = m_andnot(f, run);
+        if (m_zero(&f) || !m_zero(&outside) || (f.w[0] & r->firsts[0]) || (f.w[1] & r->firsts[1])) continue;
+        int32_t nids = o->ids->n, nesc = o->esc->n, nexcl = excl->n;
+        if (!exc_walk(mc, L, U, r, f, o, excl)) {
+            o->ids->n = nids;
+            o->esc->n = nesc;
+            excl->n = nexcl;
+            if (tm_debug) fprintf(stderr, "  pos %d target %d: no exception walk\n", p, targets[k]);
+            continue;
+        }
+        done[k] = 1;
+        r->firsts[0] |= f.w[0];
+        r->firsts[1] |= f.w[1];
+        mc->exc_merged++;
+        if (tm_debug) fprintf(stderr, "  pos %d target %d: %d first bytes into the run of %d\n", p, targets[k], m_count(&f), U);
+    }
+    excl->n = sort_unique(excl->a, excl->n);
 }
 
 /* walk the first bytes of wfirst from L (the partial first characters' trie too when the
@@ -326,7 +455,7 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
     o.esc = &esc;
     int32_t L = mc_local_state(mc, p);
     wo_note(&o, &au->st.a[L]);
-    M256 ab = au_allowed_bytes(au, L);
+    M256 ab = mc_allowed_bytes(mc, L);
     if (!m_zero(&ab)) {
         int32_t targets[260], nt;
         M256 firsts[260], wfirst = ab;
@@ -334,13 +463,28 @@ static void mc_compute_local(MaskCache *mc, int32_t p) {
         int mb_done = 0;
         Run r;
         memset(&r, 0, sizeof(r));
+        uint8_t done[260]; /* a group given tables: its own, or a run's as its exceptions */
+        memset(done, 0, sizeof(done));
+        IVec excl = {0};
         for (int32_t k = 0; k < nt && res.nbase < MAX_RUNS; k++) {
-            if (!local_run(mc, p, targets[k], firsts[k], targets[k] == mb, &r)) continue;
-            local_run_tables(mc, &res, &r, &o);
+            if (done[k] || !local_run(mc, p, targets[k], firsts[k], targets[k] == mb, &r)) continue;
+            done[k] = 1;
+            if (!res.excl) exc_merge(mc, p, L, &r, targets, firsts, nt, mb, done, &o, &excl);
+            if (excl.n && !res.excl) { /* the exceptions of this run (one per position) */
+                res.excl = excl.a;
+                res.nexcl = excl.n;
+                mc->exc_tokens += excl.n;
+                mc->bytes += (int64_t)excl.cap * 4;
+                memset(&excl, 0, sizeof(excl));
+                local_run_tables(mc, &res, &r, res.excl, res.nexcl, &o);
+            } else {
+                local_run_tables(mc, &res, &r, NULL, 0, &o);
+            }
             wfirst.w[0] &= ~r.firsts[0];
             wfirst.w[1] &= ~r.firsts[1];
             if (r.mb) mb_done = 1;
         }
+        VFREE(excl);
         VFREE(r.chain);
         local_walk_rest(mc, p, L, wfirst, mb_done, res.nbase, &o);
     }
@@ -379,6 +523,7 @@ static void add_end_ids(const Vocab *v, const Esc *e, IVec *ids) {
     for (int32_t j = 1; j <= x[0]; j++) {
         int32_t id = x[j];
         if (e->has_sel && !sel_has(e->sel, e->sel_mb, v->first_cls[id])) continue;
+        if (e->nexcl && in_sorted(e->excl, e->nexcl, id)) continue;
         VPUSH(*ids, id);
     }
 }
@@ -396,13 +541,12 @@ static int32_t mc_continuation(MaskCache *mc, int32_t base) {
 }
 
 static void mc_dense_walk(MaskCache *mc, int32_t sid, uint32_t *dense) {
-    Auto *au = mc->au;
     IVec ids = {0};
     WalkOut o;
     memset(&o, 0, sizeof(o));
     o.ids = &ids;
     mc->exact_walks++;
-    walk_first(mc, sid, &mc->v->trie, au_allowed_bytes(au, sid), 0, &o);
+    walk_first(mc, sid, &mc->v->trie, mc_allowed_bytes(mc, sid), 0, &o);
     for (int32_t j = 0; j < ids.n; j++) dense[ids.a[j] >> 5] |= 1u << (ids.a[j] & 31);
     VFREE(ids);
 }
@@ -447,7 +591,9 @@ static StRep *mc_compute_rep(MaskCache *mc, int32_t sid) {
                 o.sel[0] = es.sel[0];
                 o.sel[1] = es.sel[1];
                 o.sel_mb = es.sel_mb;
+                int32_t ids0 = ids.n;
                 walk_range(mc, k, es.trie->depth[es.node], es.trie, es.node + 1, es.trie->skip[es.node], 0, &o);
+                drop_excluded(&ids, ids0, es.excl, es.nexcl);
             }
         }
         /* runs the frame can return inside: tokens that leave the run through a byte the

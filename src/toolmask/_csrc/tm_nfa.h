@@ -114,7 +114,7 @@ static int nfa_repeat(Auto *au, int32_t s, TaskVec *tasks, const Node *node, Tas
     /* a counted repetition's copies are created one after another (copy k at copy1 + k - 1):
      * recorded so that a mask can tell which copy a state is at (nfa_copy_of, mc_counted) */
     if (node->hi > 1) {
-        RepCopies rc = {au->ns.n, node->lo, node->hi};
+        RepCopies rc = {au->ns.n, node->lo, node->hi, (uint8_t)(au->ir.nodes.a[item].kind == K_CLASS)};
         VPUSH(au->reps, rc);
     }
     for (int64_t k = 0; k < mandatory; k++) {

@@ -29,6 +29,9 @@ static int32_t au_make(Auto *au, IVec *set, int accepting) {
     s.nstk = n;
     s.accepting = (uint8_t)(accepting != 0);
     s.utf8_tgt = -3;
+    s.cnt_rep = -3;
+    s.cnt_next = -1;
+    s.cnt_room = -1;
     int32_t md = 0;
     for (int32_t i = 0; i < n; i++) {
         const SNode *x = &au->sn.a[set->a[i]];
@@ -402,6 +405,7 @@ static void au_compact(Auto *au, int32_t *keep, int nkeep) {
         t.nspec = 0;
         t.utf8_tgt = -3;
         t.utf8_fast = 0;
+        t.cnt_next = -1;
         t.stk_off = nint.off.a[id];
         if (t.handle) ((StateObject *)t.handle)->sid = id;
         VPUSH(nst, t);
