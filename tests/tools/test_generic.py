@@ -46,7 +46,8 @@ from toolmask.tools import (
     sequential_call_id,
 )
 from toolmask.tools._detect import FALLBACK, prove_format
-from toolmask.tools._generic import _same, _settle, _shape, derive_formats, is_generic
+from toolmask.tools._generic import derive_formats, is_generic
+from toolmask.tools._generic_calls import _same, _settle, call_shape
 from toolmask.tools._probe import PROBE_TOOLS, ProbeCase, probe_call_id
 from toolmask.tools._template import TemplateRenderer
 from toolmask.tools.formats._json import JsonCalls
@@ -1093,22 +1094,22 @@ def test_objects_that_are_not_exactly_a_call() -> None:
         {"name": "get_weather", "arguments": args, "meta": {"v": 1}},
         {"name": "get_weather", "arguments": args, "ref": "ref-c1"},
     ):  # fmt: skip
-        assert _shape(obj, "get_weather", args, "c1") is None, obj
+        assert call_shape(obj, "get_weather", args, "c1") is None, obj
     # the id in the function object alone is the id; a boolean, a number, null beside the
     # call are kept for the message's calls to settle
-    shape = _shape({"function": {"name": "get_weather", "arguments": args, "id": "c1"}},
+    shape = call_shape({"function": {"name": "get_weather", "arguments": args, "id": "c1"}},
                    "get_weather", args, "c1")  # fmt: skip
     assert shape is not None and ("id", "id") in shape.function_keys
     flagged = {"name": "get_weather", "arguments": args, "strict": True, "v": 1, "x": None}
-    shape = _shape(flagged, "get_weather", args, "c1")
+    shape = call_shape(flagged, "get_weather", args, "c1")
     assert shape is not None and shape.others == (("strict", True), ("v", 1), ("x", None))
     # a string key in both the call object and the function object: not told apart
     both = {"kind": "a", "function": {"name": "get_weather", "arguments": args, "kind": "b"}}
-    shape = _shape(both, "get_weather", args, "c1")
+    shape = call_shape(both, "get_weather", args, "c1")
     assert shape is not None and _settle([shape]) is None
     # the same key in the function object alone is a constant
     inner = {"function": {"name": "get_weather", "arguments": args, "kind": "b"}}
-    shape = _shape(inner, "get_weather", args, "c1")
+    shape = call_shape(inner, "get_weather", args, "c1")
     assert shape is not None
     settled = _settle([shape])
     assert settled is not None and settled.constants == (("kind", "b"),)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -659,28 +659,38 @@ def parse_chat_request(
         tool_lists.note_value(by_value, values["tools_key"])
     choice = values.get("tool_choice")
     if choice is not None:
-        if not tools and choice not in ("none", "auto"):
-            raise bad_request(
-                "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' "
-                "are specified.",
-                "tool_choice",
-                "invalid_value",
-            )
         if parsed is None:
-            try:
-                parsed = ToolChoice.parse(choice, names, index=index)
-            except ToolError as e:
-                raise bad_request(
-                    f"Invalid value for 'tool_choice': {e.message}", "tool_choice", "invalid_value"
-                ) from None
+            parsed = _checked_choice(choice, bool(tools), names, index)
             at = spans.get("tool_choice")
             if known is not None and at is not None:  # a subset sent again is compared
                 known.note_choice(text[at[0] : at[1]], choice, parsed)
+        elif not tools:
+            parsed = _checked_choice(choice, False, names, index)
         values["parsed_choice"] = (choice, parsed)
     if values.get("top_p") == 0:  # nucleus of mass 0 is the single best token
         values["top_p"] = 1.0
         values["temperature"] = 0.0
     return ChatRequest(**values)
+
+
+def _checked_choice(
+    choice: Any, has_tools: bool, names: Sequence[str], index: Mapping[str, int] | None
+) -> ToolChoice:
+    """A request's ``tool_choice`` read against its tools' ``names``; APIError (400) where it
+    needs tools that were not given or names what they are not."""
+    if not has_tools and choice not in ("none", "auto"):
+        raise bad_request(
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' "
+            "are specified.",
+            "tool_choice",
+            "invalid_value",
+        )
+    try:
+        return ToolChoice.parse(choice, names, index=index)
+    except ToolError as e:
+        raise bad_request(
+            f"Invalid value for 'tool_choice': {e.message}", "tool_choice", "invalid_value"
+        ) from None
 
 
 #: the request fields that shape the reply's grammar (what a turn spec carries)
