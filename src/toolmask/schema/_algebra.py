@@ -144,7 +144,8 @@ class ShapeAlgebra:
                 return SHAPE_BOTTOM.flagged(flags | out.flags)
         # out.flags holds what the pairwise intersections added (a product that hit a cap and
         # was left to the validator): dropping them would let an invalid value through
-        return out.flagged(flags | out.flags)
+        both = flags | out.flags
+        return out if both is out.flags else out.flagged(both)
 
     def intersect(self, a: Shape, b: Shape) -> Shape:
         """Intersection of two type splits (literal shapes are converted first)."""
@@ -175,6 +176,15 @@ class ShapeAlgebra:
             pending=a.pending or b.pending,
         )
 
+    def meet_objects(
+        self, xs: tuple[ObjAlt, ...], ys: tuple[ObjAlt, ...]
+    ) -> tuple[tuple[ObjAlt, ...], Flags]:
+        """The object alternatives of ``intersect(Shape(objects=xs), Shape(objects=ys))`` and
+        the flags its products add (the shapes of one location's object keywords, each
+        allowing objects only, without flags), without the rest of a shape's types."""
+        objs = self._pairs(xs, ys, self._obj_and)
+        return tuple(x for x, _ in objs), join_flags([f for _, f in objs])
+
     def _pairs(
         self,
         xs: tuple[Any, ...],
@@ -188,6 +198,12 @@ class ShapeAlgebra:
         alternative (a product with one alternative is a filter, not a multiplication)."""
         if not xs or not ys:
             return []  # a type one side does not allow (the usual case: one type per shape)
+        if len(xs) == 1 and len(ys) == 1:
+            # one product (an object part met with another, a type with a range): nothing to
+            # deduplicate, count or merge, so its alternative is not hashed
+            self.check_time()
+            r = fn(xs[0], ys[0])
+            return [] if r is None else [r]
         out: dict[Any, Flags] = {}
         cap = self._product_cap(xs, ys)
         merged_at = cap

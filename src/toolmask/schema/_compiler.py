@@ -81,15 +81,18 @@ class SchemaCompiler(ShapeAlgebra):
         limits: Limits,
         strict_formats: bool = False,
         crawl: bool = True,
+        plain: bool = False,
     ) -> None:
-        """``crawl``: see :class:`~toolmask.schema._resolve.Locations`."""
-        super().__init__(limits, Locations(schema, resources=resources, limits=limits, crawl=crawl))
+        """``crawl``, ``plain``: see :class:`~toolmask.schema._resolve.Locations`."""
+        locs = Locations(schema, resources=resources, limits=limits, crawl=crawl, plain=plain)
+        super().__init__(limits, locs)
         self.root = schema
         self.lenient = lenient
         self.strict_formats = strict_formats
         self.table = dialect_table(schema)
+        #: each term's shape, or _IN_PROGRESS while it is being expanded (a term met again
+        #: then is a cycle)
         self._memo: dict[Term, Shape] = {}
-        self._in_progress: set[Term] = set()
         self._loc_depth = 0  # Loc expansions open one inside another ($ref chains, allOf, ...)
         self.forced_over: set[tuple[str, str]] = set()
         self.root_term = self.locs.root_term
@@ -111,15 +114,15 @@ class SchemaCompiler(ShapeAlgebra):
     def expand(self, term: Term) -> Shape:
         got = self._memo.get(term)
         if got is not None:
+            if got is _IN_PROGRESS:
+                raise SchemaError(
+                    "$ref cycle that never consumes input (a schema that refers to itself "
+                    "without an object or array in between)",
+                    pointer=self.locs.pointer_of(term),
+                    keyword="$ref",
+                )
             return got
-        if term in self._in_progress:
-            raise SchemaError(
-                "$ref cycle that never consumes input (a schema that refers to itself "
-                "without an object or array in between)",
-                pointer=self.locs.pointer_of(term),
-                keyword="$ref",
-            )
-        self._in_progress.add(term)
+        self._memo[term] = _IN_PROGRESS
         is_loc = isinstance(term, Loc)
         if is_loc:
             self._loc_depth += 1
@@ -133,12 +136,12 @@ class SchemaCompiler(ShapeAlgebra):
         try:
             self.check_time()
             shape = self._expand(term)
-        except LimitError as e:  # a cap hit inside: it is located at the innermost location
-            if is_loc:
-                e.at(self.locs.pointer_of(term))
+        except BaseException as e:
+            del self._memo[term]  # not in progress any more, and not expanded
+            if is_loc and isinstance(e, LimitError):
+                e.at(self.locs.pointer_of(term))  # a cap hit inside: at the innermost location
             raise
         finally:
-            self._in_progress.discard(term)
             if is_loc:
                 self._loc_depth -= 1
         self._memo[term] = shape
@@ -320,6 +323,9 @@ _LEAF_KEYS = frozenset(
     k for k in _ENUM_SIBLINGS if k != "enum" and (k == "$comment" or not k.startswith("$"))
 )
 _LEAF_SHAPES: dict[str, Shape] = {}
+
+#: the expansion memo's mark of a term being expanded (see SchemaCompiler.expand)
+_IN_PROGRESS = Shape(pending=True)
 
 #: the JSON type of the values whose type every dialect agrees on
 _PLAIN_TYPES: dict[type, str] = {str: "string", bool: "boolean", type(None): "null"}

@@ -129,7 +129,7 @@ class Lowerer:
         return f"{kind}{self._n}"
 
     def ref(self, term: Term, depth: int) -> Node:
-        if term == BOTTOM:
+        if term is BOTTOM:
             return NOTHING
         d = depth if self.layout.mode == "indent" else 0
         key = (term, d)
@@ -137,7 +137,7 @@ class Lowerer:
         if got is not None:
             return got
         node: Node
-        if term == TOP and d == 0:
+        if term is TOP and d == 0:
             node = RuleRef("value")
             self._todo.append(("value", term, d))
         else:
@@ -164,7 +164,7 @@ class Lowerer:
 
     def is_bottom(self, term: Term) -> bool:
         """True when no value satisfies ``term`` at the top level of its shape."""
-        return term == BOTTOM or self.c.expand(term).is_empty()
+        return term is BOTTOM or self.c.expand(term).is_empty()
 
     def shared(self, name: str) -> Node:
         if name == "string" and self.notation.name != "json":

@@ -182,19 +182,34 @@ def obj_and(a: ObjAlt, b: ObjAlt, accepts: Accepts, limits: Limits) -> tuple[Obj
         pb = b_props.get(n) or _region_view(b, n)
         value = mk_and(pa.value, pb.value)
         required = pa.required or pb.required
-        if value == BOTTOM and required:
+        if required and value is BOTTOM:
             return None
-        props.append(Prop(n, value, required, pa.evaluated or pb.evaluated))
+        evaluated = pa.evaluated or pb.evaluated
+        # a side whose property is the product already (the other side says nothing more
+        # about the key: a ``required`` part met with the declared properties) is kept as
+        # it is, its hash computed once
+        if value is pa.value and required == pa.required and evaluated == pa.evaluated:
+            props.append(pa)
+        elif value is pb.value and required == pb.required and evaluated == pb.evaluated:
+            props.append(pb)
+        else:
+            props.append(Prop(n, value, required, evaluated))
     regions: list[Region] = []
     for ra in a.regions:
         for rb in b.regions:
             value = mk_and(ra.value, rb.value)
-            if value == BOTTOM:
+            if value is BOTTOM:
                 continue
             keys = _keys_and(ra.keys, rb.keys, limits)
             if keys is not None and keys.is_empty():
                 continue
-            regions.append(Region(keys, value, ra.evaluated or rb.evaluated))
+            evaluated = ra.evaluated or rb.evaluated
+            if value is ra.value and keys is ra.keys and evaluated == ra.evaluated:
+                regions.append(ra)
+            elif value is rb.value and keys is rb.keys and evaluated == rb.evaluated:
+                regions.append(rb)
+            else:
+                regions.append(Region(keys, value, evaluated))
     lo = max(a.min_props, b.min_props)
     hi = _min_opt(a.max_props, b.max_props)
     if hi is not None and lo > hi:
@@ -283,12 +298,12 @@ def top_identity(s: Shape, limits: Limits) -> bool:
         for p in o.props:
             if p.required:
                 required += 1
-                if p.value == BOTTOM:
+                if p.value is BOTTOM:
                     return False
         if o.max_props is not None and required > o.max_props:
             return False
         for r in o.regions:
-            if r.value == BOTTOM or (r.keys is not None and r.keys.is_empty()):
+            if r.value is BOTTOM or (r.keys is not None and r.keys.is_empty()):
                 return False
     cap = limits.max_alternatives
     for alts in (s.numbers, s.strings, s.arrays):
