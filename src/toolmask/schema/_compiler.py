@@ -135,7 +135,7 @@ class SchemaCompiler(ShapeAlgebra):
                 )
         try:
             self.check_time()
-            shape = self._expand(term)
+            shape = self._expand_loc(term) if is_loc else self._expand(term)  # type: ignore[arg-type]
         except BaseException as e:
             del self._memo[term]  # not in progress any more, and not expanded
             if is_loc and isinstance(e, LimitError):

@@ -25,6 +25,7 @@ from toolmask.schema import _langs
 from toolmask.schema._terms import (
     BOTTOM,
     NO_FLAGS,
+    SHAPE_TOP,
     ArrAlt,
     Flags,
     NumAlt,
@@ -272,44 +273,57 @@ def top_identity(s: Shape, limits: Limits) -> bool:
     or empty regions, required BOTTOM properties, counts out of order), no alternative
     repeats (the products are deduplicated) and there is at most one object alternative
     (several are merged). O(alternatives + properties)."""
-    for n in s.numbers:
-        if n.dfa is not None:
-            return False
-    for x in s.strings:
-        if x.dfa is not None:
-            return False
-    for a in s.arrays:
-        if a.literal is not None or (a.prefix and a.prefix[-1] == a.items):
-            return False
-        if a.max_items is not None and a.min_items > a.max_items:
-            return False
-        if a.contains is None and (a.min_contains != 1 or a.max_contains is not None):
-            return False  # the product takes TOP's contains bounds then
-    if len(s.objects) > 1:
+    # a type's alternatives that are SHAPE_TOP's own (what the keyword families' parts keep
+    # for the types they leave alone) pass every test below
+    nums, strs, arrs, objs = s.numbers, s.strings, s.arrays, s.objects
+    if nums is not _TOP.numbers:
+        for n in nums:
+            if n.dfa is not None:
+                return False
+    if strs is not _TOP.strings:
+        for x in strs:
+            if x.dfa is not None:
+                return False
+    if arrs is not _TOP.arrays:
+        for a in arrs:
+            if a.literal is not None or (a.prefix and a.prefix[-1] == a.items):
+                return False
+            if a.max_items is not None and a.min_items > a.max_items:
+                return False
+            if a.contains is None and (a.min_contains != 1 or a.max_contains is not None):
+                return False  # the product takes TOP's contains bounds then
+    if len(objs) > 1:
         return False
-    for o in s.objects:
+    if objs and objs is not _TOP.objects:
+        o = objs[0]
         if o.literal is not None:
             return False
         if o.max_props is not None and o.min_props > o.max_props:
             return False
-        if len({p.name for p in o.props}) != len(o.props):
-            return False
+        names: set[str] = set()
         required = 0
         for p in o.props:
+            names.add(p.name)
             if p.required:
                 required += 1
                 if p.value is BOTTOM:
                     return False
+        if len(names) != len(o.props):
+            return False
         if o.max_props is not None and required > o.max_props:
             return False
         for r in o.regions:
             if r.value is BOTTOM or (r.keys is not None and r.keys.is_empty()):
                 return False
     cap = limits.max_alternatives
-    for alts in (s.numbers, s.strings, s.arrays):
+    for alts in (nums, strs, arrs):
         if len(alts) > 1 and (len(set(alts)) != len(alts) or len(alts) > cap):
             return False
     return True
+
+
+#: SHAPE_TOP (its alternatives' tuples, told by identity in top_identity)
+_TOP = SHAPE_TOP
 
 
 def _min_opt(a: int | None, b: int | None) -> int | None:

@@ -113,7 +113,7 @@ def only(shape_kw: dict[str, Any]) -> Shape:
 
 
 #: SHAPE_TOP's fields, by name (what ``dataclasses.replace(SHAPE_TOP, ...)`` starts from)
-_TOP_FIELDS: dict[str, Any] = {f.name: getattr(SHAPE_TOP, f.name) for f in fields(Shape)}
+_TOP_FIELDS: dict[str, Any] = {f.name: getattr(SHAPE_TOP, f.name) for f in fields(Shape) if f.init}
 assert tuple(_TOP_FIELDS) == (
     "literals",
     "null",

@@ -396,6 +396,24 @@ class Shape:
     #: sibling ``properties`` whose key names each branch): checked when the location's shape
     #: is complete (``ShapeAlgebra.settle``), never lowered as it is
     pending: bool = False
+    _h: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # shapes key the lowerer's rules (terms of equal shapes share one)
+        return _cached_hash(
+            self,
+            (
+                self.literals,
+                self.null,
+                self.booleans,
+                self.numbers,
+                self.strings,
+                self.arrays,
+                self.objects,
+                self.flags,
+                self.pending,
+            ),
+        )
 
     def with_flags(self, flags: Flags) -> Shape:
         if not flags.over and not flags.under:
