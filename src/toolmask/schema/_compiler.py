@@ -28,6 +28,7 @@ from toolmask._cache import current_caches
 from toolmask.errors import LimitError, SchemaError
 from toolmask.limits import Limits
 from toolmask.schema._algebra import ShapeAlgebra
+from toolmask.schema._formats import FORMATS
 from toolmask.schema._handlers import dialect_table, keyword_parts
 from toolmask.schema._keywords import KEYWORDS
 from toolmask.schema._resolve import Locations, Resolver
@@ -98,6 +99,11 @@ class SchemaCompiler(ShapeAlgebra):
         self.root_term = self.locs.root_term
         #: the term of a subschema (``Locations.sub``, bound once: it runs per subschema)
         self.sub = self.locs.sub
+        #: the shapes of scalar locations by their keywords (see _expand_loc), kept in the
+        #: cache set in use: equal subschemas, in this schema or another, are expanded once
+        self._scalars = current_caches().cache(
+            "schema.scalar_shapes", limit="max_memo_entries", entry_bytes=_scalar_shape_bytes
+        )
 
     # -- locations (see Locations) ----------------------------------------------------------------
     def resolve(self, ref: Any, resolver: Resolver, ptr: str, kw: str) -> Loc:
@@ -186,6 +192,13 @@ class SchemaCompiler(ShapeAlgebra):
             got = _LEAF_SHAPES.get(leaf)
             if got is not None:
                 return got
+        key = None
+        if not leaf and type(t) is str and t in _LEAF_TYPES and schema.keys() <= _SCALAR_KEYS:
+            key = self._scalar_key(schema)
+            if key is not None:
+                kept: Shape | None = self._scalars.lookup(key)
+                if kept is not None:
+                    return kept
 
         parts = keyword_parts(self, schema, resolver, ptr, self.table)
         if len(parts) == 1 and parts[0].literals is not None and _single_applicator(schema):
@@ -197,9 +210,29 @@ class SchemaCompiler(ShapeAlgebra):
         shape = self.settle(shape)
         if "unevaluatedProperties" in schema or "unevaluatedItems" in schema:
             shape = self._apply_unevaluated(schema, resolver, ptr, shape)
+        if key is not None and not shape.flags.over and not shape.flags.under:
+            self._scalars.put(key, shape)
         if leaf:
             _LEAF_SHAPES[leaf] = shape
         return shape
+
+    def _scalar_key(self, schema: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The key of a scalar location's shape in ``schema.scalar_shapes`` (see
+        :data:`_SCALAR_KEYS`): its constraining keywords and their values (typed: 1, 1.0 and
+        true differ), in their order, with what else the shape depends on (the limits, the
+        options, the keyword table); None when a value is not a JSON scalar or the format is
+        unknown (its warning is logged once per name: the general route says when)."""
+        items: list[tuple[str, type, Any]] = []
+        for k, v in schema.items():
+            if k in _LEAF_KEYS and k != "type":
+                continue  # an annotation
+            tv = type(v)
+            if tv is not str and tv is not int and tv is not float and tv is not bool:
+                return None
+            if k == "format" and v not in FORMATS:
+                return None
+            items.append((k, tv, v))
+        return (tuple(items), self.limits, self.lenient, self.strict_formats, id(self.table))
 
     def unsupported(self, ptr: str, kw: str, note: str) -> None:
         msg = f"keyword {kw!r} is not supported" + (f": {note}" if note else "")
@@ -323,6 +356,30 @@ _LEAF_KEYS = frozenset(
     k for k in _ENUM_SIBLINGS if k != "enum" and (k == "$comment" or not k.startswith("$"))
 )
 _LEAF_SHAPES: dict[str, Shape] = {}
+
+#: a location of one of those types with only these keywords beside annotations (a range, a
+#: length, a pattern, a known format: ``{"type": "string", "pattern": "^[A-Z]{3}$"}``) has a
+#: shape that depends on its keywords' values, the limits and the options alone, never on where
+#: it sits unless it carries flags (their pointers): _expand_loc keeps the flagless ones by
+#: those (SchemaCompiler._scalar_key) in the cache set in use, computed by the general route
+_SCALAR_KEYS = _LEAF_KEYS | {
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+}
+
+
+def _scalar_shape_bytes(shape: Shape) -> int:
+    """A kept scalar shape's bytes: the shape and its alternatives (their automata are the
+    language memos' own, counted there)."""
+    return 256 + 96 * (len(shape.numbers) + len(shape.strings))
+
 
 #: the expansion memo's mark of a term being expanded (see SchemaCompiler.expand)
 _IN_PROGRESS = Shape(pending=True)

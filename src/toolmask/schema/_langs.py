@@ -381,14 +381,25 @@ _DIGIT_CLASS = byte_class((0x30, 0x39))
 
 def _alt_bound(items: _Alt) -> int:
     """``alternative()``'s bound: the item's for one item, else 2 plus the items'."""
-    return items[0][1] if len(items) == 1 else 2 + sum(b for _, b, _ in items)
+    if len(items) == 1:
+        return items[0][1]
+    total = 2
+    for _, b, _ in items:
+        total += b
+    return total
 
 
 def _group_item(alts: list[_Alt]) -> _Item:
     """``(?:A|B|...)``: a choice of the alternatives (``disjunction()``'s bound)."""
-    node = choice(*(seq(*(n for n, _, _ in a)) for a in alts))
-    bound = _alt_bound(alts[0]) if len(alts) == 1 else 2 + sum(_alt_bound(a) for a in alts)
-    return node, bound, 1 + max(d for a in alts for _, _, d in a)
+    nodes: list[Node] = []
+    total, depth = 2, 0
+    for a in alts:
+        nodes.append(seq(*[n for n, _, _ in a]))
+        total += _alt_bound(a)
+        for _, _, d in a:
+            depth = max(depth, d)
+    bound = _alt_bound(alts[0]) if len(alts) == 1 else total
+    return choice(*nodes), bound, 1 + depth
 
 
 def _grouped(alts: list[_Alt]) -> _Alt:
@@ -497,11 +508,13 @@ def _int_range_node(lo: int | None, hi: int | None, cap: int, max_nesting: int) 
     else:
         items = [_group_item([alt for rx in regexes for alt in rx])]
     # the top-level alternative, with the fraction tail after the items
-    bound = 2 + sum(b for _, b, _ in items) + _FRACTION_BOUND
-    depth = max(max((d for _, _, d in items), default=0), _FRACTION_DEPTH)
+    bound, depth = 2 + _FRACTION_BOUND, _FRACTION_DEPTH
+    for _, b, d in items:
+        bound += b
+        depth = max(depth, d)
     if bound > cap or depth > max_nesting:
         return None
-    return seq(*(n for n, _, _ in items))
+    return seq(*[n for n, _, _ in items])
 
 
 def _int_ceil(x: Decimal, excl: bool) -> int:
