@@ -9,6 +9,10 @@
 * A schema without any ``$`` key makes its ``referencing`` registry only when a value has to be
   evaluated (an enum beside other keywords), and filters the same values as one that has it up
   front.
+* The usual object location (``properties``, ``required``, ``additionalProperties``) is
+  written out rather than met part by part: the same shape as the keyword table and the meet
+  give, the same subschemas registered in the same order, and the table's errors for the
+  malformed ones.
 """
 
 from __future__ import annotations
@@ -118,3 +122,63 @@ def test_an_enum_filtered_by_its_siblings_without_a_registry_up_front(dollar: bo
         schema["$comment"] = "the registry is made before the properties are read"
     values = [{"a": v} for v in ["a", "bb", "ccc", 4]]
     assert _values(schema, values) == [{"a": "bb"}, {"a": 4}]
+
+
+# -- the usual object location, written out ----------------------------------------------------
+
+_OBJECTS: list[dict[str, Any]] = [
+    {"type": "object", "properties": {"a": {"type": "string"}}},
+    {"type": "object", "properties": {"a": {}, "b": True}, "required": ["b", "a", "b"]},
+    {"type": "object", "properties": {"a": {}, "b": False}, "required": ["a"]},
+    {"type": "object", "properties": {"a": {}, "b": False, "c": {}}, "required": ["b"]},
+    {"type": "object", "properties": {"a": {}}, "required": []},
+    {"type": "object", "properties": {"a": {}}, "additionalProperties": False},
+    {"type": "object", "properties": {"a": {}}, "additionalProperties": True},
+    {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"}},
+    {
+        "type": "object",
+        "description": "annotations beside",
+        "title": "t",
+        "properties": {"x": {"type": "integer", "minimum": 1}, "y": {"enum": [1, 2]}},
+        "required": ["y"],
+        "additionalProperties": False,
+    },
+    # not of the form (the table decides): a required key not declared, malformed keywords
+    {"type": "object", "properties": {"a": {}}, "required": ["z"]},
+    {"type": "object", "properties": {"a": {}}, "required": "a"},
+    {"type": "object", "properties": [], "required": ["a"]},
+    {"type": "object", "properties": {}, "additionalProperties": False},
+    {"type": "object", "properties": {"a": {}}, "additionalProperties": 3},
+]
+
+
+def _by_table(schema: dict[str, Any]) -> tuple[Any, list[str]]:
+    """The root's shape as the keyword table and the meet give it, and the locations it
+    registered (their pointers), or the error it raised."""
+    from toolmask.schema._compiler import SchemaCompiler
+    from toolmask.schema._site import keyword_parts
+
+    c = SchemaCompiler(schema, resources=None, lenient=False, limits=tm.Limits(), crawl=False)
+    s, r, ptr = c.locs.at(c.root_term)
+    try:
+        parts = keyword_parts(c, s, r, ptr, c.table)
+        shape: Any = c.settle(c.meet(c.root_term, parts))
+    except SchemaError as e:
+        shape = f"SchemaError: {e}"
+    return shape, [p for _, _, p in c.locs._locs]
+
+
+def _written_out(schema: dict[str, Any]) -> tuple[Any, list[str]]:
+    from toolmask.schema._compiler import SchemaCompiler
+
+    c = SchemaCompiler(schema, resources=None, lenient=False, limits=tm.Limits(), crawl=False)
+    try:
+        shape: Any = c.expand(c.root_term)
+    except SchemaError as e:
+        shape = f"SchemaError: {e}"
+    return shape, [p for _, _, p in c.locs._locs]
+
+
+@pytest.mark.parametrize("schema", _OBJECTS, ids=range(len(_OBJECTS)))
+def test_the_usual_object_location_is_what_the_table_gives(schema: dict[str, Any]) -> None:
+    assert _written_out(schema) == _by_table(schema)

@@ -34,8 +34,10 @@ from toolmask.schema._keywords import KEYWORDS
 from toolmask.schema._resolve import Locations, Resolver
 from toolmask.schema._terms import (
     BOTTOM,
+    NO_FLAGS,
     SHAPE_BOTTOM,
     SHAPE_TOP,
+    TOP,
     ArrAlt,
     Const,
     Loc,
@@ -192,6 +194,10 @@ class SchemaCompiler(ShapeAlgebra):
             got = _LEAF_SHAPES.get(leaf)
             if got is not None:
                 return got
+        if t == "object" and "properties" in schema and schema.keys() <= _PLAIN_OBJECT_KEYS:
+            plain = self._plain_object(schema, resolver, ptr)
+            if plain is not None:
+                return plain
         key = None
         if not leaf and type(t) is str and t in _LEAF_TYPES and schema.keys() <= _SCALAR_KEYS:
             key = self._scalar_key(schema)
@@ -215,6 +221,47 @@ class SchemaCompiler(ShapeAlgebra):
         if leaf:
             _LEAF_SHAPES[leaf] = shape
         return shape
+
+    def _plain_object(self, schema: dict[str, Any], resolver: Resolver, ptr: str) -> Shape | None:
+        """The shape of the usual object location, ``{"type": "object", "properties": {...},
+        "required": [...], "additionalProperties": false}`` (``required`` and
+        ``additionalProperties`` optional, annotations beside): what the keyword table and the
+        meet give for it (the ``properties`` part met with the ``required`` one, then with the
+        type), written out, the subschemas registered in the same order. None when the
+        location is not of that form or is malformed (the table's functions say how), or
+        when a required key is not declared (the caller takes the table)."""
+        props_kw = schema["properties"]
+        req = schema.get("required", ())
+        has_addl = "additionalProperties" in schema
+        addl_kw = schema.get("additionalProperties")
+        if (
+            type(props_kw) is not dict
+            or not props_kw
+            or (type(req) is not list and req != ())
+            or not all(type(x) is str for x in req)
+            or (has_addl and type(addl_kw) is not bool and type(addl_kw) is not dict)
+        ):
+            return None
+        wanted = dict.fromkeys(req)  # the required names, once each, in order
+        if not wanted.keys() <= props_kw.keys():
+            return None
+        sub = self.sub
+        props: list[Prop] = []
+        empty = False  # a required key that has no value: no object (every subschema is
+        # registered all the same, as the table registers them, so the locations after it
+        # keep their places)
+        for name in props_kw:
+            t = sub(schema, resolver, ptr, "properties", name)
+            required = name in wanted
+            empty = empty or (required and t is BOTTOM)
+            props.append(Prop(name, t, required, True))
+        regions: tuple[Region, ...] = ()
+        addl = sub(schema, resolver, ptr, "additionalProperties") if has_addl else TOP
+        if empty:
+            return SHAPE_BOTTOM.flagged(NO_FLAGS)
+        if addl is not BOTTOM:
+            regions = (Region(None, addl, has_addl),)
+        return Shape(objects=(ObjAlt(tuple(props), regions),))
 
     def _scalar_key(self, schema: dict[str, Any]) -> tuple[Any, ...] | None:
         """The key of a scalar location's shape in ``schema.scalar_shapes`` (see
@@ -356,6 +403,9 @@ _LEAF_KEYS = frozenset(
     k for k in _ENUM_SIBLINGS if k != "enum" and (k == "$comment" or not k.startswith("$"))
 )
 _LEAF_SHAPES: dict[str, Shape] = {}
+
+#: the keywords of an object location _expand_loc writes out (SchemaCompiler._plain_object)
+_PLAIN_OBJECT_KEYS = _LEAF_KEYS | {"properties", "required", "additionalProperties"}
 
 #: a location of one of those types with only these keywords beside annotations (a range, a
 #: length, a pattern, a known format: ``{"type": "string", "pattern": "^[A-Z]{3}$"}``) has a
