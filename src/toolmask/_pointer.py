@@ -19,7 +19,13 @@ def escape_token(part: str | int) -> str:
 
 def json_pointer(parts: Iterable[str | int]) -> str:
     """The pointer to the value reached by ``parts`` (object keys, array indices)."""
-    return "".join("/" + escape_token(p) for p in parts)
+    out = ""
+    for p in parts:  # escape_token, inlined: the schema compiler writes one per subschema
+        t = str(p)
+        if "~" in t or "/" in t:
+            t = t.replace("~", "~0").replace("/", "~1")
+        out += "/" + t
+    return out
 
 
 def fragment(pointer: str) -> str:

@@ -6,7 +6,7 @@ Each bound says what it protects. The library defaults are generous; the server 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 __all__ = ["DEFAULT_LIMITS", "SERVER_LIMITS", "Limits"]
 
@@ -133,6 +133,21 @@ class Limits:
     max_stop_sequences: int = 4
     #: characters of one stop sequence (cost: the text held back while a stop may be forming)
     max_stop_chars: int = 256
+
+    #: the hash, computed on first use (0: not yet): limits are part of the key of every memo
+    #: and compiled grammar, and the generated hash hashes every field at each call
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if not h:
+            h = hash(tuple(getattr(self, name) for name in _COMPARED)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
+
+
+#: the fields equality compares (what the hash covers)
+_COMPARED = tuple(f.name for f in fields(Limits) if f.compare)
 
 
 DEFAULT_LIMITS = Limits()

@@ -1,6 +1,8 @@
 """A number range's grammar node read straight from its generated regex (``_langs._range_node``)
 against the parse route it shortcuts (``parse_full_match`` + ``regex_ast_node``): the same IR
-for every range, and the same refusal past the NFA bound."""
+for every range, and the same refusal past the NFA bound. An integer range's node built from
+its digits (``_langs._int_range_node``, what ``range_lang`` uses) against ``_range_node`` of its
+regex: the same IR, and None for the same ranges, bounds and nesting limits."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from toolmask.errors import LimitError
 from toolmask.grammar._ir import Node
 from toolmask.grammar._regex import RCat, parse_full_match, regex_ast_node
 from toolmask.limits import DEFAULT_LIMITS
-from toolmask.schema._langs import _FRACTION, _range_node, range_lang
+from toolmask.schema._langs import _FRACTION, _int_range_node, _range_node, range_lang
 from toolmask.schema._numbers import integer_regex, number_regex
 
 CAP = max(8 * DEFAULT_LIMITS.max_dfa_states, 1_000)
@@ -103,3 +105,38 @@ def test_groups_nested_past_the_limit_are_left_to_the_parser() -> None:
             hi_excl=False,
             limits=shallow,
         )
+
+
+def _digit_bounds(rng: random.Random) -> list[tuple[int | None, int | None]]:
+    """Ranges over every digit count up to 19: powers of ten and their neighbours (where the
+    digit-range construction changes shape), small ranges, one-sided ones, random ones."""
+    edges: list[int] = []
+    for k in range(20):
+        edges += [10**k, 10**k - 1, 10**k + 1, 2 * 10**k, 10**k - 10 ** (k // 2)]
+    out: list[tuple[int | None, int | None]] = [(None, None)]
+    for x in edges:
+        for y in (x, x + 1, 10 * x - 1, 10 * x + 7):
+            out += [(x, y), (-x, y), (-y, -x)]
+        out += [(None, x), (None, -x), (x, None), (-x, None)]
+    out += [(lo, hi) for lo in range(-25, 26) for hi in range(-25, 26, 3)]
+    for _ in range(400):
+        a = rng.randint(-(10 ** rng.randint(0, 19)), 10 ** rng.randint(0, 19))
+        b = rng.randint(-(10 ** rng.randint(0, 19)), 10 ** rng.randint(0, 19))
+        out += [(min(a, b), max(a, b)), (a, None), (None, b)]
+    return out
+
+
+LIMIT_PAIRS = [(CAP, NEST), (40_000, 32), (1_000, 6), (60, 64), (30, 2)]
+
+
+@pytest.mark.parametrize(("cap", "nest"), LIMIT_PAIRS)
+def test_integer_nodes_from_digits_match_the_regex_route(cap: int, nest: int) -> None:
+    rng = random.Random(13)
+    read = 0
+    for lo, hi in _digit_bounds(rng):
+        rx = integer_regex(lo, hi)
+        want = None if rx is None else _range_node(rx, True, cap, nest)
+        got = _int_range_node(lo, hi, cap, nest)
+        assert got == want and repr(got) == repr(want), (lo, hi)
+        read += want is not None
+    assert read > 1000 or cap < 1_000

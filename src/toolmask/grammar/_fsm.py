@@ -205,7 +205,13 @@ class Dfa:
         check_states(top + 1, limits)
         edges: list[tuple[tuple[CharSet, int], ...]] = [((universe, i + 1),) for i in range(top)]
         edges.append(((universe, top),) if max is None else ())
-        return Dfa(tuple(edges), frozenset(range(min, top + 1)))
+        # valid by construction (one non-empty class per state, targets in range): the
+        # O(states) checks of __post_init__ are skipped
+        d = object.__new__(Dfa)
+        object.__setattr__(d, "edges", tuple(edges))
+        object.__setattr__(d, "finals", frozenset(range(min, top + 1)))
+        object.__setattr__(d, "_hash", 0)
+        return d
 
     @staticmethod
     def from_nfa(nfa: Nfa, *, limits: Limits = DEFAULT_LIMITS) -> Dfa:

@@ -534,7 +534,9 @@ def choice(*items: Node) -> Node:
         if tp is not Choice and (tp is not ByteClass or one.mask != 0):  # type: ignore[union-attr]
             return one
     flat: list[Node] = []
-    seen: set[Node] = set()
+    # the alternatives kept so far, once there are _SCANNED of them (before: a scan of flat by
+    # equality, which does not hash the alternatives' trees, most of them new)
+    seen: set[Node] | None = None
     singles = 0  # alternatives of one byte (a class or a one-byte literal)
     for it in items:
         parts = it.items if type(it) is Choice else (it,)
@@ -546,7 +548,16 @@ def choice(*items: Node) -> Node:
                 single = True
             else:
                 single = tp is Bytes and len(p.value) == 1  # type: ignore[union-attr]
-            if p not in seen:
+            if seen is None:
+                for q in flat:
+                    if q is p or (type(q) is tp and q == p):
+                        break
+                else:
+                    flat.append(p)
+                    singles += single
+                    if len(flat) == _SCANNED:
+                        seen = set(flat)
+            elif p not in seen:
                 seen.add(p)
                 flat.append(p)
                 singles += single
@@ -569,6 +580,10 @@ def choice(*items: Node) -> Node:
     if len(flat) == 1:
         return flat[0]
     return Choice(tuple(flat))
+
+
+#: alternatives up to which choice() looks for a repeated one by a scan rather than a set
+_SCANNED = 8
 
 
 def repeat(item: Node, lo: int = 0, hi: int | None = None) -> Node:

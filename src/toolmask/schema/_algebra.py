@@ -57,7 +57,7 @@ from toolmask.schema._terms import (
     flag_under,
 )
 
-__all__ = ["ShapeAlgebra", "is_number", "join_flags", "to_decimal"]
+__all__ = ["ANY_INTEGER", "ShapeAlgebra", "is_number", "join_flags", "to_decimal"]
 
 
 def is_number(v: Any) -> bool:
@@ -133,6 +133,15 @@ class ShapeAlgebra:
             return Shape(
                 literals=literal_filter(self.accepts, self.limits, term, shapes, terms, base)
             )
+        if len(shapes) == 2:
+            # the usual location: a bare ``type`` and one keyword family's part
+            out_or_none = _typed(shapes[0], shapes[1], self.limits)
+            if out_or_none is not None:
+                out = out_or_none
+                if out.is_empty():
+                    return SHAPE_BOTTOM.flagged(flags | out.flags)
+                both = flags | out.flags
+                return out if both is out.flags else out.flagged(both)
         out = SHAPE_TOP
         # smallest first: a narrow shape (a bounded range, one alternative) keeps every later
         # product small, where multiplying wide ones first can pass max_dfa_states for nothing.
@@ -144,7 +153,8 @@ class ShapeAlgebra:
                 return SHAPE_BOTTOM.flagged(flags | out.flags)
         # out.flags holds what the pairwise intersections added (a product that hit a cap and
         # was left to the validator): dropping them would let an invalid value through
-        return out.flagged(flags | out.flags)
+        both = flags | out.flags
+        return out if both is out.flags else out.flagged(both)
 
     def intersect(self, a: Shape, b: Shape) -> Shape:
         """Intersection of two type splits (literal shapes are converted first)."""
@@ -175,6 +185,15 @@ class ShapeAlgebra:
             pending=a.pending or b.pending,
         )
 
+    def meet_objects(
+        self, xs: tuple[ObjAlt, ...], ys: tuple[ObjAlt, ...]
+    ) -> tuple[tuple[ObjAlt, ...], Flags]:
+        """The object alternatives of ``intersect(Shape(objects=xs), Shape(objects=ys))`` and
+        the flags its products add (the shapes of one location's object keywords, each
+        allowing objects only, without flags), without the rest of a shape's types."""
+        objs = self._pairs(xs, ys, self._obj_and)
+        return tuple(x for x, _ in objs), join_flags([f for _, f in objs])
+
     def _pairs(
         self,
         xs: tuple[Any, ...],
@@ -188,6 +207,12 @@ class ShapeAlgebra:
         alternative (a product with one alternative is a filter, not a multiplication)."""
         if not xs or not ys:
             return []  # a type one side does not allow (the usual case: one type per shape)
+        if len(xs) == 1 and len(ys) == 1:
+            # one product (an object part met with another, a type with a range): nothing to
+            # deduplicate, count or merge, so its alternative is not hashed
+            self.check_time()
+            r = fn(xs[0], ys[0])
+            return [] if r is None else [r]
         out: dict[Any, Flags] = {}
         cap = self._product_cap(xs, ys)
         merged_at = cap
@@ -450,27 +475,59 @@ class ShapeAlgebra:
         return complement(self.split(s), self.locs.pointer_of(term), self.limits, self.intersect)
 
 
+def _typed(a: Shape, b: Shape, limits: Limits) -> Shape | None:
+    """``meet([a, b])``'s shape (before its flags and emptiness) when one of them is a bare
+    type (:func:`_types_only`) and the other is not and meets TOP unchanged (``top_identity``):
+    the other's alternatives of those types, what :meth:`ShapeAlgebra.intersect` gives for the
+    two in either order (a bare type meets TOP unchanged too). None otherwise (the caller
+    intersects). Neither may be SHAPE_TOP itself (intersect returns the other one for it)."""
+    for t, s in ((a, b), (b, a)):
+        if (
+            t is not SHAPE_TOP
+            and s is not SHAPE_TOP
+            and _types_only(t, s)
+            and not _types_only(s, t)
+            and top_identity(s, limits)
+        ):
+            return _of_types(s, t)
+    return None
+
+
 def _types_only(s: Shape, other: Shape) -> bool:
     """Whether each JSON type ``s`` allows holds only that type's alternative of
     ``SHAPE_TOP`` (any value of it), as ``{"type": ...}`` gives, with no flags and nothing
     pending; ``"integer"`` (any integer) counts where every number alternative of ``other``
     is an integer one (its product with any integer is then itself)."""
-    return (
-        s.literals is None
-        and not s.pending
-        and s.flags == NO_FLAGS
-        and (
-            not s.numbers
-            or s.numbers == SHAPE_TOP.numbers
-            or (s.numbers == _ANY_INTEGER and all(n.integer for n in other.numbers))
-        )
-        and (not s.strings or s.strings == SHAPE_TOP.strings)
-        and (not s.arrays or s.arrays == SHAPE_TOP.arrays)
-        and (not s.objects or s.objects == SHAPE_TOP.objects)
-    )
+    # identity first: the keyword families' parts keep SHAPE_TOP's own tuples for the types
+    # they leave alone, and ``type`` shares them (an alternative's == is a Python call)
+    if s.literals is not None or s.pending:
+        return False
+    if s.flags is not NO_FLAGS and s.flags != NO_FLAGS:
+        return False
+    n = s.numbers
+    if (
+        n
+        and n is not _TOP_NUMBERS
+        and n != _TOP_NUMBERS
+        and not ((n is ANY_INTEGER or n == ANY_INTEGER) and all(x.integer for x in other.numbers))
+    ):
+        return False
+    st = s.strings
+    if st and st is not _TOP_STRINGS and st != _TOP_STRINGS:
+        return False
+    ar = s.arrays
+    if ar and ar is not _TOP_ARRAYS and ar != _TOP_ARRAYS:
+        return False
+    ob = s.objects
+    return not ob or ob is _TOP_OBJECTS or ob == _TOP_OBJECTS
 
 
-_ANY_INTEGER = (NumAlt(None, True),)
+#: the number alternatives of ``{"type": "integer"}`` (``_kw_values`` shares them)
+ANY_INTEGER = (NumAlt(None, True),)
+_TOP_NUMBERS = SHAPE_TOP.numbers
+_TOP_STRINGS = SHAPE_TOP.strings
+_TOP_ARRAYS = SHAPE_TOP.arrays
+_TOP_OBJECTS = SHAPE_TOP.objects
 
 
 def _of_types(s: Shape, types: Shape) -> Shape:

@@ -28,13 +28,16 @@ from toolmask._cache import current_caches
 from toolmask.errors import LimitError, SchemaError
 from toolmask.limits import Limits
 from toolmask.schema._algebra import ShapeAlgebra
+from toolmask.schema._formats import FORMATS
 from toolmask.schema._handlers import dialect_table, keyword_parts
 from toolmask.schema._keywords import KEYWORDS
 from toolmask.schema._resolve import Locations, Resolver
 from toolmask.schema._terms import (
     BOTTOM,
+    NO_FLAGS,
     SHAPE_BOTTOM,
     SHAPE_TOP,
+    TOP,
     ArrAlt,
     Const,
     Loc,
@@ -81,20 +84,28 @@ class SchemaCompiler(ShapeAlgebra):
         limits: Limits,
         strict_formats: bool = False,
         crawl: bool = True,
+        plain: bool = False,
     ) -> None:
-        """``crawl``: see :class:`~toolmask.schema._resolve.Locations`."""
-        super().__init__(limits, Locations(schema, resources=resources, limits=limits, crawl=crawl))
+        """``crawl``, ``plain``: see :class:`~toolmask.schema._resolve.Locations`."""
+        locs = Locations(schema, resources=resources, limits=limits, crawl=crawl, plain=plain)
+        super().__init__(limits, locs)
         self.root = schema
         self.lenient = lenient
         self.strict_formats = strict_formats
         self.table = dialect_table(schema)
+        #: each term's shape, or _IN_PROGRESS while it is being expanded (a term met again
+        #: then is a cycle)
         self._memo: dict[Term, Shape] = {}
-        self._in_progress: set[Term] = set()
         self._loc_depth = 0  # Loc expansions open one inside another ($ref chains, allOf, ...)
         self.forced_over: set[tuple[str, str]] = set()
         self.root_term = self.locs.root_term
         #: the term of a subschema (``Locations.sub``, bound once: it runs per subschema)
         self.sub = self.locs.sub
+        #: the shapes of scalar locations by their keywords (see _expand_loc), kept in the
+        #: cache set in use: equal subschemas, in this schema or another, are expanded once
+        self._scalars = current_caches().cache(
+            "schema.scalar_shapes", limit="max_memo_entries", entry_bytes=_scalar_shape_bytes
+        )
 
     # -- locations (see Locations) ----------------------------------------------------------------
     def resolve(self, ref: Any, resolver: Resolver, ptr: str, kw: str) -> Loc:
@@ -111,15 +122,15 @@ class SchemaCompiler(ShapeAlgebra):
     def expand(self, term: Term) -> Shape:
         got = self._memo.get(term)
         if got is not None:
+            if got is _IN_PROGRESS:
+                raise SchemaError(
+                    "$ref cycle that never consumes input (a schema that refers to itself "
+                    "without an object or array in between)",
+                    pointer=self.locs.pointer_of(term),
+                    keyword="$ref",
+                )
             return got
-        if term in self._in_progress:
-            raise SchemaError(
-                "$ref cycle that never consumes input (a schema that refers to itself "
-                "without an object or array in between)",
-                pointer=self.locs.pointer_of(term),
-                keyword="$ref",
-            )
-        self._in_progress.add(term)
+        self._memo[term] = _IN_PROGRESS
         is_loc = isinstance(term, Loc)
         if is_loc:
             self._loc_depth += 1
@@ -132,13 +143,13 @@ class SchemaCompiler(ShapeAlgebra):
                 )
         try:
             self.check_time()
-            shape = self._expand(term)
-        except LimitError as e:  # a cap hit inside: it is located at the innermost location
-            if is_loc:
-                e.at(self.locs.pointer_of(term))
+            shape = self._expand_loc(term) if is_loc else self._expand(term)  # type: ignore[arg-type]
+        except BaseException as e:
+            del self._memo[term]  # not in progress any more, and not expanded
+            if is_loc and isinstance(e, LimitError):
+                e.at(self.locs.pointer_of(term))  # a cap hit inside: at the innermost location
             raise
         finally:
-            self._in_progress.discard(term)
             if is_loc:
                 self._loc_depth -= 1
         self._memo[term] = shape
@@ -183,6 +194,17 @@ class SchemaCompiler(ShapeAlgebra):
             got = _LEAF_SHAPES.get(leaf)
             if got is not None:
                 return got
+        if t == "object" and "properties" in schema and schema.keys() <= _PLAIN_OBJECT_KEYS:
+            plain = self._plain_object(schema, resolver, ptr)
+            if plain is not None:
+                return plain
+        key = None
+        if not leaf and type(t) is str and t in _LEAF_TYPES and schema.keys() <= _SCALAR_KEYS:
+            key = self._scalar_key(schema)
+            if key is not None:
+                kept: Shape | None = self._scalars.lookup(key)
+                if kept is not None:
+                    return kept
 
         parts = keyword_parts(self, schema, resolver, ptr, self.table)
         if len(parts) == 1 and parts[0].literals is not None and _single_applicator(schema):
@@ -194,9 +216,70 @@ class SchemaCompiler(ShapeAlgebra):
         shape = self.settle(shape)
         if "unevaluatedProperties" in schema or "unevaluatedItems" in schema:
             shape = self._apply_unevaluated(schema, resolver, ptr, shape)
+        if key is not None and not shape.flags.over and not shape.flags.under:
+            self._scalars.put(key, shape)
         if leaf:
             _LEAF_SHAPES[leaf] = shape
         return shape
+
+    def _plain_object(self, schema: dict[str, Any], resolver: Resolver, ptr: str) -> Shape | None:
+        """The shape of the usual object location, ``{"type": "object", "properties": {...},
+        "required": [...], "additionalProperties": false}`` (``required`` and
+        ``additionalProperties`` optional, annotations beside): what the keyword table and the
+        meet give for it (the ``properties`` part met with the ``required`` one, then with the
+        type), written out, the subschemas registered in the same order. None when the
+        location is not of that form or is malformed (the table's functions say how), or
+        when a required key is not declared (the caller takes the table)."""
+        props_kw = schema["properties"]
+        req = schema.get("required", ())
+        has_addl = "additionalProperties" in schema
+        addl_kw = schema.get("additionalProperties")
+        if (
+            type(props_kw) is not dict
+            or not props_kw
+            or (type(req) is not list and req != ())
+            or not all(type(x) is str for x in req)
+            or (has_addl and type(addl_kw) is not bool and type(addl_kw) is not dict)
+        ):
+            return None
+        wanted = dict.fromkeys(req)  # the required names, once each, in order
+        if not wanted.keys() <= props_kw.keys():
+            return None
+        sub = self.sub
+        props: list[Prop] = []
+        empty = False  # a required key that has no value: no object (every subschema is
+        # registered all the same, as the table registers them, so the locations after it
+        # keep their places)
+        for name in props_kw:
+            t = sub(schema, resolver, ptr, "properties", name)
+            required = name in wanted
+            empty = empty or (required and t is BOTTOM)
+            props.append(Prop(name, t, required, True))
+        regions: tuple[Region, ...] = ()
+        addl = sub(schema, resolver, ptr, "additionalProperties") if has_addl else TOP
+        if empty:
+            return SHAPE_BOTTOM.flagged(NO_FLAGS)
+        if addl is not BOTTOM:
+            regions = (Region(None, addl, has_addl),)
+        return Shape(objects=(ObjAlt(tuple(props), regions),))
+
+    def _scalar_key(self, schema: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The key of a scalar location's shape in ``schema.scalar_shapes`` (see
+        :data:`_SCALAR_KEYS`): its constraining keywords and their values (typed: 1, 1.0 and
+        true differ), in their order, with what else the shape depends on (the limits, the
+        options, the keyword table); None when a value is not a JSON scalar or the format is
+        unknown (its warning is logged once per name: the general route says when)."""
+        items: list[tuple[str, type, Any]] = []
+        for k, v in schema.items():
+            if k in _LEAF_KEYS and k != "type":
+                continue  # an annotation
+            tv = type(v)
+            if tv is not str and tv is not int and tv is not float and tv is not bool:
+                return None
+            if k == "format" and v not in FORMATS:
+                return None
+            items.append((k, tv, v))
+        return (tuple(items), self.limits, self.lenient, self.strict_formats, id(self.table))
 
     def unsupported(self, ptr: str, kw: str, note: str) -> None:
         msg = f"keyword {kw!r} is not supported" + (f": {note}" if note else "")
@@ -320,6 +403,36 @@ _LEAF_KEYS = frozenset(
     k for k in _ENUM_SIBLINGS if k != "enum" and (k == "$comment" or not k.startswith("$"))
 )
 _LEAF_SHAPES: dict[str, Shape] = {}
+
+#: the keywords of an object location _expand_loc writes out (SchemaCompiler._plain_object)
+_PLAIN_OBJECT_KEYS = _LEAF_KEYS | {"properties", "required", "additionalProperties"}
+
+#: a location of one of those types with only these keywords beside annotations (a range, a
+#: length, a pattern, a known format: ``{"type": "string", "pattern": "^[A-Z]{3}$"}``) has a
+#: shape that depends on its keywords' values, the limits and the options alone, never on where
+#: it sits unless it carries flags (their pointers): _expand_loc keeps the flagless ones by
+#: those (SchemaCompiler._scalar_key) in the cache set in use, computed by the general route
+_SCALAR_KEYS = _LEAF_KEYS | {
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+}
+
+
+def _scalar_shape_bytes(shape: Shape) -> int:
+    """A kept scalar shape's bytes: the shape and its alternatives (their automata are the
+    language memos' own, counted there)."""
+    return 256 + 96 * (len(shape.numbers) + len(shape.strings))
+
+
+#: the expansion memo's mark of a term being expanded (see SchemaCompiler.expand)
+_IN_PROGRESS = Shape(pending=True)
 
 #: the JSON type of the values whose type every dialect agrees on
 _PLAIN_TYPES: dict[type, str] = {str: "string", bool: "boolean", type(None): "null"}

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from contextlib import nullcontext
 from typing import Any, Literal
 
-from toolmask._cache import CacheSet, using
+from toolmask._cache import CacheSet
 from toolmask._pointer import json_pointer
 from toolmask.errors import LimitError, SchemaError
 from toolmask.grammar import Grammar
@@ -94,6 +95,9 @@ def compile_json_schema(
     # and its registry is not crawled (see SchemaCompiler); definitions are crawled too, since
     # only the crawl reads (and refuses) a malformed definition that nothing refers to
     crawl = bool(resources) or any(f'"{k}"' in schema_json for k in _CRAWL_KEYWORDS)
+    # no key that starts with "$" ($schema, $id, anchors, references: most tool schemas): the
+    # registry is made only if something asks for it (see Locations)
+    plain = not crawl and '"$' not in schema_json
 
     def make(crawl: bool) -> SchemaCompiler:
         return SchemaCompiler(
@@ -103,6 +107,7 @@ def compile_json_schema(
             limits=limits,
             strict_formats=strict_formats,
             crawl=crawl,
+            plain=plain and not crawl,
         )
 
     def lower(compiler: SchemaCompiler) -> Grammar:
@@ -118,7 +123,8 @@ def compile_json_schema(
         return lowerer.run(compiler.root_term, schema_json, resources_json)
 
     try:
-        with using(caches):
+        # None: the cache set in use already (what ``using(None)`` keeps, without its cost)
+        with _KEEP_CACHES if caches is None else caches.use():
             try:
                 return lower(make(crawl))
             except Exception:
@@ -157,22 +163,27 @@ def _read_documents(
 ) -> tuple[str, str]:
     """The schema's and the resources' JSON text, after the depth and size caps (LimitError,
     SchemaError for a document that is not JSON)."""
-    for uri, doc in (("", schema), *(resources or {}).items()):
-        deep = _too_deep(doc, limits.max_schema_depth)
-        if deep is not None:
-            ptr = json_pointer(deep)
-            what = f"the resource {uri!r} nests" if uri else "the schema nests"
-            at = f" (at {uri}#{ptr})" if uri else ""
-            raise LimitError(
-                f"{what} objects and arrays more than {limits.max_schema_depth} deep{at}",
-                limit="max_schema_depth",
-                pointer=None if uri else ptr,  # a pointer into a resource is in the message
-            )
+    cap = limits.max_schema_depth
+    failed: Exception | None = None
     try:
         schema_json = _SCHEMA_JSON.encode(schema)
-    except (TypeError, ValueError) as e:
-        raise SchemaError(f"the schema is not JSON: {e}") from e
-    if len(schema_json.encode()) > limits.max_schema_bytes:
+    except Exception as e:  # the depth caps' errors come first (a document too deep to encode)
+        failed, schema_json = e, ""
+    # a document of at most cap + 1 objects and arrays cannot nest deeper than cap: counting
+    # the brackets of its text (those in strings too, which can only over-count) is cheaper
+    # than walking it
+    if failed is not None or schema_json.count("{") + schema_json.count("[") > cap + 1:
+        _check_depth(schema, cap, "")
+    for uri, doc in (resources or {}).items():
+        _check_depth(doc, cap, uri)
+    if failed is not None:
+        if isinstance(failed, (TypeError, ValueError)):
+            raise SchemaError(f"the schema is not JSON: {failed}") from failed
+        raise failed
+    n_bytes = len(schema_json)
+    if 4 * n_bytes > limits.max_schema_bytes:  # at most 4 UTF-8 bytes a character
+        n_bytes = len(schema_json.encode())
+    if n_bytes > limits.max_schema_bytes:
         raise LimitError(
             f"the schema has {len(schema_json)} bytes of JSON", limit="max_schema_bytes", pointer=""
         )
@@ -180,12 +191,30 @@ def _read_documents(
     return schema_json, resources_json
 
 
+#: the context of a compilation that keeps the cache set in use
+_KEEP_CACHES = nullcontext()
+
 #: ``json.dumps(schema, ensure_ascii=False, sort_keys=False, allow_nan=False)``'s encoder, made
 #: once (json.dumps makes one per call for options other than its defaults)
 _SCHEMA_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=False, allow_nan=False)
 
 #: keys whose presence makes compile_json_schema crawl the registry up front
 _CRAWL_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef", "$defs", "definitions")
+
+
+def _check_depth(doc: Any, cap: int, uri: str) -> None:
+    """LimitError when objects and arrays nest more than ``cap`` deep in ``doc`` (the schema
+    when ``uri`` is empty, else the resource of that URI)."""
+    deep = _too_deep(doc, cap)
+    if deep is not None:
+        ptr = json_pointer(deep)
+        what = f"the resource {uri!r} nests" if uri else "the schema nests"
+        at = f" (at {uri}#{ptr})" if uri else ""
+        raise LimitError(
+            f"{what} objects and arrays more than {cap} deep{at}",
+            limit="max_schema_depth",
+            pointer=None if uri else ptr,  # a pointer into a resource is in the message
+        )
 
 
 def _too_deep(doc: Any, cap: int) -> list[str | int] | None:

@@ -146,9 +146,9 @@ def _object_keys(site: Site, acc: _Objects) -> None:
     for keys, terms in _key_regions(c, pats):
         if terms:
             regions.append(Region(keys, mk_and(*terms), True))
-        elif addl != BOTTOM:
+        elif addl is not BOTTOM:
             regions.append(Region(keys, addl, addl_eval))
-    acc.parts.append(ObjAlt(tuple(props), tuple(r_ for r_ in regions if r_.value != BOTTOM)))
+    acc.parts.append(ObjAlt(tuple(props), tuple(r_ for r_ in regions if r_.value is not BOTTOM)))
 
 
 def _required(site: Site, acc: _Objects) -> None:
@@ -190,10 +190,12 @@ def _finish_objects(site: Site, acc: _Objects) -> Shape | None:
     if not parts:
         return None
     c = site.c
-    out = Shape(objects=(parts[0],))
+    objs: tuple[ObjAlt, ...] = (parts[0],)
+    flags = NO_FLAGS
     for p in parts[1:]:
-        out = c.intersect(out, Shape(objects=(p,)))
-    return only({"objects": out.objects, "flags": out.flags})
+        objs, f = c.meet_objects(objs, (p,))
+        flags = flags | f
+    return only({"objects": objs, "flags": flags})
 
 
 def _key_regions(c: Expander, pats: list[tuple[Dfa, Term]]) -> list[tuple[Dfa | None, list[Term]]]:

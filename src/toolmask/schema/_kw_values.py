@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from toolmask.errors import GrammarError, LimitError, SchemaError
 from toolmask.grammar import Dfa
 from toolmask.schema import _langs
+from toolmask.schema._algebra import ANY_INTEGER
 from toolmask.schema._formats import FORMATS
 from toolmask.schema._site import Family, Site, count_keyword, only
 from toolmask.schema._terms import (
     NO_FLAGS,
-    ArrAlt,
+    SHAPE_TOP,
     NumAlt,
-    ObjAlt,
     Shape,
     StrAlt,
 )
@@ -42,8 +42,13 @@ def _finish_one(site: Site, acc: _One) -> Shape | None:
 
 
 def _type(site: Site, acc: _One) -> None:
-    ptr = site.ptr
     t = site.s["type"]
+    if type(t) is str:  # the usual case, one type name: its shape once made
+        got = _ONE_TYPE.get(t)
+        if got is not None:
+            acc.shape = got
+            return
+    ptr = site.ptr
     types = [t] if isinstance(t, str) else t
     if not isinstance(types, list) or not all(isinstance(x, str) for x in types):
         raise SchemaError(
@@ -55,24 +60,31 @@ def _type(site: Site, acc: _One) -> None:
     ts = frozenset(types)
     shape = _TYPE_SHAPES.get(ts)
     if shape is None:
+        # SHAPE_TOP's own alternatives (and ANY_INTEGER's): the algebra tells a bare type by
+        # identity first (_algebra._types_only)
+        top = SHAPE_TOP
         nums: tuple[NumAlt, ...] = ()
         if "number" in ts:
-            nums = (NumAlt(),)
+            nums = top.numbers
         elif "integer" in ts:
-            nums = (NumAlt(None, True),)
+            nums = ANY_INTEGER
         shape = _TYPE_SHAPES[ts] = Shape(
             null="null" in ts,
-            booleans=frozenset({True, False}) if "boolean" in ts else frozenset(),
+            booleans=top.booleans if "boolean" in ts else frozenset(),
             numbers=nums,
-            strings=(StrAlt(),) if "string" in ts else (),
-            arrays=(ArrAlt(),) if "array" in ts else (),
-            objects=(ObjAlt(),) if "object" in ts else (),
+            strings=top.strings if "string" in ts else (),
+            arrays=top.arrays if "array" in ts else (),
+            objects=top.objects if "object" in ts else (),
         )
+    if type(t) is str:
+        _ONE_TYPE[t] = shape
     acc.shape = shape
 
 
 #: the shape of each set of type names (at most 2**7, made on first use: shapes are values)
 _TYPE_SHAPES: dict[frozenset[str], Shape] = {}
+#: the same, by the one type name of ``{"type": name}`` (the seven names at most)
+_ONE_TYPE: dict[str, Shape] = {}
 
 
 def _format(site: Site, acc: _One) -> None:

@@ -219,7 +219,10 @@ def _range_lang(
     if rx is None:
         return (None,)
     cap = max(8 * limits.max_dfa_states, 1_000)
-    direct = _range_node(rx, integer, cap, limits.max_regex_nesting)
+    if integer:
+        direct = _int_range_node(ilo, ihi, cap, limits.max_regex_nesting)
+    else:
+        direct = _range_node(rx, integer, cap, limits.max_regex_nesting)
     if direct is not None:
         return (RangeLang(rx, rx[: -len(_FRACTION)] if integer else None, direct),)
     ast = parse_full_match(rx, limits=limits)
@@ -357,6 +360,161 @@ def _range_node(rx: str, integer: bool, cap: int, max_nesting: int) -> Node | No
     if len(top_items) > 1 and last_start == n - len(_FRACTION):
         return seq(*top_items[:-1])
     return _range_node(rx[: -len(_FRACTION)], False, cap, max_nesting)
+
+
+# -- an integer range's node from its digits ---------------------------------------------------
+#
+# What _range_node reads from integer_regex(lo, hi) (less its fraction tail), built from the
+# range's digits by the construction integer_regex writes (_numbers: _same_length,
+# _nonneg_int_alts, integer_regex), so that no regex is read: each regex item is written as the
+# node _range_node makes of it (a digit lit(d), a class byte_class, a repetition repeat, a
+# group choice of its alternatives' seq), in the same order, and carries what _range_node
+# counts (the NFA bound of the item, the groups nested in it) so that the same ranges fall back
+# (bound past the cap, groups too deep). An item is (node, bound, depth); an alternative a list
+# of items; a regex with top-level ``|`` a list of alternatives.
+
+_Item = tuple[Node, int, int]
+_Alt = list[_Item]
+
+_DIGIT_CLASS = byte_class((0x30, 0x39))
+
+
+def _alt_bound(items: _Alt) -> int:
+    """``alternative()``'s bound: the item's for one item, else 2 plus the items'."""
+    if len(items) == 1:
+        return items[0][1]
+    total = 2
+    for _, b, _ in items:
+        total += b
+    return total
+
+
+def _group_item(alts: list[_Alt]) -> _Item:
+    """``(?:A|B|...)``: a choice of the alternatives (``disjunction()``'s bound)."""
+    nodes: list[Node] = []
+    total, depth = 2, 0
+    for a in alts:
+        nodes.append(seq(*[n for n, _, _ in a]))
+        total += _alt_bound(a)
+        for _, _, d in a:
+            depth = max(depth, d)
+    bound = _alt_bound(alts[0]) if len(alts) == 1 else total
+    return choice(*nodes), bound, 1 + depth
+
+
+def _grouped(alts: list[_Alt]) -> _Alt:
+    """``_numbers._group``: the items themselves for one alternative, else one group."""
+    return alts[0] if len(alts) == 1 else [_group_item(alts)]
+
+
+def _digit_items(text: str) -> _Alt:
+    return [(lit(ch), 2, 0) for ch in text]
+
+
+def _repeated(item: _Item, lo: int, hi: int | None, cap: int) -> _Item:
+    """A quantifier on ``item`` (``term()``'s bound: copies of the item, at most cap + 1)."""
+    node, bound, depth = item
+    copies = hi if hi is not None else max(lo, 1)
+    return repeat(node, lo, hi), min(bound * copies, cap + 1) + 2, depth
+
+
+def _class_item(a: int, b: int) -> _Item:
+    """``_numbers._digits_class``: a digit, or a class of digits ``[a-b]``."""
+    if a == b:
+        return lit(str(a)), 2, 0
+    return byte_class((0x30 + a, 0x30 + b)), 2, 0
+
+
+def _any_digit_items(k: int, cap: int) -> _Alt:
+    """``_numbers._any_digits``: ``[0-9]{k}``."""
+    if k == 0:
+        return []
+    item: _Item = (_DIGIT_CLASS, 2, 0)
+    return [item] if k == 1 else [_repeated(item, k, k, cap)]
+
+
+def _same_length_alts(lo: str, hi: str, cap: int) -> list[_Alt]:
+    """``_numbers._same_length`` (see there), as alternatives."""
+    if lo == hi:
+        return [_digit_items(lo)]
+    k = len(lo) - 1
+    a, b = int(lo[0]), int(hi[0])
+    if a == b:
+        return [[*_digit_items(lo[0]), *_grouped(_same_length_alts(lo[1:], hi[1:], cap))]]
+    parts: list[_Alt] = []
+    start, end = a, b
+    if lo[1:] != "0" * k:
+        parts.append([*_digit_items(lo[0]), *_grouped(_same_length_alts(lo[1:], "9" * k, cap))])
+        start = a + 1
+    if hi[1:] != "9" * k:
+        end = b - 1
+    if start <= end:
+        parts.append([_class_item(start, end), *_any_digit_items(k, cap)])
+    if hi[1:] != "9" * k:
+        parts.append([*_digit_items(hi[0]), *_grouped(_same_length_alts("0" * k, hi[1:], cap))])
+    return parts
+
+
+def _nonneg_alts(p: int, q: int | None, cap: int) -> list[list[_Alt]]:
+    """``_numbers._nonneg_int_alts`` (see there): each of its regexes as alternatives."""
+    if q is not None and p > q:
+        return []
+    out: list[list[_Alt]] = []
+    lp = len(str(p))
+    lq = lp if q is None else len(str(q))
+    for length in range(lp, lq + 1):
+        lo = max(p, 10 ** (length - 1) if length > 1 else 0)
+        hi = 10**length - 1 if q is None else min(q, 10**length - 1)
+        if lo <= hi:
+            out.append(_same_length_alts(str(lo), str(hi), cap))
+    if q is None:
+        first = _class_item(1, 9)
+        if lp > 1 and p == 10 ** (lp - 1):  # [1-9][0-9]{lp-1,}
+            out.pop()
+            out.append([[first, _repeated((_DIGIT_CLASS, 2, 0), lp - 1, None, cap)]])
+        elif p <= 1:  # 0 and [1-9][0-9]*
+            out = [[_digit_items("0")]] if p == 0 else []
+            out.append([[first, _repeated((_DIGIT_CLASS, 2, 0), 0, None, cap)]])
+        else:  # [1-9][0-9]{lp,}
+            out.append([[first, _repeated((_DIGIT_CLASS, 2, 0), lp, None, cap)]])
+    return out
+
+
+#: ``(?:\.0+)?``, the tail integer_regex writes: the item _range_node reads (bound, depth)
+_FRACTION_BOUND, _FRACTION_DEPTH = 10, 1
+
+
+def _int_range_node(lo: int | None, hi: int | None, cap: int, max_nesting: int) -> Node | None:
+    r"""``_range_node(integer_regex(lo, hi), True, cap, max_nesting)`` without the regex (see
+    above): None where that is None (an empty range included). O(digits of the bounds)."""
+    if lo is not None and hi is not None and lo > hi:
+        return None
+    regexes: list[list[_Alt]] = []
+    if lo is None or lo < 0:  # -(...): |v| in [max(1, -hi), -lo]
+        nlo = 1 if hi is None or hi >= 0 else -hi
+        nhi = None if lo is None else -lo
+        neg = [alt for rx in _nonneg_alts(nlo, nhi, cap) for alt in rx]
+        if neg:
+            regexes.append([[*_digit_items("-"), *_grouped(neg)]])
+    if (lo is None or lo <= 0) and (hi is None or hi >= 0):  # -?0
+        regexes.append([[_repeated((lit("-"), 2, 0), 0, 1, cap), (lit("0"), 2, 0)]])
+    if hi is None or hi > 0:
+        regexes.extend(_nonneg_alts(1 if lo is None or lo <= 0 else lo, hi, cap))
+    if not regexes:
+        return None
+    # _numbers._join: one regex as _group writes it, several in one group
+    if len(regexes) == 1:
+        items = _grouped(regexes[0])
+    else:
+        items = [_group_item([alt for rx in regexes for alt in rx])]
+    # the top-level alternative, with the fraction tail after the items
+    bound, depth = 2 + _FRACTION_BOUND, _FRACTION_DEPTH
+    for _, b, d in items:
+        bound += b
+        depth = max(depth, d)
+    if bound > cap or depth > max_nesting:
+        return None
+    return seq(*[n for n, _, _ in items])
 
 
 def _int_ceil(x: Decimal, excl: bool) -> int:

@@ -32,19 +32,19 @@ class Layout:
             return lit(bracket + "\n" + " " * (self.indent * (depth + 1)))
         if self.mode == "flexible":
             return seq(lit(bracket), self.ws())
-        return lit(bracket)
+        return _LITS[bracket]
 
     def close(self, bracket: str, depth: int) -> Node:
         if self.mode == "indent":
             return lit("\n" + " " * (self.indent * depth) + bracket)
         if self.mode == "flexible":
             return seq(self.ws(), lit(bracket))
-        return lit(bracket)
+        return _LITS[bracket]
 
     def empty(self, pair: str) -> Node:
         if self.mode == "flexible":
             return seq(lit(pair[0]), self.ws(), lit(pair[1]))
-        return lit(pair)
+        return _LITS[pair]
 
     def sep(self, depth: int) -> Node:
         if self.mode == "indent":
@@ -52,15 +52,15 @@ class Layout:
         if self.mode == "flexible":
             return seq(self.ws(), lit(","), self.ws())
         if self.mode == "spaced":
-            return lit(", ")
-        return lit(",")
+            return _LITS[", "]
+        return _LITS[","]
 
     def colon(self) -> Node:
         if self.mode in ("indent", "spaced"):
-            return lit(": ")
+            return _LITS[": "]
         if self.mode == "flexible":
             return seq(self.ws(), lit(":"), self.ws())
-        return lit(":")
+        return _LITS[":"]
 
     def render(self, value: Any, depth: int) -> str:
         if self.mode == "indent":
@@ -69,3 +69,7 @@ class Layout:
         if self.mode == "spaced":
             return json.dumps(value, ensure_ascii=False)
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+#: the literals the layouts write as they are (made once: IR nodes are values, shared freely)
+_LITS: dict[str, Node] = {t: lit(t) for t in ("[", "]", "{", "}", "[]", "{}", ",", ", ", ":", ": ")}

@@ -20,7 +20,7 @@ so it is bounded by ``Limits.max_any_order_properties`` (beyond it, schema order
 
 from __future__ import annotations
 
-from toolmask._cache import current_caches
+from toolmask._cache import current_caches, memo
 from toolmask.errors import LimitError
 from toolmask.grammar import (
     NOTHING,
@@ -129,7 +129,7 @@ class Lowerer:
         return f"{kind}{self._n}"
 
     def ref(self, term: Term, depth: int) -> Node:
-        if term == BOTTOM:
+        if term is BOTTOM:
             return NOTHING
         d = depth if self.layout.mode == "indent" else 0
         key = (term, d)
@@ -137,7 +137,7 @@ class Lowerer:
         if got is not None:
             return got
         node: Node
-        if term == TOP and d == 0:
+        if term is TOP and d == 0:
             node = RuleRef("value")
             self._todo.append(("value", term, d))
         else:
@@ -164,14 +164,14 @@ class Lowerer:
 
     def is_bottom(self, term: Term) -> bool:
         """True when no value satisfies ``term`` at the top level of its shape."""
-        return term == BOTTOM or self.c.expand(term).is_empty()
+        return term is BOTTOM or self.c.expand(term).is_empty()
 
     def shared(self, name: str) -> Node:
         if name == "string" and self.notation.name != "json":
             return text_string(self, None)
         if name not in self.rules:
             if name == "string":
-                body = seq(lit('"'), star(any_json_string_char()), lit('"'))
+                body = _string_body()
             else:
                 body = _INTEGER if name == "integer" else _NUMBER
             self.define(name, body)
@@ -240,21 +240,37 @@ class Lowerer:
             alts.append(lit(self.notation.true))
         if False in shape.booleans:
             alts.append(lit(self.notation.false))
-        alts.extend(number(self, n) for n in shape.numbers)
-        alts.extend(string(self, s) for s in shape.strings)
+        # plain loops, not generators: a body is made per rule, most of its types empty
+        for n in shape.numbers:
+            alts.append(number(self, n))
+        for s in shape.strings:
+            alts.append(string(self, s))
+        arrays, objects = shape.arrays, shape.objects
+        if not arrays and not objects:
+            return choice(*alts)
         too_deep = self.layout.mode == "indent" and depth >= self.max_depth
-        if too_deep and (shape.arrays or shape.objects):
+        if too_deep:
             pass  # deeper containers are not emitted in indent mode (a documented restriction)
         else:
             # literal containers (enum values met with a union) share one trie; the others are
             # an alternative each
-            fixed = [a.literal for a in shape.arrays if a.literal is not None]
-            fixed += [o.literal for o in shape.objects if o.literal is not None]
+            fixed = [a.literal for a in arrays if a.literal is not None]
+            fixed += [o.literal for o in objects if o.literal is not None]
             if fixed:
                 alts.append(literal_set(self, fixed, depth))
-            alts.extend(array(self, a, depth) for a in shape.arrays if a.literal is None)
-            alts.extend(obj(self, o, depth) for o in shape.objects if o.literal is None)
+            for a in arrays:
+                if a.literal is None:
+                    alts.append(array(self, a, depth))
+            for o in objects:
+                if o.literal is None:
+                    alts.append(obj(self, o, depth))
         return choice(*alts)
+
+
+@memo("schema.string_rule", limit="max_memo_entries", entry_bytes=node_bytes)
+def _string_body() -> Node:
+    """The body of the shared ``string`` rule (JSON's): made once per cache set."""
+    return seq(lit('"'), star(any_json_string_char()), lit('"'))
 
 
 _DIGIT = byte_class((0x30, 0x39))

@@ -136,7 +136,8 @@ def obj(lw: Lowering, o: ObjAlt, depth: int) -> Node:
     if any(p.required and lw.is_bottom(p.value) for p in o.props):
         return NOTHING
     names = [p.name for p in o.props]
-    props = [p for p in o.props if not lw.is_bottom(p.value)]
+    # a required property is not empty (just checked)
+    props = [p for p in o.props if p.required or not lw.is_bottom(p.value)]
     regions = [r for r in o.regions if not lw.is_bottom(r.value)]
     if not lw.addl_default and (o.props or any(r.evaluated for r in o.regions)):
         # an object that names its keys gets no others; one that names none is a free map
@@ -162,9 +163,15 @@ def obj(lw: Lowering, o: ObjAlt, depth: int) -> Node:
     use_rules = len(props) > 4 or len(props) * (cap + 1) > 48
     base = lw.fresh("o") if use_rules else ""
 
+    members: dict[int, Node] = {}
+
     def member(i: int) -> Node:
-        p = props[i]
-        return seq(declared_key(lw, p.name), colon_node, lw.ref(p.value, depth + 1))
+        # once per member: rest(i, c) asks for it at every count c that reaches it
+        got = members.get(i)
+        if got is None:
+            p = props[i]
+            got = members[i] = seq(declared_key(lw, p.name), colon_node, lw.ref(p.value, depth + 1))
+        return got
 
     def extras(c: int) -> Node:
         need = max(0, lo - c) if counting else 0

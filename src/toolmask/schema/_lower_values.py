@@ -274,6 +274,13 @@ def _length_only(dfa: Dfa) -> tuple[int, int | None] | None:
     n = len(edges)
     if n > _MAX_LENGTH_REPEAT + 1:
         return None
+    if dfa.finals and len(edges[-1]) <= 1:
+        # the usual case, minLength / maxLength alone: the length language's own DFA (the
+        # memo's, what a string's keywords made), told by identity without reading its states
+        lo = min(dfa.finals)
+        hi = None if edges[-1] else n - 1
+        if (hi is not None or lo == n - 1) and _langs.length_dfa(lo, hi) is dfa:
+            return lo, hi
     for i, es in enumerate(edges[:-1]):
         if len(es) != 1:
             return None

@@ -25,6 +25,7 @@ from toolmask.schema import _langs
 from toolmask.schema._terms import (
     BOTTOM,
     NO_FLAGS,
+    SHAPE_TOP,
     ArrAlt,
     Flags,
     NumAlt,
@@ -182,19 +183,34 @@ def obj_and(a: ObjAlt, b: ObjAlt, accepts: Accepts, limits: Limits) -> tuple[Obj
         pb = b_props.get(n) or _region_view(b, n)
         value = mk_and(pa.value, pb.value)
         required = pa.required or pb.required
-        if value == BOTTOM and required:
+        if required and value is BOTTOM:
             return None
-        props.append(Prop(n, value, required, pa.evaluated or pb.evaluated))
+        evaluated = pa.evaluated or pb.evaluated
+        # a side whose property is the product already (the other side says nothing more
+        # about the key: a ``required`` part met with the declared properties) is kept as
+        # it is, its hash computed once
+        if value is pa.value and required == pa.required and evaluated == pa.evaluated:
+            props.append(pa)
+        elif value is pb.value and required == pb.required and evaluated == pb.evaluated:
+            props.append(pb)
+        else:
+            props.append(Prop(n, value, required, evaluated))
     regions: list[Region] = []
     for ra in a.regions:
         for rb in b.regions:
             value = mk_and(ra.value, rb.value)
-            if value == BOTTOM:
+            if value is BOTTOM:
                 continue
             keys = _keys_and(ra.keys, rb.keys, limits)
             if keys is not None and keys.is_empty():
                 continue
-            regions.append(Region(keys, value, ra.evaluated or rb.evaluated))
+            evaluated = ra.evaluated or rb.evaluated
+            if value is ra.value and keys is ra.keys and evaluated == ra.evaluated:
+                regions.append(ra)
+            elif value is rb.value and keys is rb.keys and evaluated == rb.evaluated:
+                regions.append(rb)
+            else:
+                regions.append(Region(keys, value, evaluated))
     lo = max(a.min_props, b.min_props)
     hi = _min_opt(a.max_props, b.max_props)
     if hi is not None and lo > hi:
@@ -257,44 +273,57 @@ def top_identity(s: Shape, limits: Limits) -> bool:
     or empty regions, required BOTTOM properties, counts out of order), no alternative
     repeats (the products are deduplicated) and there is at most one object alternative
     (several are merged). O(alternatives + properties)."""
-    for n in s.numbers:
-        if n.dfa is not None:
-            return False
-    for x in s.strings:
-        if x.dfa is not None:
-            return False
-    for a in s.arrays:
-        if a.literal is not None or (a.prefix and a.prefix[-1] == a.items):
-            return False
-        if a.max_items is not None and a.min_items > a.max_items:
-            return False
-        if a.contains is None and (a.min_contains != 1 or a.max_contains is not None):
-            return False  # the product takes TOP's contains bounds then
-    if len(s.objects) > 1:
+    # a type's alternatives that are SHAPE_TOP's own (what the keyword families' parts keep
+    # for the types they leave alone) pass every test below
+    nums, strs, arrs, objs = s.numbers, s.strings, s.arrays, s.objects
+    if nums is not _TOP.numbers:
+        for n in nums:
+            if n.dfa is not None:
+                return False
+    if strs is not _TOP.strings:
+        for x in strs:
+            if x.dfa is not None:
+                return False
+    if arrs is not _TOP.arrays:
+        for a in arrs:
+            if a.literal is not None or (a.prefix and a.prefix[-1] == a.items):
+                return False
+            if a.max_items is not None and a.min_items > a.max_items:
+                return False
+            if a.contains is None and (a.min_contains != 1 or a.max_contains is not None):
+                return False  # the product takes TOP's contains bounds then
+    if len(objs) > 1:
         return False
-    for o in s.objects:
+    if objs and objs is not _TOP.objects:
+        o = objs[0]
         if o.literal is not None:
             return False
         if o.max_props is not None and o.min_props > o.max_props:
             return False
-        if len({p.name for p in o.props}) != len(o.props):
-            return False
+        names: set[str] = set()
         required = 0
         for p in o.props:
+            names.add(p.name)
             if p.required:
                 required += 1
-                if p.value == BOTTOM:
+                if p.value is BOTTOM:
                     return False
+        if len(names) != len(o.props):
+            return False
         if o.max_props is not None and required > o.max_props:
             return False
         for r in o.regions:
-            if r.value == BOTTOM or (r.keys is not None and r.keys.is_empty()):
+            if r.value is BOTTOM or (r.keys is not None and r.keys.is_empty()):
                 return False
     cap = limits.max_alternatives
-    for alts in (s.numbers, s.strings, s.arrays):
+    for alts in (nums, strs, arrs):
         if len(alts) > 1 and (len(set(alts)) != len(alts) or len(alts) > cap):
             return False
     return True
+
+
+#: SHAPE_TOP (its alternatives' tuples, told by identity in top_identity)
+_TOP = SHAPE_TOP
 
 
 def _min_opt(a: int | None, b: int | None) -> int | None:

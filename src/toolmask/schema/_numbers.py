@@ -81,7 +81,7 @@ def _same_length(lo: str, hi: str) -> str:
 
 def _group(rx: str) -> str:
     """Wrap an alternation so that it can be concatenated."""
-    return f"(?:{rx})" if "|" in _top_level(rx) else rx
+    return f"(?:{rx})" if "|" in rx and "|" in _top_level(rx) else rx
 
 
 def _top_level(rx: str) -> str:

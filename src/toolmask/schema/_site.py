@@ -14,7 +14,7 @@ from toolmask.errors import SchemaError
 from toolmask.limits import Limits
 from toolmask.schema._algebra import is_number, to_decimal
 from toolmask.schema._resolve import Resolver
-from toolmask.schema._terms import SHAPE_TOP, Flags, Loc, Shape, Term
+from toolmask.schema._terms import SHAPE_TOP, Flags, Loc, ObjAlt, Shape, Term
 
 __all__ = [
     "Expander",
@@ -44,6 +44,10 @@ class Expander(Protocol):
     def meet(self, term: Term, shapes: list[Shape], terms: list[Term] | None = None) -> Shape: ...
 
     def intersect(self, a: Shape, b: Shape) -> Shape: ...
+
+    def meet_objects(
+        self, xs: tuple[ObjAlt, ...], ys: tuple[ObjAlt, ...]
+    ) -> tuple[tuple[ObjAlt, ...], Flags]: ...
 
     def union(self, shapes: list[Shape], *, defer: bool = False) -> Shape: ...
 
@@ -90,12 +94,37 @@ def nonneg_int(v: Any, pointer: str, keyword: str) -> int:
 
 
 def only(shape_kw: dict[str, Any]) -> Shape:
-    """SHAPE_TOP with one type's alternatives replaced."""
-    return Shape(**{**_TOP_FIELDS, **shape_kw})
+    """SHAPE_TOP with one type's alternatives replaced (``dataclasses.replace(SHAPE_TOP,
+    **shape_kw)``, written out: it runs for most keyword families of every location)."""
+    if not _TOP_FIELDS.keys() >= shape_kw.keys():
+        raise TypeError(f"not fields of Shape: {sorted(shape_kw.keys() - _TOP_FIELDS.keys())}")
+    get, top = shape_kw.get, SHAPE_TOP
+    return Shape(
+        get("literals", top.literals),
+        get("null", top.null),
+        get("booleans", top.booleans),
+        get("numbers", top.numbers),
+        get("strings", top.strings),
+        get("arrays", top.arrays),
+        get("objects", top.objects),
+        get("flags", top.flags),
+        get("pending", top.pending),
+    )
 
 
 #: SHAPE_TOP's fields, by name (what ``dataclasses.replace(SHAPE_TOP, ...)`` starts from)
-_TOP_FIELDS: dict[str, Any] = {f.name: getattr(SHAPE_TOP, f.name) for f in fields(Shape)}
+_TOP_FIELDS: dict[str, Any] = {f.name: getattr(SHAPE_TOP, f.name) for f in fields(Shape) if f.init}
+assert tuple(_TOP_FIELDS) == (
+    "literals",
+    "null",
+    "booleans",
+    "numbers",
+    "strings",
+    "arrays",
+    "objects",
+    "flags",
+    "pending",
+), "only() writes Shape's fields in this order"
 
 
 A = TypeVar("A")

@@ -69,6 +69,8 @@ class Const:
         return "TOP" if self.value else "BOTTOM"
 
 
+#: the two constants, the only Const values (mk_not gives them back, nothing else makes one):
+#: hot paths compare a term with them by identity
 TOP = Const(True)
 BOTTOM = Const(False)
 
@@ -131,9 +133,9 @@ def mk_and(*terms: Term) -> Term:
             return y
     items: set[Term] = set()
     for t in terms:
-        if t == BOTTOM:
+        if t is BOTTOM:
             return BOTTOM
-        if t == TOP:
+        if t is TOP:
             continue
         if isinstance(t, And):
             items |= t.items
@@ -152,9 +154,9 @@ def mk_and(*terms: Term) -> Term:
 def mk_or(*terms: Term) -> Term:
     items: set[Term] = set()
     for t in terms:
-        if t == TOP:
+        if t is TOP:
             return TOP
-        if t == BOTTOM:
+        if t is BOTTOM:
             continue
         if isinstance(t, Or):
             items |= t.items
@@ -169,7 +171,7 @@ def mk_or(*terms: Term) -> Term:
 
 def mk_not(t: Term) -> Term:
     if isinstance(t, Const):
-        return Const(not t.value)
+        return BOTTOM if t.value else TOP
     if isinstance(t, Not):
         return t.item
     return Not(t)
@@ -394,6 +396,24 @@ class Shape:
     #: sibling ``properties`` whose key names each branch): checked when the location's shape
     #: is complete (``ShapeAlgebra.settle``), never lowered as it is
     pending: bool = False
+    _h: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # shapes key the lowerer's rules (terms of equal shapes share one)
+        return _cached_hash(
+            self,
+            (
+                self.literals,
+                self.null,
+                self.booleans,
+                self.numbers,
+                self.strings,
+                self.arrays,
+                self.objects,
+                self.flags,
+                self.pending,
+            ),
+        )
 
     def with_flags(self, flags: Flags) -> Shape:
         if not flags.over and not flags.under:
