@@ -37,7 +37,7 @@ from toolmask.grammar import (
 )
 from toolmask.limits import DEFAULT_LIMITS, Limits
 from toolmask.schema._json_text import json_string_char, multiple_of_dfa
-from toolmask.schema._numbers import integer_regex, number_regex
+from toolmask.schema._numbers import integer_regex, length_bands, number_regex
 
 __all__ = [
     "RangeLang",
@@ -459,14 +459,8 @@ def _nonneg_alts(p: int, q: int | None, cap: int) -> list[list[_Alt]]:
     """``_numbers._nonneg_int_alts`` (see there): each of its regexes as alternatives."""
     if q is not None and p > q:
         return []
-    out: list[list[_Alt]] = []
     lp = len(str(p))
-    lq = lp if q is None else len(str(q))
-    for length in range(lp, lq + 1):
-        lo = max(p, 10 ** (length - 1) if length > 1 else 0)
-        hi = 10**length - 1 if q is None else min(q, 10**length - 1)
-        if lo <= hi:
-            out.append(_same_length_alts(str(lo), str(hi), cap))
+    out = [_same_length_alts(lo, hi, cap) for lo, hi in length_bands(p, q)]
     if q is None:
         first = _class_item(1, 9)
         if lp > 1 and p == 10 ** (lp - 1):  # [1-9][0-9]{lp-1,}

@@ -109,19 +109,27 @@ def _top_level(rx: str) -> str:
     return "".join(out)
 
 
+def length_bands(p: int, q: int | None) -> list[tuple[str, str]]:
+    """The integers in ``[p, q]`` (``q=None``: up to ``p``'s own length), ``0 <= p <= q``, in
+    bands of one digit count: each band's lowest and highest, as digits."""
+    lp = len(str(p))
+    lq = lp if q is None else len(str(q))
+    out: list[tuple[str, str]] = []
+    for length in range(lp, lq + 1):
+        lo = max(p, 10 ** (length - 1) if length > 1 else 0)
+        hi = 10**length - 1 if q is None else min(q, 10**length - 1)
+        if lo <= hi:
+            out.append((str(lo), str(hi)))
+    return out
+
+
 def _nonneg_int_alts(p: int, q: int | None) -> list[str]:
     """Alternatives spelling the integers in ``[p, q]`` (``q=None``: unbounded), ``0 <= p``,
     canonical digits (no leading zeros, no sign)."""
     if q is not None and p > q:
         return []
-    alts: list[str] = []
     lp = len(str(p))
-    lq = lp if q is None else len(str(q))
-    for length in range(lp, lq + 1):
-        lo = max(p, 10 ** (length - 1) if length > 1 else 0)
-        hi = 10**length - 1 if q is None else min(q, 10**length - 1)
-        if lo <= hi:
-            alts.append(_same_length(str(lo), str(hi)))
+    alts = [_same_length(lo, hi) for lo, hi in length_bands(p, q)]
     if q is None:
         if lp > 1 and p == 10 ** (lp - 1):  # the whole first length is in: fold it in
             alts.pop()
