@@ -267,6 +267,23 @@ def test_stack_caps_fall_back_to_the_exact_walk(native: tm.GrammarCompiler) -> N
     )
 
 
+def _assert_every_state_brute_force(c: Any, words: list[bytes], data: bytes) -> None:
+    """On every state along ``data``, the allowed tokens are exactly those (of ``words``, then
+    the end-of-sequence token after them) that accept_bytes takes from there."""
+    m = c.matcher()
+    for i in range(len(data) + 1):
+        want = set()
+        for t, w in enumerate(words):
+            probe = c.matcher()
+            if probe.accept_bytes(data[:i]) and probe.accept_bytes(w):
+                want.add(t)
+        if m.is_accepting():
+            want.add(len(words))
+        assert set(m.allowed_token_ids().tolist()) == want, data[:i]
+        if i < len(data):
+            assert m.accept_bytes(data[i : i + 1])
+
+
 def test_small_vocabulary_brute_force(native: tm.GrammarCompiler) -> None:
     """Every token of a small vocabulary, on every state of a document: the kernel's mask is
     exactly the set of tokens accept_bytes takes."""
@@ -277,19 +294,7 @@ def test_small_vocabulary_brute_force(native: tm.GrammarCompiler) -> None:
         [*words, b"<eos>"], eos_ids=[len(words)], special_ids=[len(words)]
     )
     c = native.compile(tm.Grammar.from_json_schema(SCHEMAS[0]), vocab)
-    text = '{"city":"Pé東is"}'.encode()
-    m = c.matcher()
-    for i in range(len(text) + 1):
-        want = set()
-        for t, w in enumerate(words):
-            probe = c.matcher()
-            if probe.accept_bytes(text[:i]) and probe.accept_bytes(w):
-                want.add(t)
-        if m.is_accepting():
-            want.add(len(words))
-        assert set(m.allowed_token_ids().tolist()) == want, text[:i]
-        if i < len(text):
-            assert m.accept_bytes(text[i : i + 1])
+    _assert_every_state_brute_force(c, words, '{"city":"Pé東is"}'.encode())
 
 
 def test_partial_characters_brute_force(native: tm.GrammarCompiler) -> None:
@@ -344,19 +349,7 @@ def test_partial_characters_brute_force(native: tm.GrammarCompiler) -> None:
     }
     c = native.compile(tm.Grammar.from_json_schema(schema), vocab)
     for text in ['{"naïve":1,"v":"é東🌧","é東":"x","na":"ïé"}', '{"ñ":"\U0010ffff\ud7ff"}']:
-        data = text.encode()
-        m = c.matcher()
-        for i in range(len(data) + 1):
-            want = set()
-            for t, w in enumerate(words):
-                probe = c.matcher()
-                if probe.accept_bytes(data[:i]) and probe.accept_bytes(w):
-                    want.add(t)
-            if m.is_accepting():
-                want.add(len(words))
-            assert set(m.allowed_token_ids().tolist()) == want, data[:i]
-            if i < len(data):
-                assert m.accept_bytes(data[i : i + 1])
+        _assert_every_state_brute_force(c, words, text.encode())
 
 
 def test_counted_classes_brute_force(native: tm.GrammarCompiler) -> None:
@@ -388,19 +381,7 @@ def test_counted_classes_brute_force(native: tm.GrammarCompiler) -> None:
     for g, texts in cases:
         c = native.compile(g, vocab)
         for text in texts:
-            data = text.encode()
-            m = c.matcher()
-            for i in range(len(data) + 1):
-                want = set()
-                for t, w in enumerate(words):
-                    probe = c.matcher()
-                    if probe.accept_bytes(data[:i]) and probe.accept_bytes(w):
-                        want.add(t)
-                if m.is_accepting():
-                    want.add(len(words))
-                assert set(m.allowed_token_ids().tolist()) == want, data[:i]
-                if i < len(data):
-                    assert m.accept_bytes(data[i : i + 1])
+            _assert_every_state_brute_force(c, words, text.encode())
 
 
 _QWEN3: list[Vocabulary] = []
