@@ -19,6 +19,7 @@ from toolmask.errors import LimitError
 from toolmask.grammar._charset import ANY_CHAR, CharSet
 from toolmask.grammar._fsm import Dfa, dfa_to_node, dfa_to_rules
 from toolmask.grammar._ir import (
+    ByteClass,
     Choice,
     Grammar,
     Rule,
@@ -365,6 +366,26 @@ def test_json_string_escapes(ch: str, encoded: bytes) -> None:
     assert ir_fullmatch(one, (), encoded)
     other = json_string_node(ANY_CHAR - CharSet.of(ch))
     assert not ir_fullmatch(other, (), encoded)
+
+
+def test_json_string_classes_near_ascii() -> None:
+    """A class's node accepts the canonical escape of exactly its code points: printable ASCII
+    classes without a quote or backslash (one byte class, the common pattern classes), classes
+    that reach the escapes or past ASCII (the general route)."""
+    rng = random.Random(7)
+    texts = {cp: json.dumps(chr(cp), ensure_ascii=False)[1:-1].encode() for cp in range(0x180)}
+    classes = [CharSet.of([(0x61, 0x7A)]), CharSet.of([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7F)])]
+    for _ in range(150):
+        parts: list[tuple[int, int]] = []
+        for _ in range(rng.randint(1, 3)):
+            a = rng.randint(0, 0x150)
+            parts.append((a, min(a + rng.randint(0, 30), 0x17F)))
+        classes.append(CharSet.of(parts))
+    for cs in classes:
+        node = json_string_node(cs)
+        for cp, text in texts.items():
+            assert ir_fullmatch(node, (), text) == (cp in cs), (cs, cp)
+    assert isinstance(json_string_node(CharSet.of([(0x61, 0x7A)])), ByteClass)
 
 
 @pytest.mark.parametrize(

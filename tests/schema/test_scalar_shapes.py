@@ -9,10 +9,10 @@
 * A schema without any ``$`` key makes its ``referencing`` registry only when a value has to be
   evaluated (an enum beside other keywords), and filters the same values as one that has it up
   front.
-* The usual object location (``properties``, ``required``, ``additionalProperties``) is
-  written out rather than met part by part: the same shape as the keyword table and the meet
-  give, the same subschemas registered in the same order, and the table's errors for the
-  malformed ones.
+* The usual object location (``properties``, ``required``, ``additionalProperties``) and
+  array location (``items``, ``minItems``, ``maxItems``) are written out rather than met part
+  by part: the same shape as the keyword table and the meet give, the same subschemas
+  registered in the same order, and the table's errors for the malformed ones.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def test_an_enum_filtered_by_its_siblings_without_a_registry_up_front(dollar: bo
     assert _values(schema, values) == [{"a": "bb"}, {"a": 4}]
 
 
-# -- the usual object location, written out ----------------------------------------------------
+# -- the usual object and array locations, written out ------------------------------------------
 
 _OBJECTS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"a": {"type": "string"}}},
@@ -149,6 +149,15 @@ _OBJECTS: list[dict[str, Any]] = [
     {"type": "object", "properties": [], "required": ["a"]},
     {"type": "object", "properties": {}, "additionalProperties": False},
     {"type": "object", "properties": {"a": {}}, "additionalProperties": 3},
+    # the usual array location
+    {"type": "array", "items": {"type": "string"}},
+    {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
+    {"type": "array", "items": False, "maxItems": 0, "description": "d"},
+    {"type": "array", "items": True, "minItems": 2},
+    {"type": "array", "items": {}, "minItems": 3, "maxItems": 2},
+    {"type": "array", "items": {}, "minItems": 2.0},
+    {"type": "array", "items": {}, "maxItems": -1},
+    {"type": "array", "items": [{}]},
 ]
 
 
@@ -180,5 +189,5 @@ def _written_out(schema: dict[str, Any]) -> tuple[Any, list[str]]:
 
 
 @pytest.mark.parametrize("schema", _OBJECTS, ids=range(len(_OBJECTS)))
-def test_the_usual_object_location_is_what_the_table_gives(schema: dict[str, Any]) -> None:
+def test_the_usual_container_location_is_what_the_table_gives(schema: dict[str, Any]) -> None:
     assert _written_out(schema) == _by_table(schema)

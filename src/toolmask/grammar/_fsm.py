@@ -26,6 +26,7 @@ the canonical JSON string escape, ``toolmask.schema._json_text``). See ``docs/st
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -203,7 +204,10 @@ class Dfa:
             return Dfa.epsilon() if min == 0 else Dfa.empty()
         top = min if max is None else max
         check_states(top + 1, limits)
-        edges: list[tuple[tuple[CharSet, int], ...]] = [((universe, i + 1),) for i in range(top)]
+        # ((universe, 1),), ((universe, 2),), ... built at C speed (a state per code point)
+        edges: list[tuple[tuple[CharSet, int], ...]] = list(
+            zip(zip(itertools.repeat(universe, top), range(1, top + 1), strict=True))
+        )
         edges.append(((universe, top),) if max is None else ())
         # valid by construction (one non-empty class per state, targets in range): the
         # O(states) checks of __post_init__ are skipped

@@ -306,7 +306,10 @@ class ShapeAlgebra:
             nonlocal pending
             out: dict[Any, None] = {}
             for tup in xs:
-                out.update(dict.fromkeys(tup))
+                if tup:
+                    out.update(dict.fromkeys(tup))
+            if len(out) <= 1 and all(getattr(a, "literal", None) is None for a in out):
+                return tuple(out)  # none, or one that is not a literal: within every cap
             got, told = self._capped(tuple(out), defer)
             pending = pending or not told
             return got

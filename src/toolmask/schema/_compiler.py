@@ -198,6 +198,10 @@ class SchemaCompiler(ShapeAlgebra):
             plain = self._plain_object(schema, resolver, ptr)
             if plain is not None:
                 return plain
+        elif t == "array" and "items" in schema and schema.keys() <= _PLAIN_ARRAY_KEYS:
+            plain = self._plain_array(schema, resolver, ptr)
+            if plain is not None:
+                return plain
         key = None
         if not leaf and type(t) is str and t in _LEAF_TYPES and schema.keys() <= _SCALAR_KEYS:
             key = self._scalar_key(schema)
@@ -262,6 +266,25 @@ class SchemaCompiler(ShapeAlgebra):
         if addl is not BOTTOM:
             regions = (Region(None, addl, has_addl),)
         return Shape(objects=(ObjAlt(tuple(props), regions),))
+
+    def _plain_array(self, schema: dict[str, Any], resolver: Resolver, ptr: str) -> Shape | None:
+        """The shape of the usual array location, ``{"type": "array", "items": {...},
+        "minItems": m, "maxItems": n}`` (the counts optional, annotations beside): what the
+        keyword table and the meet give for it, written out (see :meth:`_plain_object`).
+        None when it is not of that form, or the counts are malformed or crossed (the table
+        says how)."""
+        items_kw = schema["items"]
+        lo = schema.get("minItems", 0)
+        hi = schema.get("maxItems")
+        if (
+            (type(items_kw) is not dict and type(items_kw) is not bool)
+            or type(lo) is not int
+            or lo < 0
+            or (hi is not None and (type(hi) is not int or hi < lo))
+        ):
+            return None
+        items = self.sub(schema, resolver, ptr, "items")
+        return Shape(arrays=(ArrAlt((), items, lo, hi, None, 1, None, -1),))
 
     def _scalar_key(self, schema: dict[str, Any]) -> tuple[Any, ...] | None:
         """The key of a scalar location's shape in ``schema.scalar_shapes`` (see
@@ -406,6 +429,8 @@ _LEAF_SHAPES: dict[str, Shape] = {}
 
 #: the keywords of an object location _expand_loc writes out (SchemaCompiler._plain_object)
 _PLAIN_OBJECT_KEYS = _LEAF_KEYS | {"properties", "required", "additionalProperties"}
+#: the same for an array location (SchemaCompiler._plain_array)
+_PLAIN_ARRAY_KEYS = _LEAF_KEYS | {"items", "minItems", "maxItems"}
 
 #: a location of one of those types with only these keywords beside annotations (a range, a
 #: length, a pattern, a known format: ``{"type": "string", "pattern": "^[A-Z]{3}$"}``) has a

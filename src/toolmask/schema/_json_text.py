@@ -62,6 +62,13 @@ def json_string_node(cs: CharSet) -> Node:
     ``"`` and ``\\`` and U+0000..U+001F are escaped (``\\b \\f \\n \\r \\t`` where they exist,
     else ``\\u00xx`` in lowercase hex); every other code point is raw UTF-8 (surrogates dropped).
     """
+    ranges = cs.ranges
+    if ranges and ranges[0][0] > 0x1F and ranges[-1][1] < 0x80:
+        for lo, hi in ranges:
+            if lo <= 0x22 <= hi or lo <= 0x5C <= hi:
+                break
+        else:  # printable ASCII, nothing to escape: the bytes themselves (utf8_node's class)
+            return byte_class(*ranges)
     special = cs & _JSON_SPECIAL
     alts: list[Node] = []
     plain = cs - _JSON_SPECIAL
