@@ -24,6 +24,10 @@ from toolmask.grammar._fsm import (
 from toolmask.grammar._ir import Grammar, Node, Rule, choice, register_frontend, repeat, seq
 from toolmask.grammar._nfa import BOL, EOL, Nfa
 from toolmask.grammar._regex_syntax import (
+    DIGIT_CHARS,
+    DOT_CHARS,
+    SPACE_CHARS,
+    WORD_CHARS,
     RAlt,
     RAssert,
     RCat,
@@ -220,6 +224,9 @@ def anchored_chain(
     assertion): its search language is then the full-match language of the chain. None for
     any other shape. Raises what :func:`regex_dfa` raises before it determinises (syntax
     errors, nesting, the NFA size bound)."""
+    quick = _simple_chain(pattern, max(8 * limits.max_dfa_states, 1_000))
+    if quick is not None:
+        return quick
     ast = parse_regex(pattern, limits=limits)
     _check_size(ast, limits)
     if not isinstance(ast, RCat) or len(ast.items) < 2:
@@ -236,6 +243,145 @@ def anchored_chain(
         else:
             return None
     return out
+
+
+# -- the common chains, read without the parser ------------------------------------------------
+#
+# ``^`` + classes and characters, each optionally quantified, + ``$``, in printable ASCII: what
+# the parser (_regex_syntax._Parser) reads for them, mirrored for that subset (a character or a
+# punctuation escape is its code point, \d \w \s \D \W \S and ``.`` their sets, a class the
+# parser's own reading of its members and ranges, a quantifier its bounds, a lazy ``?`` nothing)
+# with the NFA bound _check_size computes. Anything else (groups, alternatives, inner anchors,
+# other escapes, non-ASCII, a quantifier the parser would refuse or a bound near the cap) is
+# left to the parser, which gives the result or the error.
+
+#: the characters read as themselves outside a class (the parser's literal_char for them)
+_PLAIN_ATOMS = frozenset(chr(c) for c in range(0x20, 0x7F) if chr(c) not in "^$\\.*+?()[]{}|")
+_SET_ESCAPES = {
+    "d": DIGIT_CHARS,
+    "D": DIGIT_CHARS.complement(),
+    "w": WORD_CHARS,
+    "W": WORD_CHARS.complement(),
+    "s": SPACE_CHARS,
+    "S": SPACE_CHARS.complement(),
+}
+#: punctuation a backslash makes itself (the parser's identity escapes of ASCII punctuation)
+_IDENTITY_ESCAPES = frozenset(
+    chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum() and chr(c) not in "-"
+)
+
+
+def _simple_chain(pattern: str, cap: int) -> list[tuple[CharSet, int, int | None]] | None:
+    """``anchored_chain(pattern)`` for a pattern of the subset above; None for any other
+    pattern (the caller parses it). O(len(pattern))."""
+    n = len(pattern)
+    if n < 2 or pattern[0] != "^" or pattern[-1] != "$" or not pattern.isascii():
+        return None
+    out: list[tuple[CharSet, int, int | None]] = []
+    size = 2 + 2 + 2  # the concatenation, ^ and $ (_nfa_size)
+    i, end = 1, n - 1
+    while i < end:
+        c = pattern[i]
+        cs: CharSet
+        if c == "[":
+            got = _simple_class(pattern, i + 1, end)
+            if got is None:
+                return None
+            cs, i = got
+        elif c == "\\":
+            e = pattern[i + 1]  # i + 1 < n: the pattern ends in "$"
+            if e in _SET_ESCAPES:
+                cs = _SET_ESCAPES[e]
+            elif e in _IDENTITY_ESCAPES and i + 1 < end:
+                cs = CharSet(((ord(e), ord(e)),))
+            else:
+                return None
+            i += 2
+        elif c == ".":
+            cs, i = DOT_CHARS, i + 1
+        elif c in _PLAIN_ATOMS:
+            cs, i = CharSet(((ord(c), ord(c)),)), i + 1
+        else:
+            return None
+        lo: int
+        hi: int | None
+        q = pattern[i] if i < end else ""
+        if q == "*" or q == "+" or q == "?":
+            lo, hi = (0, None) if q == "*" else (1, None) if q == "+" else (0, 1)
+            i += 1
+        elif q == "{":
+            k = pattern.find("}", i, end)
+            body = pattern[i + 1 : k] if k > 0 else ""
+            a, comma, b = body.partition(",")
+            if not a.isdigit() or not (b.isdigit() or b == "") or (b and not comma):
+                return None  # the parser reads it otherwise (or refuses it)
+            lo, hi = int(a), (int(b) if b else (None if comma else int(a)))
+            if hi is not None and hi < lo:
+                return None  # refused: the parser says where
+            i = k + 1
+        else:
+            out.append((cs, 1, 1))
+            size += 2
+            continue
+        if i < end and pattern[i] == "?":  # lazy: the same language
+            i += 1
+        if i < end and pattern[i] in "*+?{":
+            return None  # a second quantifier (refused) or a literal "{": the parser decides
+        out.append((cs, lo, hi))
+        copies = hi if hi is not None else max(lo, 1)
+        size += min(2 * copies, cap + 1) + 2
+    if size > cap // 2:
+        return None  # near the NFA bound: _check_size decides
+    return out
+
+
+def _simple_class(pattern: str, i: int, end: int) -> tuple[CharSet, int] | None:
+    """The class whose members start at ``i`` (after ``[``) and the position after its ``]``,
+    read as the parser's char_class reads it, for members of printable ASCII and the escapes
+    above; None otherwise (a negated or unterminated class, another escape, a range out of
+    order or bounded by a set)."""
+    if i < end and pattern[i] == "^":
+        return None
+    acc: list[tuple[int, int]] = []
+    while True:
+        if i >= end:
+            return None  # unterminated (the final "$" is no member): the parser says so
+        c = pattern[i]
+        if c == "]":
+            return CharSet.from_ranges(acc), i + 1
+        member = _class_member(pattern, i, end)
+        if member is None:
+            return None
+        a_set, a_cp, i = member
+        if i + 1 < end and pattern[i] == "-" and pattern[i + 1] != "]":
+            other = _class_member(pattern, i + 1, end)
+            if other is None:
+                return None
+            _, b_cp, i = other
+            if a_cp is None or b_cp is None or a_cp > b_cp:
+                return None  # refused by the parser
+            acc.append((a_cp, b_cp))
+        elif a_set is None:
+            assert a_cp is not None
+            acc.append((a_cp, a_cp))
+        else:
+            acc.extend(a_set.ranges)
+
+
+def _class_member(pattern: str, i: int, end: int) -> tuple[CharSet | None, int | None, int] | None:
+    """A class member at ``i``: its set (None for one code point), its code point (None for a
+    set) and the position after it; None for a member the parser reads otherwise."""
+    c = pattern[i]
+    if c != "\\":
+        return None, ord(c), i + 1
+    if i + 1 >= end:
+        return None
+    e = pattern[i + 1]
+    if e in _SET_ESCAPES:
+        return _SET_ESCAPES[e], None, i + 2
+    if e == "-" or e in _IDENTITY_ESCAPES:
+        return None, ord(e), i + 2
+    return None
 
 
 def regex_ast_node(ast: RNode, *, encoding: Encoding = "raw") -> Node | None:
