@@ -21,6 +21,19 @@ TOOL = {
 }
 
 
+@pytest.fixture(params=["digest", "text"])
+def kept(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The server's tool lists recognise a list sent again by a digest of the request's bytes
+    (the compiled kernel) or, without the kernel, by comparing the kept text: both ways."""
+    from toolmask.server import _body
+
+    if request.param == "text":
+        monkeypatch.setattr(_body, "_DIGEST", None)
+    elif _body._DIGEST is None:
+        pytest.skip("the compiled kernel is not built")
+    return str(request.param)
+
+
 def ok(**body: Any) -> ChatRequest:
     return parse_chat_request(json.dumps({"model": "m", "messages": MSG, **body}).encode())
 
@@ -252,7 +265,9 @@ def test_the_body_reads_as_json_loads_reads_it(body: bytes) -> None:
         assert json.loads(text[span[0] : span[1]]) == expected["tools"]
 
 
-def test_a_known_list_is_compared_in_the_bytes_and_never_taken_where_it_is_not_the_value() -> None:
+def test_a_known_list_is_found_in_the_bytes_and_never_taken_where_it_is_not_the_value(
+    kept: str,
+) -> None:
     """With the list kept, a body holding it as its top-level ``tools`` gets it without the
     list's text being decoded; the same text elsewhere (nested under another key called
     ``tools``, or a top-level ``tools`` given twice) is read as JSON reads it."""
@@ -288,7 +303,7 @@ def test_a_known_list_is_compared_in_the_bytes_and_never_taken_where_it_is_not_t
         assert data == json.loads(body), body
 
 
-def test_a_tool_list_sent_again_is_not_read_again() -> None:
+def test_a_tool_list_sent_again_is_not_read_again(kept: str) -> None:
     from toolmask.server import ToolLists
 
     lists = ToolLists(size=2)
@@ -313,7 +328,43 @@ def test_a_tool_list_sent_again_is_not_read_again() -> None:
     assert parsed.tools == first.tools and parsed.tools_key == ""
 
 
-def test_a_tool_choice_sent_again_over_a_known_list_is_compared_not_parsed() -> None:
+def test_a_list_like_a_kept_one_but_for_a_byte_is_read_as_its_own(kept: str) -> None:
+    """A ``tools`` text with a kept list's first bytes and length that differs in one byte
+    (anywhere past the indexed prefix), or that is cut short by the body's end, is never taken
+    for the kept list: it is parsed and read as its own."""
+    from toolmask.server import ToolLists
+    from toolmask.server._body import KnownTools, read_body
+
+    lists = ToolLists()
+    tools = [
+        {**TOOL, "function": {**TOOL["function"], "name": f"tool_{i:03d}", "description": "d" * 40}}
+        for i in range(40)
+    ]
+    text = json.dumps(tools)
+    body = {"model": "m", "messages": MSG, "tools": tools}
+    parse_chat_request(json.dumps(body).encode(), tool_lists=lists)
+    positions = [i for i in range(ToolLists.PREFIX, len(text)) if text[i : i + 3] == "_00"]
+    positions += [len(text) - 200, len(text) - 130]
+    for i in positions:
+        changed = text[:i] + text[i].swapcase() if text[i].isalpha() else text[:i] + "_"
+        changed += text[i + 1 :]
+        if changed == text:
+            continue
+        try:
+            want = json.loads(changed)
+        except ValueError:
+            continue
+        data, _, _ = read_body(('{"tools": ' + changed + "}").encode(), lists)
+        assert data["tools"] == want and not isinstance(data["tools"], KnownTools), i
+    # the same first bytes, the body ending before the kept length
+    short = text[: len(text) // 2]
+    with pytest.raises(ValueError):
+        read_body(('{"tools": ' + short).encode(), lists)
+    data, _, _ = read_body(('{"tools": ' + text + "}").encode(), lists)
+    assert isinstance(data["tools"], KnownTools)
+
+
+def test_a_tool_choice_sent_again_over_a_known_list_is_compared_not_parsed(kept: str) -> None:
     """A ``tool_choice`` read and checked over a kept list is found again by its text (the
     body's value is its KnownChoice, the client's value and its ToolChoice); any other text,
     another list, or the same text over a list without those names is read and checked as
@@ -395,7 +446,7 @@ def test_a_request_made_with_another_tool_choice_is_keyed_by_it() -> None:
     assert PlanCache.key(forced) == PlanCache.key(dataclasses.replace(req("required")))
 
 
-def test_a_parsed_body_finds_its_tools_in_the_lists_too() -> None:
+def test_a_parsed_body_finds_its_tools_in_the_lists_too(kept: str) -> None:
     """A body handed over parsed (the vLLM processors' turn specs: a new dict each request)
     is written as text when it has tools, so the same tools are the same objects and key;
     a value JSON text cannot hold (NaN) is read as it is, and refused as before."""
@@ -458,7 +509,7 @@ def test_a_parsed_body_seen_before_is_found_by_its_value(monkeypatch: pytest.Mon
     assert parse([TOOL]).tools_key == first.tools_key and len(written) == 5
 
 
-def test_a_bad_tool_list_is_refused_every_time() -> None:
+def test_a_bad_tool_list_is_refused_every_time(kept: str) -> None:
     from toolmask.server import ToolLists
 
     lists = ToolLists()

@@ -1,7 +1,7 @@
 """Reading a chat request's body: the JSON object's members with the span of each value, and
 the tool lists of recent requests, so that a ``tools`` value whose text the server has read
-before is recognised by a comparison of its text (O(bytes), in C) instead of being parsed and
-checked again (see :func:`~toolmask.server._protocol.parse_chat_request`)."""
+before is recognised by a digest of the request's bytes (O(bytes), in C) instead of being
+parsed and checked again (see :func:`~toolmask.server._protocol.parse_chat_request`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import functools
 import hashlib
 import json
 import marshal
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmask import _kernel
 from toolmask.tools import Tool, ToolChoice
 
 __all__ = [
@@ -84,24 +86,28 @@ class KnownTools:
 
 class ToolLists:
     """The tool lists of recent requests (a bounded, thread-safe LRU of ``size`` lists), each
-    kept with its JSON text as the client sent it (UTF-8) and that text's digest. Reading a
-    body, the server compares the bytes at the ``tools`` value with the texts it holds (those
-    that start the same way): the same text is the same JSON value, so its :class:`Tool`
-    objects are reused without parsing or checking the tools again, and the layers below find
-    everything they keyed by those objects. Cost: a comparison of the bytes (O(bytes), in C);
-    the known text is not decoded (:func:`read_body`).
+    kept with the first bytes, the length and a keyed digest of its JSON text as the client
+    sent it (UTF-8). Reading a body, the server hashes the bytes at the ``tools`` value over a
+    kept list's length where they start as that list's text does: the same bytes are the same
+    JSON value, so its :class:`Tool` objects are reused without parsing or checking the tools
+    again, and the layers below find everything they keyed by those objects. Cost: one pass
+    over the request's own bytes (``_native.digest``, at memory speed in C); the kept list's
+    text is neither held nor read again, and the body's copy of it is not decoded
+    (:func:`read_body`). Without the compiled kernel the text is kept and compared instead.
 
     A ``tools`` value handed over parsed (the vLLM processors' turn specs: a new list of new
     dicts every request) is found by its :func:`value_digest` instead (:meth:`match_value`),
     once a list of that value has been read as text (:meth:`note_value`): no JSON text is
     written for it."""
 
-    #: how many bytes of a text index it (a comparison is made only where they agree)
+    #: how many bytes of a text index it (the digest is taken only where they agree)
     PREFIX = 64
 
     def __init__(self, size: int = 64) -> None:
         self.size = size
-        self._lists: OrderedDict[str, tuple[bytes, KnownTools]] = OrderedDict()
+        #: text digest -> (the text's first bytes, its length, its text digest or, without the
+        #: kernel, the text itself, the list)
+        self._lists: OrderedDict[str, tuple[bytes, int, bytes, KnownTools]] = OrderedDict()
         self._by_prefix: dict[bytes, list[str]] = {}
         #: value digest -> the text digest of the list read from that value's JSON text, and
         #: per text digest the value digests noted for it (dropped with it)
@@ -113,17 +119,24 @@ class ToolLists:
         """The list whose text stands in ``raw`` (UTF-8) at ``at``, and where it ends."""
         with self._lock:
             for key in self._by_prefix.get(raw[at : at + self.PREFIX], ()):
-                known, hit = self._lists[key]
-                if raw.startswith(known, at):
+                _, size, check, hit = self._lists[key]
+                end = at + size
+                if end > len(raw):
+                    continue
+                if _DIGEST is None:
+                    same = raw.startswith(check, at)
+                else:
+                    same = _DIGEST(raw, at, end, _DIGEST_KEY) == check
+                if same:
                     self._lists.move_to_end(key)
-                    return hit, at + len(known)
+                    return hit, end
         return None
 
     def find(self, raw: bytes) -> tuple[KnownTools, int, int] | None:
         """A list this holds standing in ``raw`` (a UTF-8 JSON body) as the value of a key
         ``"tools"``: the list, where its text starts and ends; the caller checks that the key
         is the body's own (:func:`read_body`). O(bytes) in C: a search for the key, then one
-        comparison per list that starts the same way."""
+        digest per list that starts the same way."""
         if not self._lists:
             return None
         at = raw.find(b'"tools"')
@@ -144,17 +157,19 @@ class ToolLists:
         data = text.encode("utf-8", "surrogatepass")
         key = tools_digest(text)
         known = KnownTools(key, tools)
+        check = data if _DIGEST is None else _DIGEST(data, 0, len(data), _DIGEST_KEY)
+        prefix = data[: self.PREFIX]
         with self._lock:
             if key not in self._lists:
-                self._by_prefix.setdefault(data[: self.PREFIX], []).append(key)
-            self._lists[key] = (data, known)
+                self._by_prefix.setdefault(prefix, []).append(key)
+            self._lists[key] = (prefix, len(data), check, known)
             self._lists.move_to_end(key)
             while len(self._lists) > self.size:
-                old, (old_text, _) = self._lists.popitem(last=False)
-                same = self._by_prefix[old_text[: self.PREFIX]]
+                old, (old_prefix, *_) = self._lists.popitem(last=False)
+                same = self._by_prefix[old_prefix]
                 same.remove(old)
                 if not same:
-                    del self._by_prefix[old_text[: self.PREFIX]]
+                    del self._by_prefix[old_prefix]
                 for value in self._values_of.pop(old, ()):
                     self._by_value.pop(value, None)
         return known
@@ -166,7 +181,7 @@ class ToolLists:
             if key is None or key not in self._lists:
                 return None
             self._lists.move_to_end(key)
-            return self._lists[key][1]
+            return self._lists[key][3]
 
     def note_value(self, value: bytes, key: str) -> None:
         """Note that the list kept under ``key`` was read from a value of digest ``value``."""
@@ -188,6 +203,14 @@ def value_digest(value: Any) -> bytes | None:
     except ValueError:
         return None
     return hashlib.blake2b(data, digest_size=16).digest()
+
+
+#: the compiled kernel's keyed digest of a byte range (None without the kernel: then the
+#: texts are kept and compared), and this process's key for it
+_DIGEST: Callable[[bytes, int, int, bytes], bytes] | None = (
+    None if _kernel._native is None else _kernel._native.digest
+)
+_DIGEST_KEY = os.urandom(192)
 
 
 def tools_digest(text: str) -> str:
@@ -269,7 +292,7 @@ def read_body(body: bytes | str, tool_lists: ToolLists | None = None) -> tuple[A
 
     Where ``tool_lists`` holds the list the body's bytes show at a ``"tools"`` key, only the
     text around it is decoded and read, the list's place taken by a one-character stand-in
-    (the returned text holds it): the known list, often most of the body, is compared, never
+    (the returned text holds it): the known list, often most of the body, is hashed, never
     decoded. The stand-in must be read as the body's own top-level ``tools`` value, else the
     whole body is read as text. A ``tool_choice`` text read and checked over that list before
     (:meth:`KnownTools.note_choice`) is then found by a comparison too: its value is the
