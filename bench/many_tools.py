@@ -34,9 +34,9 @@ vocabulary from ``quicktok-v1`` as in ``bench/masks.py``, the native backend):
   buffer written just before its request, as a socket read leaves it), and the same after
   64 MB of memory traffic (a model step's; **caches cold**); the first request,
   which compiles the tools, is in the JSON (``server_first_ms``); **vLLM spec, new subset**:
-  the same request handed over already parsed, as the vLLM processors get a turn spec (a new
-  dict each request), read with the same tool lists and planned (median of 5; no prompt or
-  mask: vLLM renders the prompt, its mask is the server's);
+  the server writes the request's turn spec (JSON text of the body's own member texts) and
+  the processors read it with their own tool lists (the same tools seen before) and plan it
+  (median of 5; no prompt or mask: vLLM renders the prompt, its mask is the server's);
 * **CPU** columns: the same spans in the process's CPU time (``time.process_time``), which a
   shared machine's load inflates far less than wall-clock;
 * **memory** (MB): the compiler's own account (``GrammarCompiler.memory()["total"]``: automata,
@@ -311,12 +311,30 @@ def server_path(
 
     out["server_seen_cold_ms"] = statistics.median(request(after_step(i)) for i in range(20))
 
-    # the vLLM processors' path: the same request handed over parsed (a turn spec, a new
-    # dict each time), read with the same tool lists, its plan (no prompt: vLLM renders it)
+    # the vLLM processors' path: the server writes the request's turn spec from the body it
+    # read, the processors read it with their own tool lists (another process: the first spec
+    # over these tools is read whole) and plan it (no prompt: vLLM renders it)
+    spec_lists = type(plans.tool_lists)() if hasattr(plans, "tool_lists") else None
+    seen_once = False
+
     def spec_request(sub: list[str]) -> float:
-        parsed = json.loads(body(sub))  # made by the engine, not timed
+        nonlocal seen_once
+        raw = body(sub)  # made by the client, not timed
+        parse_chat_request(raw, limits=plans.limits, **lists)  # the server's read: not timed
         t0 = time.perf_counter()
-        plan = plans.get(parse_chat_request(parsed, limits=plans.limits, **lists))
+        if spec_lists is None:  # a tree before turn specs were text: the parsed request
+            req = parse_chat_request(json.loads(raw), limits=plans.limits, **lists)
+        else:
+            from toolmask.server import read_turn_spec, turn_spec
+
+            text = turn_spec(raw, "hermes", reasoning_open=False, tool_lists=plans.tool_lists)
+            if not seen_once:  # the processors' first spec over these tools (not timed)
+                read_turn_spec(text, spec_lists)
+                seen_once = True
+                t0 = time.perf_counter()
+                text = turn_spec(raw, "hermes", reasoning_open=False, tool_lists=plans.tool_lists)
+            req = read_turn_spec(text, spec_lists)[0]
+        plan = plans.get(req)
         assert plan.compiled is not None
         return _ms(t0)
 

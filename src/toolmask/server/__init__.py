@@ -44,14 +44,13 @@ from toolmask.server._engine import (
 )
 from toolmask.server._plans import Plan, PlanCache
 from toolmask.server._protocol import (
-    SPEC_FIELDS,
     APIError,
     ChatRequest,
     ResponseFormat,
     ToolLists,
     parse_chat_request,
-    turn_spec,
 )
+from toolmask.server._spec import SPEC_FIELDS, read_turn_spec, turn_spec
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -78,6 +77,7 @@ __all__ = [
     "ToolLists",
     "create_app",
     "parse_chat_request",
+    "read_turn_spec",
     "token_budget",
     "turn_spec",
 ]

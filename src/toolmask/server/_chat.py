@@ -43,8 +43,9 @@ from toolmask.server._engine import (
     QueueFull,
 )
 from toolmask.server._plans import Plan, PlanCache, schema_error
-from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request, turn_spec
+from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request
 from toolmask.server._render import assemble, render_prompt
+from toolmask.server._spec import turn_spec
 from toolmask.tools import StreamDelta, ToolTurn
 
 try:
@@ -341,7 +342,9 @@ class ChatRoute:
         budget = req.reasoning_budget
         spec = None
         if eng.needs_spec and plan.compiled is not None:
-            spec = turn_spec(raw, self.plans.fmt, reasoning_open=reasoning_open)
+            spec = turn_spec(
+                raw, self.plans.fmt, reasoning_open=reasoning_open, tool_lists=self.plans.tool_lists
+            )
         opener = _opener(req, plan, reasoning_open) if spec is None else None
         opening = None
         if opener is not None:

@@ -164,9 +164,9 @@ class Job:
     reasoning_budget: ReasoningBudget | None = None
     on_start: Callable[[int], None] | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
-    #: the request's turn spec (:mod:`toolmask.integrations.vllm` format) for an engine that
-    #: compiles the grammar in another process (``Engine.needs_spec``); None otherwise
-    spec: dict[str, Any] | None = None
+    #: the request's turn spec (:func:`~toolmask.server.turn_spec`: JSON text) for an engine
+    #: that compiles the grammar in another process (``Engine.needs_spec``); None otherwise
+    spec: bytes | None = None
     #: an ``auto`` turn that may open with a call or with prose: the decoder may choose (see
     #: :class:`~toolmask.decoding.Opening`; given to the backend only when set)
     opening: Opening | None = None

@@ -41,7 +41,6 @@ from toolmask.tools import Tool, ToolCall, ToolChoice, ToolError
 __all__ = [
     "FIELDS",
     "NEUTRAL",
-    "SPEC_FIELDS",
     "APIError",
     "ChatRequest",
     "KnownTools",
@@ -49,7 +48,6 @@ __all__ = [
     "ToolLists",
     "parse_chat_request",
     "tools_digest",
-    "turn_spec",
 ]
 
 
@@ -541,7 +539,10 @@ def _known_value(
     (:meth:`ToolLists.match_value`), else the body written as text (C speed, O(bytes)), so
     that tools seen before are found as for a body sent as text (a value JSON cannot write,
     NaN or an object, is left as it is); and the digest of the tools' value (None when it
-    has none)."""
+    has none). A body whose ``tools`` is a :class:`KnownTools` (a turn spec's list, found
+    before: :func:`~toolmask.server.read_turn_spec`) is left as it is."""
+    if isinstance(body["tools"], KnownTools):
+        return body, None
     by_value = value_digest(body["tools"])
     hit = tool_lists.match_value(by_value) if by_value is not None else None
     if hit is not None:
@@ -691,27 +692,3 @@ def _checked_choice(
         raise bad_request(
             f"Invalid value for 'tool_choice': {e.message}", "tool_choice", "invalid_value"
         ) from None
-
-
-#: the request fields that shape the reply's grammar (what a turn spec carries)
-SPEC_FIELDS = (
-    "tools",
-    "tool_choice",
-    "parallel_tool_calls",
-    "response_format",
-    "reasoning_effort",
-    "chat_template_kwargs",
-)
-
-
-def turn_spec(body: bytes, fmt: str, *, reasoning_open: bool) -> dict[str, Any]:
-    """The turn spec of an already validated request body, for an engine that compiles the
-    grammar in another process (:attr:`Engine.needs_spec`): the grammar-shaping fields as the
-    client sent them, the wire format and whether the prompt opened the reasoning channel (the
-    format of :func:`toolmask.integrations.vllm.read_spec`)."""
-    raw = json.loads(body)
-    spec: dict[str, Any] = {k: raw[k] for k in SPEC_FIELDS if raw.get(k) is not None}
-    spec["format"] = fmt
-    if reasoning_open:
-        spec["reasoning_open"] = True
-    return spec

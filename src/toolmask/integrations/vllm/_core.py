@@ -39,15 +39,7 @@ from toolmask import CompiledGrammar, Matcher
 from toolmask.limits import SERVER_LIMITS, Limits
 from toolmask.mask import BatchFill, BatchFiller
 from toolmask.sampling import apply_bitmask
-from toolmask.server import (
-    SPEC_FIELDS,
-    APIError,
-    ChatRequest,
-    PlanCache,
-    ToolLists,
-    parse_chat_request,
-)
-from toolmask.tools import FORMATS
+from toolmask.server import APIError, ChatRequest, PlanCache, ToolLists, read_turn_spec
 from toolmask.vocab import Vocabulary
 
 __all__ = [
@@ -69,9 +61,6 @@ log = logging.getLogger("toolmask.vllm")
 EXTRA_ARGS_KEY = "toolmask"
 #: the wire format of a spec without ``format``
 DEFAULT_FORMAT = "hermes"
-#: the spec fields that go to the chat-request validator as they are
-_REQUEST_FIELDS = SPEC_FIELDS
-_OWN_FIELDS = ("format", "reasoning_open")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,45 +79,17 @@ def read_spec(extra_args: Mapping[str, Any] | None) -> TurnSpec | None:
 
     Raises ValueError (vLLM answers HTTP 400) naming the field at fault: a spec that is not
     an object or JSON text of one, an unknown field, an unknown format, or any error
-    :func:`~toolmask.server.parse_chat_request` reports for the request fields."""
+    :func:`~toolmask.server.parse_chat_request` reports for the request fields
+    (:func:`~toolmask.server.read_turn_spec`, with the tool lists of earlier specs: the same
+    tools, sent as text or as a new object every request, are the same Tool objects and key,
+    so the planner's turn over them is reused and a new subset costs its filter, not a reading
+    of every tool)."""
     if not extra_args or EXTRA_ARGS_KEY not in extra_args:
         return None
-    raw = extra_args[EXTRA_ARGS_KEY]
-    if isinstance(raw, str | bytes):
-        try:
-            raw = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"extra_args.{EXTRA_ARGS_KEY}: not valid JSON ({e})") from None
-    if not isinstance(raw, Mapping):
-        raise ValueError(
-            f"extra_args.{EXTRA_ARGS_KEY} must be an object (or JSON text of one), "
-            f"not {type(raw).__name__}"
-        )
-    unknown = sorted(set(raw) - set(_REQUEST_FIELDS) - set(_OWN_FIELDS))
-    if unknown:
-        raise ValueError(
-            f"extra_args.{EXTRA_ARGS_KEY}: unknown field {unknown[0]!r}; known: "
-            + ", ".join(_REQUEST_FIELDS + _OWN_FIELDS)
-        )
-    fmt = raw.get("format")
-    if fmt is not None and fmt not in FORMATS:
-        raise ValueError(
-            f"extra_args.{EXTRA_ARGS_KEY}.format: unknown wire format {fmt!r}; known: "
-            + ", ".join(sorted(FORMATS))
-        )
-    opens = raw.get("reasoning_open", False)
-    if not isinstance(opens, bool):
-        raise ValueError(f"extra_args.{EXTRA_ARGS_KEY}.reasoning_open must be a boolean")
-    body: dict[str, Any] = {"model": "-", "messages": [{"role": "user", "content": "-"}]}
-    body.update({k: raw[k] for k in _REQUEST_FIELDS if k in raw})
-    try:
-        # with the tool lists of earlier specs: the same tools (a new dict from every request)
-        # are the same Tool objects and key, so the planner's turn over them is reused and a
-        # new subset costs its filter, not a reading of every tool
-        req = parse_chat_request(body, tool_lists=_TOOL_LISTS)
-    except APIError as e:
-        raise ValueError(f"extra_args.{EXTRA_ARGS_KEY}: {e.message}") from None
-    return TurnSpec(req, FORMATS[fmt].name if fmt is not None else None, opens)
+    req, fmt, opens = read_turn_spec(
+        extra_args[EXTRA_ARGS_KEY], _TOOL_LISTS, where=f"extra_args.{EXTRA_ARGS_KEY}"
+    )
+    return TurnSpec(req, fmt, opens)
 
 
 #: the tool lists of recent specs (their JSON text), shared by every processor in the process
