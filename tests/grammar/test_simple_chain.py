@@ -12,32 +12,10 @@ import pytest
 
 from toolmask.errors import GrammarSyntaxError, LimitError
 from toolmask.grammar._charset import CharSet
-from toolmask.grammar._nfa import BOL, EOL
-from toolmask.grammar._regex import _check_size, _simple_chain, anchored_chain
-from toolmask.grammar._regex_syntax import RAssert, RCat, RChars, RRepeat, parse_regex
+from toolmask.grammar._regex import _parsed_chain, _simple_chain, anchored_chain
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
 Chain = list[tuple[CharSet, int, int | None]]
-
-
-def _parsed_chain(pattern: str, limits: Limits) -> Chain | None:
-    """``anchored_chain`` through the parser only."""
-    ast = parse_regex(pattern, limits=limits)
-    _check_size(ast, limits)
-    if not isinstance(ast, RCat) or len(ast.items) < 2:
-        return None
-    first, *middle, last = ast.items
-    if first != RAssert(BOL) or last != RAssert(EOL):
-        return None
-    out: Chain = []
-    for it in middle:
-        if isinstance(it, RChars):
-            out.append((it.cs, 1, 1))
-        elif isinstance(it, RRepeat) and isinstance(it.item, RChars):
-            out.append((it.item.cs, it.min, it.max))
-        else:
-            return None
-    return out
 
 
 def _cap(limits: Limits) -> int:

@@ -24,10 +24,8 @@ from toolmask.grammar._fsm import (
 from toolmask.grammar._ir import Grammar, Node, Rule, choice, register_frontend, repeat, seq
 from toolmask.grammar._nfa import BOL, EOL, Nfa
 from toolmask.grammar._regex_syntax import (
-    DIGIT_CHARS,
+    CLASS_ESCAPES,
     DOT_CHARS,
-    SPACE_CHARS,
-    WORD_CHARS,
     RAlt,
     RAssert,
     RCat,
@@ -227,6 +225,11 @@ def anchored_chain(
     quick = _simple_chain(pattern, max(8 * limits.max_dfa_states, 1_000))
     if quick is not None:
         return quick
+    return _parsed_chain(pattern, limits)
+
+
+def _parsed_chain(pattern: str, limits: Limits) -> list[tuple[CharSet, int, int | None]] | None:
+    """:func:`anchored_chain` through the parser (any pattern)."""
     ast = parse_regex(pattern, limits=limits)
     _check_size(ast, limits)
     if not isinstance(ast, RCat) or len(ast.items) < 2:
@@ -257,14 +260,8 @@ def anchored_chain(
 
 #: the characters read as themselves outside a class (the parser's literal_char for them)
 _PLAIN_ATOMS = frozenset(chr(c) for c in range(0x20, 0x7F) if chr(c) not in "^$\\.*+?()[]{}|")
-_SET_ESCAPES = {
-    "d": DIGIT_CHARS,
-    "D": DIGIT_CHARS.complement(),
-    "w": WORD_CHARS,
-    "W": WORD_CHARS.complement(),
-    "s": SPACE_CHARS,
-    "S": SPACE_CHARS.complement(),
-}
+#: \d \w \s and their complements (the parser's own table)
+_SET_ESCAPES = CLASS_ESCAPES
 #: punctuation a backslash makes itself (the parser's identity escapes of ASCII punctuation)
 _IDENTITY_ESCAPES = frozenset(
     chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum() and chr(c) not in "-"

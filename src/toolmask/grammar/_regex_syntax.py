@@ -37,6 +37,7 @@ from toolmask.grammar._nfa import BOL, EOL, NOT_WORD_BOUNDARY, WORD_BOUNDARY, WO
 from toolmask.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
+    "CLASS_ESCAPES",
     "DIGIT_CHARS",
     "DOT_CHARS",
     "SPACE_CHARS",
@@ -77,7 +78,8 @@ _LINE_TERMINATORS = CharSet.of([0x0A, 0x0D, 0x2028, 0x2029])
 #: ``.`` without the ``s`` flag
 DOT_CHARS = ANY_CHAR - _LINE_TERMINATORS
 
-_CLASS_ESCAPES = {
+#: the class escapes \d \D \w \W \s \S and their character sets
+CLASS_ESCAPES = {
     "d": DIGIT_CHARS,
     "D": DIGIT_CHARS.complement(),
     "w": WORD_CHARS,
@@ -459,8 +461,8 @@ class _Parser:
             raise self.error("\\ at end of pattern", start)
         c = self.text[self.pos]
         self.pos += 1
-        if c in _CLASS_ESCAPES:
-            return _CLASS_ESCAPES[c], None
+        if c in CLASS_ESCAPES:
+            return CLASS_ESCAPES[c], None
         if c in "pP":
             cs = self.property(start)
             return (cs.complement() if c == "P" else cs), None
