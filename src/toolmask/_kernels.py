@@ -126,10 +126,10 @@ def _native_key(flat: Any, grammar: Grammar) -> str:
     serialisation (nodes by content, rule bodies, start), the rule names, the special texts
     and the post-decode checks. O(grammar size), hashing at C speed."""
     h = hashlib.blake2b(flat.key, digest_size=32)
-    h.update(b"\0".join(r.name.encode("utf-8", "surrogatepass") for r in grammar.rules))
+    h.update(b"\0".join([r.name.encode("utf-8", "surrogatepass") for r in grammar.rules]))
     # the key's special nodes are indices into these texts: without them, two grammars that
     # differ only in their special tokens would share one automaton
-    h.update(b"\2" + b"\0".join(t.encode("utf-8", "surrogatepass") for t in flat.texts))
+    h.update(b"\2" + b"\0".join([t.encode("utf-8", "surrogatepass") for t in flat.texts]))
     h.update(b"\1" + repr(grammar.checks).encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from toolmask._frozen import fast_init
 from toolmask.errors import GrammarError
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
 _FULL_MASK = (1 << 256) - 1
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Bytes:
     """A literal byte string; ``Bytes(b"")`` matches the empty string."""
@@ -74,6 +76,7 @@ class Bytes:
         return _quote_bytes(self.value)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ByteClass:
     """One byte from a set. ``mask`` is a 256-bit int: bit ``b`` set means byte ``b`` is allowed."""
@@ -129,10 +132,14 @@ class ByteClass:
         return "[" + "".join(parts) + "]"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Seq:
     items: tuple[Node, ...]
     _hash: int = field(default=-1, init=False, repr=False, compare=False)
+    #: made by :func:`seq`: its items are flattened, no literal is empty or next to another
+    #: and none matches nothing, so a sequence it is spliced into takes them as they are
+    _normal: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         h = self._hash
@@ -150,6 +157,7 @@ class Seq:
         return " ".join(_wrap(i, Seq) for i in self.items)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Choice:
     items: tuple[Node, ...]
@@ -171,6 +179,7 @@ class Choice:
         return " | ".join(_wrap(i, Choice) for i in self.items)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Repeat:
     item: Node
@@ -207,6 +216,7 @@ class Repeat:
         return f"{inner}{{{self.min},{self.max}}}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RuleRef:
     name: str
@@ -215,6 +225,7 @@ class RuleRef:
         return self.name
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Special:
     """A special token of the vocabulary, named by its text (e.g. ``"<tool_call>"``)."""
@@ -232,6 +243,7 @@ NOTHING: Node = Choice(())
 ALL_BYTES = ByteClass(_FULL_MASK)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Rule:
     name: str
@@ -241,6 +253,7 @@ class Rule:
         return f"{self.name} ::= {self.body}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PostCheck:
     """A check run on the finished document after decoding (what a grammar cannot say).
@@ -501,27 +514,65 @@ def seq(*items: Node) -> Node:
     """Concatenation, flattened; adjacent literals fused; a NOTHING item makes it NOTHING."""
     flat: list[Node] = []
     for it in items:
-        parts = it.items if type(it) is Seq else (it,)
-        for p in parts:
-            tp = type(p)
-            if tp is Bytes:
-                value = p.value  # type: ignore[union-attr]
-                if not value:
-                    continue
-                if flat and type(flat[-1]) is Bytes:
-                    flat[-1] = Bytes(flat[-1].value + value)
-                    continue
-            elif tp is ByteClass:
-                if p.mask == 0:  # type: ignore[union-attr]
+        tp = type(it)
+        # an item that is not a sequence is read in place (no one-item tuple, no inner loop):
+        # most items are a rule reference, a literal or a class
+        if tp is Seq:
+            parts = it.items  # type: ignore[union-attr]
+            if it._normal:  # type: ignore[union-attr]
+                # what the loop below does to such items: only the first may fuse
+                first = parts[0]
+                if type(first) is Bytes and flat and type(flat[-1]) is Bytes:
+                    flat[-1] = Bytes(flat[-1].value + first.value)
+                    flat.extend(parts[1:])
+                else:
+                    flat.extend(parts)
+                continue
+            for p in parts:
+                tp = type(p)
+                if tp is Bytes:
+                    value = p.value  # type: ignore[union-attr]
+                    if not value:
+                        continue
+                    if flat and type(flat[-1]) is Bytes:
+                        flat[-1] = Bytes(flat[-1].value + value)
+                        continue
+                elif tp is ByteClass:
+                    if p.mask == 0:  # type: ignore[union-attr]
+                        return NOTHING
+                elif tp is Choice and not p.items:  # type: ignore[union-attr]
                     return NOTHING
-            elif tp is Choice and not p.items:  # type: ignore[union-attr]
+                flat.append(p)
+            continue
+        if tp is Bytes:
+            value = it.value  # type: ignore[union-attr]
+            if not value:
+                continue
+            if flat and type(flat[-1]) is Bytes:
+                flat[-1] = Bytes(flat[-1].value + value)
+                continue
+        elif tp is ByteClass:
+            if it.mask == 0:  # type: ignore[union-attr]
                 return NOTHING
-            flat.append(p)
+        elif tp is Choice and not it.items:  # type: ignore[union-attr]
+            return NOTHING
+        flat.append(it)
     if not flat:
         return EMPTY
     if len(flat) == 1:
         return flat[0]
-    return Seq(tuple(flat))
+    node = _new(Seq)
+    _seq_items(node, tuple(flat))
+    _seq_hash(node, -1)
+    _seq_normal(node, True)
+    return node
+
+
+_new = object.__new__
+#: the slots of a Seq, set by seq() without the constructor's call
+_seq_items = Seq.__dict__["items"].__set__
+_seq_hash = Seq.__dict__["_hash"].__set__
+_seq_normal = Seq.__dict__["_normal"].__set__
 
 
 def choice(*items: Node) -> Node:
@@ -533,34 +584,57 @@ def choice(*items: Node) -> Node:
         tp = type(one)
         if tp is not Choice and (tp is not ByteClass or one.mask != 0):  # type: ignore[union-attr]
             return one
+    elif len(items) == 2:
+        # two alternatives, neither a choice nor one byte (most calls: a member or the rest of
+        # an object, a value's types): what the loop below gives, without its bookkeeping
+        a, b = items
+        ta, tb = type(a), type(b)
+        if (
+            ta is not Choice
+            and tb is not Choice
+            and ta is not ByteClass
+            and tb is not ByteClass
+            and (ta is not Bytes or len(a.value) != 1)  # type: ignore[union-attr]
+            and (tb is not Bytes or len(b.value) != 1)  # type: ignore[union-attr]
+        ):
+            if a is b or (ta is tb and a == b):
+                return a
+            node = _new(Choice)
+            _choice_items(node, items)
+            _choice_hash(node, -1)
+            return node
     flat: list[Node] = []
     # the alternatives kept so far, once there are _SCANNED of them (before: a scan of flat by
     # equality, which does not hash the alternatives' trees, most of them new)
     seen: set[Node] | None = None
     singles = 0  # alternatives of one byte (a class or a one-byte literal)
+    # the alternatives in order, a choice's own spliced in (most calls have none: the items)
+    parts: tuple[Node, ...] | list[Node] = items
     for it in items:
-        parts = it.items if type(it) is Choice else (it,)
-        for p in parts:
-            tp = type(p)
-            if tp is ByteClass:
-                if p.mask == 0:  # type: ignore[union-attr]
-                    continue
-                single = True
+        if type(it) is Choice:
+            parts = [p for it in items for p in (it.items if type(it) is Choice else (it,))]
+            break
+    for p in parts:
+        tp = type(p)
+        if tp is ByteClass:
+            if p.mask == 0:  # type: ignore[union-attr]
+                continue
+            single = True
+        else:
+            single = tp is Bytes and len(p.value) == 1  # type: ignore[union-attr]
+        if seen is None:
+            for q in flat:
+                if q is p or (type(q) is tp and q == p):
+                    break
             else:
-                single = tp is Bytes and len(p.value) == 1  # type: ignore[union-attr]
-            if seen is None:
-                for q in flat:
-                    if q is p or (type(q) is tp and q == p):
-                        break
-                else:
-                    flat.append(p)
-                    singles += single
-                    if len(flat) == _SCANNED:
-                        seen = set(flat)
-            elif p not in seen:
-                seen.add(p)
                 flat.append(p)
                 singles += single
+                if len(flat) == _SCANNED:
+                    seen = set(flat)
+        elif p not in seen:
+            seen.add(p)
+            flat.append(p)
+            singles += single
     # merge single-byte alternatives into one class
     if singles > 1:
         mask = 0
@@ -579,7 +653,15 @@ def choice(*items: Node) -> Node:
         return NOTHING
     if len(flat) == 1:
         return flat[0]
-    return Choice(tuple(flat))
+    node = _new(Choice)
+    _choice_items(node, tuple(flat))
+    _choice_hash(node, -1)
+    return node
+
+
+#: the slots of a Choice, set by choice() without the constructor's call
+_choice_items = Choice.__dict__["items"].__set__
+_choice_hash = Choice.__dict__["_hash"].__set__
 
 
 #: alternatives up to which choice() looks for a repeated one by a scan rather than a set

@@ -19,6 +19,7 @@ partly, to the post-decode validator.
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import replace
@@ -55,6 +56,7 @@ from toolmask.schema._terms import (
 __all__ = ["SchemaCompiler"]
 
 _log = logging.getLogger("toolmask.schema")
+_monotonic = time.monotonic
 
 
 def _log_unknown_format(name: str) -> None:
@@ -101,6 +103,9 @@ class SchemaCompiler(ShapeAlgebra):
         self.root_term = self.locs.root_term
         #: the term of a subschema (``Locations.sub``, bound once: it runs per subschema)
         self.sub = self.locs.sub
+        #: a location's subschema, resolver and pointer by index (``Locations.at``, without
+        #: its call: it runs per location expanded)
+        self._at = self.locs.located
         #: the shapes of scalar locations by their keywords (see _expand_loc), kept in the
         #: cache set in use: equal subschemas, in this schema or another, are expanded once
         self._scalars = current_caches().cache(
@@ -142,7 +147,8 @@ class SchemaCompiler(ShapeAlgebra):
                     pointer=self.locs.pointer_of(term),
                 )
         try:
-            self.check_time()
+            if _monotonic() > self.deadline:  # check_time(), without its call
+                self.check_time()
             shape = self._expand_loc(term) if is_loc else self._expand(term)  # type: ignore[arg-type]
         except BaseException as e:
             del self._memo[term]  # not in progress any more, and not expanded
@@ -168,7 +174,7 @@ class SchemaCompiler(ShapeAlgebra):
         return self.meet(term, [self.expand(t) for t in items], items)
 
     def _expand_loc(self, loc: Loc) -> Shape:
-        schema, resolver, ptr = self.locs.at(loc)
+        schema, resolver, ptr = self._at(loc.index)
         if schema is True:
             return SHAPE_TOP
         if schema is False:
@@ -249,18 +255,28 @@ class SchemaCompiler(ShapeAlgebra):
         wanted = dict.fromkeys(req)  # the required names, once each, in order
         if not wanted.keys() <= props_kw.keys():
             return None
-        sub = self.sub
+        loc = self.locs.loc
+        base = ptr + "/properties/"
         props: list[Prop] = []
         empty = False  # a required key that has no value: no object (every subschema is
         # registered all the same, as the table registers them, so the locations after it
         # keep their places)
-        for name in props_kw:
-            t = sub(schema, resolver, ptr, "properties", name)
+        for name, node in props_kw.items():
+            # self.sub(schema, resolver, ptr, "properties", name), written out
+            if node is True:
+                t: Term = TOP
+            elif node is False:
+                t = BOTTOM
+            else:
+                key = str(name)
+                if "~" in key or "/" in key:
+                    key = key.replace("~", "~0").replace("/", "~1")
+                t = loc(node, resolver, base + key)
             required = name in wanted
             empty = empty or (required and t is BOTTOM)
             props.append(Prop(name, t, required, True))
         regions: tuple[Region, ...] = ()
-        addl = sub(schema, resolver, ptr, "additionalProperties") if has_addl else TOP
+        addl = self.sub(schema, resolver, ptr, "additionalProperties") if has_addl else TOP
         if empty:
             return SHAPE_BOTTOM.flagged(NO_FLAGS)
         if addl is not BOTTOM:

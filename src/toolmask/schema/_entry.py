@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolmask._cache import CacheSet
 from toolmask._pointer import json_pointer
@@ -20,6 +20,11 @@ from toolmask.grammar import Grammar
 from toolmask.limits import DEFAULT_LIMITS, Limits
 from toolmask.schema._notation import NOTATIONS
 from toolmask.schema._validate import dialect_of
+
+if TYPE_CHECKING:
+    from toolmask.schema._compiler import SchemaCompiler
+    from toolmask.schema._layout import Layout
+    from toolmask.schema._lower import Lowerer
 
 __all__ = ["compile_json_schema"]
 
@@ -84,11 +89,7 @@ def compile_json_schema(
     Raises :class:`SchemaError` (with a JSON pointer and keyword) for schemas it cannot compile
     and :class:`LimitError` when a resource cap of ``limits`` is hit.
     """
-    # the compiler's modules load with the first compilation (``import toolmask`` stays light)
-    from toolmask.schema._compiler import SchemaCompiler
-    from toolmask.schema._layout import Layout
-    from toolmask.schema._lower import Lowerer
-
+    compiler_cls, layout_cls, lowerer_cls = _stages()
     _check_options(whitespace, notation, property_order)
     schema_json, resources_json = _read_documents(schema, resources, limits)
     # a key is written as its quoted text, so a schema without these texts has no reference
@@ -100,7 +101,7 @@ def compile_json_schema(
     plain = not crawl and '"$' not in schema_json
 
     def make(crawl: bool) -> SchemaCompiler:
-        return SchemaCompiler(
+        return compiler_cls(
             schema,
             resources=resources,
             lenient=lenient,
@@ -111,9 +112,9 @@ def compile_json_schema(
         )
 
     def lower(compiler: SchemaCompiler) -> Grammar:
-        lowerer = Lowerer(
+        lowerer = lowerer_cls(
             compiler,
-            Layout(whitespace, indent, max_whitespace),
+            layout_cls(whitespace, indent, max_whitespace),
             additional_properties_default=additional_properties_default,
             max_indent_depth=max_indent_depth,
             any_order=property_order == "any",
@@ -144,6 +145,23 @@ def compile_json_schema(
         # a malformed schema that slipped past the keyword checks (a subschema that is a
         # number, say) tripped the resolver: name the place through the metaschema
         raise _malformed(schema, e) from e
+
+
+def _stages() -> tuple[type[SchemaCompiler], type[Layout], type[Lowerer]]:
+    """The compiler's classes: their modules load with the first compilation (``import
+    toolmask`` stays light), and are looked up once (an import statement in
+    compile_json_schema cost about 2 µs a compilation)."""
+    global _STAGES
+    if _STAGES is None:
+        from toolmask.schema._compiler import SchemaCompiler
+        from toolmask.schema._layout import Layout
+        from toolmask.schema._lower import Lowerer
+
+        _STAGES = (SchemaCompiler, Layout, Lowerer)
+    return _STAGES
+
+
+_STAGES: tuple[type[SchemaCompiler], type[Layout], type[Lowerer]] | None = None
 
 
 def _check_options(whitespace: str, notation: str, property_order: str) -> None:

@@ -119,11 +119,22 @@ def _leaf(text: bytes, tail: Node) -> Node:
     return Seq((Bytes(text), tail))
 
 
+#: the bytes of a common prefix _common compares one by one before its halving blocks
+_BYTEWISE = 8
+
+
 def _common(a: bytes, b: bytes, pos: int) -> int:
     """Length of the common prefix of ``a[pos:]`` and ``b[pos:]``."""
     n = min(len(a), len(b)) - pos
     k = 0
-    # compare in halving blocks first: long shared prefixes are the point of a trie
+    # byte by byte first: most pairs differ within a few bytes (enum values after the quote)
+    while k < n and a[pos + k] == b[pos + k]:
+        k += 1
+        if k == _BYTEWISE:
+            break
+    else:
+        return k
+    # then in halving blocks: long shared prefixes are the point of a trie
     step = max(n, 1)
     while step:
         while k + step <= n and a[pos + k : pos + k + step] == b[pos + k : pos + k + step]:

@@ -20,6 +20,8 @@ so it is bounded by ``Limits.max_any_order_properties`` (beyond it, schema order
 
 from __future__ import annotations
 
+import time
+
 from toolmask._cache import current_caches, memo
 from toolmask.errors import LimitError
 from toolmask.grammar import (
@@ -51,6 +53,8 @@ from toolmask.schema._terms import BOTTOM, SHAPE_TOP, TOP, Shape, Term
 
 __all__ = ["Lowerer"]
 
+_monotonic = time.monotonic
+
 
 class Lowerer:
     """Turns the terms of one :class:`SchemaCompiler` into rules: the grammar's bookkeeping,
@@ -73,6 +77,7 @@ class Lowerer:
         self.notation = notation
         self.special_tokens = special_tokens
         self.layout = layout
+        self._indent = layout.mode == "indent"
         self.addl_default = additional_properties_default
         self.any_order = any_order
         self.max_depth = max_indent_depth
@@ -97,14 +102,23 @@ class Lowerer:
     # -- driver -----------------------------------------------------------------------------------
     def run(self, root: Term, schema_json: str, resources_json: str) -> Grammar:
         self._memo[(root, 0)] = RuleRef("root")
-        self._todo.append(("root", root, 0))
-        while self._todo:
-            name, term, depth = self._todo.pop()
+        todo = self._todo
+        todo.append(("root", root, 0))
+        c = self.c
+        expand, deadline = c.expand, c.deadline
+        while todo:
+            name, term, depth = todo.pop()
             try:
-                self.c.check_time()
-                shape = self.c.expand(term)
+                if _monotonic() > deadline:  # check_time(), without its call
+                    c.check_time()
+                shape = expand(term)
                 self.over |= shape.flags.over
-                self.define(name, self.body(shape, depth))
+                # self.body(shape, depth), written out
+                if shape is SHAPE_TOP and depth == 0 and self._plain_top is not None:
+                    body = self._top_body()
+                else:
+                    body = self._body(shape, depth)
+                self.define(name, body)
             except LimitError as e:  # a cap hit lowering this term: locate it there
                 e.at(self.c.where(term))
                 raise
@@ -112,7 +126,8 @@ class Lowerer:
         checks: tuple[PostCheck, ...] = ()
         if over:
             checks = (PostCheck(schema_json, tuple(sorted(over)), resources_json),)
-        rules = tuple(Rule(n, self.rules[n]) for n in self.order)
+        bodies = self.rules
+        rules = tuple([Rule(n, bodies[n]) for n in self.order])
         # every RuleRef the lowerer writes names a rule it defines (ref, shared, dfa_node,
         # objects' and arrays' rules): the per-node check of Grammar() is skipped
         return trusted_grammar(rules, "root", checks)
@@ -131,7 +146,7 @@ class Lowerer:
     def ref(self, term: Term, depth: int) -> Node:
         if term is BOTTOM:
             return NOTHING
-        d = depth if self.layout.mode == "indent" else 0
+        d = depth if self._indent else 0
         key = (term, d)
         got = self._memo.get(key)
         if got is not None:

@@ -14,7 +14,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolmask.grammar import EMPTY, NOTHING, Dfa, Node, RuleRef, choice, lit, opt, repeat, seq
+from toolmask.grammar import (
+    EMPTY,
+    NOTHING,
+    Bytes,
+    Dfa,
+    Node,
+    RuleRef,
+    choice,
+    lit,
+    opt,
+    repeat,
+    seq,
+)
 from toolmask.schema import _langs
 from toolmask.schema._keys import key_rest_rules, other_keys_body
 from toolmask.schema._lower_values import (
@@ -133,8 +145,9 @@ def obj(lw: Lowering, o: ObjAlt, depth: int) -> Node:
     L = lw.layout
     if o.literal is not None:
         return literal(lw, json.loads(o.literal), depth)
-    if any(p.required and lw.is_bottom(p.value) for p in o.props):
-        return NOTHING
+    for p in o.props:  # a loop, not any(): it runs per object, most of them small
+        if p.required and lw.is_bottom(p.value):
+            return NOTHING
     names = [p.name for p in o.props]
     # a required property is not empty (just checked)
     props = [p for p in o.props if p.required or not lw.is_bottom(p.value)]
@@ -143,7 +156,7 @@ def obj(lw: Lowering, o: ObjAlt, depth: int) -> Node:
         # an object that names its keys gets no others; one that names none is a free map
         regions = [r for r in regions if r.evaluated]
     lo, hi = o.min_props, o.max_props
-    if sum(1 for p in props if p.required) > (hi if hi is not None else 1 << 30):
+    if hi is not None and sum(1 for p in props if p.required) > hi:
         return NOTHING
     sep = L.sep(depth)
     colon_node = colon(lw)
@@ -170,7 +183,9 @@ def obj(lw: Lowering, o: ObjAlt, depth: int) -> Node:
         got = members.get(i)
         if got is None:
             p = props[i]
-            got = members[i] = seq(declared_key(lw, p.name), colon_node, lw.ref(p.value, depth + 1))
+            # the key first: in some notations it defines rules, named in order
+            key = declared_key(lw, p.name)
+            got = members[i] = _member(key, colon_node, lw.ref(p.value, depth + 1))
         return got
 
     def extras(c: int) -> Node:
@@ -230,9 +245,10 @@ def obj(lw: Lowering, o: ObjAlt, depth: int) -> Node:
 
     any_memo: dict[int, Node] = {}
     any_base = ""
-    required = sum(1 << i for i, p in enumerate(props) if p.required)
+    required = 0
     unordered = lw.any_order and 1 < len(props) <= lw.limits.max_any_order_properties
     if unordered:
+        required = sum(1 << i for i, p in enumerate(props) if p.required)
         any_base = lw.fresh("u")
     elif len(props) > _FLAT_OBJECT:
         _warm(rest, props, cap, hi)
@@ -242,6 +258,15 @@ def obj(lw: Lowering, o: ObjAlt, depth: int) -> Node:
     body = any_rest(0) if unordered else rest(0, 0)
     out.append(seq(L.open("{", depth), body, L.close("}", depth)))
     return choice(*out)
+
+
+def _member(key: Node, colon_node: Node, value: Node) -> Node:
+    """A declared member: its key, the colon, its value."""
+    if type(key) is Bytes and type(colon_node) is Bytes and type(value) is RuleRef:
+        # the usual member (the compact and spaced layouts), the key and colon fused before a
+        # reference: what seq() gives for it, less one item of its loop
+        return seq(Bytes(key.value + colon_node.value), value)
+    return seq(key, colon_node, value)
 
 
 def _region_key(lw: Lowering, keys: Dfa | None, names: list[str]) -> Node:

@@ -96,7 +96,9 @@ class Locations:
         self.limits = limits
         self._locs: list[tuple[Any, Resolver, str]] = []
         self._loc_index: dict[int, int] = {}
-        self._keep: list[Any] = []
+        self._loc_terms: list[Loc] = []  # the term of each location, by index
+        #: the subschema, resolver and pointer of each location, by index (``at`` by index)
+        self.located = self._locs.__getitem__
         self._validators: dict[int, Any] = {}
         self._format_checker: Any = None
         self.spec = specification_of(schema)
@@ -199,7 +201,7 @@ class Locations:
             if isinstance(idv, str) and not idv.startswith("#"):
                 resolver = resolver.in_subresource(self._resource(schema))
         # a schema object sits at one place in one resource, so its identity names the
-        # location (the schema dicts are kept alive by self._keep and the documents)
+        # location (the schema dicts are kept alive by self._locs and the documents)
         key = id(schema)
         idx = self._loc_index.get(key)
         if idx is None:
@@ -208,8 +210,9 @@ class Locations:
             idx = len(self._locs)
             self._locs.append((schema, resolver, pointer))
             self._loc_index[key] = idx
-            self._keep.append(schema)
-        return Loc(idx)
+            self._loc_terms.append(Loc(idx))
+        # one Loc object per location: the memos keyed by terms find it by identity
+        return self._loc_terms[idx]
 
     def at(self, loc: Loc) -> tuple[Any, Resolver, str]:
         """The subschema at ``loc``, its resolver and its JSON pointer."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from toolmask._frozen import fast_init
 from toolmask.grammar import Dfa
 from toolmask.limits import Limits
 
@@ -61,6 +62,7 @@ __all__ = [
 # -- terms --------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Const:
     value: bool
@@ -75,6 +77,7 @@ TOP = Const(True)
 BOTTOM = Const(False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Loc:
     """The subschema registered under ``index`` in the compiler's location table."""
@@ -93,31 +96,34 @@ def _cached_hash(obj: Any, fields: tuple[Any, ...]) -> int:
     return h  # type: ignore[no-any-return]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class And:
     items: frozenset[Term]
     _h: int = field(default=0, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(self, (And, self.items))
+        return self._h or _cached_hash(self, (And, self.items))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Or:
     items: frozenset[Term]
     _h: int = field(default=0, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(self, (Or, self.items))
+        return self._h or _cached_hash(self, (Or, self.items))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Not:
     item: Term
     _h: int = field(default=0, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(self, (Not, self.item))
+        return self._h or _cached_hash(self, (Not, self.item))
 
 
 Term: TypeAlias = Const | Loc | And | Or | Not
@@ -182,6 +188,7 @@ def mk_not(t: Term) -> Term:
 Flag: TypeAlias = tuple[str, str]  # (json pointer, keyword)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Flags:
     over: frozenset[Flag] = frozenset()
@@ -211,6 +218,7 @@ def flag_under(pointer: str, keyword: str) -> Flags:
     return Flags(under=frozenset({(pointer, keyword)}))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class NumAlt:
     """JSON numbers. ``dfa`` and ``rng`` None: any number (exponents allowed); otherwise a DFA
@@ -241,6 +249,7 @@ class NumAlt:
         return self.dfa
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StrAlt:
     """JSON strings whose decoded value is in ``dfa`` (over code points), or, when ``fmt``
@@ -271,6 +280,7 @@ class StrAlt:
         return self.dfa
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ArrAlt:
     prefix: tuple[Term, ...] = ()
@@ -286,7 +296,7 @@ class ArrAlt:
     _h: int = field(default=0, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(
+        return self._h or _cached_hash(
             self,
             (
                 self.prefix,
@@ -315,6 +325,7 @@ class ArrAlt:
         )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Region:
     """Keys outside the declared properties whose decoded name is in ``keys`` (None = any)."""
@@ -325,9 +336,10 @@ class Region:
     _h: int = field(default=0, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(self, (self.keys, self.value, self.evaluated))
+        return self._h or _cached_hash(self, (self.keys, self.value, self.evaluated))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Prop:
     name: str
@@ -338,9 +350,10 @@ class Prop:
     _h: int = field(default=0, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(self, (self.name, self.value, self.required, self.evaluated))
+        return self._h or _cached_hash(self, (self.name, self.value, self.required, self.evaluated))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ObjAlt:
     props: tuple[Prop, ...] = ()
@@ -351,7 +364,7 @@ class ObjAlt:
     _h: int = field(default=0, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(
+        return self._h or _cached_hash(
             self, (self.props, self.regions, self.min_props, self.max_props, self.literal)
         )
 
@@ -376,6 +389,7 @@ class ObjAlt:
         )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Shape:
     """Either ``literals`` (a finite set of JSON values, as canonical JSON texts) or a type split.
@@ -400,7 +414,7 @@ class Shape:
 
     def __hash__(self) -> int:
         # shapes key the lowerer's rules (terms of equal shapes share one)
-        return _cached_hash(
+        return self._h or _cached_hash(
             self,
             (
                 self.literals,
