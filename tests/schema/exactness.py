@@ -27,6 +27,18 @@ def accepted(c: tm.CompiledGrammar, value: Any) -> bool:
     return m.accept_bytes(text) and m.is_accepting() and not c.validate(text)
 
 
+def accepted_values(schema: Any, candidates: list[Any], **options: Any) -> list[Any]:
+    """The candidates the grammar of ``schema`` (compiled with ``options``) accepts as compact
+    JSON, by the grammar alone."""
+    compiled = tm.compile(tm.Grammar.from_json_schema(schema, **options))
+    out = []
+    for v in candidates:
+        m = compiled.matcher()
+        if m.accept_bytes(json.dumps(v, separators=(",", ":")).encode()) and m.is_accepting():
+            out.append(v)
+    return out
+
+
 def assert_exact(c: tm.CompiledGrammar, schema: Any, values: Iterable[Any]) -> int:
     """Every value is accepted exactly when jsonschema (with its format checks) says it is
     valid; returns how many were valid, so a caller can check both sides were exercised."""

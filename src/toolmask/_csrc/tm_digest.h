@@ -62,7 +62,7 @@ static size_t dg_blocks_scalar(uint64_t *acc, const uint8_t *p, size_t n, const 
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#define DG_HAVE_AVX2 1
+#define DG_X86_VECTORS 1
 
 /* AVX2: four 4-lane vectors a block, a window's 8 blocks unrolled (key offsets constant) */
 __attribute__((target("avx2"))) static size_t dg_blocks_avx2(uint64_t *acc, const uint8_t *p, size_t n,
@@ -145,7 +145,7 @@ static int dg_level(void) {
     return level;
 }
 #else
-#define DG_HAVE_AVX2 0
+#define DG_X86_VECTORS 0
 static int dg_level(void) { return 0; }
 #endif
 
@@ -174,7 +174,7 @@ static void tm_digest(const uint8_t *p, size_t n, const uint64_t *secret, int le
     size_t blocks;
     int have = dg_level();
     if (level > have) level = have;
-#if DG_HAVE_AVX2
+#if DG_X86_VECTORS
     if (level == 2)
         blocks = dg_blocks_avx512(acc, p, n, key);
     else if (level == 1)

@@ -155,7 +155,7 @@ class ToolLists:
     def put(self, text: str, tools: tuple[Tool, ...]) -> KnownTools:
         """Keep ``tools``, read from ``text``; kept with their key (the text's digest)."""
         data = text.encode("utf-8", "surrogatepass")
-        key = tools_digest(text)
+        key = tools_digest(data)
         known = KnownTools(key, tools)
         check = data if _DIGEST is None else _DIGEST(data, 0, len(data), _DIGEST_KEY)
         prefix = data[: self.PREFIX]
@@ -207,15 +207,19 @@ def value_digest(value: Any) -> bytes | None:
 
 #: the compiled kernel's keyed digest of a byte range (None without the kernel: then the
 #: texts are kept and compared), and this process's key for it
-_DIGEST: Callable[[bytes, int, int, bytes], bytes] | None = (
-    None if _kernel._native is None else _kernel._native.digest
-)
+_DIGEST: Callable[[bytes, int, int, bytes], bytes] | None
+try:
+    _DIGEST = _kernel.native_module().digest
+except ImportError:
+    _DIGEST = None
 _DIGEST_KEY = os.urandom(192)
 
 
-def tools_digest(text: str) -> str:
-    """The key of a ``tools`` value's JSON text: its blake2b digest."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+def tools_digest(text: str | bytes) -> str:
+    """The key of a ``tools`` value's JSON text (or of that text in UTF-8): its blake2b
+    digest."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 _DECODER = json.JSONDecoder()
@@ -311,7 +315,8 @@ def read_body(body: bytes | str, tool_lists: ToolLists | None = None) -> tuple[A
     except (UnicodeError, LookupError):
         raw = text = None
     if raw is not None and tool_lists is not None:
-        got = _known_read(raw, tool_lists)
+        found = tool_lists.find(raw)
+        got = _known_read(raw, found) if found is not None else None
         if got is not None:
             return got
     if text is None and raw is not None:
@@ -326,15 +331,13 @@ def read_body(body: bytes | str, tool_lists: ToolLists | None = None) -> tuple[A
     return data, text, spans
 
 
-def _known_read(raw: bytes, tool_lists: ToolLists) -> tuple[Any, str, Spans] | None:
-    """:func:`read_body`'s reading of a body whose ``tools`` list ``tool_lists`` holds: the
-    bytes around the list decoded with a stand-in ``0`` for it, read, and the stand-in's place
-    checked to be the top-level ``tools`` value; None when it is not (or the list is not
-    there). A ``tool_choice`` kept with the list is compared, not parsed (it counts only
-    where the stand-in is the body's ``tools``, and so its list the body's)."""
-    found = tool_lists.find(raw)
-    if found is None:
-        return None
+def _known_read(raw: bytes, found: tuple[KnownTools, int, int]) -> tuple[Any, str, Spans] | None:
+    """:func:`read_body`'s reading of a body where a kept list was ``found``
+    (:meth:`ToolLists.find`: the list, where its text starts and ends): the bytes around the
+    list decoded with a stand-in ``0`` for it, read, and the stand-in's place checked to be
+    the top-level ``tools`` value; None when it is not. A ``tool_choice`` kept with the list
+    is compared, not parsed (it counts only where the stand-in is the body's ``tools``, and so
+    its list the body's)."""
     known, start, end = found
     try:
         before = raw[:start].decode("utf-8", "surrogatepass")

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from toolmask.server._body import KnownTools, ToolLists, read_body
+from toolmask.server._body import KnownTools, ToolLists, _known_read, read_body
 from toolmask.server._protocol import APIError, ChatRequest, parse_chat_request
 from toolmask.tools import FORMATS
 
@@ -56,17 +56,20 @@ def turn_spec(
     Made of the body's own member texts: with ``tool_lists`` holding the body's ``tools`` (the
     server's, which read this body), the list's bytes are copied, neither decoded nor written
     again."""
-    data, text, spans = read_body(body, tool_lists)
+    found = tool_lists.find(body) if tool_lists is not None else None
+    read = _known_read(body, found) if found is not None else None
+    if read is None:  # no kept list there: the body read whole, its list decoded
+        found = None
+        read = read_body(body)
+    data, text, spans = read
     own = [b'"format": ' + json.dumps(fmt).encode()]
     if reasoning_open:
         own.append(b'"reasoning_open": true')
-    known = data.get("tools")
-    found = tool_lists.find(body) if isinstance(known, KnownTools) and tool_lists else None
     parts: list[bytes] = []
     for key in SPEC_FIELDS:
         if data.get(key) is None:
             continue
-        if key == "tools" and found is not None and found[0] is known:
+        if key == "tools" and found is not None:
             member = body[found[1] : found[2]]
         elif key in spans:
             start, end = spans[key]
