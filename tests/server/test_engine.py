@@ -243,6 +243,22 @@ def test_json_response_with_tools_is_json_or_calls(plans: PlanCache) -> None:
     assert _accepts(none, '{"ok":true}') and not _accepts(none, call)
 
 
+def test_tool_choice_none_over_tools_asks_for_words(plans: PlanCache) -> None:
+    """A client sends ``tool_choice="none"`` for the answer after its tools ran: the reply is
+    words, not nothing and not the start of a call the mask would cut (``{"name``: what
+    Qwen2.5-Coder wrote there when only hermes' whole bare start was kept out)."""
+    tools = [_tool("get_time", {"type": "object", "properties": {"tz": {"type": "string"}}})]
+    none = plans.get(_req(tools=tools, tool_choice="none"))
+    assert none.turn is not None and not none.turn.options.habit_prose
+    for bad in ("", "  ", "{", '{"name', "```json\n", '<tool_call>\n{"name": "get_time"'):
+        assert not _accepts(none, bad), bad
+    assert _accepts(none, "It is 10:00 in Rome.")
+    assert _accepts(none, 'As JSON:\n```json\n{"time": "10:00"}\n```')
+    auto = plans.get(_req(tools=tools))
+    assert auto.turn is not None and auto.turn.options.habit_prose
+    assert _accepts(auto, '{"name": "get_time", "arguments": {}}')
+
+
 def test_unsupported_schema_is_a_400_with_pointer_and_keyword(plans: PlanCache) -> None:
     schema = {"type": "object", "properties": {"x": {"$ref": "#/nowhere"}}}
     with pytest.raises(APIError) as e:

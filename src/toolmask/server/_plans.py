@@ -205,7 +205,10 @@ class PlanCache:
     def _turn(self, req: ChatRequest, reasoning_open: bool) -> ToolTurn:
         """The request's turn: the turn over its tool list (kept per list and options, so a
         new ``tool_choice`` over tools seen before is derived from it in O(allowed names),
-        with its tool key and prompt), with the request's ``tool_choice``."""
+        with its tool key and prompt), with the request's ``tool_choice``. Under ``none`` the
+        turn asks for words (``TurnOptions.habit_prose=False``): a client sends ``none`` for
+        the answer after its tools ran, and a model set on calling would otherwise open its
+        call, be cut by the mask and stop (docs/server.md)."""
         choice = req.normal_choice() or req.tool_choice
         if choice is None:
             choice = "auto"
@@ -235,7 +238,10 @@ class PlanCache:
                     self._turns[key] = (req.tools, base)
                     while len(self._turns) > self.size:
                         self._turns.popitem(last=False)
-        return base.with_tool_choice(choice)
+        turn = base.with_tool_choice(choice)
+        if turn.tool_choice.mode == "none":  # the client asks for the answer: words
+            turn = turn.with_options(turn.options.replace(habit_prose=False))
+        return turn
 
     def _build(self, req: ChatRequest, reasoning_open: bool = False) -> Plan:
         turn: ToolTurn | None = None

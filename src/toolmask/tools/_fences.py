@@ -129,7 +129,9 @@ def prose_rules(
 
     ``words`` (a turn that must answer in words: ``TurnOptions.habit_prose=False``): the text
     may not start (after whitespace) with a habit opener's leading punctuation (```` ``` ````
-    of ```` ```json ````: a model set on its fence would write only that and stop), and it
+    of ```` ```json ````: a model set on its fence would write only that and stop) nor, with
+    ``at_start``, with the first byte of a bare start that opens with punctuation (``{`` of
+    hermes' ``{"name"``: a model set on a bare call would write ``{"name`` and stop), and it
     holds at least one byte that is not whitespace.
 
     With ``at_start``: a format whose blocks may start bare (``{`` at the start of the reply)
@@ -160,8 +162,13 @@ def _prose_dfa(fmt: FormatSpec, at_start: bool, habits: bool, words: bool, names
         if named is not None and fmt.block.bare_named:  # a call only where it names a tool
             bare = named
         dfa = dfa.intersect(bare.concat(anything).complement())
-    # what the text may not start with, after whitespace
+    # what the text may not start with, after whitespace: asked for words, not the way a
+    # call opens (a model that commits to ``{"name`` is cut there when the whole bare start
+    # alone is kept out: only its first byte decides early enough)
     starts = [_lead(h.open) for h in fmt.habits] if words else []
+    bare_start = fmt.block.bare_start
+    if words and at_start and bare_start and not bare_start[0].isalnum():
+        starts.append(bare_start[0])
     if at_start and fmt.reasoning.start:
         starts.append(fmt.reasoning.start)
     if starts or words:

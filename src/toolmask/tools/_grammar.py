@@ -641,9 +641,11 @@ def _assemble(
             refs, rules = calls_of(chosen, v_kit, v, k)
             call_refs.append(refs)
             part_rules += rules
-    # a fence is prose unless it names a tool of the turn: any of them (_fences)
+    # a fence is prose unless it names a tool of the turn: any of them (_fences); also in a
+    # turn asked for words, where the habits' openers are not plain text
     names: Names = False
-    if mode == "auto" and (fmt.prose_openers or fmt.block.bare_named):
+    words = mode == "none" and not options.habit_prose
+    if (mode == "auto" or words) and (fmt.prose_openers or fmt.block.bare_named):
         names = quoted_names(t.name for t in tools)
     envelope = _envelope(fmt, kit, mode, call_refs, head, options, names)
     if len(envelope) > limits.max_rules:

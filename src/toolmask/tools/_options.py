@@ -29,10 +29,12 @@ class TurnOptions:
     only for a format that has a channel). ``habit_prose``: under ``tool_choice="none"``, a
     habit's opener (:attr:`FormatSpec.habits`, a ```` ```json ```` fence) is plain text, as a
     user asking for no call may want a JSON fence in the answer; ``False`` keeps it out of the
-    prose, as the format's own markers always are, and asks for words: the reply holds some
-    text that is not whitespace and does not start with the opener's leading punctuation (an
-    agent's answer step, where a model that writes its calls in a fence is asked for words; it
-    would otherwise write the fence's three backticks and stop).
+    prose where it names a tool, as the format's own markers always are, and asks for words:
+    the reply holds some text that is not whitespace and does not start with the opener's
+    leading punctuation, nor with the first byte of a bare call (``{`` of hermes' ``{"name"``).
+    This is an agent's answer step and the server's ``tool_choice="none"``: a model that writes
+    its calls in a fence or as a bare object is asked for words; it would otherwise write the
+    fence's three backticks, or ``{"name``, and stop.
 
     Frozen: a turn that differs in one option is another value (:meth:`replace`), never a
     changed one, so every cache keyed by it stays right. ``schema_options`` is a read-only

@@ -254,6 +254,23 @@ def test_under_none_the_turn_may_keep_the_fence_out_of_the_prose() -> None:
     assert _accepts(plain, "```") and _accepts(plain, "")
 
 
+def test_asked_for_words_a_reply_opens_neither_like_a_bare_call_nor_a_fence() -> None:
+    """Found on Qwen2.5-Coder-1.5B through the server: at an answer step the model writes its
+    call as hermes' bare object, and with only ``{"name"`` kept out it wrote ``{"name`` and
+    stopped (32 of 48 answers). Asked for words, the reply may not open with ``{``; JSON and a
+    fence that names no tool may still follow words, and a fence naming a tool may not."""
+    turn = ToolTurn(TOOLS, "hermes", "none")
+    words = tm.compile(turn.with_options(turn.options.replace(habit_prose=False)).grammar())
+    for bad in ('{"name', "{", ' \n{"x": 1}', '{"name": "Alice"}'):
+        assert not _accepts(words, bad), bad
+    assert _accepts(words, 'The weather: {"city": "Paris"}.')
+    assert _accepts(words, 'Config:\n```json\n{"name": "Alice", "age": 30}\n```')
+    assert not _accepts(words, "Call:\n" + fenced("get_weather", {"city": "P"}))
+    # the turn without the option keeps only the bare call's whole start out, as before
+    plain = tm.compile(turn.grammar())
+    assert _accepts(plain, '{"x": 1}') and not _accepts(plain, '{"name": "Alice"}')
+
+
 def test_a_fence_whose_call_is_malformed_is_kept_as_content() -> None:
     turn = ToolTurn(TOOLS, "hermes", "auto")
     text = 'Example: ```json\n{"name": "get_weather", "arguments": {"city": }}\n```'
