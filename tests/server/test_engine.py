@@ -254,6 +254,7 @@ def test_tool_choice_none_over_tools_asks_for_words(plans: PlanCache) -> None:
         assert not _accepts(none, bad), bad
     assert _accepts(none, "It is 10:00 in Rome.")
     assert _accepts(none, 'As JSON:\n```json\n{"time": "10:00"}\n```')
+    assert _accepts(none, 'Use:\n```json\n{"name": "get_time", "arguments": {}}\n```')
     auto = plans.get(_req(tools=tools))
     assert auto.turn is not None and auto.turn.options.habit_prose
     assert _accepts(auto, '{"name": "get_time", "arguments": {}}')

@@ -641,11 +641,9 @@ def _assemble(
             refs, rules = calls_of(chosen, v_kit, v, k)
             call_refs.append(refs)
             part_rules += rules
-    # a fence is prose unless it names a tool of the turn: any of them (_fences); also in a
-    # turn asked for words, where the habits' openers are not plain text
+    # a fence is prose unless it names a tool of the turn: any of them (_fences)
     names: Names = False
-    words = mode == "none" and not options.habit_prose
-    if (mode == "auto" or words) and (fmt.prose_openers or fmt.block.bare_named):
+    if mode == "auto" and (fmt.prose_openers or fmt.block.bare_named):
         names = quoted_names(t.name for t in tools)
     envelope = _envelope(fmt, kit, mode, call_refs, head, options, names)
     if len(envelope) > limits.max_rules:
@@ -680,8 +678,9 @@ def _envelope(
     prose_first: Node = EMPTY
     prose_after: Node = EMPTY
     if mode != "required":
-        # with no call to make, a habit's opener is plain text (unless the turn says not)
-        habits = mode != "none" or not options.habit_prose
+        # with no call to make, a habit's opener is plain text (the parser reads it so); a
+        # turn asked for words may only not open with it (_fences)
+        habits = mode != "none"
         words = mode == "none" and not options.habit_prose
         prose_first, rules = prose_rules(
             fmt, at_start=True, habits=habits, words=words, names=names

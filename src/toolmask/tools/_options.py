@@ -28,13 +28,14 @@ class TurnOptions:
     ended inside the channel, so the turn starts with reasoning (:meth:`for_format` keeps it
     only for a format that has a channel). ``habit_prose``: under ``tool_choice="none"``, a
     habit's opener (:attr:`FormatSpec.habits`, a ```` ```json ```` fence) is plain text, as a
-    user asking for no call may want a JSON fence in the answer; ``False`` keeps it out of the
-    prose where it names a tool, as the format's own markers always are, and asks for words:
-    the reply holds some text that is not whitespace and does not start with the opener's
-    leading punctuation, nor with the first byte of a bare call (``{`` of hermes' ``{"name"``).
-    This is an agent's answer step and the server's ``tool_choice="none"``: a model that writes
-    its calls in a fence or as a bare object is asked for words; it would otherwise write the
-    fence's three backticks, or ``{"name``, and stop.
+    user asking for no call may want a JSON fence in the answer, and the parser reads it so.
+    ``False`` asks for words: the reply holds some text that is not whitespace and does not
+    open (after whitespace) with a habit opener's leading punctuation nor with the first byte
+    of a bare call (``{`` of hermes' ``{"name"``); a fence may still follow words, as text.
+    This is an agent's answer step and the server's ``tool_choice="none"`` over tools: a model
+    set on calling would otherwise open its call, which the mask cuts (the fence's three
+    backticks, or ``{"name``), and stop. Only the opening is held: a fence that names a tool
+    later in the reply, kept out, would be cut inside the name the same way.
 
     Frozen: a turn that differs in one option is another value (:meth:`replace`), never a
     changed one, so every cache keyed by it stays right. ``schema_options`` is a read-only
