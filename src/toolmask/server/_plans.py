@@ -205,10 +205,11 @@ class PlanCache:
     def _turn(self, req: ChatRequest, reasoning_open: bool) -> ToolTurn:
         """The request's turn: the turn over its tool list (kept per list and options, so a
         new ``tool_choice`` over tools seen before is derived from it in O(allowed names),
-        with its tool key and prompt), with the request's ``tool_choice``. Under ``none`` the
-        turn asks for words (``TurnOptions.habit_prose=False``): a client sends ``none`` for
-        the answer after its tools ran, and a model set on calling would otherwise open its
-        call, be cut by the mask and stop (docs/server.md)."""
+        with its tool key and prompt), with the request's ``tool_choice``. Every turn is made
+        with ``TurnOptions.habit_prose=False``, which only changes a turn where no call may be
+        made: under ``none`` it asks for words, since a client sends ``none`` for the answer
+        after its tools ran, and a model set on calling would otherwise open its call, be cut
+        by the mask and stop (docs/server.md)."""
         choice = req.normal_choice() or req.tool_choice
         if choice is None:
             choice = "auto"
@@ -232,16 +233,14 @@ class PlanCache:
                 reasoning=req.thinking,
                 reasoning_open=reasoning_open,
             )
+            base = base.with_options(base.options.replace(habit_prose=False))
             base.prepare(self.compiler)  # its key and prompt, shared by the turns derived
             if req.tools_key:
                 with self._lock:
                     self._turns[key] = (req.tools, base)
                     while len(self._turns) > self.size:
                         self._turns.popitem(last=False)
-        turn = base.with_tool_choice(choice)
-        if turn.tool_choice.mode == "none":  # the client asks for the answer: words
-            turn = turn.with_options(turn.options.replace(habit_prose=False))
-        return turn
+        return base.with_tool_choice(choice)
 
     def _build(self, req: ChatRequest, reasoning_open: bool = False) -> Plan:
         turn: ToolTurn | None = None
